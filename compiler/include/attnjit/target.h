@@ -1,0 +1,27 @@
+// A compilation target: "sm_80", "sm_86", "sm_89", "sm_90", "sm_90a".
+#pragma once
+
+#include <string>
+#include <vector>
+
+namespace attnjit {
+
+struct Target {
+  int sm = 90;                  // compute capability major*10 + minor
+  bool arch_specific = false;   // the 'a' suffix (sm_90a: wgmma, setmaxnreg)
+
+  std::string name() const;          // "sm_90a"
+  std::string virtual_arch() const;  // "compute_90a"
+  bool operator==(const Target& o) const {
+    return sm == o.sm && arch_specific == o.arch_specific;
+  }
+  bool operator!=(const Target& o) const { return !(*this == o); }
+};
+
+// Throws Error(kFlags) for an unknown or unsupported target.
+Target parse_target(const std::string& name);
+std::vector<Target> supported_targets();  // sm_80, sm_86, sm_89, sm_90a
+// The target a device of this compute capability runs best: 9.0 -> sm_90a.
+Target target_for_device(int major, int minor);
+
+}  // namespace attnjit

@@ -1,0 +1,107 @@
+// The typed attention API over the `attention` spec (specs/attention.yaml).
+// Semantics: ../SEMANTICS.md (mirrored in docs of the spec).
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <string>
+
+#include "attnjit/cache.h"
+#include "attnjit/driver.h"
+#include "attnjit/kernel.h"
+#include "attnjit/spec.h"
+
+namespace attnjit {
+
+enum class DType { kBF16, kFP16 };
+enum class SinkMode { kNone, kNullLogit, kBiasKey0 };
+
+const char* to_string(DType dtype);
+const char* to_string(SinkMode mode);
+
+// The constexpr flags of the attention family.
+struct AttentionFlags {
+  DType dtype = DType::kBF16;
+  int head_dim = 128;
+  bool causal = false;
+  bool window = false;      // window_left / window_right are runtime args
+  SinkMode sinks = SinkMode::kNone;
+  bool mm_prefix = false;   // multimodal spans attend bidirectionally
+  bool mm_clamp = false;    // ... but only inside the window
+  bool softcap = false;
+  bool return_lse = false;
+
+  std::map<std::string, FlagValue> to_flag_map() const;
+  static AttentionFlags from_flag_set(const FlagSet& flags);
+};
+
+// Runtime arguments. Pointers are device pointers. Strides are in elements.
+struct AttentionArgs {
+  const void* q = nullptr;   // [total_q, Hq, D]
+  const void* k = nullptr;   // [total_k, Hkv, D]
+  const void* v = nullptr;   // [total_k, Hkv, D]
+  void* o = nullptr;         // [total_q, Hq, D]
+  float* lse = nullptr;      // [Hq, total_q], when return_lse
+  const float* sinks = nullptr;           // [Hq], when sinks != none
+  const int32_t* cu_seqlens_q = nullptr;  // [B+1]
+  const int32_t* cu_seqlens_k = nullptr;  // [B+1]
+  // Multimodal spans, CSR by sequence: spans of sequence b are
+  // mm_spans[2*s], mm_spans[2*s+1] (inclusive key positions) for
+  // s in [mm_span_offsets[b], mm_span_offsets[b+1]), sorted, disjoint.
+  const int32_t* mm_span_offsets = nullptr;  // [B+1], when mm_prefix
+  const int32_t* mm_spans = nullptr;         // [R, 2], when mm_prefix
+
+  int64_t q_row_stride = 0, q_head_stride = 0;
+  int64_t k_row_stride = 0, k_head_stride = 0;
+  int64_t v_row_stride = 0, v_head_stride = 0;
+  int64_t o_row_stride = 0, o_head_stride = 0;
+
+  int num_seqs = 0;      // B
+  int num_heads_q = 0;   // Hq
+  int num_heads_kv = 0;  // Hkv, divides Hq
+  int total_q = 0;       // rows of q and o (and lse's row length)
+  int total_k = 0;
+  int max_seqlen_q = 0;  // bounds the grid; >= every n_q(b)
+  int max_seqlen_k = 0;
+
+  float scale = 0.f;     // <= 0: 1/sqrt(D)
+  float softcap = 0.f;   // used when the softcap flag is on; must be > 0
+  int window_left = -1;  // used when the window flag is on; -1: unbounded
+  int window_right = -1;
+};
+
+// Host-side checks that need no device access: null pointers the flags
+// need, alignment (16 bytes for q/k/v/o, 4 for the rest), strides (last
+// dimension contiguous, row strides a multiple of 8 elements), Hq % Hkv,
+// scale and softcap values. Throws Error(kArgument) naming the argument.
+void validate_attention_args(const AttentionFlags& flags,
+                             const AttentionArgs& args);
+
+class AttentionKernel {
+ public:
+  // Resolves the flags against the spec (illegal combinations throw
+  // Error(kFlags)), then gets the variant through `cache`.
+  static std::shared_ptr<AttentionKernel> get(
+      const AttentionFlags& flags, KernelCache& cache = KernelCache::global(),
+      const Target* target = nullptr);  // null: the current device's
+
+  const AttentionFlags& flags() const { return flags_; }
+  Kernel& kernel() { return *kernel_; }
+  int block_m() const { return block_m_; }
+  EntrySource source() const { return source_; }
+
+  // validate_attention_args, then one launch on `stream`.
+  void launch(const AttentionArgs& args, CuStream stream);
+
+ private:
+  AttentionFlags flags_;
+  std::unique_ptr<Kernel> kernel_;
+  int block_m_ = 0;
+  EntrySource source_ = EntrySource::kCompiled;
+};
+
+// The attention spec compiled into the library.
+const Spec& attention_spec();
+
+}  // namespace attnjit

@@ -1,0 +1,127 @@
+// The kernel cache (DESIGN.md decisions 5-8).
+//
+// Lookup order: memory, then read-only AOT directories, then the writable
+// user directory, then compile (unless no-JIT). Compiled binaries are
+// content-addressed by CacheKey; disk entries are published atomically
+// (write a temp file in the same directory, fsync, rename), carry a
+// SHA-256 checksum of their payload, and are verified on load. A corrupt,
+// truncated or foreign entry is logged, ignored and recompiled, never
+// trusted and never fatal. An unwritable user directory degrades to memory
+// only with one warning. Concurrent requests for one key compile once
+// (single-flight); a hit never waits behind another key's compile.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "attnjit/codegen.h"
+#include "attnjit/nvrtc.h"
+#include "attnjit/signature.h"
+#include "attnjit/spec.h"
+
+namespace attnjit {
+
+struct CacheConfig {
+  // Writable directory; empty disables the disk cache. Default (from_env):
+  // $ATTNJIT_CACHE_DIR, else $XDG_CACHE_HOME/attnjit, else ~/.cache/attnjit.
+  std::string user_dir;
+  // Read-only directories searched before user_dir ($ATTNJIT_AOT_DIRS,
+  // ':'-separated).
+  std::vector<std::string> aot_dirs;
+  // A miss in every cache is an error instead of a compile
+  // ($ATTNJIT_NO_JIT=1).
+  bool no_jit = false;
+  // Print every cold compile and every cache fault to stderr
+  // ($ATTNJIT_LOG=1).
+  bool log = false;
+
+  static CacheConfig from_environment();
+};
+
+struct CacheStats {
+  uint64_t memory_hits = 0;
+  uint64_t disk_hits = 0;      // user dir or AOT dir
+  uint64_t aot_hits = 0;       // of which from an AOT dir
+  uint64_t compiles = 0;
+  uint64_t corrupt_entries = 0;  // found, rejected, recompiled
+  uint64_t write_failures = 0;
+};
+
+enum class EntrySource { kMemory, kAot, kDisk, kCompiled };
+const char* to_string(EntrySource source);
+
+// What the cache holds for one key.
+struct CacheEntry {
+  CacheKey key;
+  std::string canonical_signature;
+  std::string display_name;
+  CompiledKernel kernel;
+};
+
+struct LookupResult {
+  std::shared_ptr<const CacheEntry> entry;
+  EntrySource source = EntrySource::kCompiled;
+};
+
+class KernelCache {
+ public:
+  explicit KernelCache(CacheConfig config);
+  ~KernelCache();
+  KernelCache(const KernelCache&) = delete;
+  KernelCache& operator=(const KernelCache&) = delete;
+
+  // The process-wide cache configured from the environment.
+  static KernelCache& global();
+
+  // Returns the binary for this variant: generates the source, computes the
+  // key, and walks memory -> AOT -> user dir -> compile. Throws
+  // Error(kNoJit) on a miss in no-JIT mode, Error(kCompile) when NVRTC
+  // fails.
+  LookupResult get(const Spec& spec, const Signature& signature);
+
+  // Lower-level form used by get(): `compile` runs at most once per key
+  // across concurrent callers in this process.
+  LookupResult get_or_compile(
+      const CacheKey& key, const std::string& canonical_signature,
+      const std::string& display_name,
+      const std::function<CompiledKernel()>& compile);
+
+  CacheStats stats() const;
+  const CacheConfig& config() const;
+  // True once the user directory was found unwritable (memory-only mode).
+  bool disk_disabled() const;
+
+  // Entry files: <dir>/<key[0:2]>/<key>.ajk
+  static std::string entry_path(const std::string& dir, const CacheKey& key);
+
+  struct Impl;
+
+ private:
+  std::unique_ptr<Impl> impl_;
+};
+
+// Serialization of one entry (magic, format version, key, checksum,
+// metadata JSON, cubin, ptx). decode throws Error(kCache) with the reason
+// on any mismatch: bad magic, other format version, other key, checksum
+// mismatch, truncation.
+std::string encode_entry(const CacheEntry& entry);
+CacheEntry decode_entry(const std::string& bytes, const CacheKey& expected);
+
+// For `attnjit inspect`: every entry under dir, verified.
+struct EntryReport {
+  std::string path;
+  std::string key;
+  std::string display_name;
+  std::string canonical_signature;
+  size_t bytes = 0;
+  bool ok = false;
+  std::string problem;  // when !ok
+};
+std::vector<EntryReport> scan_cache_dir(const std::string& dir);
+
+}  // namespace attnjit

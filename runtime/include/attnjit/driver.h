@@ -1,0 +1,72 @@
+// The CUDA Driver API, opened with dlopen on first use (DESIGN.md decision
+// 3): nothing in attnjit links libcuda, so specs, codegen, NVRTC and the
+// cache work on a machine without a driver. The first call that needs the
+// driver loads it; if that fails, every such call throws Error(kDriver)
+// with the dlopen message ("libcuda.so.1: cannot open shared object ...").
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+
+namespace attnjit {
+
+// Opaque driver handles (same representation as the driver's own).
+using CuContext = struct CUctx_st*;
+using CuModule = struct CUmod_st*;
+using CuFunction = struct CUfunc_st*;
+using CuStream = struct CUstream_st*;
+using CuDevicePtr = unsigned long long;
+
+struct DeviceInfo {
+  int ordinal = -1;
+  int major = 0, minor = 0;
+  int sm_count = 0;
+  size_t max_smem_optin = 0;  // bytes per block after opting in
+  std::string name;
+};
+
+class Driver {
+ public:
+  // The process-wide driver; loads libcuda and calls cuInit once.
+  // Throws Error(kDriver) if libcuda is missing or cuInit fails.
+  static Driver& get();
+  // True if a driver could be loaded and at least one device exists.
+  // Never throws.
+  static bool available(std::string* why = nullptr);
+
+  // The current context of the calling thread, or the primary context of
+  // device 0 (retained and made current) when there is none.
+  CuContext current_or_primary_context();
+  DeviceInfo device_of(CuContext ctx);
+
+  CuModule load_module(CuContext ctx, const std::string& cubin);
+  void unload_module(CuContext ctx, CuModule module) noexcept;
+  CuFunction get_function(CuModule module, const std::string& name);
+  // Reads a small __device__ global (launch info) from a loaded module.
+  void read_global(CuContext ctx, CuModule module, const std::string& name,
+                   void* dst, size_t bytes);
+  void set_max_dynamic_smem(CuFunction fn, int bytes);
+  // cuLaunchKernelEx on `stream`; no synchronization, no allocation.
+  void launch(CuFunction fn, unsigned grid_x, unsigned grid_y,
+              unsigned grid_z, unsigned block_x, unsigned smem_bytes,
+              CuStream stream, void** args);
+
+  // For tests, benchmarks and the reference check (never on the launch path).
+  CuDevicePtr mem_alloc(size_t bytes);
+  void mem_free(CuDevicePtr ptr) noexcept;
+  void copy_to_device(CuDevicePtr dst, const void* src, size_t bytes);
+  void copy_to_host(void* dst, CuDevicePtr src, size_t bytes);
+  void memset_d8(CuDevicePtr dst, unsigned char value, size_t bytes);
+  void synchronize();  // the current context
+
+  // The raw symbol, for tests that need more (nullptr if absent).
+  void* symbol(const char* name);
+
+ private:
+  Driver();
+  struct Impl;
+  Impl* impl_;
+};
+
+}  // namespace attnjit
