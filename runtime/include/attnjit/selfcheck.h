@@ -1,0 +1,62 @@
+// Runs one attention variant on the GPU on fresh random inputs and compares
+// it with the CPU reference (reference.h). Shared by the GPU tests, the
+// `attnjit run` main job and the benchmarks' correctness column.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "attnjit/attention.h"
+#include "attnjit/reference.h"
+
+namespace attnjit {
+
+struct CheckShape {
+  std::string name;
+  std::vector<int> seqlens_q, seqlens_k;  // per sequence
+  int num_heads_q = 4, num_heads_kv = 1;
+  int window_left = -1, window_right = -1;  // used when the window flag is on
+  // Per sequence, inclusive key-position spans (used when mm_prefix is on).
+  std::vector<std::vector<std::pair<int, int>>> spans;
+  float softcap = 2.f;  // used when the softcap flag is on
+};
+
+struct CheckResult {
+  std::string variant;        // display name of the kernel
+  std::string shape;
+  double o_error = 0;         // relative error of o (NaN if any NaN)
+  double lse_error = 0;       // max |lse - ref| over finite refs (0 if off)
+  bool lse_inf_ok = true;     // -inf exactly where the reference has -inf
+  bool guard_intact = true;   // rows past total_q untouched
+  bool output_written = true; // no poison left in o
+  EntrySource source = EntrySource::kCompiled;
+  bool passed(double bound) const;
+};
+
+// The shapes of the GPU test matrix for these flags: ragged varlen batches
+// with lengths 0 and 1 and lengths off the tile, q shorter than k, windows
+// of 0, smaller than a tile and larger than the sequence, spans at the
+// start, across tile edges, longer than the window and adjacent, GQA ratios
+// 1, 4 and 8.
+std::vector<CheckShape> standard_check_shapes(const AttentionFlags& flags);
+
+// `reference_sinks` compares against another sink mode's reference (the
+// seed evidence); by default the reference matches the kernel's flags.
+CheckResult check_attention(
+    const AttentionFlags& flags, const CheckShape& shape, uint64_t seed,
+    KernelCache& cache = KernelCache::global(),
+    std::optional<SinkMode> reference_sinks = std::nullopt);
+
+// Error bound for a dtype (SEMANTICS.md "Error measure").
+double error_bound(DType dtype);
+
+// Host conversions with round-to-nearest-even.
+uint16_t float_to_bf16(float f);
+float bf16_to_float(uint16_t h);
+uint16_t float_to_fp16(float f);
+float fp16_to_float(uint16_t h);
+
+}  // namespace attnjit

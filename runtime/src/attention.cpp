@@ -1,0 +1,248 @@
+// The typed attention API: flags -> variant (memoized per process), host
+// checks of the arguments, and the launch in the spec's argument order.
+#include "attnjit/attention.h"
+
+#include <cmath>
+#include <cstring>
+#include <mutex>
+#include <unordered_map>
+
+#include <fmt/format.h>
+
+#include "attnjit/error.h"
+
+namespace attnjit {
+namespace {
+
+// The kernel's parameter list as the launch below fills it; checked
+// against the spec's `args` once, so a spec edit cannot silently shift
+// arguments.
+constexpr const char* kArgOrder[] = {
+    "q",            "k",             "v",            "o",
+    "lse",          "sinks",         "cu_seqlens_q", "cu_seqlens_k",
+    "mm_span_offsets", "mm_spans",   "q_row_stride", "q_head_stride",
+    "k_row_stride", "k_head_stride", "v_row_stride", "v_head_stride",
+    "o_row_stride", "o_head_stride", "num_heads_q",  "num_heads_kv",
+    "total_q",      "scale",         "softcap",      "window_left",
+    "window_right"};
+constexpr int kArgCount = sizeof(kArgOrder) / sizeof(kArgOrder[0]);
+
+void check_arg_order(const Spec& spec) {
+  bool same = int(spec.args.size()) == kArgCount;
+  for (int i = 0; same && i < kArgCount; ++i) {
+    same = spec.args[i].name == kArgOrder[i];
+  }
+  if (!same) {
+    throw Error(ErrorKind::kSpec,
+                fmt::format("{}: the attention runtime expects the args {} in "
+                            "this order",
+                            spec.source_name,
+                            fmt::join(std::begin(kArgOrder),
+                                      std::end(kArgOrder), ", ")));
+  }
+}
+
+uint64_t pack_flags(const AttentionFlags& f, const Target& t,
+                    const KernelCache* cache) {
+  uint64_t key = uint64_t(f.head_dim);
+  key = key * 2 + (f.dtype == DType::kFP16);
+  key = key * 2 + f.causal;
+  key = key * 2 + f.window;
+  key = key * 4 + int(f.sinks);
+  key = key * 2 + f.mm_prefix;
+  key = key * 2 + f.mm_clamp;
+  key = key * 2 + f.softcap;
+  key = key * 2 + f.return_lse;
+  key = key * 256 + uint64_t(t.sm);
+  key = key * 2 + t.arch_specific;
+  return key ^ (reinterpret_cast<uintptr_t>(cache) << 20);
+}
+
+void require(bool ok, const std::string& message) {
+  if (!ok) throw Error(ErrorKind::kArgument, message);
+}
+
+bool aligned(const void* p, size_t bytes) {
+  return reinterpret_cast<uintptr_t>(p) % bytes == 0;
+}
+
+void require_pointer(const void* p, const char* name, size_t alignment,
+                     const char* why) {
+  require(p != nullptr, fmt::format("attention: `{}` is null ({})", name, why));
+  require(aligned(p, alignment),
+          fmt::format("attention: `{}` must be {}-byte aligned", name,
+                      alignment));
+}
+
+void require_strides(const char* name, int64_t row, int64_t head) {
+  require(row > 0 && head > 0,
+          fmt::format("attention: `{}` strides must be positive (row {}, "
+                      "head {})",
+                      name, row, head));
+  require(row % 8 == 0 && head % 8 == 0,
+          fmt::format("attention: `{}` row and head strides must be multiples "
+                      "of 8 elements for 16-byte loads (row {}, head {})",
+                      name, row, head));
+}
+
+}  // namespace
+
+const char* to_string(DType dtype) {
+  return dtype == DType::kBF16 ? "bf16" : "fp16";
+}
+
+const char* to_string(SinkMode mode) {
+  switch (mode) {
+    case SinkMode::kNone: return "none";
+    case SinkMode::kNullLogit: return "null_logit";
+    case SinkMode::kBiasKey0: return "bias_key0";
+  }
+  return "?";
+}
+
+const Spec& attention_spec() {
+  static const Spec spec = [] {
+    Spec s = load_embedded_spec("attention");
+    check_arg_order(s);
+    return s;
+  }();
+  return spec;
+}
+
+std::map<std::string, FlagValue> AttentionFlags::to_flag_map() const {
+  return {{"dtype", std::string(to_string(dtype))},
+          {"head_dim", int64_t(head_dim)},
+          {"causal", causal},
+          {"window", window},
+          {"sinks", std::string(to_string(sinks))},
+          {"mm_prefix", mm_prefix},
+          {"mm_clamp", mm_clamp},
+          {"softcap", softcap},
+          {"return_lse", return_lse}};
+}
+
+AttentionFlags AttentionFlags::from_flag_set(const FlagSet& flags) {
+  AttentionFlags f;
+  f.dtype = flags.get_name("dtype") == "fp16" ? DType::kFP16 : DType::kBF16;
+  f.head_dim = int(flags.get_int("head_dim"));
+  f.causal = flags.get_bool("causal");
+  f.window = flags.get_bool("window");
+  const std::string& sinks = flags.get_name("sinks");
+  f.sinks = sinks == "null_logit"  ? SinkMode::kNullLogit
+            : sinks == "bias_key0" ? SinkMode::kBiasKey0
+                                   : SinkMode::kNone;
+  f.mm_prefix = flags.get_bool("mm_prefix");
+  f.mm_clamp = flags.get_bool("mm_clamp");
+  f.softcap = flags.get_bool("softcap");
+  f.return_lse = flags.get_bool("return_lse");
+  return f;
+}
+
+void validate_attention_args(const AttentionFlags& flags,
+                             const AttentionArgs& a) {
+  require_pointer(a.q, "q", 16, "always needed");
+  require_pointer(a.k, "k", 16, "always needed");
+  require_pointer(a.v, "v", 16, "always needed");
+  require_pointer(a.o, "o", 16, "always needed");
+  require_pointer(a.cu_seqlens_q, "cu_seqlens_q", 4, "always needed");
+  require_pointer(a.cu_seqlens_k, "cu_seqlens_k", 4, "always needed");
+  if (flags.return_lse) require_pointer(a.lse, "lse", 4, "return_lse is on");
+  if (flags.sinks != SinkMode::kNone) {
+    require_pointer(a.sinks, "sinks", 4, "a sink mode is on");
+  }
+  if (flags.mm_prefix) {
+    require_pointer(a.mm_span_offsets, "mm_span_offsets", 4,
+                    "mm_prefix is on");
+    require_pointer(a.mm_spans, "mm_spans", 4, "mm_prefix is on");
+  }
+  require_strides("q", a.q_row_stride, a.q_head_stride);
+  require_strides("k", a.k_row_stride, a.k_head_stride);
+  require_strides("v", a.v_row_stride, a.v_head_stride);
+  require_strides("o", a.o_row_stride, a.o_head_stride);
+  require(a.num_seqs >= 0 && a.num_seqs <= 65535,
+          fmt::format("attention: num_seqs {} is outside [0, 65535]",
+                      a.num_seqs));
+  require(a.num_heads_q > 0 && a.num_heads_kv > 0 &&
+              a.num_heads_q % a.num_heads_kv == 0 && a.num_heads_q <= 65535,
+          fmt::format("attention: num_heads_q ({}) must be a positive "
+                      "multiple of num_heads_kv ({})",
+                      a.num_heads_q, a.num_heads_kv));
+  require(a.total_q >= 0 && a.total_k >= 0 && a.max_seqlen_q >= 0 &&
+              a.max_seqlen_k >= 0,
+          "attention: totals and max sequence lengths must be >= 0");
+  require(std::isfinite(a.scale),
+          fmt::format("attention: scale {} is not finite", a.scale));
+  if (flags.softcap) {
+    require(std::isfinite(a.softcap) && a.softcap > 0,
+            fmt::format("attention: softcap must be > 0, got {}", a.softcap));
+  }
+  if (flags.window) {
+    require(a.window_left >= -1 && a.window_right >= -1,
+            fmt::format("attention: window sizes must be >= -1, got ({}, {})",
+                        a.window_left, a.window_right));
+  }
+}
+
+std::shared_ptr<AttentionKernel> AttentionKernel::get(
+    const AttentionFlags& flags, KernelCache& cache, const Target* target) {
+  Target t;
+  if (target != nullptr) {
+    t = *target;
+  } else {
+    Driver& driver = Driver::get();
+    const DeviceInfo info =
+        driver.device_of(driver.current_or_primary_context());
+    t = target_for_device(info.major, info.minor);
+  }
+  static std::mutex mutex;
+  static std::unordered_map<uint64_t, std::shared_ptr<AttentionKernel>> memo;
+  const uint64_t memo_key = pack_flags(flags, t, &cache);
+  {
+    std::lock_guard<std::mutex> lock(mutex);
+    auto it = memo.find(memo_key);
+    if (it != memo.end()) return it->second;
+  }
+  const Spec& spec = attention_spec();
+  const FlagSet flag_set = resolve_flags(spec, flags.to_flag_map());
+  const Signature sig =
+      make_signature(spec, flag_set, CompileOptions::from_environment(t));
+  LookupResult found = cache.get(spec, sig);
+  auto kernel = std::shared_ptr<AttentionKernel>(new AttentionKernel());
+  kernel->flags_ = flags;
+  kernel->kernel_ = std::make_unique<Kernel>(found.entry);
+  kernel->block_m_ = int(sig.tuning_value("block_m"));
+  kernel->source_ = found.source;
+  std::lock_guard<std::mutex> lock(mutex);
+  return memo.emplace(memo_key, std::move(kernel)).first->second;
+}
+
+void AttentionKernel::launch(const AttentionArgs& a, CuStream stream) {
+  validate_attention_args(flags_, a);
+  if (a.num_seqs == 0 || a.max_seqlen_q == 0) return;
+  const float scale = a.scale > 0 ? a.scale : 1.f / std::sqrt(float(flags_.head_dim));
+  const float softcap = flags_.softcap ? a.softcap : 0.f;
+  const int window_left = flags_.window ? a.window_left : -1;
+  const int window_right = flags_.window ? a.window_right : -1;
+  long long strides[8] = {a.q_row_stride, a.q_head_stride, a.k_row_stride,
+                          a.k_head_stride, a.v_row_stride, a.v_head_stride,
+                          a.o_row_stride, a.o_head_stride};
+  void* args[kArgCount] = {
+      const_cast<void**>(&a.q),  const_cast<void**>(&a.k),
+      const_cast<void**>(&a.v),  const_cast<void**>(&a.o),
+      const_cast<float**>(&a.lse), const_cast<const float**>(&a.sinks),
+      const_cast<const int32_t**>(&a.cu_seqlens_q),
+      const_cast<const int32_t**>(&a.cu_seqlens_k),
+      const_cast<const int32_t**>(&a.mm_span_offsets),
+      const_cast<const int32_t**>(&a.mm_spans),
+      &strides[0], &strides[1], &strides[2], &strides[3],
+      &strides[4], &strides[5], &strides[6], &strides[7],
+      const_cast<int*>(&a.num_heads_q), const_cast<int*>(&a.num_heads_kv),
+      const_cast<int*>(&a.total_q),
+      const_cast<float*>(&scale), const_cast<float*>(&softcap),
+      const_cast<int*>(&window_left), const_cast<int*>(&window_right)};
+  const unsigned m_tiles = unsigned((a.max_seqlen_q + block_m_ - 1) / block_m_);
+  kernel_->launch(m_tiles, unsigned(a.num_heads_q), unsigned(a.num_seqs),
+                  stream, args);
+}
+
+}  // namespace attnjit

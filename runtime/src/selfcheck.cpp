@@ -1,0 +1,312 @@
+#include "attnjit/selfcheck.h"
+
+#include <cmath>
+#include <cstring>
+#include <limits>
+#include <random>
+
+#include <fmt/format.h>
+
+#include "attnjit/driver.h"
+#include "attnjit/error.h"
+
+namespace attnjit {
+namespace {
+
+// A device allocation that frees itself.
+class DeviceBuffer {
+ public:
+  explicit DeviceBuffer(size_t bytes) : bytes_(bytes == 0 ? 16 : bytes) {
+    ptr_ = Driver::get().mem_alloc(bytes_);
+  }
+  ~DeviceBuffer() { Driver::get().mem_free(ptr_); }
+  DeviceBuffer(const DeviceBuffer&) = delete;
+  DeviceBuffer& operator=(const DeviceBuffer&) = delete;
+  template <class T>
+  T* as() const { return reinterpret_cast<T*>(ptr_); }
+  template <class T>
+  void upload(const std::vector<T>& host) {
+    if (!host.empty()) Driver::get().copy_to_device(ptr_, host.data(), host.size() * sizeof(T));
+  }
+  template <class T>
+  std::vector<T> download(size_t count) const {
+    std::vector<T> host(count);
+    if (count) Driver::get().copy_to_host(host.data(), ptr_, count * sizeof(T));
+    return host;
+  }
+  void poison() { Driver::get().memset_d8(ptr_, 0xFF, bytes_); }
+
+ private:
+  size_t bytes_;
+  CuDevicePtr ptr_ = 0;
+};
+
+std::vector<int32_t> prefix_sums(const std::vector<int>& lengths) {
+  std::vector<int32_t> cu(1, 0);
+  for (int n : lengths) cu.push_back(cu.back() + n);
+  return cu;
+}
+
+ReferenceProblem::Sinks to_reference(SinkMode mode) {
+  switch (mode) {
+    case SinkMode::kNullLogit: return ReferenceProblem::Sinks::kNullLogit;
+    case SinkMode::kBiasKey0: return ReferenceProblem::Sinks::kBiasKey0;
+    case SinkMode::kNone: break;
+  }
+  return ReferenceProblem::Sinks::kNone;
+}
+
+// Random normal values rounded to the element type; returns the device
+// bits and fills `rounded` with the values the reference must use.
+std::vector<uint16_t> random_elements(size_t count, DType dtype,
+                                      std::mt19937_64& rng,
+                                      std::vector<float>& rounded) {
+  std::normal_distribution<float> normal(0.f, 1.f);
+  std::vector<uint16_t> bits(count);
+  rounded.resize(count);
+  for (size_t i = 0; i < count; ++i) {
+    const float x = normal(rng);
+    bits[i] = dtype == DType::kBF16 ? float_to_bf16(x) : float_to_fp16(x);
+    rounded[i] = dtype == DType::kBF16 ? bf16_to_float(bits[i])
+                                       : fp16_to_float(bits[i]);
+  }
+  return bits;
+}
+
+ReferenceProblem make_problem(const AttentionFlags& flags,
+                              const CheckShape& shape, SinkMode ref_sinks) {
+  ReferenceProblem pr;
+  pr.num_seqs = int(shape.seqlens_q.size());
+  pr.num_heads_q = shape.num_heads_q;
+  pr.num_heads_kv = shape.num_heads_kv;
+  pr.head_dim = flags.head_dim;
+  pr.cu_seqlens_q = prefix_sums(shape.seqlens_q);
+  pr.cu_seqlens_k = prefix_sums(shape.seqlens_k);
+  pr.causal = flags.causal;
+  if (flags.window) {
+    pr.window_left = shape.window_left;
+    pr.window_right = shape.window_right;
+  }
+  pr.sink_mode = to_reference(ref_sinks);
+  pr.mm_prefix = flags.mm_prefix;
+  pr.mm_clamp = flags.mm_clamp;
+  pr.mm_span_offsets.push_back(0);
+  for (int b = 0; b < pr.num_seqs; ++b) {
+    if (flags.mm_prefix && b < int(shape.spans.size())) {
+      for (const auto& [r0, r1] : shape.spans[b]) {
+        pr.mm_spans.push_back(r0);
+        pr.mm_spans.push_back(r1);
+      }
+    }
+    pr.mm_span_offsets.push_back(int32_t(pr.mm_spans.size() / 2));
+  }
+  pr.softcap = flags.softcap ? shape.softcap : 0.0;
+  return pr;
+}
+
+void compare(const ReferenceProblem& pr, const ReferenceResult& ref,
+             const std::vector<uint16_t>& o_bits,
+             const std::vector<float>& lse, bool with_lse, DType dtype,
+             CheckResult& out) {
+  std::vector<double> o(ref.o.size());
+  for (size_t i = 0; i < o.size(); ++i) {
+    if (o_bits[i] == 0xFFFF) out.output_written = false;
+    o[i] = dtype == DType::kBF16 ? bf16_to_float(o_bits[i])
+                                 : fp16_to_float(o_bits[i]);
+  }
+  out.o_error = relative_error(o, ref.o);
+  if (!with_lse) return;
+  for (size_t i = 0; i < ref.lse.size(); ++i) {
+    const double r = ref.lse[i];
+    if (std::isinf(r)) {
+      if (!(std::isinf(lse[i]) && lse[i] < 0)) out.lse_inf_ok = false;
+      continue;
+    }
+    const double err = std::abs(double(lse[i]) - r);
+    if (!(err <= out.lse_error)) out.lse_error = std::isnan(err) ? NAN : err;
+    if (std::isnan(out.lse_error)) return;
+  }
+  (void)pr;
+}
+
+}  // namespace
+
+bool CheckResult::passed(double bound) const {
+  return o_error <= bound && lse_error <= 2e-2 && lse_inf_ok &&
+         guard_intact && output_written;
+}
+
+double error_bound(DType dtype) {
+  return dtype == DType::kBF16 ? 1e-2 : 3e-3;
+}
+
+std::vector<CheckShape> standard_check_shapes(const AttentionFlags& flags) {
+  std::vector<CheckShape> shapes;
+  // Ragged batch: lengths 0 and 1 and off the tile, GQA 4, a window smaller
+  // than a tile, spans at the start, across a tile edge, adjacent.
+  CheckShape ragged{"ragged_gqa4", {0, 1, 77, 200}, {0, 1, 77, 200}, 4, 1,
+                    5, 3, {}, 2.f};
+  ragged.spans = {{}, {{0, 0}}, {{0, 9}, {60, 70}},
+                  {{0, 9}, {60, 70}, {100, 190}, {191, 195}, {196, 199}}};
+  shapes.push_back(ragged);
+  // q shorter than k (bottom-right), GQA 8, a window of 0 on the left and
+  // unbounded on the right, a span longer than the window.
+  CheckShape chunked{"q_shorter_gqa8", {17, 64}, {150, 194}, 8, 1, 0, -1, {},
+                     2.f};
+  chunked.spans = {{{120, 149}}, {{0, 3}, {130, 193}}};
+  shapes.push_back(chunked);
+  // MHA, one long sequence, a window larger than the sequence.
+  CheckShape mha{"mha_long_window", {257}, {257}, 2, 2, 300, 300, {}, 2.f};
+  mha.spans = {{{31, 33}, {64, 127}, {128, 200}}};
+  shapes.push_back(mha);
+  // Windows of a few tiles on both sides; a sequence with no keys.
+  CheckShape mixed{"window_tiles_empty_k", {5, 140}, {0, 300}, 4, 2, 70, 20,
+                   {}, 2.f};
+  mixed.spans = {{}, {{10, 150}, {290, 299}}};
+  shapes.push_back(mixed);
+  if (!flags.window) {
+    // Window sizes are ignored without the flag; keep one shape each.
+    shapes.resize(3);
+  }
+  return shapes;
+}
+
+CheckResult check_attention(const AttentionFlags& flags,
+                            const CheckShape& shape, uint64_t seed,
+                            KernelCache& cache,
+                            std::optional<SinkMode> reference_sinks) {
+  const SinkMode ref_sinks = reference_sinks.value_or(flags.sinks);
+  ReferenceProblem pr = make_problem(flags, shape, ref_sinks);
+  const int D = flags.head_dim;
+  const int total_q = pr.cu_seqlens_q.back();
+  const int total_k = pr.cu_seqlens_k.back();
+  std::mt19937_64 rng(seed);
+  const auto q_bits = random_elements(size_t(total_q) * pr.num_heads_q * D, flags.dtype, rng, pr.q);
+  const auto k_bits = random_elements(size_t(total_k) * pr.num_heads_kv * D, flags.dtype, rng, pr.k);
+  const auto v_bits = random_elements(size_t(total_k) * pr.num_heads_kv * D, flags.dtype, rng, pr.v);
+  std::uniform_real_distribution<float> uniform(-1.f, 3.f);
+  pr.sinks.resize(pr.num_heads_q);
+  for (float& s : pr.sinks) s = uniform(rng);
+  if (ref_sinks == SinkMode::kNone) {
+    // The reference ignores them; the kernel may still read its own.
+  }
+
+  auto kernel = AttentionKernel::get(flags, cache);
+  CheckResult result;
+  result.variant = kernel->kernel().name();
+  result.shape = shape.name;
+  result.source = kernel->source();
+
+  constexpr int kGuardRows = 16;
+  const size_t o_elems = size_t(total_q) * pr.num_heads_q * D;
+  const size_t guard_elems = size_t(kGuardRows) * pr.num_heads_q * D;
+  DeviceBuffer q(q_bits.size() * 2), k(k_bits.size() * 2),
+      v(v_bits.size() * 2), o((o_elems + guard_elems) * 2),
+      lse((size_t(pr.num_heads_q) * total_q + 64) * 4),
+      sinks(pr.sinks.size() * 4), cu_q(pr.cu_seqlens_q.size() * 4),
+      cu_k(pr.cu_seqlens_k.size() * 4),
+      offsets(pr.mm_span_offsets.size() * 4), spans(pr.mm_spans.size() * 4 + 8);
+  q.upload(q_bits);
+  k.upload(k_bits);
+  v.upload(v_bits);
+  sinks.upload(pr.sinks);
+  cu_q.upload(pr.cu_seqlens_q);
+  cu_k.upload(pr.cu_seqlens_k);
+  offsets.upload(pr.mm_span_offsets);
+  spans.upload(pr.mm_spans);
+  o.poison();
+  lse.poison();
+
+  AttentionArgs a;
+  a.q = q.as<void>();
+  a.k = k.as<void>();
+  a.v = v.as<void>();
+  a.o = o.as<void>();
+  a.lse = lse.as<float>();
+  a.sinks = sinks.as<float>();
+  a.cu_seqlens_q = cu_q.as<int32_t>();
+  a.cu_seqlens_k = cu_k.as<int32_t>();
+  a.mm_span_offsets = offsets.as<int32_t>();
+  a.mm_spans = spans.as<int32_t>();
+  a.q_head_stride = a.o_head_stride = D;
+  a.q_row_stride = a.o_row_stride = int64_t(pr.num_heads_q) * D;
+  a.k_head_stride = a.v_head_stride = D;
+  a.k_row_stride = a.v_row_stride = int64_t(pr.num_heads_kv) * D;
+  a.num_seqs = pr.num_seqs;
+  a.num_heads_q = pr.num_heads_q;
+  a.num_heads_kv = pr.num_heads_kv;
+  a.total_q = total_q;
+  a.total_k = total_k;
+  for (int n : shape.seqlens_q) a.max_seqlen_q = std::max(a.max_seqlen_q, n);
+  for (int n : shape.seqlens_k) a.max_seqlen_k = std::max(a.max_seqlen_k, n);
+  a.softcap = shape.softcap;
+  a.window_left = shape.window_left;
+  a.window_right = shape.window_right;
+  kernel->launch(a, nullptr);
+  Driver::get().synchronize();
+
+  const auto o_bits = o.download<uint16_t>(o_elems + guard_elems);
+  for (size_t i = o_elems; i < o_bits.size(); ++i) {
+    if (o_bits[i] != 0xFFFF) result.guard_intact = false;
+  }
+  const auto lse_out = lse.download<float>(size_t(pr.num_heads_q) * total_q);
+  const ReferenceResult ref = reference_attention(pr);
+  compare(pr, ref, o_bits, lse_out, flags.return_lse, flags.dtype, result);
+  return result;
+}
+
+uint16_t float_to_bf16(float f) {
+  uint32_t u;
+  std::memcpy(&u, &f, 4);
+  if ((u & 0x7fffffffu) > 0x7f800000u) return 0x7fc0;  // NaN
+  u += 0x7fffu + ((u >> 16) & 1u);
+  return uint16_t(u >> 16);
+}
+
+float bf16_to_float(uint16_t h) {
+  const uint32_t u = uint32_t(h) << 16;
+  float f;
+  std::memcpy(&f, &u, 4);
+  return f;
+}
+
+uint16_t float_to_fp16(float f) {
+  uint32_t u;
+  std::memcpy(&u, &f, 4);
+  const uint32_t sign = (u >> 16) & 0x8000u;
+  const uint32_t abs = u & 0x7fffffffu;
+  if (abs > 0x7f800000u) return uint16_t(sign | 0x7e00u);
+  if (abs >= 0x477ff000u) return uint16_t(sign | 0x7c00u);  // overflow -> inf
+  if (abs < 0x38800000u) {  // subnormal or zero in fp16
+    float a;
+    std::memcpy(&a, &abs, 4);
+    const float scaled = a * 16777216.f;  // 2^24: units of the smallest subnormal
+    return uint16_t(sign | uint32_t(std::nearbyint(scaled)));
+  }
+  uint32_t m = abs + 0xfffu + ((abs >> 13) & 1u);  // round to nearest even
+  m -= 0x38000000u;                                 // rebias 127 -> 15
+  return uint16_t(sign | (m >> 13));
+}
+
+float fp16_to_float(uint16_t h) {
+  const uint32_t sign = uint32_t(h & 0x8000u) << 16;
+  const uint32_t exp = (h >> 10) & 0x1f;
+  const uint32_t mant = h & 0x3ff;
+  float f;
+  if (exp == 0) {
+    f = std::ldexp(float(mant), -24);
+  } else if (exp == 31) {
+    f = mant ? std::numeric_limits<float>::quiet_NaN()
+             : std::numeric_limits<float>::infinity();
+  } else {
+    const uint32_t u = ((exp + 112) << 23) | (mant << 13);
+    std::memcpy(&f, &u, 4);
+  }
+  uint32_t u;
+  std::memcpy(&u, &f, 4);
+  u |= sign;
+  std::memcpy(&f, &u, 4);
+  return f;
+}
+
+}  // namespace attnjit

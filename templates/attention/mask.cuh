@@ -1,0 +1,136 @@
+// Visibility (SEMANTICS.md "Visibility") for one query tile: which key tiles
+// it must visit, which of those are interior (every pair visible by the base
+// rule, so no per-element mask), and the per-element test for edge tiles.
+// Modes a variant does not use compile to nothing.
+#pragma once
+
+#include "attention/params.cuh"
+#include "common/ptx.cuh"
+
+namespace attnjit {
+namespace attention {
+
+struct KeyRange {
+  int first_tile;  // inclusive
+  int last_tile;   // inclusive; < first_tile when no key is visible
+};
+
+template <class C>
+struct Mask {
+  static constexpr bool kCausal = C::causal;
+  static constexpr bool kWindow = C::window;
+  static constexpr bool kPrefix = C::mm_prefix;
+  static constexpr bool kClamp = C::mm_clamp;
+  static_assert(!kClamp || (kPrefix && kWindow),
+                "mm_clamp requires mm_prefix and window");
+
+  int n_k;
+  int window_left, window_right;  // -1: unbounded
+  const int* spans;               // this sequence's spans
+  int span_count;
+
+  __device__ __forceinline__ bool in_window(int p, int j) const {
+    if constexpr (!kWindow) {
+      return true;
+    } else {
+      return (window_left < 0 || p - j <= window_left) &&
+             (window_right < 0 || j - p <= window_right);
+    }
+  }
+
+  __device__ __forceinline__ bool base(int p, int j) const {
+    return (!kCausal || j <= p) && in_window(p, j);
+  }
+
+  // Key tiles that queries at positions [p0, p1] may see: the base range,
+  // widened by every span that holds one of those queries (clamped to the
+  // window when mm_clamp is on). The hull of the union is returned; tiles
+  // inside it that see nothing are masked out by `visible`.
+  __device__ KeyRange key_range(int p0, int p1, int block_n) const {
+    int lo = 0;
+    int hi = n_k - 1;
+    if constexpr (kCausal) hi = ptx::imin(hi, p1);
+    if constexpr (kWindow) {
+      if (window_left >= 0) lo = ptx::imax(lo, p0 - window_left);
+      if (window_right >= 0) hi = ptx::imin(hi, p1 + window_right);
+    }
+    if constexpr (kPrefix) {
+      for (int s = 0; s < span_count; ++s) {
+        const int r0 = spans[2 * s];
+        const int r1 = spans[2 * s + 1];
+        if (r1 < p0) continue;
+        if (r0 > p1) break;
+        int span_lo = ptx::imax(r0, 0);
+        int span_hi = ptx::imin(r1, n_k - 1);
+        if constexpr (kClamp) {
+          if (window_left >= 0) span_lo = ptx::imax(span_lo, p0 - window_left);
+          if (window_right >= 0) span_hi = ptx::imin(span_hi, p1 + window_right);
+        }
+        if (span_lo > span_hi) continue;
+        if (lo > hi) {
+          lo = span_lo;
+          hi = span_hi;
+        } else {
+          lo = ptx::imin(lo, span_lo);
+          hi = ptx::imax(hi, span_hi);
+        }
+      }
+    }
+    if (lo > hi) return {0, -1};
+    return {lo / block_n, hi / block_n};
+  }
+
+  // True when every query in [p0, p1] sees every key of [j0, j0 + n) by the
+  // base rule alone and all those keys exist.
+  __device__ __forceinline__ bool interior(int p0, int p1, int j0,
+                                           int n) const {
+    const int j1 = j0 + n - 1;
+    if (j1 >= n_k) return false;
+    if constexpr (kCausal) {
+      if (j1 > p0) return false;
+    }
+    if constexpr (kWindow) {
+      if (window_left >= 0 && p1 - j0 > window_left) return false;
+      if (window_right >= 0 && j1 - p0 > window_right) return false;
+    }
+    return true;
+  }
+
+  // The span holding position p, as [lo, hi]; lo > hi when none does.
+  __device__ void span_of(int p, int& lo, int& hi) const {
+    lo = 1;
+    hi = 0;
+    if constexpr (kPrefix) {
+      for (int s = 0; s < span_count; ++s) {
+        const int r0 = spans[2 * s];
+        const int r1 = spans[2 * s + 1];
+        if (r0 > p) break;
+        if (p <= r1) {
+          lo = r0;
+          hi = r1;
+          return;
+        }
+      }
+    }
+  }
+
+  // visible(p, j) for a key j of this sequence; span_lo/hi from span_of(p).
+  __device__ __forceinline__ bool visible(int p, int j, int span_lo,
+                                          int span_hi) const {
+    if (j >= n_k) return false;
+    if (base(p, j)) return true;
+    if constexpr (kPrefix) {
+      const bool same = span_lo <= j && j <= span_hi;
+      if constexpr (kClamp) {
+        return same && in_window(p, j);
+      } else {
+        return same;
+      }
+    } else {
+      return false;
+    }
+  }
+};
+
+}  // namespace attention
+}  // namespace attnjit

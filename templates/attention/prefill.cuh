@@ -1,0 +1,310 @@
+// Varlen prefill attention on tensor cores (mma.sync m16n8k16), one block
+// per (query tile, query head, sequence). Each warp owns 16 query rows; K
+// and V tiles stream through a cp.async pipeline of C::stages buffers.
+// Entry points for the generated unit (specs/README.md, "template
+// contract"): attention_prefill_traits<C> and attention_prefill_body<C>.
+#pragma once
+
+#include "attention/epilogue.cuh"
+#include "attention/mask.cuh"
+#include "attention/params.cuh"
+#include "attention/sinks.cuh"
+#include "attention/softmax.cuh"
+#include "attention/tile_io.cuh"
+#include "common/ptx.cuh"
+#include "common/types.cuh"
+
+namespace attnjit {
+
+template <class C>
+struct attention_prefill_traits {
+  static constexpr int kHeadDim = C::head_dim;
+  static constexpr int kBlockM = C::block_m;
+  static constexpr int kBlockN = C::block_n;
+  static constexpr int kWarps = C::warps;
+  static constexpr int kStages = C::stages;
+  static_assert(kBlockM == 16 * kWarps, "each warp owns 16 query rows");
+  static_assert(kBlockN % 16 == 0, "block_n must be a multiple of 16");
+  static_assert(kStages >= 2, "the pipeline needs at least two stages");
+  static constexpr int kStride = attention::SmemRow<kHeadDim>::kStride;
+  // Q fragments live in registers up to D = 128, else are re-read from
+  // shared memory for each key tile (register budget).
+  static constexpr bool kQInRegisters = kHeadDim <= 128;
+
+  static constexpr unsigned threads = kWarps * 32;
+  static constexpr unsigned smem_bytes =
+      (kBlockM + 2 * kStages * kBlockN) * kStride * 2;
+  static constexpr unsigned min_blocks = 1;
+};
+
+namespace attention {
+
+template <class C>
+struct Forward {
+  using T = typename C::dtype;
+  using Traits = attention_prefill_traits<C>;
+  static constexpr int D = Traits::kHeadDim;
+  static constexpr int BM = Traits::kBlockM;
+  static constexpr int BN = Traits::kBlockN;
+  static constexpr int kStages = Traits::kStages;
+  static constexpr int kThreads = Traits::threads;
+  static constexpr int kStride = Traits::kStride;
+  static constexpr int kKSteps = D / 16;       // k-steps of Q K^T
+  static constexpr int kScoreBlocks = BN / 8;  // n8 blocks of S
+  static constexpr int kOutBlocks = D / 8;     // n8 blocks of O
+  static constexpr bool kBF16 = element<T>::is_bf16;
+  using Softmax = OnlineSoftmax<kScoreBlocks, kOutBlocks>;
+
+  // S = Q K^T for this warp's 16 rows and the BN keys of the K tile.
+  static __device__ __forceinline__ void scores(
+      float (&s)[kScoreBlocks][4], const unsigned (&qf)[kKSteps][4],
+      const T* sQ_warp, const T* sK, int lane) {
+#pragma unroll
+    for (int nb = 0; nb < kScoreBlocks; ++nb) {
+      s[nb][0] = s[nb][1] = s[nb][2] = s[nb][3] = 0.f;
+    }
+#pragma unroll
+    for (int kk = 0; kk < kKSteps; ++kk) {
+      unsigned a[4];
+      if constexpr (Traits::kQInRegisters) {
+        a[0] = qf[kk][0];
+        a[1] = qf[kk][1];
+        a[2] = qf[kk][2];
+        a[3] = qf[kk][3];
+      } else {
+        load_q_fragment(a, sQ_warp, kk, lane);
+      }
+#pragma unroll
+      for (int nb2 = 0; nb2 < BN / 16; ++nb2) {
+        const int key = nb2 * 16 + (lane % 8) + (lane / 16) * 8;
+        const int col = kk * 16 + ((lane / 8) % 2) * 8;
+        unsigned b[4];
+        ptx::warp_ldmatrix_x4(b, ptx::smem_addr(sK + key * kStride + col));
+        ptx::warp_mma_16816<kBF16>(s[2 * nb2], a, b[0], b[1]);
+        ptx::warp_mma_16816<kBF16>(s[2 * nb2 + 1], a, b[2], b[3]);
+      }
+    }
+  }
+
+  // A fragment of rows 0-15, columns 16kk..16kk+15 of the warp's Q rows.
+  static __device__ __forceinline__ void load_q_fragment(unsigned (&a)[4],
+                                                         const T* sQ_warp,
+                                                         int kk, int lane) {
+    const int row = (lane % 8) + ((lane / 8) % 2) * 8;
+    const int col = kk * 16 + (lane / 16) * 8;
+    ptx::warp_ldmatrix_x4(a, ptx::smem_addr(sQ_warp + row * kStride + col));
+  }
+
+  // O += P V, P taken from the probabilities in s (packed to T).
+  static __device__ __forceinline__ void accumulate(
+      float (&o)[kOutBlocks][4], const float (&s)[kScoreBlocks][4],
+      const T* sV, int lane) {
+#pragma unroll
+    for (int kk = 0; kk < BN / 16; ++kk) {
+      unsigned a[4];
+      a[0] = element<T>::pack(s[2 * kk][0], s[2 * kk][1]);
+      a[1] = element<T>::pack(s[2 * kk][2], s[2 * kk][3]);
+      a[2] = element<T>::pack(s[2 * kk + 1][0], s[2 * kk + 1][1]);
+      a[3] = element<T>::pack(s[2 * kk + 1][2], s[2 * kk + 1][3]);
+#pragma unroll
+      for (int db2 = 0; db2 < D / 16; ++db2) {
+        const int key = kk * 16 + (lane % 8) + ((lane / 8) % 2) * 8;
+        const int col = db2 * 16 + (lane / 16) * 8;
+        unsigned b[4];
+        ptx::warp_ldmatrix_x4_trans(b,
+                                    ptx::smem_addr(sV + key * kStride + col));
+        ptx::warp_mma_16816<kBF16>(o[2 * db2], a, b[0], b[1]);
+        ptx::warp_mma_16816<kBF16>(o[2 * db2 + 1], a, b[2], b[3]);
+      }
+    }
+  }
+};
+
+// Scores -> base-2 logits: scale (or soft-cap), the key-0 sink bias, and
+// on edge tiles the visibility mask. `p[r]` is the key position of this
+// thread's row r; span bounds from Mask::span_of.
+template <class C, int kBlocks>
+__device__ __forceinline__ void to_logits(float (&s)[kBlocks][4],
+                                          const Params<typename C::dtype>& prm,
+                                          const Mask<C>& mask,
+                                          const Sinks<C>& sinks,
+                                          const int (&p)[2],
+                                          const int (&span_lo)[2],
+                                          const int (&span_hi)[2], int j0,
+                                          bool edge, int lane) {
+  const float scale2 = prm.scale * kLog2e;
+  float cap_in = 0.f, cap_out = 0.f;
+  if constexpr (C::softcap) {
+    cap_in = prm.scale / prm.softcap;
+    cap_out = prm.softcap * kLog2e;
+  }
+#pragma unroll
+  for (int nb = 0; nb < kBlocks; ++nb) {
+#pragma unroll
+    for (int e = 0; e < 4; ++e) {
+      if constexpr (C::softcap) {
+        s[nb][e] = cap_out * ptx::tanh(s[nb][e] * cap_in);
+      } else {
+        s[nb][e] *= scale2;
+      }
+    }
+  }
+  sinks.add_key0_bias(s, j0, lane);
+  if (!edge) return;
+#pragma unroll
+  for (int nb = 0; nb < kBlocks; ++nb) {
+#pragma unroll
+    for (int e = 0; e < 4; ++e) {
+      const int r = e / 2;
+      const int j = j0 + nb * 8 + 2 * (lane % 4) + (e % 2);
+      if (!mask.visible(p[r], j, span_lo[r], span_hi[r])) {
+        s[nb][e] = ptx::neg_inf();
+      }
+    }
+  }
+}
+
+template <class C>
+__device__ void forward(const Params<typename C::dtype>& prm) {
+  using F = Forward<C>;
+  using T = typename C::dtype;
+  extern __shared__ __align__(128) unsigned char smem_raw[];
+  T* sQ = reinterpret_cast<T*>(smem_raw);
+  T* sK = sQ + F::BM * F::kStride;
+  T* sV = sK + F::kStages * F::BN * F::kStride;
+
+  const int b = blockIdx.z;
+  const int h = blockIdx.y;
+  const int q_begin = prm.cu_seqlens_q[b];
+  const int n_q = prm.cu_seqlens_q[b + 1] - q_begin;
+  const int k_begin = prm.cu_seqlens_k[b];
+  const int n_k = prm.cu_seqlens_k[b + 1] - k_begin;
+  // Longest tiles first: with a causal mask the last query tile has the
+  // most keys, so it is scheduled on the first wave.
+  const int m_tiles = (n_q + F::BM - 1) / F::BM;
+  const int m_tile = m_tiles - 1 - static_cast<int>(blockIdx.x);
+  if (m_tile < 0) return;
+
+  const int tid = threadIdx.x;
+  const int warp = tid / 32;
+  const int lane = tid % 32;
+  const int i0 = m_tile * F::BM;
+  const int i_end = ptx::imin(i0 + F::BM, n_q);
+  const int shift = n_k - n_q;  // bottom-right alignment: p(i) = i + shift
+  const int hk = h / (prm.num_heads_q / prm.num_heads_kv);
+
+  const T* q = prm.q + q_begin * prm.q_row_stride + h * prm.q_head_stride;
+  const T* k = prm.k + k_begin * prm.k_row_stride + hk * prm.k_head_stride;
+  const T* v = prm.v + k_begin * prm.v_row_stride + hk * prm.v_head_stride;
+
+  Mask<C> mask{n_k, prm.window_left, prm.window_right, nullptr, 0};
+  if constexpr (C::mm_prefix) {
+    const int s0 = prm.mm_span_offsets[b];
+    mask.spans = prm.mm_spans + 2 * s0;
+    mask.span_count = prm.mm_span_offsets[b + 1] - s0;
+  }
+  const int p_first = i0 + shift;
+  const int p_last = i_end - 1 + shift;
+  const KeyRange range = mask.key_range(p_first, p_last, F::BN);
+
+  load_tile_async<F::BM, F::D, F::kThreads>(sQ, q, prm.q_row_stride, i0,
+                                             n_q, tid);
+  ptx::cp_async_commit();
+  for (int st = 0; st < F::kStages - 1; ++st) {
+    const int kt = range.first_tile + st;
+    if (kt <= range.last_tile) {
+      load_tile_async<F::BN, F::D, F::kThreads>(
+          sK + st * F::BN * F::kStride, k, prm.k_row_stride, kt * F::BN, n_k,
+          tid);
+      load_tile_async<F::BN, F::D, F::kThreads>(
+          sV + st * F::BN * F::kStride, v, prm.v_row_stride, kt * F::BN, n_k,
+          tid);
+    }
+    ptx::cp_async_commit();
+  }
+
+  // This thread's rows: g and g + 8 of the warp's 16.
+  const int row_in_block[2] = {warp * 16 + lane / 4, warp * 16 + lane / 4 + 8};
+  int p[2], span_lo[2], span_hi[2];
+#pragma unroll
+  for (int r = 0; r < 2; ++r) {
+    p[r] = i0 + row_in_block[r] + shift;
+    mask.span_of(p[r], span_lo[r], span_hi[r]);
+  }
+
+  Sinks<C> sinks;
+  sinks.load(prm.sinks, h);
+  typename F::Softmax softmax;
+  sinks.init(softmax, lane);
+
+  float o[F::kOutBlocks][4];
+#pragma unroll
+  for (int db = 0; db < F::kOutBlocks; ++db) {
+    o[db][0] = o[db][1] = o[db][2] = o[db][3] = 0.f;
+  }
+  unsigned qf[F::kKSteps][4];
+  T* sQ_warp = sQ + warp * 16 * F::kStride;
+
+  for (int kt = range.first_tile, it = 0; kt <= range.last_tile; ++kt, ++it) {
+    const int pre = kt + F::kStages - 1;
+    if (pre <= range.last_tile) {
+      const int st = (it + F::kStages - 1) % F::kStages;
+      load_tile_async<F::BN, F::D, F::kThreads>(
+          sK + st * F::BN * F::kStride, k, prm.k_row_stride, pre * F::BN, n_k,
+          tid);
+      load_tile_async<F::BN, F::D, F::kThreads>(
+          sV + st * F::BN * F::kStride, v, prm.v_row_stride, pre * F::BN, n_k,
+          tid);
+    }
+    ptx::cp_async_commit();
+    ptx::cp_async_wait<F::kStages - 1>();
+    __syncthreads();
+    if constexpr (F::Traits::kQInRegisters) {
+      if (it == 0) {
+#pragma unroll
+        for (int kk = 0; kk < F::kKSteps; ++kk) {
+          F::load_q_fragment(qf[kk], sQ_warp, kk, lane);
+        }
+      }
+    }
+    const int st = it % F::kStages;
+    const T* sK_st = sK + st * F::BN * F::kStride;
+    const T* sV_st = sV + st * F::BN * F::kStride;
+    const int j0 = kt * F::BN;
+
+    float s[F::kScoreBlocks][4];
+    F::scores(s, qf, sQ_warp, sK_st, lane);
+    const bool edge = !mask.interior(p_first, p_last, j0, F::BN);
+    to_logits<C>(s, prm, mask, sinks, p, span_lo, span_hi, j0, edge, lane);
+    softmax.update(s, o);
+    F::accumulate(o, s, sV_st, lane);
+    __syncthreads();
+  }
+  // Q rows may still be landing when no key tile was visited.
+  ptx::cp_async_wait<0>();
+  __syncthreads();
+
+  epilogue<C>(prm, softmax, o, sQ_warp, q_begin, i0 + warp * 16, n_q, h, lane);
+}
+
+}  // namespace attention
+
+template <class C>
+__device__ __forceinline__ void attention_prefill_body(
+    const typename C::dtype* q, const typename C::dtype* k,
+    const typename C::dtype* v, typename C::dtype* o, float* lse,
+    const float* sinks, const int* cu_seqlens_q, const int* cu_seqlens_k,
+    const int* mm_span_offsets, const int* mm_spans, long long q_row_stride,
+    long long q_head_stride, long long k_row_stride, long long k_head_stride,
+    long long v_row_stride, long long v_head_stride, long long o_row_stride,
+    long long o_head_stride, int num_heads_q, int num_heads_kv, int total_q,
+    float scale, float softcap, int window_left, int window_right) {
+  const attention::Params<typename C::dtype> prm{
+      q, k, v, o, lse, sinks, cu_seqlens_q, cu_seqlens_k, mm_span_offsets,
+      mm_spans, q_row_stride, q_head_stride, k_row_stride, k_head_stride,
+      v_row_stride, v_head_stride, o_row_stride, o_head_stride, num_heads_q,
+      num_heads_kv, total_q, scale, softcap, window_left, window_right};
+  attention::forward<C>(prm);
+}
+
+}  // namespace attnjit

@@ -1,0 +1,49 @@
+// Attention sinks (SEMANTICS.md "Sinks"), each costing once per query tile:
+// the GPT-OSS null logit seeds the softmax state before the first key tile;
+// the MiMo bias is added to key 0's score, only in the tile that holds it.
+#pragma once
+
+#include "attention/softmax.cuh"
+
+namespace attnjit {
+namespace attention {
+
+template <class C>
+struct Sinks {
+  using Mode = typename C::sinks_t;
+  static constexpr bool kNullLogit = C::sinks == Mode::null_logit;
+  static constexpr bool kBiasKey0 = C::sinks == Mode::bias_key0;
+  static constexpr bool kAny = kNullLogit || kBiasKey0;
+
+  float logit2 = 0.f;  // sinks[h] * log2(e)
+
+  __device__ __forceinline__ void load(const float* sinks, int head) {
+    if constexpr (kAny) logit2 = sinks[head] * kLog2e;
+  }
+
+  template <class Softmax>
+  __device__ __forceinline__ void init(Softmax& softmax, int lane) const {
+    if constexpr (kNullLogit) {
+      softmax.init_with_logit(logit2, lane % 4 == 0);
+    } else {
+      softmax.init_empty();
+    }
+  }
+
+  // s: base-2 logits of one warp's m16 x n tile whose first key is j0.
+  // Column 0 of the tile is key 0 of the sequence when j0 == 0; the lanes
+  // with (lane % 4 == 0) hold it in s[0][0] (row g) and s[0][2] (row g+8).
+  template <int kBlocks>
+  __device__ __forceinline__ void add_key0_bias(float (&s)[kBlocks][4],
+                                                int j0, int lane) const {
+    if constexpr (kBiasKey0) {
+      if (j0 == 0 && lane % 4 == 0) {
+        s[0][0] += logit2;
+        s[0][2] += logit2;
+      }
+    }
+  }
+};
+
+}  // namespace attention
+}  // namespace attnjit

@@ -1,0 +1,83 @@
+// Online softmax over the key tiles of one warp's 16 query rows, in base 2
+// with the scale folded in (scores arrive already multiplied by log2(e)).
+// Each thread owns two rows (g and g + 8 of the m16n8 fragment) and keeps a
+// partial row sum over its own columns; the quad reduces it once at the end.
+#pragma once
+
+#include "common/ptx.cuh"
+
+namespace attnjit {
+namespace attention {
+
+constexpr float kLog2e = 1.4426950408889634f;
+constexpr float kLn2 = 0.6931471805599453f;
+
+template <int kScoreBlocks, int kOutBlocks>
+struct OnlineSoftmax {
+  float row_max[2];  // running max of base-2 logits
+  float row_sum[2];  // this thread's partial sum of exp2(logit - row_max)
+
+  // No extra logit: the max starts at -inf and the sum at 0.
+  __device__ __forceinline__ void init_empty() {
+    row_max[0] = row_max[1] = ptx::neg_inf();
+    row_sum[0] = row_sum[1] = 0.f;
+  }
+
+  // One extra logit (base 2) joins the denominator only: it starts the max,
+  // and its exp2(logit - max) = 1 is counted once per row (lane 0 of quad).
+  __device__ __forceinline__ void init_with_logit(float logit2,
+                                                  bool owner_lane) {
+    row_max[0] = row_max[1] = logit2;
+    row_sum[0] = row_sum[1] = owner_lane ? 1.f : 0.f;
+  }
+
+  // s holds base-2 logits (-inf where masked); replaces them by
+  // probabilities relative to the new max and rescales the output.
+  __device__ __forceinline__ void update(float (&s)[kScoreBlocks][4],
+                                         float (&o)[kOutBlocks][4]) {
+#pragma unroll
+    for (int r = 0; r < 2; ++r) {
+      float tile_max = s[0][2 * r];
+#pragma unroll
+      for (int nb = 0; nb < kScoreBlocks; ++nb) {
+        tile_max = ptx::max(tile_max, ptx::max(s[nb][2 * r], s[nb][2 * r + 1]));
+      }
+      const float new_max = ptx::max(row_max[r], ptx::quad_max(tile_max));
+      // A row that has seen nothing yet keeps -inf; subtract 0 then so
+      // exp2 gives 0 and never NaN.
+      const float base = new_max == ptx::neg_inf() ? 0.f : new_max;
+      const float correction = ptx::exp2(row_max[r] - base);
+      row_max[r] = new_max;
+      float sum = 0.f;
+#pragma unroll
+      for (int nb = 0; nb < kScoreBlocks; ++nb) {
+        s[nb][2 * r] = ptx::exp2(s[nb][2 * r] - base);
+        s[nb][2 * r + 1] = ptx::exp2(s[nb][2 * r + 1] - base);
+        sum += s[nb][2 * r] + s[nb][2 * r + 1];
+      }
+      row_sum[r] = row_sum[r] * correction + sum;
+#pragma unroll
+      for (int db = 0; db < kOutBlocks; ++db) {
+        o[db][2 * r] *= correction;
+        o[db][2 * r + 1] *= correction;
+      }
+    }
+  }
+
+  // 1 / denominator (0 for a row with no visible key and no sink) and the
+  // natural-log LSE (-inf for such a row) of row r.
+  __device__ __forceinline__ void finish(int r, float& inv_sum,
+                                         float& lse) const {
+    const float total = ptx::quad_sum(row_sum[r]);
+    if (total > 0.f) {
+      inv_sum = 1.f / total;
+      lse = (row_max[r] + ptx::log2(total)) * kLn2;
+    } else {
+      inv_sum = 0.f;
+      lse = ptx::neg_inf();
+    }
+  }
+};
+
+}  // namespace attention
+}  // namespace attnjit
