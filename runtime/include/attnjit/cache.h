@@ -36,8 +36,9 @@ struct CacheConfig {
   // A miss in every cache is an error instead of a compile
   // ($ATTNJIT_NO_JIT=1).
   bool no_jit = false;
-  // Print every cold compile and every cache fault to stderr
-  // ($ATTNJIT_LOG=1).
+  // Print every cold compile to stderr ($ATTNJIT_LOG=1). Cache faults
+  // (corrupt entries, failed writes, an unwritable directory) are warned
+  // about on stderr whether or not this is set.
   bool log = false;
 
   static CacheConfig from_environment();
@@ -61,6 +62,17 @@ struct CacheEntry {
   std::string canonical_signature;
   std::string display_name;
   CompiledKernel kernel;
+  // Informational (the key already covers both): shown by `inspect`.
+  std::string target;         // "sm_90a"
+  std::string nvrtc_version;  // "13.0"
+};
+
+// What get_or_compile records beside the binary.
+struct EntryDescription {
+  std::string canonical_signature;
+  std::string display_name;
+  std::string target;  // empty: the text after the last '@' of the signature
+  std::string nvrtc_version;
 };
 
 struct LookupResult {
@@ -86,18 +98,30 @@ class KernelCache {
 
   // Lower-level form used by get(): `compile` runs at most once per key
   // across concurrent callers in this process.
+  // Counting: a caller that waited for another caller's compile of the
+  // same key counts as a memory hit. A failed compile is not counted and is
+  // rethrown to every caller waiting for it; the next call tries again.
   LookupResult get_or_compile(
       const CacheKey& key, const std::string& canonical_signature,
       const std::string& display_name,
       const std::function<CompiledKernel()>& compile);
+  LookupResult get_or_compile(const CacheKey& key,
+                              const EntryDescription& description,
+                              const std::function<CompiledKernel()>& compile);
 
   CacheStats stats() const;
   const CacheConfig& config() const;
   // True once the user directory was found unwritable (memory-only mode).
+  // Set by the first write that fails for a lasting reason (permission,
+  // read-only filesystem, a path that cannot be a directory); a full disk
+  // or a directory removed meanwhile only fails that one write.
   bool disk_disabled() const;
 
   // Entry files: <dir>/<key[0:2]>/<key>.ajk
   static std::string entry_path(const std::string& dir, const CacheKey& key);
+  // The advisory lock beside it (flock), taken around compile and publish
+  // so that processes sharing a user directory compile a key once.
+  static std::string lock_path(const std::string& dir, const CacheKey& key);
 
   struct Impl;
 

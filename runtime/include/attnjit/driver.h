@@ -3,19 +3,28 @@
 // cache work on a machine without a driver. The first call that needs the
 // driver loads it; if that fails, every such call throws Error(kDriver)
 // with the dlopen message ("libcuda.so.1: cannot open shared object ...").
+// ATTNJIT_LIBCUDA overrides the library path (no fallback is tried then).
 #pragma once
 
 #include <cstddef>
 #include <cstdint>
 #include <string>
 
+// The driver's own opaque handle types, declared at global scope as
+// <cuda.h> does, so that CuStream is CUstream (and cudaStream_t) itself.
+struct CUctx_st;
+struct CUmod_st;
+struct CUfunc_st;
+struct CUstream_st;
+
 namespace attnjit {
 
-// Opaque driver handles (same representation as the driver's own).
-using CuContext = struct CUctx_st*;
-using CuModule = struct CUmod_st*;
-using CuFunction = struct CUfunc_st*;
-using CuStream = struct CUstream_st*;
+// Opaque driver handles: the same types as CUcontext, CUmodule, CUfunction,
+// CUstream and CUdeviceptr.
+using CuContext = ::CUctx_st*;
+using CuModule = ::CUmod_st*;
+using CuFunction = ::CUfunc_st*;
+using CuStream = ::CUstream_st*;
 using CuDevicePtr = unsigned long long;
 
 struct DeviceInfo {
@@ -34,6 +43,9 @@ class Driver {
   // True if a driver could be loaded and at least one device exists.
   // Never throws.
   static bool available(std::string* why = nullptr);
+  // True once libcuda was loaded and initialized in this process; never
+  // loads it (for destructors that must not start the driver).
+  static bool loaded() noexcept;
 
   // The current context of the calling thread, or the primary context of
   // device 0 (retained and made current) when there is none.
@@ -66,7 +78,7 @@ class Driver {
  private:
   Driver();
   struct Impl;
-  Impl* impl_;
+  Impl* impl_;  // never freed: the driver lives as long as the process
 };
 
 }  // namespace attnjit

@@ -44,10 +44,13 @@ class Kernel {
     unsigned smem = 0;
   };
   const Loaded& loaded_for_current_context();
+  std::unique_ptr<Loaded> load_into(CuContext ctx);
 
   std::shared_ptr<const CacheEntry> entry_;
-  std::mutex mutex_;
-  std::vector<Loaded> loaded_;  // one per context; few, searched linearly
+  std::mutex mutex_;  // held only to search or append loaded_
+  // One per context; few, searched linearly. Heap nodes so that a reference
+  // handed out stays valid while another context appends.
+  std::vector<std::unique_ptr<const Loaded>> loaded_;
 };
 
 }  // namespace attnjit

@@ -1,0 +1,22 @@
+// KernelCache::get: the one place where the cache meets the compiler
+// (kept apart so that the rest of the cache links without it).
+#include "attnjit/cache.h"
+#include "attnjit/codegen.h"
+#include "attnjit/nvrtc.h"
+
+namespace attnjit {
+
+LookupResult KernelCache::get(const Spec& spec, const Signature& signature) {
+  GeneratedSource source = generate_source(spec, signature);
+  CacheKey key = make_cache_key(signature, source.text);
+  EntryDescription description;
+  description.canonical_signature = signature.canonical();
+  description.display_name = signature.display_name();
+  description.target = signature.options.target.name();
+  description.nvrtc_version = nvrtc_version();
+  return get_or_compile(key, description, [&] {
+    return compile_source(source, signature.options);
+  });
+}
+
+}  // namespace attnjit

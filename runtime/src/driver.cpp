@@ -1,0 +1,458 @@
+// The CUDA Driver API through dlopen (DESIGN.md decision 3).
+//
+// <cuda.h> is included for types, enums and the prototypes that decltype
+// turns into function-pointer types; no driver function is called directly,
+// so nothing here links libcuda. Entry points are resolved with
+// cuGetProcAddress_v2 at the API version whose signatures this file uses
+// (CUDA 12.0; none of them changed through 13.x), falling back to dlsym of
+// the versioned exported names on a driver without cuGetProcAddress_v2.
+#include "attnjit/driver.h"
+
+#include <cuda.h>
+#include <dlfcn.h>
+
+#include <atomic>
+#include <cstdlib>
+#include <cstring>
+#include <mutex>
+#include <string>
+#include <type_traits>
+#include <vector>
+
+#include <fmt/format.h>
+
+#include "attnjit/error.h"
+
+namespace attnjit {
+namespace {
+
+static_assert(std::is_same_v<CuContext, CUcontext> &&
+                  std::is_same_v<CuModule, CUmodule> &&
+                  std::is_same_v<CuFunction, CUfunction> &&
+                  std::is_same_v<CuStream, CUstream> &&
+                  std::is_same_v<CuDevicePtr, CUdeviceptr>,
+              "driver.h's handles must be the driver's own types");
+
+// The driver API version whose signatures the pointers below have.
+constexpr int kApiVersion = 12000;
+constexpr const char* kDefaultLibrary = "libcuda.so.1";
+constexpr const char* kFallbackLibrary = "libcuda.so";
+constexpr const char* kNoDriverHint =
+    "launching kernels needs an NVIDIA driver; spec parsing, code generation "
+    "and cache building work without one";
+
+struct DriverApi {
+  decltype(&::cuGetErrorName) get_error_name = nullptr;
+  decltype(&::cuGetErrorString) get_error_string = nullptr;
+  decltype(&::cuInit) init = nullptr;
+  decltype(&::cuDeviceGet) device_get = nullptr;
+  decltype(&::cuDeviceGetCount) device_get_count = nullptr;
+  decltype(&::cuDeviceGetName) device_get_name = nullptr;
+  decltype(&::cuDeviceGetAttribute) device_get_attribute = nullptr;
+  decltype(&::cuDevicePrimaryCtxRetain) primary_ctx_retain = nullptr;
+  decltype(&::cuCtxGetCurrent) ctx_get_current = nullptr;
+  decltype(&::cuCtxSetCurrent) ctx_set_current = nullptr;
+  decltype(&::cuCtxGetDevice) ctx_get_device = nullptr;
+  decltype(&::cuCtxPushCurrent) ctx_push_current = nullptr;
+  decltype(&::cuCtxPopCurrent) ctx_pop_current = nullptr;
+  decltype(&::cuCtxSynchronize) ctx_synchronize = nullptr;
+  decltype(&::cuModuleLoadData) module_load_data = nullptr;
+  decltype(&::cuModuleUnload) module_unload = nullptr;
+  decltype(&::cuModuleGetFunction) module_get_function = nullptr;
+  decltype(&::cuModuleGetGlobal) module_get_global = nullptr;
+  decltype(&::cuFuncSetAttribute) func_set_attribute = nullptr;
+  decltype(&::cuLaunchKernelEx) launch_kernel_ex = nullptr;
+  decltype(&::cuMemAlloc) mem_alloc = nullptr;
+  decltype(&::cuMemFree) mem_free = nullptr;
+  decltype(&::cuMemcpyHtoD) memcpy_htod = nullptr;
+  decltype(&::cuMemcpyDtoH) memcpy_dtoh = nullptr;
+  decltype(&::cuMemsetD8) memset_d8 = nullptr;
+};
+
+using GetProcAddress = decltype(&::cuGetProcAddress_v2);
+
+std::atomic<bool> g_driver_loaded{false};
+
+std::string dlerror_text(const std::string& path) {
+  const char* text = dlerror();
+  std::string message = text ? text : "unknown dlopen error";
+  // glibc already starts the message with the path; other loaders may not.
+  if (message.compare(0, path.size(), path) == 0) return message;
+  return path + ": " + message;
+}
+
+}  // namespace
+
+struct Driver::Impl {
+  std::once_flag once;
+  std::string load_error;  // non-empty: the driver is unusable
+  std::string library;     // the path that was opened
+  void* handle = nullptr;
+  GetProcAddress get_proc_address = nullptr;
+  DriverApi api;
+
+  std::mutex mutex;  // guards the two members below
+  CUcontext primary = nullptr;
+  std::vector<DeviceInfo> devices;  // by ordinal; ordinal -1 = not queried
+
+  void load();
+  bool open_library();
+  bool resolve_all();
+  void ensure() {
+    std::call_once(once, [this] { load(); });
+    if (!load_error.empty()) throw Error(ErrorKind::kDriver, load_error);
+  }
+
+  template <typename Fn>
+  bool resolve(const char* name, const char* exported, Fn& out);
+  void* lookup(const char* name, const char* exported);
+
+  std::string describe(CUresult result) const;
+  [[noreturn]] void fail(const std::string& call, CUresult result) const {
+    throw Error(ErrorKind::kDriver,
+                fmt::format("{} failed: {}", call, describe(result)));
+  }
+  void check(CUresult result, const char* call) const {
+    if (result != CUDA_SUCCESS) fail(call, result);
+  }
+  class ScopedContext;
+};
+
+void* Driver::Impl::lookup(const char* name, const char* exported) {
+  if (get_proc_address) {
+    void* fn = nullptr;
+    CUdriverProcAddressQueryResult status = CU_GET_PROC_ADDRESS_SUCCESS;
+    CUresult result = get_proc_address(name, &fn, kApiVersion,
+                                       CU_GET_PROC_ADDRESS_LEGACY_STREAM,
+                                       &status);
+    if (result == CUDA_SUCCESS && status == CU_GET_PROC_ADDRESS_SUCCESS && fn)
+      return fn;
+  }
+  return dlsym(handle, exported);
+}
+
+template <typename Fn>
+bool Driver::Impl::resolve(const char* name, const char* exported, Fn& out) {
+  out = reinterpret_cast<Fn>(lookup(name, exported));
+  if (out) return true;
+  load_error = fmt::format(
+      "the CUDA driver {} lacks {} (attnjit needs a driver for CUDA 12.0 or "
+      "newer)",
+      library, exported);
+  return false;
+}
+
+bool Driver::Impl::open_library() {
+  const char* override_path = std::getenv("ATTNJIT_LIBCUDA");
+  bool overridden = override_path && *override_path;
+  library = overridden ? override_path : kDefaultLibrary;
+  handle = dlopen(library.c_str(), RTLD_NOW | RTLD_LOCAL);
+  if (handle) return true;
+  std::string reason = dlerror_text(library);
+  if (!overridden) {
+    handle = dlopen(kFallbackLibrary, RTLD_NOW | RTLD_LOCAL);
+    if (handle) {
+      library = kFallbackLibrary;
+      return true;
+    }
+  }
+  load_error = fmt::format("cannot load the CUDA driver ({}): {}", reason,
+                           kNoDriverHint);
+  return false;
+}
+
+bool Driver::Impl::resolve_all() {
+  DriverApi& a = api;
+  return resolve("cuDeviceGet", "cuDeviceGet", a.device_get) &&
+         resolve("cuDeviceGetCount", "cuDeviceGetCount", a.device_get_count) &&
+         resolve("cuDeviceGetName", "cuDeviceGetName", a.device_get_name) &&
+         resolve("cuDeviceGetAttribute", "cuDeviceGetAttribute",
+                 a.device_get_attribute) &&
+         resolve("cuDevicePrimaryCtxRetain", "cuDevicePrimaryCtxRetain",
+                 a.primary_ctx_retain) &&
+         resolve("cuCtxGetCurrent", "cuCtxGetCurrent", a.ctx_get_current) &&
+         resolve("cuCtxSetCurrent", "cuCtxSetCurrent", a.ctx_set_current) &&
+         resolve("cuCtxGetDevice", "cuCtxGetDevice", a.ctx_get_device) &&
+         resolve("cuCtxPushCurrent", "cuCtxPushCurrent_v2",
+                 a.ctx_push_current) &&
+         resolve("cuCtxPopCurrent", "cuCtxPopCurrent_v2", a.ctx_pop_current) &&
+         resolve("cuCtxSynchronize", "cuCtxSynchronize", a.ctx_synchronize) &&
+         resolve("cuModuleLoadData", "cuModuleLoadData", a.module_load_data) &&
+         resolve("cuModuleUnload", "cuModuleUnload", a.module_unload) &&
+         resolve("cuModuleGetFunction", "cuModuleGetFunction",
+                 a.module_get_function) &&
+         resolve("cuModuleGetGlobal", "cuModuleGetGlobal_v2",
+                 a.module_get_global) &&
+         resolve("cuFuncSetAttribute", "cuFuncSetAttribute",
+                 a.func_set_attribute) &&
+         resolve("cuLaunchKernelEx", "cuLaunchKernelEx", a.launch_kernel_ex) &&
+         resolve("cuMemAlloc", "cuMemAlloc_v2", a.mem_alloc) &&
+         resolve("cuMemFree", "cuMemFree_v2", a.mem_free) &&
+         resolve("cuMemcpyHtoD", "cuMemcpyHtoD_v2", a.memcpy_htod) &&
+         resolve("cuMemcpyDtoH", "cuMemcpyDtoH_v2", a.memcpy_dtoh) &&
+         resolve("cuMemsetD8", "cuMemsetD8_v2", a.memset_d8);
+}
+
+// Runs once. Leaves load_error set on any failure; never throws.
+void Driver::Impl::load() {
+  if (!open_library()) return;
+  // Resolved directly: needed before (and to report) a failing cuInit.
+  api.get_error_name = reinterpret_cast<decltype(api.get_error_name)>(
+      dlsym(handle, "cuGetErrorName"));
+  api.get_error_string = reinterpret_cast<decltype(api.get_error_string)>(
+      dlsym(handle, "cuGetErrorString"));
+  api.init = reinterpret_cast<decltype(api.init)>(dlsym(handle, "cuInit"));
+  get_proc_address =
+      reinterpret_cast<GetProcAddress>(dlsym(handle, "cuGetProcAddress_v2"));
+  if (!api.init) {
+    load_error = fmt::format("the CUDA driver {} lacks cuInit: {}", library,
+                             kNoDriverHint);
+    return;
+  }
+  CUresult result = api.init(0);
+  if (result != CUDA_SUCCESS) {
+    load_error = fmt::format("cuInit failed: {}", describe(result));
+    return;
+  }
+  if (!resolve_all()) return;
+  g_driver_loaded.store(true, std::memory_order_release);
+}
+
+std::string Driver::Impl::describe(CUresult result) const {
+  const char* name = nullptr;
+  const char* text = nullptr;
+  if (api.get_error_name) api.get_error_name(result, &name);
+  if (api.get_error_string) api.get_error_string(result, &text);
+  std::string shown_name =
+      name ? name : fmt::format("CUDA_ERROR_{}", static_cast<int>(result));
+  return fmt::format("{} ({})", shown_name, text ? text : "no description");
+}
+
+// Makes `ctx` current for a scope when it is not already.
+class Driver::Impl::ScopedContext {
+ public:
+  ScopedContext(const Impl& impl, CUcontext ctx) : api_(impl.api) {
+    CUcontext current = nullptr;
+    impl.check(api_.ctx_get_current(&current), "cuCtxGetCurrent");
+    if (current == ctx) return;
+    impl.check(api_.ctx_push_current(ctx), "cuCtxPushCurrent");
+    pushed_ = true;
+  }
+  ~ScopedContext() {
+    CUcontext popped = nullptr;
+    if (pushed_) api_.ctx_pop_current(&popped);
+  }
+  ScopedContext(const ScopedContext&) = delete;
+  ScopedContext& operator=(const ScopedContext&) = delete;
+
+ private:
+  const DriverApi& api_;
+  bool pushed_ = false;
+};
+
+Driver::Driver() : impl_(new Impl) {}
+
+Driver& Driver::get() {
+  // Never destroyed: kernels unloaded from static destructors may still
+  // need it.
+  static Driver* instance = new Driver();
+  instance->impl_->ensure();
+  return *instance;
+}
+
+bool Driver::loaded() noexcept {
+  return g_driver_loaded.load(std::memory_order_acquire);
+}
+
+bool Driver::available(std::string* why) {
+  try {
+    Driver& driver = get();
+    int count = 0;
+    CUresult result = driver.impl_->api.device_get_count(&count);
+    if (result != CUDA_SUCCESS) {
+      if (why) *why = "cuDeviceGetCount failed: " + driver.impl_->describe(result);
+      return false;
+    }
+    if (count == 0) {
+      if (why) *why = "the CUDA driver reports no device";
+      return false;
+    }
+    return true;
+  } catch (const std::exception& e) {
+    try {
+      if (why) *why = e.what();
+    } catch (...) {
+    }
+    return false;
+  } catch (...) {
+    return false;
+  }
+}
+
+CuContext Driver::current_or_primary_context() {
+  const DriverApi& api = impl_->api;
+  CUcontext ctx = nullptr;
+  impl_->check(api.ctx_get_current(&ctx), "cuCtxGetCurrent");
+  if (ctx) return ctx;
+  std::lock_guard<std::mutex> lock(impl_->mutex);
+  if (!impl_->primary) {
+    CUdevice device = 0;
+    impl_->check(api.device_get(&device, 0), "cuDeviceGet");
+    CUcontext primary = nullptr;
+    impl_->check(api.primary_ctx_retain(&primary, device),
+                 "cuDevicePrimaryCtxRetain");
+    impl_->primary = primary;  // retained for the life of the process
+  }
+  impl_->check(api.ctx_set_current(impl_->primary), "cuCtxSetCurrent");
+  return impl_->primary;
+}
+
+DeviceInfo Driver::device_of(CuContext ctx) {
+  const DriverApi& api = impl_->api;
+  CUdevice device = 0;
+  {
+    Impl::ScopedContext scope(*impl_, ctx);
+    impl_->check(api.ctx_get_device(&device), "cuCtxGetDevice");
+  }
+  std::lock_guard<std::mutex> lock(impl_->mutex);
+  auto& devices = impl_->devices;
+  size_t ordinal = static_cast<size_t>(device);
+  if (ordinal < devices.size() && devices[ordinal].ordinal >= 0)
+    return devices[ordinal];
+  auto attribute = [&](CUdevice_attribute which, const char* what) {
+    int value = 0;
+    CUresult result = api.device_get_attribute(&value, which, device);
+    if (result != CUDA_SUCCESS)
+      impl_->fail(fmt::format("cuDeviceGetAttribute({})", what), result);
+    return value;
+  };
+  DeviceInfo info;
+  info.ordinal = static_cast<int>(device);
+  info.major = attribute(CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR,
+                         "compute capability major");
+  info.minor = attribute(CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR,
+                         "compute capability minor");
+  info.sm_count = attribute(CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT,
+                            "multiprocessor count");
+  info.max_smem_optin = static_cast<size_t>(
+      attribute(CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN,
+                "max shared memory per block opt-in"));
+  char name[256] = {};
+  impl_->check(api.device_get_name(name, sizeof(name) - 1, device),
+               "cuDeviceGetName");
+  info.name = name;
+  if (devices.size() <= ordinal) devices.resize(ordinal + 1);
+  devices[ordinal] = info;
+  return info;
+}
+
+CuModule Driver::load_module(CuContext ctx, const std::string& cubin) {
+  if (cubin.empty())
+    throw Error(ErrorKind::kDriver, "cuModuleLoadData: the cubin is empty");
+  Impl::ScopedContext scope(*impl_, ctx);
+  CUmodule module = nullptr;
+  impl_->check(impl_->api.module_load_data(&module, cubin.data()),
+               "cuModuleLoadData");
+  return module;
+}
+
+void Driver::unload_module(CuContext ctx, CuModule module) noexcept {
+  if (!module) return;
+  try {
+    Impl::ScopedContext scope(*impl_, ctx);
+    impl_->api.module_unload(module);
+  } catch (...) {
+    // The context may be gone already; there is nothing left to free.
+  }
+}
+
+CuFunction Driver::get_function(CuModule module, const std::string& name) {
+  CUfunction fn = nullptr;
+  CUresult result = impl_->api.module_get_function(&fn, module, name.c_str());
+  if (result != CUDA_SUCCESS)
+    impl_->fail(fmt::format("cuModuleGetFunction({})", name), result);
+  return fn;
+}
+
+void Driver::read_global(CuContext ctx, CuModule module,
+                         const std::string& name, void* dst, size_t bytes) {
+  const DriverApi& api = impl_->api;
+  Impl::ScopedContext scope(*impl_, ctx);
+  CUdeviceptr ptr = 0;
+  size_t size = 0;
+  CUresult result = api.module_get_global(&ptr, &size, module, name.c_str());
+  if (result != CUDA_SUCCESS)
+    impl_->fail(fmt::format("cuModuleGetGlobal({})", name), result);
+  if (size < bytes)
+    throw Error(ErrorKind::kDriver,
+                fmt::format("global {} has {} bytes, expected at least {}",
+                            name, size, bytes));
+  impl_->check(api.memcpy_dtoh(dst, ptr, bytes), "cuMemcpyDtoH");
+}
+
+void Driver::set_max_dynamic_smem(CuFunction fn, int bytes) {
+  CUresult result = impl_->api.func_set_attribute(
+      fn, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, bytes);
+  if (result != CUDA_SUCCESS)
+    impl_->fail(fmt::format("cuFuncSetAttribute(max dynamic shared memory = "
+                            "{} bytes)",
+                            bytes),
+                result);
+}
+
+void Driver::launch(CuFunction fn, unsigned grid_x, unsigned grid_y,
+                    unsigned grid_z, unsigned block_x, unsigned smem_bytes,
+                    CuStream stream, void** args) {
+  CUlaunchConfig config{};
+  config.gridDimX = grid_x;
+  config.gridDimY = grid_y;
+  config.gridDimZ = grid_z;
+  config.blockDimX = block_x;
+  config.blockDimY = 1;
+  config.blockDimZ = 1;
+  config.sharedMemBytes = smem_bytes;
+  config.hStream = stream;
+  config.attrs = nullptr;
+  config.numAttrs = 0;
+  CUresult result = impl_->api.launch_kernel_ex(&config, fn, args, nullptr);
+  if (result != CUDA_SUCCESS) impl_->fail("cuLaunchKernelEx", result);
+}
+
+CuDevicePtr Driver::mem_alloc(size_t bytes) {
+  current_or_primary_context();
+  CUdeviceptr ptr = 0;
+  CUresult result = impl_->api.mem_alloc(&ptr, bytes);
+  if (result != CUDA_SUCCESS)
+    impl_->fail(fmt::format("cuMemAlloc({} bytes)", bytes), result);
+  return ptr;
+}
+
+void Driver::mem_free(CuDevicePtr ptr) noexcept {
+  if (ptr) impl_->api.mem_free(ptr);
+}
+
+void Driver::copy_to_device(CuDevicePtr dst, const void* src, size_t bytes) {
+  current_or_primary_context();
+  impl_->check(impl_->api.memcpy_htod(dst, src, bytes), "cuMemcpyHtoD");
+}
+
+void Driver::copy_to_host(void* dst, CuDevicePtr src, size_t bytes) {
+  current_or_primary_context();
+  impl_->check(impl_->api.memcpy_dtoh(dst, src, bytes), "cuMemcpyDtoH");
+}
+
+void Driver::memset_d8(CuDevicePtr dst, unsigned char value, size_t bytes) {
+  current_or_primary_context();
+  impl_->check(impl_->api.memset_d8(dst, value, bytes), "cuMemsetD8");
+}
+
+void Driver::synchronize() {
+  current_or_primary_context();
+  impl_->check(impl_->api.ctx_synchronize(), "cuCtxSynchronize");
+}
+
+void* Driver::symbol(const char* name) {
+  return impl_->lookup(name, name);
+}
+
+}  // namespace attnjit
