@@ -1,0 +1,146 @@
+// Several processes sharing one user directory: each gets a valid entry,
+// and the flock around compile-and-publish makes the key compile once.
+#include <fcntl.h>
+#include <gtest/gtest.h>
+#include <sys/file.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <thread>
+#include <vector>
+
+#include "attnjit/cache.h"
+#include "cache_test_support.h"
+
+namespace attnjit {
+namespace {
+
+using testing::fake_kernel;
+using testing::fake_key;
+
+// Exit codes of a racing child.
+constexpr int kChildCompiled = 10;
+constexpr int kChildDiskHit = 11;
+constexpr int kChildOther = 12;
+constexpr int kChildWrongEntry = 13;
+constexpr int kChildThrew = 14;
+
+// Whether flock excludes a second open file description here (it does on
+// local file systems; some network file systems do not support it).
+bool flock_works(const std::string& dir) {
+  std::string path = dir + "/probe.lock";
+  int a = ::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+  int b = ::open(path.c_str(), O_RDWR | O_CLOEXEC);
+  bool works = a >= 0 && b >= 0 && ::flock(a, LOCK_EX | LOCK_NB) == 0 &&
+               ::flock(b, LOCK_EX | LOCK_NB) != 0 && errno == EWOULDBLOCK;
+  if (a >= 0) ::close(a);
+  if (b >= 0) ::close(b);
+  return works;
+}
+
+// Runs in a forked child: waits for the start signal, then looks the key
+// up in its own cache. Never returns.
+[[noreturn]] void race(const std::string& user_dir, const std::string& log,
+                       int start_fd) {
+  char go = 0;
+  if (::read(start_fd, &go, 1) != 1) ::_exit(kChildThrew);
+  try {
+    KernelCache cache(testing::disk_config(user_dir));
+    LookupResult r = cache.get_or_compile(
+        fake_key("raced"), "fake[tag=raced]@sm_90a", "fake_raced", [&] {
+          int fd = ::open(log.c_str(), O_WRONLY | O_APPEND | O_CREAT, 0644);
+          if (fd >= 0) {
+            (void)!::write(fd, "compile\n", 8);
+            ::close(fd);
+          }
+          std::this_thread::sleep_for(std::chrono::milliseconds(300));
+          return fake_kernel("raced");
+        });
+    if (r.entry->kernel.cubin != fake_kernel("raced").cubin)
+      ::_exit(kChildWrongEntry);
+    if (r.source == EntrySource::kCompiled) ::_exit(kChildCompiled);
+    if (r.source == EntrySource::kDisk) ::_exit(kChildDiskHit);
+    ::_exit(kChildOther);
+  } catch (...) {
+    ::_exit(kChildThrew);
+  }
+}
+
+TEST(CacheProcesses, TwoProcessesRacingOnOneKeyCompileItOnce) {
+  constexpr int kProcesses = 2;
+  testing::TempDir dir;
+  std::string user_dir = dir / "cache";
+  std::string log = dir / "compiles.log";
+  int start[2];
+  ASSERT_EQ(::pipe(start), 0);
+  std::vector<pid_t> children;
+  for (int i = 0; i < kProcesses; ++i) {
+    pid_t pid = ::fork();
+    ASSERT_GE(pid, 0);
+    if (pid == 0) {
+      ::close(start[1]);
+      race(user_dir, log, start[0]);
+    }
+    children.push_back(pid);
+  }
+  ::close(start[0]);
+  ASSERT_EQ(::write(start[1], "gg", kProcesses), kProcesses);  // both go
+  ::close(start[1]);
+
+  int compiled = 0, disk_hits = 0;
+  for (pid_t pid : children) {
+    int status = 0;
+    ASSERT_EQ(::waitpid(pid, &status, 0), pid);
+    ASSERT_TRUE(WIFEXITED(status));
+    int code = WEXITSTATUS(status);
+    EXPECT_TRUE(code == kChildCompiled || code == kChildDiskHit)
+        << "child exit code " << code;
+    compiled += code == kChildCompiled;
+    disk_hits += code == kChildDiskHit;
+  }
+  int compiles = testing::count_substr(testing::read_bytes(log), "compile\n");
+  // Without a working flock both may compile (each then uses its own
+  // result and the last rename wins); with one, the second process waits
+  // for the first and reads its entry.
+  EXPECT_LE(compiles, kProcesses);
+  if (flock_works(dir.path())) {
+    EXPECT_EQ(compiles, 1);
+    EXPECT_EQ(compiled, 1);
+    EXPECT_EQ(disk_hits, kProcesses - 1);
+  }
+  CacheEntry entry =
+      decode_entry(testing::read_bytes(
+                       KernelCache::entry_path(user_dir, fake_key("raced"))),
+                   fake_key("raced"));
+  EXPECT_EQ(entry.kernel.cubin, fake_kernel("raced").cubin);
+}
+
+// The same exclusion inside one process: two caches, as two processes
+// would have, each with its own lock file description.
+TEST(CacheProcesses, TwoCachesOnOneDirectoryCompileOnce) {
+  testing::TempDir dir;
+  KernelCache a(testing::disk_config(dir.path()));
+  KernelCache b(testing::disk_config(dir.path()));
+  std::atomic<int> compiles{0};
+  auto slow = [&] {
+    ++compiles;
+    std::this_thread::sleep_for(std::chrono::milliseconds(200));
+    return fake_kernel("twin");
+  };
+  std::thread other([&] {
+    b.get_or_compile(fake_key("twin"), "fake[tag=twin]@sm_90a", "fake_twin",
+                     slow);
+  });
+  a.get_or_compile(fake_key("twin"), "fake[tag=twin]@sm_90a", "fake_twin",
+                   slow);
+  other.join();
+  if (flock_works(dir.path())) {
+    EXPECT_EQ(compiles.load(), 1);
+    EXPECT_EQ(a.stats().compiles + b.stats().compiles, 1u);
+    EXPECT_EQ(a.stats().disk_hits + b.stats().disk_hits, 1u);
+  }
+}
+
+}  // namespace
+}  // namespace attnjit
