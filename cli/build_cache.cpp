@@ -1,0 +1,280 @@
+// `attnjit build-cache`: the offline job. Every variant of the specs'
+// matrix and presets, for every target, compiled in parallel into a cache
+// directory with a manifest; a second run finds everything and says so.
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <mutex>
+#include <set>
+#include <thread>
+
+#include <unistd.h>
+
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+#include "attnjit/attention.h"
+#include "attnjit/cache.h"
+#include "attnjit/driver.h"
+#include "attnjit/error.h"
+#include "attnjit/nvrtc.h"
+#include "attnjit/selfcheck.h"
+#include "commands.h"
+
+namespace attnjit::cli {
+namespace {
+
+struct BuildArgs {
+  std::vector<std::string> specs;
+  std::vector<std::string> targets;
+  int jobs = 0;
+  std::string out;
+  bool presets_only = false;
+  bool no_check = false;
+};
+
+struct WorkItem {
+  const Spec* spec;
+  Signature signature;
+  // Filled by the worker.
+  EntrySource source = EntrySource::kCompiled;
+  double seconds = 0;
+  std::string key;
+  ResourceUsage resources;
+  std::string error;
+};
+
+std::vector<FlagSet> variants_of(const Spec& spec, bool presets_only) {
+  std::vector<FlagSet> all;
+  std::set<std::string> seen;
+  auto add = [&](FlagSet f) {
+    std::string text;
+    for (const auto& [name, value] : f.values) text += name + "=" + to_string(value) + ",";
+    if (seen.insert(text).second) all.push_back(std::move(f));
+  };
+  if (!presets_only) {
+    for (auto& f : expand_matrix(spec).variants) add(std::move(f));
+  }
+  for (const Preset& p : spec.presets) add(resolve_preset(spec, p.name));
+  return all;
+}
+
+void run_items(std::vector<WorkItem>& items, KernelCache& cache, int jobs) {
+  std::atomic<size_t> next{0};
+  std::atomic<size_t> done{0};
+  std::mutex print_mutex;
+  auto worker = [&] {
+    for (size_t i = next++; i < items.size(); i = next++) {
+      WorkItem& item = items[i];
+      const auto t0 = std::chrono::steady_clock::now();
+      try {
+        const LookupResult r = cache.get(*item.spec, item.signature);
+        item.source = r.source;
+        item.key = r.entry->key.hex;
+        item.resources = r.entry->kernel.resources;
+      } catch (const Error& e) {
+        item.error = e.what();
+      }
+      item.seconds = std::chrono::duration<double>(
+                         std::chrono::steady_clock::now() - t0).count();
+      std::lock_guard<std::mutex> lock(print_mutex);
+      const size_t n = ++done;
+      std::printf("[%zu/%zu] %-28s %-7s %-9s %7.0f ms%s\n", n, items.size(),
+                  item.signature.display_name().c_str(),
+                  item.signature.options.target.name().c_str(),
+                  item.error.empty() ? to_string(item.source) : "FAILED",
+                  item.seconds * 1e3, item.error.empty() ? "" : "  (see below)");
+      std::fflush(stdout);
+    }
+  };
+  std::vector<std::thread> threads;
+  for (int t = 0; t < jobs; ++t) threads.emplace_back(worker);
+  for (auto& t : threads) t.join();
+}
+
+nlohmann::json manifest_of(const std::vector<WorkItem>& items) {
+  nlohmann::json entries = nlohmann::json::array();
+  for (const WorkItem& it : items) {
+    if (!it.error.empty()) continue;
+    entries.push_back({{"family", it.signature.family},
+                       {"variant", it.signature.display_name()},
+                       {"signature", it.signature.canonical()},
+                       {"target", it.signature.options.target.name()},
+                       {"key", it.key},
+                       {"registers", it.resources.registers},
+                       {"dynamic_smem", it.resources.dynamic_smem},
+                       {"threads", it.resources.threads},
+                       {"spill_stores", it.resources.spill_stores},
+                       {"spill_loads", it.resources.spill_loads}});
+  }
+  return {{"format", kCacheFormatVersion},
+          {"nvrtc", nvrtc_version()},
+          {"entries", entries}};
+}
+
+void write_manifest(const std::string& dir, const nlohmann::json& manifest) {
+  const std::string path = dir + "/manifest.json";
+  const std::string tmp = path + ".tmp." + std::to_string(::getpid());
+  {
+    std::ofstream f(tmp);
+    f << manifest.dump(2) << "\n";
+    if (!f) {
+      std::fprintf(stderr, "attnjit: warning: cannot write %s\n", path.c_str());
+      return;
+    }
+  }
+  std::filesystem::rename(tmp, path);
+  std::printf("manifest:   %s\n", path.c_str());
+}
+
+int print_summary(const std::vector<WorkItem>& items, const std::string& dir,
+                  double wall) {
+  struct Row { int variants = 0, compiled = 0, cached = 0, failed = 0;
+               double compile_s = 0; int max_regs = 0, spills = 0; };
+  std::map<std::string, Row> rows;
+  for (const WorkItem& it : items) {
+    Row& r = rows[it.signature.options.target.name()];
+    ++r.variants;
+    if (!it.error.empty()) { ++r.failed; continue; }
+    if (it.source == EntrySource::kCompiled) {
+      ++r.compiled;
+      r.compile_s += it.seconds;
+    } else {
+      ++r.cached;
+    }
+    r.max_regs = std::max(r.max_regs, it.resources.registers);
+    if (it.resources.spill_stores > 0) ++r.spills;
+  }
+  std::printf("\n%-8s %9s %9s %10s %7s %13s %9s %14s\n", "target", "variants",
+              "compiled", "from cache", "failed", "compile time", "max regs",
+              "with spills");
+  int compiled = 0, failed = 0;
+  for (const auto& [target, r] : rows) {
+    std::printf("%-8s %9d %9d %10d %7d %11.1f s %9d %14d\n", target.c_str(),
+                r.variants, r.compiled, r.cached, r.failed, r.compile_s,
+                r.max_regs, r.spills);
+    compiled += r.compiled;
+    failed += r.failed;
+  }
+  std::printf("cache:      %s (%.1f s wall)\n", dir.c_str(), wall);
+  if (compiled == 0 && failed == 0) {
+    std::printf("nothing compiled: all %zu variants were already in the cache\n",
+                items.size());
+  }
+  for (const WorkItem& it : items) {
+    if (!it.error.empty()) {
+      std::fprintf(stderr, "\n%s %s failed:\n%s\n",
+                   it.signature.display_name().c_str(),
+                   it.signature.options.target.name().c_str(), it.error.c_str());
+    }
+  }
+  return failed == 0 ? 0 : 1;
+}
+
+// With a GPU: each preset of the attention spec, run and checked.
+int check_presets(const std::vector<const Spec*>& specs, KernelCache& cache) {
+  bool has_attention = false;
+  for (const Spec* s : specs) has_attention |= s->family == attention_spec().family;
+  if (!has_attention) return 0;
+  std::printf("\nchecking the attention presets on the GPU against the CPU reference\n");
+  std::printf("%-26s %-22s %10s %10s %s\n", "preset", "shape", "o rel err",
+              "bound", "result");
+  int failures = 0;
+  uint64_t seed = uint64_t(std::chrono::steady_clock::now().time_since_epoch().count());
+  for (const Preset& p : attention_spec().presets) {
+    const AttentionFlags flags =
+        AttentionFlags::from_flag_set(resolve_preset(attention_spec(), p.name));
+    for (const CheckShape& shape : standard_check_shapes(flags)) {
+      const CheckResult r = check_attention(flags, shape, ++seed, cache);
+      const bool ok = r.passed(error_bound(flags.dtype));
+      failures += !ok;
+      std::printf("%-26s %-22s %10.2e %10.0e %s\n", p.name.c_str(),
+                  shape.name.c_str(), r.o_error, error_bound(flags.dtype),
+                  ok ? "ok" : "FAILED");
+    }
+  }
+  return failures == 0 ? 0 : 1;
+}
+
+int run_build_cache(const BuildArgs& a) {
+  std::vector<Spec> specs;
+  const auto names = a.specs.empty() ? embedded_spec_names() : a.specs;
+  for (const auto& n : names) specs.push_back(load_spec_argument(n));
+  bool from_gpu = false;
+  const std::vector<Target> targets = targets_or_default(a.targets, &from_gpu);
+  CacheConfig config = CacheConfig::from_environment();
+  if (!a.out.empty()) config.user_dir = a.out;
+  config.aot_dirs.clear();
+  config.no_jit = false;
+  if (config.user_dir.empty()) {
+    throw Error(ErrorKind::kArgument, "no cache directory: pass --out DIR");
+  }
+  KernelCache cache(config);
+
+  std::vector<WorkItem> items;
+  for (const Spec& spec : specs) {
+    for (const FlagSet& flags : variants_of(spec, a.presets_only)) {
+      for (const Target& t : targets) {
+        items.push_back({&spec, make_signature(spec, flags,
+                                               CompileOptions::from_environment(t))});
+      }
+    }
+  }
+  const int jobs = a.jobs > 0 ? a.jobs
+                              : int(std::max(1u, std::thread::hardware_concurrency()));
+  std::string target_names;
+  for (const Target& t : targets) target_names += " " + t.name();
+  std::printf("building %zu variants of %zu spec(s) for%s%s into %s with %d jobs\n",
+              items.size(), specs.size(), target_names.c_str(),
+              from_gpu ? " (the local GPU)" : "", config.user_dir.c_str(), jobs);
+  const auto t0 = std::chrono::steady_clock::now();
+  run_items(items, cache, jobs);
+  const double wall = std::chrono::duration<double>(
+                          std::chrono::steady_clock::now() - t0).count();
+  if (cache.disk_disabled()) {
+    std::fprintf(stderr, "attnjit: error: the cache directory %s is not "
+                 "writable; nothing was stored\n", config.user_dir.c_str());
+    return 1;
+  }
+  write_manifest(config.user_dir, manifest_of(items));
+  int rc = print_summary(items, config.user_dir, wall);
+  if (rc == 0 && !a.no_check) {
+    std::string why;
+    if (!Driver::available(&why)) {
+      std::printf("\nno GPU here (%s): skipped running and checking the kernels\n",
+                  why.c_str());
+    } else if (!from_gpu) {
+      std::printf("\ntargets were given explicitly: run `attnjit check` to run "
+                  "them on this GPU\n");
+    } else {
+      std::vector<const Spec*> spec_ptrs;
+      for (const Spec& s : specs) spec_ptrs.push_back(&s);
+      rc = check_presets(spec_ptrs, cache);
+    }
+  }
+  return rc;
+}
+
+}  // namespace
+
+Runner add_build_cache(CLI::App& app) {
+  auto a = std::make_shared<BuildArgs>();
+  app.add_option("--spec", a->specs,
+                 "Embedded spec names or YAML paths (default: every embedded spec)");
+  app.add_option("--target", a->targets,
+                 "Targets (default: the local GPU's, else sm_80 and sm_90a)");
+  app.add_option("-j,--jobs", a->jobs, "Parallel compiles (default: cores)");
+  app.add_option("-o,--out", a->out,
+                 "Cache directory (default: $ATTNJIT_CACHE_DIR, "
+                 "$XDG_CACHE_HOME/attnjit or ~/.cache/attnjit)");
+  app.add_flag("--presets-only", a->presets_only, "Only the presets, not the matrix");
+  app.add_flag("--no-check", a->no_check,
+               "Do not run and check the presets on the local GPU");
+  return [a] { return run_build_cache(*a); };
+}
+
+}  // namespace attnjit::cli

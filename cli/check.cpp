@@ -1,0 +1,70 @@
+// `attnjit check`: run variants on the local GPU against the CPU reference.
+#include <chrono>
+#include <cstdio>
+
+#include "attnjit/attention.h"
+#include "attnjit/driver.h"
+#include "attnjit/error.h"
+#include "attnjit/selfcheck.h"
+#include "commands.h"
+
+namespace attnjit::cli {
+namespace {
+
+struct CheckArgs {
+  std::vector<std::string> presets;
+  std::string flags;
+  bool matrix = false;
+};
+
+int run_check(const CheckArgs& a) {
+  std::string why;
+  if (!Driver::available(&why)) {
+    std::printf("no GPU here (%s): nothing to check\n", why.c_str());
+    return 0;
+  }
+  const Spec& spec = attention_spec();
+  std::vector<std::pair<std::string, FlagSet>> todo;
+  for (const auto& p : a.presets) todo.emplace_back(p, resolve_preset(spec, p));
+  if (!a.flags.empty()) {
+    todo.emplace_back(a.flags, resolve_flags(spec, parse_flag_assignments(spec, a.flags)));
+  }
+  if (a.matrix) {
+    for (const FlagSet& f : expand_matrix(spec).variants) {
+      todo.emplace_back(AttentionKernel::get(AttentionFlags::from_flag_set(f))
+                            ->kernel().name(), f);
+    }
+  }
+  if (todo.empty()) {
+    for (const Preset& p : spec.presets) todo.emplace_back(p.name, resolve_preset(spec, p.name));
+  }
+  uint64_t seed = uint64_t(std::chrono::steady_clock::now().time_since_epoch().count());
+  int failures = 0;
+  std::printf("%-34s %-22s %10s %10s %s\n", "variant", "shape", "o rel err",
+              "lse err", "result");
+  for (const auto& [name, set] : todo) {
+    const AttentionFlags flags = AttentionFlags::from_flag_set(set);
+    for (const CheckShape& shape : standard_check_shapes(flags)) {
+      const CheckResult r = check_attention(flags, shape, ++seed);
+      const bool ok = r.passed(error_bound(flags.dtype));
+      failures += !ok;
+      std::printf("%-34s %-22s %10.2e %10.2e %s\n", name.c_str(),
+                  shape.name.c_str(), r.o_error, r.lse_error,
+                  ok ? "ok" : "FAILED");
+    }
+  }
+  std::printf("%d failed\n", failures);
+  return failures == 0 ? 0 : 1;
+}
+
+}  // namespace
+
+Runner add_check(CLI::App& app) {
+  auto a = std::make_shared<CheckArgs>();
+  app.add_option("--preset", a->presets, "Presets to check (default: all)");
+  app.add_option("--flags", a->flags, "One variant by flag assignments");
+  app.add_flag("--matrix", a->matrix, "Every variant of the spec's matrix");
+  return [a] { return run_check(*a); };
+}
+
+}  // namespace attnjit::cli

@@ -1,0 +1,30 @@
+// The `attnjit` command's subcommands. Each registers its options on the
+// CLI11 app and returns the function that runs it (exit code).
+#pragma once
+
+#include <functional>
+#include <string>
+#include <vector>
+
+#include <CLI/CLI.hpp>
+
+#include "attnjit/spec.h"
+#include "attnjit/target.h"
+
+namespace attnjit::cli {
+
+using Runner = std::function<int()>;
+
+Runner add_compile(CLI::App& app);
+Runner add_build_cache(CLI::App& app);
+Runner add_inspect(CLI::App& app);
+Runner add_specs(CLI::App& app);
+Runner add_check(CLI::App& app);
+
+// A spec by embedded name ("attention") or by path ("my/spec.yaml").
+Spec load_spec_argument(const std::string& name_or_path);
+// Targets given on the command line, or the local GPU's, or sm_80 + sm_90a.
+std::vector<Target> targets_or_default(const std::vector<std::string>& names,
+                                       bool* from_gpu = nullptr);
+
+}  // namespace attnjit::cli

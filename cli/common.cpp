@@ -1,0 +1,41 @@
+#include <fstream>
+
+#include "attnjit/attention.h"
+#include "attnjit/driver.h"
+#include "attnjit/error.h"
+#include "commands.h"
+
+namespace attnjit::cli {
+
+Spec load_spec_argument(const std::string& name_or_path) {
+  if (find_embedded_spec(name_or_path) != nullptr) {
+    return load_embedded_spec(name_or_path);
+  }
+  std::ifstream probe(name_or_path);
+  if (!probe) {
+    std::string names;
+    for (const auto& n : embedded_spec_names()) names += " " + n;
+    throw Error(ErrorKind::kSpec, "'" + name_or_path +
+                                      "' is neither an embedded spec (" +
+                                      names.substr(names.empty() ? 0 : 1) +
+                                      ") nor a readable file");
+  }
+  return load_spec_file(name_or_path);
+}
+
+std::vector<Target> targets_or_default(const std::vector<std::string>& names,
+                                       bool* from_gpu) {
+  if (from_gpu) *from_gpu = false;
+  std::vector<Target> targets;
+  for (const auto& n : names) targets.push_back(parse_target(n));
+  if (!targets.empty()) return targets;
+  if (Driver::available()) {
+    Driver& d = Driver::get();
+    const DeviceInfo info = d.device_of(d.current_or_primary_context());
+    if (from_gpu) *from_gpu = true;
+    return {target_for_device(info.major, info.minor)};
+  }
+  return {parse_target("sm_80"), parse_target("sm_90a")};
+}
+
+}  // namespace attnjit::cli

@@ -1,0 +1,42 @@
+// Shared by the GPU tests: skip with a clear message where there is no GPU,
+// fresh seeds, readable test names for flag combinations.
+#pragma once
+
+#include <gtest/gtest.h>
+
+#include <random>
+#include <string>
+
+#include "attnjit/attention.h"
+#include "attnjit/driver.h"
+
+namespace attnjit::testing {
+
+#define ATTNJIT_REQUIRE_GPU()                                             \
+  do {                                                                    \
+    std::string why;                                                      \
+    if (!::attnjit::Driver::available(&why)) {                            \
+      GTEST_SKIP() << "no GPU here (" << why                              \
+                   << "); GPU tests run on the device machine";           \
+    }                                                                     \
+  } while (0)
+
+inline uint64_t fresh_seed() {
+  std::random_device rd;
+  return (uint64_t(rd()) << 32) ^ rd();
+}
+
+inline std::string flags_name(const AttentionFlags& f) {
+  std::string name = std::string(to_string(f.dtype)) + "_d" +
+                     std::to_string(f.head_dim);
+  if (f.causal) name += "_causal";
+  if (f.window) name += "_window";
+  if (f.sinks != SinkMode::kNone) name += std::string("_") + to_string(f.sinks);
+  if (f.mm_prefix) name += "_mmprefix";
+  if (f.mm_clamp) name += "_clamp";
+  if (f.softcap) name += "_softcap";
+  if (f.return_lse) name += "_lse";
+  return name;
+}
+
+}  // namespace attnjit::testing

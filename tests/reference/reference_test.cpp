@@ -1,0 +1,212 @@
+// The CPU reference against hand-computed cases, one per rule of
+// SEMANTICS.md. Visibility is read off with q = 0 (uniform weights over the
+// visible keys) and v_j = e_j, so o is the indicator of the visible set
+// divided by its size.
+#include "attnjit/reference.h"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <limits>
+#include <set>
+
+namespace attnjit {
+namespace {
+
+using Sinks = ReferenceProblem::Sinks;
+
+// One sequence, one head, D = n_k, q = 0, v_j = e_j.
+ReferenceProblem visibility_problem(int n_q, int n_k) {
+  ReferenceProblem p;
+  p.num_seqs = 1;
+  p.num_heads_q = p.num_heads_kv = 1;
+  p.head_dim = std::max(n_k, 1);
+  p.cu_seqlens_q = {0, n_q};
+  p.cu_seqlens_k = {0, n_k};
+  p.q.assign(size_t(n_q) * p.head_dim, 0.f);
+  p.k.assign(size_t(n_k) * p.head_dim, 0.5f);
+  p.v.assign(size_t(n_k) * p.head_dim, 0.f);
+  for (int j = 0; j < n_k; ++j) p.v[size_t(j) * p.head_dim + j] = 1.f;
+  p.scale = 1.0;
+  return p;
+}
+
+std::set<int> visible_keys(const ReferenceResult& r, int row, int d) {
+  std::set<int> keys;
+  for (int j = 0; j < d; ++j) {
+    if (r.o[size_t(row) * d + j] > 0) keys.insert(j);
+  }
+  return keys;
+}
+
+TEST(Reference, PlainSoftmaxTwoKeys) {
+  ReferenceProblem p = visibility_problem(1, 2);
+  p.q = {1.f, 0.f};
+  p.k = {0.f, 0.f, 1.f, 0.f};  // s = 0, 1
+  p.v = {1.f, 0.f, 3.f, 0.f};
+  const auto r = reference_attention(p);
+  const double e = std::exp(1.0);
+  EXPECT_NEAR(r.o[0], (1 + 3 * e) / (1 + e), 1e-12);
+  EXPECT_NEAR(r.lse[0], std::log(1 + e), 1e-12);
+}
+
+TEST(Reference, NullLogitJoinsTheDenominatorOnly) {
+  ReferenceProblem p = visibility_problem(1, 2);
+  p.q = {1.f, 0.f};
+  p.k = {0.f, 0.f, 1.f, 0.f};
+  p.v = {1.f, 0.f, 3.f, 0.f};
+  p.sink_mode = Sinks::kNullLogit;
+  p.sinks = {0.5f};
+  const auto r = reference_attention(p);
+  const double e = std::exp(1.0), s = std::exp(0.5);
+  EXPECT_NEAR(r.o[0], (1 + 3 * e) / (s + 1 + e), 1e-12);
+  EXPECT_NEAR(r.lse[0], std::log(s + 1 + e), 1e-12);
+}
+
+TEST(Reference, BiasKey0ShiftsTheFirstKeyOfEachSequence) {
+  ReferenceProblem p = visibility_problem(1, 2);
+  p.q = {1.f, 0.f};
+  p.k = {0.f, 0.f, 1.f, 0.f};
+  p.v = {1.f, 0.f, 3.f, 0.f};
+  p.sink_mode = Sinks::kBiasKey0;
+  p.sinks = {0.5f};
+  const auto r = reference_attention(p);
+  const double e = std::exp(1.0), s = std::exp(0.5);
+  EXPECT_NEAR(r.o[0], (s * 1 + e * 3) / (s + e), 1e-12);
+  EXPECT_NEAR(r.lse[0], std::log(s + e), 1e-12);
+
+  // Two sequences: key 0 of the second sequence is batch row 2.
+  ReferenceProblem two = visibility_problem(2, 4);
+  two.num_seqs = 2;
+  two.cu_seqlens_q = {0, 1, 2};
+  two.cu_seqlens_k = {0, 2, 4};
+  two.sink_mode = Sinks::kBiasKey0;
+  two.sinks = {std::log(3.f)};
+  const auto r2 = reference_attention(two);
+  // Second query: keys 2 and 3 visible, key 2 weighted 3x.
+  EXPECT_NEAR(r2.o[1 * 4 + 2], 0.75, 1e-6);
+  EXPECT_NEAR(r2.o[1 * 4 + 3], 0.25, 1e-6);
+}
+
+TEST(Reference, SinkFormsDiffer) {
+  ReferenceProblem p = visibility_problem(1, 2);
+  p.q = {1.f, 0.f};
+  p.k = {0.f, 0.f, 1.f, 0.f};
+  p.v = {1.f, 0.f, 3.f, 0.f};
+  p.sinks = {1.f};
+  p.sink_mode = Sinks::kNullLogit;
+  const double a = reference_attention(p).o[0];
+  p.sink_mode = Sinks::kBiasKey0;
+  const double b = reference_attention(p).o[0];
+  EXPECT_GT(std::abs(a - b), 0.1);
+}
+
+TEST(Reference, WindowEdgesAreInclusive) {
+  ReferenceProblem p = visibility_problem(6, 6);
+  p.window_left = 2;
+  p.window_right = 1;
+  const auto r = reference_attention(p);
+  EXPECT_EQ(visible_keys(r, 3, 6), (std::set<int>{1, 2, 3, 4}));
+  EXPECT_EQ(visible_keys(r, 0, 6), (std::set<int>{0, 1}));
+  EXPECT_EQ(visible_keys(r, 5, 6), (std::set<int>{3, 4, 5}));
+  EXPECT_NEAR(r.o[3 * 6 + 1], 0.25, 1e-12);
+}
+
+TEST(Reference, WindowZeroIsTheDiagonal) {
+  ReferenceProblem p = visibility_problem(4, 4);
+  p.window_left = 0;
+  p.window_right = 0;
+  const auto r = reference_attention(p);
+  for (int i = 0; i < 4; ++i) EXPECT_EQ(visible_keys(r, i, 4), (std::set<int>{i}));
+}
+
+TEST(Reference, CausalIsBottomRightAligned) {
+  ReferenceProblem p = visibility_problem(2, 4);
+  p.causal = true;
+  const auto r = reference_attention(p);
+  EXPECT_EQ(visible_keys(r, 0, 4), (std::set<int>{0, 1, 2}));
+  EXPECT_EQ(visible_keys(r, 1, 4), (std::set<int>{0, 1, 2, 3}));
+}
+
+TEST(Reference, SpansAreBidirectionalAndTheirEdgesInclusive) {
+  ReferenceProblem p = visibility_problem(6, 6);
+  p.causal = true;
+  p.mm_prefix = true;
+  p.mm_span_offsets = {0, 1};
+  p.mm_spans = {2, 4};
+  const auto r = reference_attention(p);
+  EXPECT_EQ(visible_keys(r, 1, 6), (std::set<int>{0, 1}));
+  EXPECT_EQ(visible_keys(r, 2, 6), (std::set<int>{0, 1, 2, 3, 4}));
+  EXPECT_EQ(visible_keys(r, 4, 6), (std::set<int>{0, 1, 2, 3, 4}));
+  EXPECT_EQ(visible_keys(r, 5, 6), (std::set<int>{0, 1, 2, 3, 4, 5}));
+}
+
+TEST(Reference, ClampLimitsSpansToTheWindow) {
+  ReferenceProblem p = visibility_problem(6, 6);
+  p.causal = true;
+  p.window_left = 1;
+  p.window_right = 1;
+  p.mm_prefix = true;
+  p.mm_span_offsets = {0, 1};
+  p.mm_spans = {2, 4};
+  EXPECT_EQ(visible_keys(reference_attention(p), 2, 6),
+            (std::set<int>{1, 2, 3, 4}));
+  p.mm_clamp = true;
+  EXPECT_EQ(visible_keys(reference_attention(p), 2, 6),
+            (std::set<int>{1, 2, 3}));
+}
+
+TEST(Reference, RowsWithNoVisibleKey) {
+  ReferenceProblem p = visibility_problem(3, 1);
+  p.causal = true;  // p(0) = -2, p(1) = -1: nothing visible
+  auto r = reference_attention(p);
+  EXPECT_EQ(r.o[0], 0.0);
+  EXPECT_TRUE(std::isinf(r.lse[0]) && r.lse[0] < 0);
+  EXPECT_EQ(visible_keys(r, 2, 1), (std::set<int>{0}));
+  p.sink_mode = Sinks::kNullLogit;
+  p.sinks = {0.7f};
+  r = reference_attention(p);
+  EXPECT_EQ(r.o[0], 0.0);
+  EXPECT_NEAR(r.lse[0], 0.7, 1e-7);
+
+  ReferenceProblem empty = visibility_problem(2, 0);
+  r = reference_attention(empty);
+  EXPECT_EQ(r.o[0], 0.0);
+  EXPECT_TRUE(std::isinf(r.lse[1]));
+}
+
+TEST(Reference, SoftcapAppliesBeforeTheSinkBias) {
+  ReferenceProblem p = visibility_problem(1, 2);
+  p.q = {2.f, 0.f};
+  p.k = {1.f, 0.f, 0.f, 0.f};  // s = 2, 0
+  p.v = {1.f, 0.f, 0.f, 0.f};
+  p.softcap = 1.0;
+  p.sink_mode = Sinks::kBiasKey0;
+  p.sinks = {0.5f};
+  const auto r = reference_attention(p);
+  const double s0 = std::tanh(2.0) + 0.5;
+  EXPECT_NEAR(r.o[0], std::exp(s0) / (std::exp(s0) + 1.0), 1e-12);
+}
+
+TEST(Reference, GqaMapsQueryHeadsToKvHeads) {
+  ReferenceProblem p;
+  p.num_seqs = 1;
+  p.num_heads_q = 4;
+  p.num_heads_kv = 2;
+  p.head_dim = 1;
+  p.cu_seqlens_q = {0, 1};
+  p.cu_seqlens_k = {0, 1};
+  p.q = {1, 1, 1, 1};
+  p.k = {1, 1};
+  p.v = {10, 20};
+  const auto r = reference_attention(p);
+  EXPECT_EQ(r.o, (std::vector<double>{10, 10, 20, 20}));
+}
+
+TEST(Reference, RelativeErrorFailsOnNaN) {
+  EXPECT_TRUE(std::isnan(relative_error({std::nan(""), 1.0}, {1.0, 1.0})));
+  EXPECT_NEAR(relative_error({1.1, 0.0}, {1.0, 0.0}), 0.1, 1e-12);
+}
+
+}  // namespace
+}  // namespace attnjit
