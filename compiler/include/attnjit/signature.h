@@ -24,7 +24,14 @@ struct CompileOptions {
   bool emit_ptx = true;       // keep PTX beside the cubin
 
   std::vector<std::string> nvrtc_flags() const;  // sorted, deterministic
-  std::string canonical() const;                 // stable text form
+  // "sm_90a{emit_ptx=true,fast_math=true,line_info=false,max_registers=0}"
+  std::string canonical() const;
+
+  // The defaults for `target`, changed by the only environment variables
+  // that change code: ATTNJIT_LINEINFO (0/1, -lineinfo) and ATTNJIT_MAXRREG
+  // (0-255, --maxrregcount; 0 means no cap). Throws Error(kFlags) for a
+  // value it cannot read. Every other ATTNJIT_* variable is code-neutral.
+  static CompileOptions from_environment(const Target& target);
 };
 
 // Everything that identifies one variant: the spec's family and flag
@@ -56,6 +63,7 @@ constexpr int kCacheFormatVersion = 1;
 struct CacheKey {
   std::string hex;  // 64 lowercase hex digits (SHA-256)
   bool operator==(const CacheKey& o) const { return hex == o.hex; }
+  bool operator!=(const CacheKey& o) const { return hex != o.hex; }
   bool operator<(const CacheKey& o) const { return hex < o.hex; }
 };
 
@@ -64,6 +72,21 @@ struct CacheKey {
 // sorted options and kCacheFormatVersion. No path, no time, no host name.
 CacheKey make_cache_key(const Signature& signature,
                         const std::string& generated_source);
+
+// The same key with every input spelled out; make_cache_key() fills
+// nvrtc_version() and embedded_headers_digest(). Each field is hashed with
+// its length in front, so no two input lists share a byte stream.
+struct CacheKeyInputs {
+  std::string canonical_signature;
+  std::string target;
+  std::string nvrtc_version;
+  std::vector<std::string> nvrtc_flags;  // sorted
+  std::string generated_source;
+  std::string headers_digest;
+};
+CacheKeyInputs cache_key_inputs(const Signature& signature,
+                                const std::string& generated_source);
+CacheKey hash_cache_key(const CacheKeyInputs& inputs);
 
 std::string sha256_hex(const std::string& bytes);
 

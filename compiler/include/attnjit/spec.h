@@ -90,6 +90,7 @@ struct ArgDecl {
   std::string name;
   ArgType type = ArgType::kI32;
   std::string elem_flag;  // kConstElemPtr / kElemPtr: the kType flag
+  bool no_alias = true;   // pointers: emitted __restrict__ (spec key `noalias`)
   std::string doc;
   SourceLocation loc;
 };
@@ -113,6 +114,7 @@ struct Spec {
   std::string family;        // identifier
   std::string description;
   std::string template_path;  // relative to templates/, e.g. attention/prefill.cuh
+  SourceLocation template_loc;  // where the spec names it (for "not embedded")
   std::string entry;          // identifier: the kernel's extern "C" name
   std::vector<FlagDecl> flags;  // declaration order is the canonical order
   std::vector<Constraint> constraints;

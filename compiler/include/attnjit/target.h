@@ -21,7 +21,11 @@ struct Target {
 // Throws Error(kFlags) for an unknown or unsupported target.
 Target parse_target(const std::string& name);
 std::vector<Target> supported_targets();  // sm_80, sm_86, sm_89, sm_90a
-// The target a device of this compute capability runs best: 9.0 -> sm_90a.
+// The target a device of this compute capability runs best: 8.0 -> sm_80,
+// 8.6/8.7 -> sm_86, 8.9 -> sm_89, 9.0 -> sm_90a. Devices newer than 9.0 get
+// sm_90: sm_90a code runs on 9.0 only, while compute_90 PTX is forward
+// compatible, so there the runtime loads the PTX and the driver compiles it.
+// Throws Error(kFlags) below 8.0.
 Target target_for_device(int major, int minor);
 
 }  // namespace attnjit

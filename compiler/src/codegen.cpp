@@ -1,0 +1,245 @@
+// generate_source(): the few lines that pin one variant's flags and
+// instantiate its entry point. Every value is printed by the generator from
+// typed data; the only spec text that reaches the output is identifiers
+// checked here once more (a Spec can also be built without parse_spec).
+#include "attnjit/codegen.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <optional>
+
+#include "attnjit/error.h"
+#include "names.h"
+
+namespace attnjit {
+namespace embedded {
+const std::vector<std::pair<const char*, std::string_view>>& templates();
+}  // namespace embedded
+
+namespace {
+
+[[noreturn]] void codegen_error(const SourceLocation& at, const std::string& message) {
+  const std::string where = at.str();
+  throw Error(ErrorKind::kCodegen, where.empty() ? message : where + ": " + message);
+}
+
+void check_identifier(const Spec& spec, const std::string& name, const char* what,
+                      const SourceLocation& at) {
+  if (auto problem = detail::identifier_problem(name)) {
+    codegen_error(at.file.empty() ? SourceLocation{spec.source_name} : at,
+                  std::string(what) + " " + detail::quoted(name) + " " + *problem);
+  }
+}
+
+void check_spec_names(const Spec& spec) {
+  const SourceLocation here{spec.source_name};
+  check_identifier(spec, spec.family, "family", here);
+  check_identifier(spec, spec.entry, "entry", here);
+  for (const FlagDecl& decl : spec.flags) {
+    check_identifier(spec, decl.name, "flag name", decl.loc);
+    for (const std::string& value : decl.enum_values) {
+      check_identifier(spec, value, "flag value", decl.loc);
+    }
+  }
+  for (const std::string& param : spec.tuning.params) {
+    check_identifier(spec, param, "tuning param name", here);
+  }
+  for (const ArgDecl& arg : spec.args) {
+    check_identifier(spec, arg.name, "arg name", arg.loc);
+    if (arg.type == ArgType::kConstElemPtr || arg.type == ArgType::kElemPtr) {
+      const FlagDecl* decl = spec.find_flag(arg.elem_flag);
+      if (decl == nullptr || decl->type != FlagType::kType) {
+        codegen_error(arg.loc, "arg " + detail::quoted(arg.name) + ": " +
+                                   detail::quoted(arg.elem_flag) + " is not a type flag");
+      }
+    }
+  }
+}
+
+void check_template(const Spec& spec) {
+  if (auto problem = detail::template_path_problem(spec.template_path)) {
+    codegen_error(spec.template_loc,
+                  "template path " + detail::quoted(spec.template_path) + " " + *problem);
+  }
+  if (find_embedded_header(spec.template_path) != nullptr) return;
+  std::vector<std::string> paths;
+  for (const EmbeddedHeader& header : embedded_headers()) paths.push_back(header.path);
+  codegen_error(spec.template_loc, "template " + detail::quoted(spec.template_path) +
+                                       " is not embedded" +
+                                       detail::did_you_mean(spec.template_path, paths));
+}
+
+void check_signature(const Spec& spec, const Signature& signature) {
+  bool matches = signature.family == spec.family && signature.entry == spec.entry &&
+                 signature.flags.values.size() == spec.flags.size();
+  for (std::size_t i = 0; matches && i < spec.flags.size(); ++i) {
+    matches = signature.flags.values[i].first == spec.flags[i].name &&
+              spec.flags[i].accepts(signature.flags.values[i].second);
+  }
+  matches = matches && signature.tuning.size() == spec.tuning.params.size();
+  for (std::size_t i = 0; matches && i < signature.tuning.size(); ++i) {
+    matches = signature.tuning[i].first == spec.tuning.params[i];
+  }
+  if (!matches) {
+    throw Error(ErrorKind::kCodegen, "signature " + detail::quoted(signature.canonical()) +
+                                         " was not made from spec " + detail::quoted(spec.family) +
+                                         "; build it with make_signature()");
+  }
+}
+
+std::string config_member(const FlagDecl& decl, const FlagValue& value) {
+  switch (decl.type) {
+    case FlagType::kBool:
+      return fmt::format("  static constexpr bool {} = {};\n", decl.name,
+                         std::get<bool>(value) ? "true" : "false");
+    case FlagType::kInt:
+      return fmt::format("  static constexpr int {} = {};\n", decl.name, std::get<int64_t>(value));
+    case FlagType::kType:
+      return fmt::format("  using {} = ::attnjit::types::{};\n", decl.name,
+                         std::get<std::string>(value));
+    case FlagType::kEnum: {
+      std::vector<std::string> members;
+      for (std::size_t i = 0; i < decl.enum_values.size(); ++i) {
+        members.push_back(fmt::format("{} = {}", decl.enum_values[i], i));
+      }
+      return fmt::format(
+          "  enum class {0}_t : int {{ {1} }};\n  static constexpr {0}_t {0} = {0}_t::{2};\n",
+          decl.name, detail::join(members, ", "), std::get<std::string>(value));
+    }
+  }
+  return "";
+}
+
+std::string parameter(const ArgDecl& arg, const FlagSet& flags) {
+  const char* restrict_qualifier = arg.no_alias ? " __restrict__" : "";
+  switch (arg.type) {
+    case ArgType::kConstElemPtr:
+      return fmt::format("const ::attnjit::types::{}*{} {}", flags.get_name(arg.elem_flag),
+                         restrict_qualifier, arg.name);
+    case ArgType::kElemPtr:
+      return fmt::format("::attnjit::types::{}*{} {}", flags.get_name(arg.elem_flag),
+                         restrict_qualifier, arg.name);
+    case ArgType::kConstF32Ptr: return fmt::format("const float*{} {}", restrict_qualifier, arg.name);
+    case ArgType::kF32Ptr: return fmt::format("float*{} {}", restrict_qualifier, arg.name);
+    case ArgType::kConstI32Ptr: return fmt::format("const int*{} {}", restrict_qualifier, arg.name);
+    case ArgType::kI32Ptr: return fmt::format("int*{} {}", restrict_qualifier, arg.name);
+    case ArgType::kI32: return "int " + arg.name;
+    case ArgType::kI64: return "long long " + arg.name;
+    case ArgType::kF32: return "float " + arg.name;
+  }
+  return "";
+}
+
+// "a, b, c" broken before a name that would pass column 100; `column` is
+// where the list starts, continuation lines start at `indent`.
+std::string wrapped_list(const std::vector<std::string>& names, std::size_t column,
+                         std::size_t indent) {
+  constexpr std::size_t kWidth = 100;
+  std::string text;
+  for (std::size_t i = 0; i < names.size(); ++i) {
+    if (i > 0 && column + 2 + names[i].size() > kWidth) {
+      text += ",\n" + std::string(indent, ' ');
+      column = indent;
+    } else if (i > 0) {
+      text += ", ";
+      column += 2;
+    }
+    text += names[i];
+    column += names[i].size();
+  }
+  return text;
+}
+
+std::string entry_point(const Spec& spec, const Signature& signature) {
+  std::vector<std::string> parameters;
+  std::vector<std::string> names;
+  for (const ArgDecl& arg : spec.args) {
+    parameters.push_back(parameter(arg, signature.flags));
+    names.push_back(arg.name);
+  }
+  const std::string indent(spec.entry.size() + 1, ' ');
+  const std::string body_call = "  ::attnjit::" + spec.entry + "_body<attnjit_config>(";
+  return fmt::format(
+      "extern \"C\" __global__ void\n"
+      "__launch_bounds__(attnjit_traits::threads, attnjit_traits::min_blocks)\n"
+      "{0}({1}) {{\n"
+      "  ::attnjit::{0}_body<attnjit_config>({2});\n"
+      "}}\n",
+      spec.entry, detail::join(parameters, ",\n" + indent),
+      wrapped_list(names, body_call.size(), body_call.size()));
+}
+
+}  // namespace
+
+GeneratedSource generate_source(const Spec& spec, const Signature& signature) {
+  check_spec_names(spec);
+  check_template(spec);
+  check_signature(spec, signature);
+  std::string config;
+  for (std::size_t i = 0; i < spec.flags.size(); ++i) {
+    config += config_member(spec.flags[i], signature.flags.values[i].second);
+  }
+  for (const auto& [param, value] : signature.tuning) {
+    config += fmt::format("  static constexpr int {} = {};\n", param, value);
+  }
+  std::string text = fmt::format(
+      "// Generated by attnjit; do not edit.\n"
+      "// {0}\n"
+      "#include \"{1}\"\n"
+      "\n"
+      "struct attnjit_config {{\n"
+      "{2}"
+      "}};\n"
+      "\n"
+      "using attnjit_traits = ::attnjit::{3}_traits<attnjit_config>;\n"
+      "static_assert(attnjit_traits::threads > 0 && attnjit_traits::threads <= 1024,\n"
+      "              \"{3}_traits: threads must be in [1, 1024]\");\n"
+      "\n"
+      "// Read by the runtime: threads, dynamic shared memory bytes, min blocks per SM.\n"
+      "extern \"C\" __device__ const unsigned {3}_launch_info[4] = {{\n"
+      "    attnjit_traits::threads, attnjit_traits::smem_bytes, attnjit_traits::min_blocks, 0}};\n"
+      "\n",
+      signature.canonical(), spec.template_path, config, spec.entry);
+  text += entry_point(spec, signature);
+  return GeneratedSource{signature.display_name() + ".cu", std::move(text), spec.entry};
+}
+
+const std::vector<EmbeddedHeader>& embedded_headers() {
+  static const std::vector<EmbeddedHeader> headers = [] {
+    std::vector<EmbeddedHeader> result;
+    for (const auto& [path, bytes] : embedded::templates()) {
+      result.push_back(EmbeddedHeader{path, std::string(bytes)});
+    }
+    std::sort(result.begin(), result.end(),
+              [](const EmbeddedHeader& a, const EmbeddedHeader& b) { return a.path < b.path; });
+    return result;
+  }();
+  return headers;
+}
+
+const EmbeddedHeader* find_embedded_header(const std::string& path) {
+  for (const EmbeddedHeader& header : embedded_headers()) {
+    if (header.path == path) return &header;
+  }
+  return nullptr;
+}
+
+std::string headers_digest(std::vector<EmbeddedHeader> headers) {
+  std::sort(headers.begin(), headers.end(),
+            [](const EmbeddedHeader& a, const EmbeddedHeader& b) { return a.path < b.path; });
+  std::string stream;
+  for (const EmbeddedHeader& header : headers) {
+    for (const std::string* field : {&header.path, &header.contents}) {
+      stream += std::to_string(field->size()) + ":" + *field + ",";
+    }
+  }
+  return sha256_hex(stream);
+}
+
+const std::string& embedded_headers_digest() {
+  static const std::string digest = headers_digest(embedded_headers());
+  return digest;
+}
+
+}  // namespace attnjit

@@ -1,0 +1,171 @@
+// resolve_flags(), presets, command-line assignments and matrix expansion.
+#include <gtest/gtest.h>
+
+#include "attnjit/spec.h"
+#include "test_support.h"
+
+namespace attnjit {
+namespace {
+
+using testing::error_message;
+
+std::string flags_error(const Spec& spec, const std::map<std::string, FlagValue>& given) {
+  return error_message([&] { resolve_flags(spec, given); }, ErrorKind::kFlags);
+}
+
+std::string text_of(const FlagSet& flags) {
+  std::string text;
+  for (const auto& [name, value] : flags.values) text += name + "=" + to_string(value) + " ";
+  return text;
+}
+
+TEST(ResolveFlags, FillsDefaultsInSpecOrder) {
+  const Spec spec = load_embedded_spec("attention");
+  const FlagSet flags = resolve_flags(spec, {{"causal", true}});
+  EXPECT_EQ(text_of(flags),
+            "dtype=bf16 head_dim=128 causal=true window=false sinks=none mm_prefix=false "
+            "mm_clamp=false softcap=false return_lse=false ");
+  EXPECT_TRUE(flags.get_bool("causal"));
+  EXPECT_EQ(flags.get_int("head_dim"), 128);
+  EXPECT_EQ(flags.get_name("sinks"), "none");
+  EXPECT_EQ(flags.get_name("dtype"), "bf16");
+}
+
+TEST(ResolveFlags, Errors) {
+  const Spec spec = load_embedded_spec("attention");
+  EXPECT_EQ(flags_error(spec, {{"causl", true}}), "unknown flag 'causl' (did you mean 'causal'?)");
+  EXPECT_EQ(flags_error(spec, {{"zzz", true}}), "unknown flag 'zzz'");
+  EXPECT_EQ(flags_error(spec, {{"head_dim", int64_t{72}}}),
+            "flag 'head_dim': 72 is not one of 64, 80, 96, 128, 192, 256");
+  EXPECT_EQ(flags_error(spec, {{"causal", int64_t{1}}}), "flag 'causal' expects a bool");
+  EXPECT_EQ(flags_error(spec, {{"head_dim", std::string("128")}}), "flag 'head_dim' expects an int");
+  EXPECT_EQ(flags_error(spec, {{"sinks", true}}),
+            "flag 'sinks' expects one of none, null_logit, bias_key0");
+  EXPECT_EQ(flags_error(spec, {{"sinks", std::string("null_logits")}}),
+            "flag 'sinks': 'null_logits' is not one of none, null_logit, bias_key0 (did you mean "
+            "'null_logit'?)");
+  EXPECT_EQ(flags_error(spec, {{"dtype", std::string("fp32")}}),
+            "flag 'dtype': 'fp32' is not one of bf16, fp16 (did you mean 'fp16'?)");
+}
+
+TEST(ResolveFlags, Constraints) {
+  const Spec spec = load_embedded_spec("attention");
+  EXPECT_EQ(flags_error(spec, {{"mm_clamp", true}, {"mm_prefix", true}}),
+            "mm_clamp=true requires window=true: the clamp restricts spans to the sliding window");
+  EXPECT_EQ(flags_error(spec, {{"mm_clamp", true}, {"window", true}}),
+            "mm_clamp=true requires mm_prefix=true: the clamp restricts spans to the sliding window");
+  EXPECT_NO_THROW(resolve_flags(spec, {{"mm_clamp", true}, {"window", true}, {"mm_prefix", true}}));
+}
+
+TEST(ResolveFlags, ConstraintForms) {
+  const Spec spec = parse_spec(
+      "family: f\ntemplate: testing/axpy.cuh\nentry: f\nflags:\n"
+      "  a: {type: bool, default: false, excludes: [b]}\n"
+      "  b: {type: bool, default: false}\n"
+      "  c: {type: bool, default: false, requires: [a]}\n"
+      "  k: {type: int, values: [1, 2], default: 1}\n"
+      "constraints:\n"
+      "  - {forbid: {k: 2}, why: \"not yet\"}\n"
+      "  - {require: {k: 1}}\n"
+      "  - {if: {a: true, b: false}, forbid: {k: 2}}\n",
+      "f.yaml");
+  EXPECT_EQ(flags_error(spec, {{"k", int64_t{2}}}), "k=2 is not allowed: not yet");
+  EXPECT_EQ(flags_error(spec, {{"a", true}, {"b", true}}), "a=true forbids b=true");
+  EXPECT_EQ(flags_error(spec, {{"c", true}}), "c=true requires a=true");
+  const Spec with_requirement = parse_spec(
+      "family: f\ntemplate: testing/axpy.cuh\nentry: f\nflags:\n"
+      "  k: {type: int, values: [1, 2], default: 2}\n"
+      "constraints:\n  - {require: {k: 1}}\n",
+      "f.yaml");
+  EXPECT_EQ(flags_error(with_requirement, {}), "k=1 is required");
+}
+
+TEST(ResolveFlags, FlagWithoutDefaultMustBeGiven) {
+  const Spec spec = parse_spec(
+      "family: f\ntemplate: testing/axpy.cuh\nentry: f\nflags:\n  k: {type: int, values: [1, 2]}\n",
+      "f.yaml");
+  EXPECT_EQ(flags_error(spec, {}), "flag 'k' has no default and must be given");
+  EXPECT_EQ(resolve_flags(spec, {{"k", int64_t{2}}}).get_int("k"), 2);
+}
+
+TEST(ResolvePreset, KnownAndUnknown) {
+  const Spec spec = load_embedded_spec("attention");
+  const FlagSet gemma = resolve_preset(spec, "gemma4_sliding_images");
+  EXPECT_EQ(text_of(gemma),
+            "dtype=bf16 head_dim=256 causal=true window=true sinks=none mm_prefix=true "
+            "mm_clamp=true softcap=false return_lse=false ");
+  EXPECT_EQ(resolve_preset(spec, "gpt_oss_sliding").get_name("sinks"), "null_logit");
+  EXPECT_EQ(error_message([&] { resolve_preset(spec, "x"); }, ErrorKind::kFlags),
+            "unknown preset 'x'");
+  EXPECT_EQ(error_message([&] { resolve_preset(spec, "llm_casual"); }, ErrorKind::kFlags),
+            "unknown preset 'llm_casual' (did you mean 'llm_causal'?)");
+}
+
+TEST(FlagAssignments, TypedByTheSpec) {
+  const Spec spec = load_embedded_spec("attention");
+  const auto given = parse_flag_assignments(spec, "causal=true,head_dim=128, sinks = null_logit ,dtype=fp16");
+  EXPECT_EQ(given, (std::map<std::string, FlagValue>{{"causal", true},
+                                                     {"head_dim", int64_t{128}},
+                                                     {"sinks", std::string("null_logit")},
+                                                     {"dtype", std::string("fp16")}}));
+  EXPECT_EQ(parse_flag_assignments(spec, "causal=1,window=0"),
+            (std::map<std::string, FlagValue>{{"causal", true}, {"window", false}}));
+  EXPECT_TRUE(parse_flag_assignments(spec, "").empty());
+  EXPECT_TRUE(parse_flag_assignments(spec, "  ").empty());
+}
+
+TEST(FlagAssignments, Errors) {
+  const Spec spec = load_embedded_spec("attention");
+  const auto assignment_error = [&](const std::string& text) {
+    return error_message([&] { parse_flag_assignments(spec, text); }, ErrorKind::kFlags);
+  };
+  EXPECT_EQ(assignment_error("causal=yes"), "flag 'causal' expects a bool");
+  EXPECT_EQ(assignment_error("head_dim=abc"), "flag 'head_dim' expects an int");
+  EXPECT_EQ(assignment_error("head_dim=72"),
+            "flag 'head_dim': 72 is not one of 64, 80, 96, 128, 192, 256");
+  EXPECT_EQ(assignment_error("causl=true"), "unknown flag 'causl' (did you mean 'causal'?)");
+  EXPECT_EQ(assignment_error("causal"), "expected name=value, got 'causal' in 'causal'");
+  EXPECT_EQ(assignment_error("causal=true,"), "expected name=value, got '' in 'causal=true,'");
+  EXPECT_EQ(assignment_error("causal=true,causal=false"), "flag 'causal' is given twice");
+  EXPECT_EQ(assignment_error("sinks=x;y"), "flag 'sinks': 'x;y' is not one of none, null_logit, bias_key0");
+}
+
+TEST(ExpandMatrix, Attention) {
+  const MatrixExpansion expansion = expand_matrix(load_embedded_spec("attention"));
+  // 24 + (24 - 4 already listed) + 8 + 4, none illegal.
+  EXPECT_EQ(expansion.variants.size(), 56u);
+  EXPECT_EQ(expansion.dropped_illegal, 0);
+  EXPECT_EQ(text_of(expansion.variants.front()),
+            "dtype=bf16 head_dim=64 causal=false window=false sinks=none mm_prefix=false "
+            "mm_clamp=false softcap=false return_lse=false ");
+  EXPECT_EQ(text_of(expansion.variants[1]),
+            "dtype=bf16 head_dim=64 causal=true window=false sinks=none mm_prefix=false "
+            "mm_clamp=false softcap=false return_lse=false ");
+  EXPECT_EQ(text_of(expansion.variants.back()),
+            "dtype=fp16 head_dim=128 causal=true window=false sinks=null_logit mm_prefix=false "
+            "mm_clamp=false softcap=true return_lse=true ");
+}
+
+TEST(ExpandMatrix, AxpyDropsIllegalAndDuplicateCombinations) {
+  const MatrixExpansion expansion = expand_matrix(testing::axpy_spec());
+  // Entry 1: 2 * 3 * 2 = 12, of which vec=4 with mode=scratch (2) are illegal.
+  // Entry 2 repeats a variant of entry 1. Entry 3: accumulate=false is illegal
+  // with stage_in_smem=true.
+  EXPECT_EQ(expansion.variants.size(), 11u);
+  EXPECT_EQ(expansion.dropped_illegal, 3);
+  EXPECT_EQ(text_of(expansion.variants.back()),
+            "dtype=f32 vec=1 accumulate=true stage_in_smem=true mode=plain ");
+}
+
+TEST(ExpandMatrix, StableAcrossCalls) {
+  const Spec spec = load_embedded_spec("attention");
+  const MatrixExpansion first = expand_matrix(spec);
+  const MatrixExpansion second = expand_matrix(spec);
+  ASSERT_EQ(first.variants.size(), second.variants.size());
+  for (std::size_t i = 0; i < first.variants.size(); ++i) {
+    EXPECT_EQ(text_of(first.variants[i]), text_of(second.variants[i]));
+  }
+}
+
+}  // namespace
+}  // namespace attnjit

@@ -1,0 +1,263 @@
+// Signatures, compile options and cache keys.
+#include <gtest/gtest.h>
+
+#include <cstdlib>
+#include <set>
+
+#include "attnjit/codegen.h"
+#include "attnjit/nvrtc.h"
+#include "attnjit/signature.h"
+#include "test_support.h"
+
+namespace attnjit {
+namespace {
+
+using testing::error_message;
+
+CompileOptions options_for(const std::string& target) {
+  CompileOptions options;
+  options.target = parse_target(target);
+  return options;
+}
+
+Signature attention_signature(const std::map<std::string, FlagValue>& given,
+                              const CompileOptions& options) {
+  const Spec spec = load_embedded_spec("attention");
+  return make_signature(spec, resolve_flags(spec, given), options);
+}
+
+// Sets an environment variable for one scope.
+class ScopedEnv {
+ public:
+  ScopedEnv(const char* name, const char* value) : name_(name) {
+    if (const char* old = std::getenv(name)) old_ = old;
+    ::setenv(name, value, 1);
+  }
+  ~ScopedEnv() {
+    if (old_.empty()) {
+      ::unsetenv(name_);
+    } else {
+      ::setenv(name_, old_.c_str(), 1);
+    }
+  }
+
+ private:
+  const char* name_;
+  std::string old_;
+};
+
+TEST(CompileOptions, NvrtcFlagsAreSortedAndComplete) {
+  EXPECT_EQ(options_for("sm_90a").nvrtc_flags(),
+            (std::vector<std::string>{"--gpu-architecture=sm_90a", "--no-source-include",
+                                      "--ptxas-options=-v", "--std=c++17", "--use_fast_math"}));
+  CompileOptions options = options_for("sm_80");
+  options.fast_math = false;
+  options.line_info = true;
+  options.max_registers = 128;
+  EXPECT_EQ(options.nvrtc_flags(),
+            (std::vector<std::string>{"--gpu-architecture=sm_80", "--maxrregcount=128",
+                                      "--no-source-include", "--ptxas-options=-v", "--std=c++17",
+                                      "-lineinfo"}));
+}
+
+TEST(CompileOptions, Canonical) {
+  EXPECT_EQ(options_for("sm_90a").canonical(),
+            "sm_90a{emit_ptx=true,fast_math=true,line_info=false,max_registers=0}");
+}
+
+TEST(CompileOptions, FromEnvironment) {
+  {
+    ScopedEnv line_info("ATTNJIT_LINEINFO", "1");
+    ScopedEnv registers("ATTNJIT_MAXRREG", "96");
+    const CompileOptions options = CompileOptions::from_environment(parse_target("sm_86"));
+    EXPECT_EQ(options.target.name(), "sm_86");
+    EXPECT_TRUE(options.line_info);
+    EXPECT_EQ(options.max_registers, 96);
+    EXPECT_TRUE(options.fast_math);
+  }
+  {
+    ScopedEnv line_info("ATTNJIT_LINEINFO", "0");
+    ScopedEnv registers("ATTNJIT_MAXRREG", "");
+    const CompileOptions options = CompileOptions::from_environment(parse_target("sm_80"));
+    EXPECT_FALSE(options.line_info);
+    EXPECT_EQ(options.max_registers, 0);
+  }
+  {
+    ScopedEnv line_info("ATTNJIT_LINEINFO", "maybe");
+    EXPECT_EQ(error_message([] { CompileOptions::from_environment(parse_target("sm_80")); },
+                            ErrorKind::kFlags),
+              "ATTNJIT_LINEINFO='maybe' must be 0 or 1");
+  }
+  {
+    ScopedEnv registers("ATTNJIT_MAXRREG", "300");
+    EXPECT_EQ(error_message([] { CompileOptions::from_environment(parse_target("sm_80")); },
+                            ErrorKind::kFlags),
+              "ATTNJIT_MAXRREG='300' must be a register count from 0 (no cap) to 255");
+  }
+}
+
+TEST(Signature, CanonicalGolden) {
+  const Signature signature = attention_signature({}, options_for("sm_90a"));
+  EXPECT_EQ(signature.canonical(),
+            "attention_prefill[dtype=bf16,head_dim=128,causal=false,window=false,sinks=none,"
+            "mm_prefix=false,mm_clamp=false,softcap=false,return_lse=false|block_m=128,block_n=64,"
+            "warps=8,stages=2]@sm_90a{emit_ptx=true,fast_math=true,line_info=false,max_registers=0}");
+  EXPECT_EQ(signature.family, "attention_prefill");
+  EXPECT_EQ(signature.entry, "attention_prefill");
+}
+
+TEST(Signature, DisplayName) {
+  const Signature signature = attention_signature({}, options_for("sm_90a"));
+  const std::string name = signature.display_name();
+  EXPECT_EQ(name, "attention_prefill_" + sha256_hex(signature.canonical()).substr(0, 8));
+  EXPECT_NE(name, attention_signature({{"causal", true}}, options_for("sm_90a")).display_name());
+}
+
+TEST(Signature, TuningRulesFirstMatchWins) {
+  const Signature wide = attention_signature({{"head_dim", int64_t{256}}}, options_for("sm_80"));
+  EXPECT_EQ(wide.tuning_value("block_m"), 64);
+  EXPECT_EQ(wide.tuning_value("warps"), 4);
+  const Signature narrow = attention_signature({{"head_dim", int64_t{64}}}, options_for("sm_80"));
+  EXPECT_EQ(narrow.tuning_value("block_m"), 128);
+  EXPECT_EQ(narrow.tuning_value("warps"), 8);
+}
+
+TEST(Signature, TuningRulesFilterByTarget) {
+  const Spec spec = testing::axpy_spec();
+  const FlagSet defaults = resolve_flags(spec, {});
+  EXPECT_EQ(make_signature(spec, defaults, options_for("sm_90a")).tuning_value("block_threads"), 256);
+  EXPECT_EQ(make_signature(spec, defaults, options_for("sm_80")).tuning_value("block_threads"), 128);
+  const FlagSet wide = resolve_flags(spec, {{"vec", int64_t{4}}});
+  EXPECT_EQ(make_signature(spec, wide, options_for("sm_90a")).tuning_value("block_threads"), 128);
+}
+
+TEST(Signature, OverridesWin) {
+  const Spec spec = load_embedded_spec("attention");
+  const Signature signature =
+      make_signature(spec, resolve_flags(spec, {}), options_for("sm_90a"), {{"stages", 3}});
+  EXPECT_EQ(signature.tuning_value("stages"), 3);
+  EXPECT_EQ(signature.tuning_value("block_m"), 128);
+  EXPECT_EQ(error_message([&] {
+              make_signature(spec, resolve_flags(spec, {}), options_for("sm_90a"), {{"stage", 3}});
+            }, ErrorKind::kFlags),
+            "unknown tuning param 'stage' (did you mean 'stages'?)");
+}
+
+TEST(Signature, UnsetParamsAreErrors) {
+  const Spec spec = parse_spec(
+      "family: f\ntemplate: testing/axpy.cuh\nentry: f\n"
+      "flags:\n  k: {type: int, values: [1, 2], default: 1}\n"
+      "tuning:\n  params: [bm, bn]\n  rules:\n    - {when: {k: 1}, bm: 64}\n",
+      "f.yaml");
+  EXPECT_EQ(error_message([&] { make_signature(spec, resolve_flags(spec, {}), options_for("sm_80")); },
+                          ErrorKind::kFlags),
+            "tuning param 'bn' is not set by the tuning rule at f.yaml:9:7 and has no override");
+  const FlagSet two = resolve_flags(spec, {{"k", int64_t{2}}});
+  EXPECT_EQ(error_message([&] { make_signature(spec, two, options_for("sm_80")); }, ErrorKind::kFlags),
+            "no tuning rule of 'f' matches k=2 on sm_80 and tuning param 'bm' has no override");
+  const Signature overridden = make_signature(spec, two, options_for("sm_80"), {{"bm", 32}, {"bn", 16}});
+  EXPECT_EQ(overridden.canonical(),
+            "f[k=2|bm=32,bn=16]@sm_80{emit_ptx=true,fast_math=true,line_info=false,max_registers=0}");
+}
+
+TEST(Signature, RejectsAFlagSetOfAnotherSpec) {
+  const Spec spec = load_embedded_spec("attention");
+  const FlagSet foreign = resolve_flags(testing::axpy_spec(), {});
+  EXPECT_EQ(error_message([&] { make_signature(spec, foreign, options_for("sm_80")); }, ErrorKind::kFlags),
+            "flag set has 5 flags, spec 'attention_prefill' declares 9");
+}
+
+TEST(CacheKey, Sha256) {
+  EXPECT_EQ(sha256_hex("abc"), "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad");
+  EXPECT_EQ(sha256_hex(""), "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855");
+}
+
+TEST(CacheKey, SameInputsSameKey) {
+  const Signature signature = attention_signature({}, options_for("sm_90a"));
+  const CacheKey first = make_cache_key(signature, "source");
+  const CacheKey second = make_cache_key(attention_signature({}, options_for("sm_90a")), "source");
+  EXPECT_EQ(first, second);
+  EXPECT_EQ(first.hex.size(), 64u);
+  EXPECT_EQ(first.hex.find_first_not_of("0123456789abcdef"), std::string::npos);
+}
+
+TEST(CacheKey, EveryInputChangesTheKey) {
+  const Signature base = attention_signature({}, options_for("sm_90a"));
+  std::set<std::string> keys = {make_cache_key(base, "source").hex};
+  const auto add = [&](const CacheKey& key) { EXPECT_TRUE(keys.insert(key.hex).second); };
+  add(make_cache_key(attention_signature({{"causal", true}}, options_for("sm_90a")), "source"));
+  add(make_cache_key(attention_signature({{"head_dim", int64_t{64}}}, options_for("sm_90a")), "source"));
+  add(make_cache_key(attention_signature({}, options_for("sm_90")), "source"));
+  add(make_cache_key(attention_signature({}, options_for("sm_80")), "source"));
+  for (int option = 0; option < 4; ++option) {
+    CompileOptions options = options_for("sm_90a");
+    if (option == 0) options.line_info = true;
+    if (option == 1) options.fast_math = false;
+    if (option == 2) options.max_registers = 128;
+    if (option == 3) options.emit_ptx = false;
+    add(make_cache_key(attention_signature({}, options), "source"));
+  }
+  add(make_cache_key(base, "sourcf"));
+}
+
+TEST(CacheKey, InputsAreSpelledOut) {
+  const Signature signature = attention_signature({}, options_for("sm_90a"));
+  const CacheKeyInputs inputs = cache_key_inputs(signature, "source");
+  EXPECT_EQ(inputs.canonical_signature, signature.canonical());
+  EXPECT_EQ(inputs.target, "sm_90a");
+  EXPECT_EQ(inputs.nvrtc_version, nvrtc_version());
+  EXPECT_EQ(inputs.nvrtc_flags, signature.options.nvrtc_flags());
+  EXPECT_EQ(inputs.generated_source, "source");
+  EXPECT_EQ(inputs.headers_digest, embedded_headers_digest());
+  EXPECT_EQ(hash_cache_key(inputs), make_cache_key(signature, "source"));
+  // The flags are hashed sorted, whatever order a caller gives.
+  CacheKeyInputs reordered = inputs;
+  std::reverse(reordered.nvrtc_flags.begin(), reordered.nvrtc_flags.end());
+  EXPECT_EQ(hash_cache_key(reordered), hash_cache_key(inputs));
+}
+
+TEST(CacheKey, OneTemplateByteChangesTheKey) {
+  std::vector<EmbeddedHeader> headers = embedded_headers();
+  EXPECT_EQ(headers_digest(headers), embedded_headers_digest());
+  const Signature signature = attention_signature({}, options_for("sm_90a"));
+  CacheKeyInputs inputs = cache_key_inputs(signature, "source");
+  const CacheKey before = hash_cache_key(inputs);
+  for (EmbeddedHeader& header : headers) {
+    if (header.path == "testing/axpy.cuh") header.contents[header.contents.size() / 2] ^= 1;
+  }
+  inputs.headers_digest = headers_digest(headers);
+  EXPECT_NE(inputs.headers_digest, embedded_headers_digest());
+  EXPECT_NE(hash_cache_key(inputs), before);
+  inputs = cache_key_inputs(signature, "source");
+  inputs.nvrtc_version = "13.1";
+  EXPECT_NE(hash_cache_key(inputs), before);
+}
+
+TEST(CacheKey, FieldBoundariesMatter) {
+  CacheKeyInputs a;
+  a.canonical_signature = "ab";
+  a.target = "c";
+  CacheKeyInputs b = a;
+  b.canonical_signature = "a";
+  b.target = "bc";
+  EXPECT_NE(hash_cache_key(a), hash_cache_key(b));
+}
+
+TEST(CacheKey, NoPathInTheKey) {
+  // The spec's file name is for messages only.
+  const std::string text = testing::read_text(testing::axpy_spec_path());
+  const Spec here = parse_spec(text, "/some/where/axpy.yaml");
+  const Spec there = parse_spec(text, "elsewhere.yaml");
+  const Signature a = make_signature(here, resolve_flags(here, {}), options_for("sm_80"));
+  const Signature b = make_signature(there, resolve_flags(there, {}), options_for("sm_80"));
+  EXPECT_EQ(make_cache_key(a, generate_source(here, a).text),
+            make_cache_key(b, generate_source(there, b).text));
+  const CacheKeyInputs inputs = cache_key_inputs(a, generate_source(here, a).text);
+  for (const std::string& field : {inputs.canonical_signature, inputs.generated_source}) {
+    EXPECT_EQ(field.find("/some/where"), std::string::npos);
+    EXPECT_EQ(field.find(ATTNJIT_SOURCE_DIR), std::string::npos);
+  }
+}
+
+}  // namespace
+}  // namespace attnjit

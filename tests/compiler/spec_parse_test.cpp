@@ -1,0 +1,170 @@
+// parse_spec() on well-formed specs: the embedded attention spec and the
+// axpy test family.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+
+#include "attnjit/spec.h"
+#include "test_support.h"
+
+namespace attnjit {
+namespace {
+
+using testing::axpy_spec;
+
+TEST(SpecParse, EmbeddedSpecNamesDropTheExtension) {
+  const std::vector<std::string> names = embedded_spec_names();
+  EXPECT_NE(std::find(names.begin(), names.end(), "attention"), names.end());
+  ASSERT_NE(find_embedded_spec("attention"), nullptr);
+  EXPECT_NE(find_embedded_spec("attention")->find("family: attention_prefill"), std::string::npos);
+  EXPECT_EQ(find_embedded_spec("attention.yaml"), nullptr);
+}
+
+TEST(SpecParse, UnknownEmbeddedSpec) {
+  const std::string message =
+      testing::error_message([] { load_embedded_spec("atention"); }, ErrorKind::kSpec);
+  EXPECT_EQ(message.rfind("unknown embedded spec 'atention' (known: ", 0), 0u) << message;
+}
+
+TEST(SpecParse, AttentionTopLevel) {
+  const Spec spec = load_embedded_spec("attention");
+  EXPECT_EQ(spec.family, "attention_prefill");
+  EXPECT_EQ(spec.entry, "attention_prefill");
+  EXPECT_EQ(spec.template_path, "attention/prefill.cuh");
+  EXPECT_EQ(spec.template_loc.str(), "specs/attention.yaml:7:11");
+  EXPECT_EQ(spec.source_name, "specs/attention.yaml");
+  EXPECT_EQ(spec.description.rfind("Varlen multi-head attention", 0), 0u);
+  EXPECT_NE(spec.description.back(), '\n');
+}
+
+TEST(SpecParse, AttentionFlags) {
+  const Spec spec = load_embedded_spec("attention");
+  std::vector<std::string> names;
+  for (const FlagDecl& decl : spec.flags) names.push_back(decl.name);
+  EXPECT_EQ(names, (std::vector<std::string>{"dtype", "head_dim", "causal", "window", "sinks",
+                                             "mm_prefix", "mm_clamp", "softcap", "return_lse"}));
+  const FlagDecl& dtype = *spec.find_flag("dtype");
+  EXPECT_EQ(dtype.type, FlagType::kType);
+  EXPECT_EQ(dtype.enum_values, (std::vector<std::string>{"bf16", "fp16"}));
+  EXPECT_EQ(dtype.default_value, FlagValue(std::string("bf16")));
+  EXPECT_EQ(dtype.loc.str(), "specs/attention.yaml:11:3");
+  const FlagDecl& head_dim = *spec.find_flag("head_dim");
+  EXPECT_EQ(head_dim.type, FlagType::kInt);
+  EXPECT_EQ(head_dim.int_values, (std::vector<int64_t>{64, 80, 96, 128, 192, 256}));
+  EXPECT_EQ(head_dim.default_value, FlagValue(int64_t{128}));
+  EXPECT_EQ(head_dim.doc, "D of q, k and v");
+  const FlagDecl& sinks = *spec.find_flag("sinks");
+  EXPECT_EQ(sinks.type, FlagType::kEnum);
+  EXPECT_EQ(sinks.enum_values, (std::vector<std::string>{"none", "null_logit", "bias_key0"}));
+  EXPECT_EQ(spec.find_flag("causal")->type, FlagType::kBool);
+  EXPECT_EQ(spec.find_flag("causal")->default_value, FlagValue(false));
+  EXPECT_EQ(spec.find_flag("causl"), nullptr);
+}
+
+TEST(SpecParse, AttentionConstraintsPutExplicitOnesFirst) {
+  const Spec spec = load_embedded_spec("attention");
+  ASSERT_EQ(spec.constraints.size(), 2u);
+  const Constraint& explicit_one = spec.constraints[0];
+  EXPECT_EQ(explicit_one.when, (std::map<std::string, FlagValue>{{"mm_clamp", true}}));
+  EXPECT_EQ(explicit_one.require,
+            (std::map<std::string, FlagValue>{{"mm_prefix", true}, {"window", true}}));
+  EXPECT_EQ(explicit_one.why, "the clamp restricts spans to the sliding window");
+  EXPECT_EQ(explicit_one.loc.str(), "specs/attention.yaml:22:5");
+  const Constraint& sugar = spec.constraints[1];
+  EXPECT_EQ(sugar.when, (std::map<std::string, FlagValue>{{"mm_clamp", true}}));
+  EXPECT_EQ(sugar.require, (std::map<std::string, FlagValue>{{"mm_prefix", true}, {"window", true}}));
+  EXPECT_TRUE(sugar.forbid.empty());
+  EXPECT_EQ(sugar.loc.str(), "specs/attention.yaml:17:44");
+}
+
+TEST(SpecParse, AttentionTuning) {
+  const Spec spec = load_embedded_spec("attention");
+  EXPECT_EQ(spec.tuning.params, (std::vector<std::string>{"block_m", "block_n", "warps", "stages"}));
+  ASSERT_EQ(spec.tuning.rules.size(), 3u);
+  const TuningRule& wide = spec.tuning.rules[0];
+  EXPECT_EQ(wide.when.at("head_dim"), (std::vector<FlagValue>{int64_t{192}, int64_t{256}}));
+  EXPECT_EQ(wide.values, (std::map<std::string, int64_t>{
+                             {"block_m", 64}, {"block_n", 64}, {"warps", 4}, {"stages", 2}}));
+  EXPECT_TRUE(wide.targets.empty());
+  EXPECT_TRUE(spec.tuning.rules[2].when.empty());
+}
+
+TEST(SpecParse, AttentionArgs) {
+  const Spec spec = load_embedded_spec("attention");
+  ASSERT_EQ(spec.args.size(), 25u);
+  EXPECT_EQ(spec.args[0].name, "q");
+  EXPECT_EQ(spec.args[0].type, ArgType::kConstElemPtr);
+  EXPECT_EQ(spec.args[0].elem_flag, "dtype");
+  EXPECT_TRUE(spec.args[0].no_alias);
+  EXPECT_EQ(spec.args[3].type, ArgType::kElemPtr);
+  EXPECT_EQ(spec.args[4].type, ArgType::kF32Ptr);
+  EXPECT_EQ(spec.args[5].type, ArgType::kConstF32Ptr);
+  EXPECT_EQ(spec.args[6].type, ArgType::kConstI32Ptr);
+  EXPECT_EQ(spec.args[10].type, ArgType::kI64);
+  EXPECT_EQ(spec.args[18].type, ArgType::kI32);
+  EXPECT_EQ(spec.args[21].type, ArgType::kF32);
+  EXPECT_EQ(spec.args[21].doc, "softmax scale");
+  EXPECT_EQ(spec.args[24].name, "window_right");
+}
+
+TEST(SpecParse, AttentionPresetsAndMatrix) {
+  const Spec spec = load_embedded_spec("attention");
+  ASSERT_EQ(spec.presets.size(), 4u);
+  const Preset* gemma = spec.find_preset("gemma4_sliding_images");
+  ASSERT_NE(gemma, nullptr);
+  EXPECT_EQ(gemma->flags.at("head_dim"), FlagValue(int64_t{256}));
+  EXPECT_EQ(gemma->flags.count("doc"), 0u);
+  EXPECT_EQ(gemma->doc, "Gemma-4 sliding layers with image spans clamped to the window");
+  ASSERT_EQ(spec.matrix.size(), 4u);
+  EXPECT_EQ(spec.matrix[1].axes.at("sinks").size(), 3u);
+  EXPECT_EQ(spec.matrix[3].loc.str(), "specs/attention.yaml:70:5");
+}
+
+TEST(SpecParse, AxpyFamily) {
+  const Spec spec = axpy_spec();
+  EXPECT_EQ(spec.family, "axpy");
+  EXPECT_EQ(spec.template_path, "testing/axpy.cuh");
+  ASSERT_EQ(spec.flags.size(), 5u);
+  EXPECT_EQ(spec.find_flag("mode")->enum_values,
+            (std::vector<std::string>{"plain", "clamp", "scratch"}));
+  ASSERT_EQ(spec.constraints.size(), 2u);
+  EXPECT_EQ(spec.constraints[0].forbid, (std::map<std::string, FlagValue>{{"vec", int64_t{4}}}));
+  EXPECT_EQ(spec.constraints[1].require,
+            (std::map<std::string, FlagValue>{{"accumulate", true}}));
+  EXPECT_EQ(spec.tuning.rules[1].targets, (std::vector<std::string>{"sm_90a"}));
+  ASSERT_EQ(spec.args.size(), 4u);
+  EXPECT_EQ(spec.args[3].type, ArgType::kI64);
+  EXPECT_EQ(spec.presets.size(), 2u);
+  EXPECT_EQ(spec.find_preset("spill")->doc, "");
+  ASSERT_EQ(spec.matrix.size(), 3u);
+  // A scalar axis is a list of one.
+  EXPECT_EQ(spec.matrix[1].axes.at("dtype"), (std::vector<FlagValue>{std::string("f32")}));
+}
+
+TEST(SpecParse, LoadSpecFileNamesTheFileInMessages) {
+  const Spec spec = load_spec_file(testing::axpy_spec_path());
+  EXPECT_EQ(spec.source_name, testing::axpy_spec_path());
+  EXPECT_EQ(spec.flags[0].loc.str(), testing::axpy_spec_path() + ":9:3");
+  const std::string message =
+      testing::error_message([] { load_spec_file("/nonexistent/x.yaml"); }, ErrorKind::kSpec);
+  EXPECT_EQ(message, "/nonexistent/x.yaml: cannot read the spec file: No such file or directory");
+}
+
+TEST(SpecParse, MinimalSpecNeedsOnlyFamilyTemplateAndEntry) {
+  const Spec spec = parse_spec("family: f\ntemplate: testing/axpy.cuh\nentry: f\n", "m.yaml");
+  EXPECT_TRUE(spec.flags.empty());
+  EXPECT_TRUE(spec.args.empty());
+  EXPECT_TRUE(spec.tuning.params.empty());
+}
+
+TEST(SpecParse, AliasesAndQuotedNamesAreAccepted) {
+  const Spec spec = parse_spec(
+      "family: f\ntemplate: testing/axpy.cuh\nentry: f\n"
+      "flags:\n  \"k\": {type: int, values: &dims [1, 2], default: 1}\n"
+      "matrix:\n  - {k: *dims}\n",
+      "m.yaml");
+  EXPECT_EQ(spec.matrix[0].axes.at("k").size(), 2u);
+}
+
+}  // namespace
+}  // namespace attnjit
