@@ -159,9 +159,9 @@ bool FlagDecl::accepts(const FlagValue& value) const {
     }
     case FlagType::kEnum:
     case FlagType::kType: {
-      const auto* name = std::get_if<std::string>(&value);
-      return name != nullptr &&
-             std::find(enum_values.begin(), enum_values.end(), *name) != enum_values.end();
+      const auto* member = std::get_if<std::string>(&value);
+      return member != nullptr &&
+             std::find(enum_values.begin(), enum_values.end(), *member) != enum_values.end();
     }
   }
   return false;
