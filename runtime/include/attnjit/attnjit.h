@@ -1,0 +1,255 @@
+/* attnjit's C API: a stable ABI over the typed C++ API (attention.h).
+ *
+ * - Handles are opaque (attnjit_context, attnjit_kernel, attnjit_prewarm_job).
+ * - Every struct passed in or out starts with `struct_size`: the caller sets
+ *   it to sizeof the struct it was compiled with (the *_init functions below
+ *   do), and the library reads or writes only the fields that fit. New
+ *   fields are only ever appended.
+ * - Every function that can fail returns an attnjit_status; on failure
+ *   attnjit_last_error_message() holds the reason (thread-local). No C++
+ *   exception crosses this boundary.
+ * - Strings returned by the library are owned by it; their lifetime is
+ *   documented per function.
+ *
+ * Semantics of the attention arguments: SEMANTICS.md. */
+#ifndef ATTNJIT_ATTNJIT_H_
+#define ATTNJIT_ATTNJIT_H_
+
+#include <stddef.h>
+#include <stdint.h>
+#include <string.h>
+
+#if defined(_WIN32)
+#define ATTNJIT_API
+#else
+#define ATTNJIT_API __attribute__((visibility("default")))
+#endif
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* Bumped when a function is added or a struct grows. */
+#define ATTNJIT_C_API_VERSION 1
+
+/* Status codes; one per attnjit::ErrorKind, plus OK and INTERNAL. */
+typedef enum attnjit_status {
+  ATTNJIT_OK = 0,
+  ATTNJIT_ERROR_SPEC = 1,     /* malformed spec (file:line:column) */
+  ATTNJIT_ERROR_FLAGS = 2,    /* unknown flag, value outside its domain,
+                                 illegal combination, unknown target */
+  ATTNJIT_ERROR_CODEGEN = 3,  /* template missing, identifier check failed */
+  ATTNJIT_ERROR_COMPILE = 4,  /* NVRTC failed: the message holds its log */
+  ATTNJIT_ERROR_CACHE = 5,    /* a cache problem that could not be degraded */
+  ATTNJIT_ERROR_NO_JIT = 6,   /* no-JIT mode and the variant is in no cache */
+  ATTNJIT_ERROR_DRIVER = 7,   /* libcuda missing, no device, a driver call */
+  ATTNJIT_ERROR_ARGUMENT = 8, /* a bad argument (null, size, stride, ...) */
+  ATTNJIT_ERROR_INTERNAL = 9  /* anything else (out of memory, a bug) */
+} attnjit_status;
+
+typedef struct attnjit_context attnjit_context;
+typedef struct attnjit_kernel attnjit_kernel;
+typedef struct attnjit_prewarm_job attnjit_prewarm_job;
+
+/* "0.1.0" */
+ATTNJIT_API const char* attnjit_version(void);
+/* "ATTNJIT_ERROR_FLAGS"; "ATTNJIT_UNKNOWN_STATUS" for other values. */
+ATTNJIT_API const char* attnjit_status_name(attnjit_status status);
+/* The message of the last failed call on this thread ("" after a call
+ * that succeeded: every function returning a status resets it). Valid
+ * until the next attnjit call on this thread. */
+ATTNJIT_API const char* attnjit_last_error_message(void);
+
+/* ---- contexts: a kernel cache and the kernels got through it ---------- */
+
+/* Tri-state for options that the environment can also set. */
+#define ATTNJIT_FROM_ENV (-1)
+
+typedef struct attnjit_context_options {
+  size_t struct_size;
+  /* Writable cache directory. NULL: $ATTNJIT_CACHE_DIR, else
+   * $XDG_CACHE_HOME/attnjit, else ~/.cache/attnjit. "": no disk cache. */
+  const char* cache_dir;
+  /* Read-only directories searched before cache_dir (an offline build's
+   * output). NULL: $ATTNJIT_AOT_DIRS; otherwise num_aot_dirs entries. */
+  const char* const* aot_dirs;
+  size_t num_aot_dirs;
+  /* 1: a miss in every cache is ATTNJIT_ERROR_NO_JIT instead of a compile.
+   * 0: compile on a miss. ATTNJIT_FROM_ENV: $ATTNJIT_NO_JIT. */
+  int32_t no_jit;
+  /* 1: print every cold compile to stderr. ATTNJIT_FROM_ENV: $ATTNJIT_LOG. */
+  int32_t log;
+} attnjit_context_options;
+
+/* Everything from the environment. */
+static inline void attnjit_context_options_init(
+    attnjit_context_options* options) {
+  memset(options, 0, sizeof(*options));
+  options->struct_size = sizeof(*options);
+  options->no_jit = ATTNJIT_FROM_ENV;
+  options->log = ATTNJIT_FROM_ENV;
+}
+
+/* options may be NULL (everything from the environment). Works without a
+ * GPU. */
+ATTNJIT_API attnjit_status attnjit_context_create(
+    const attnjit_context_options* options, attnjit_context** out);
+/* Frees the context and its kernels. Prewarm jobs still running keep what
+ * they need alive and finish on their own. NULL is ignored. */
+ATTNJIT_API void attnjit_context_destroy(attnjit_context* context);
+
+typedef struct attnjit_cache_stats {
+  size_t struct_size;
+  uint64_t memory_hits;
+  uint64_t disk_hits;       /* user dir or AOT dir */
+  uint64_t aot_hits;        /* of which from an AOT dir */
+  uint64_t compiles;
+  uint64_t corrupt_entries; /* found, rejected, recompiled */
+  uint64_t write_failures;
+  int32_t disk_disabled;    /* 1 once the user dir proved unwritable */
+} attnjit_cache_stats;
+
+static inline void attnjit_cache_stats_init(attnjit_cache_stats* stats) {
+  memset(stats, 0, sizeof(*stats));
+  stats->struct_size = sizeof(*stats);
+}
+
+/* The counters of the context's cache (out->struct_size must be set). */
+ATTNJIT_API attnjit_status attnjit_cache_stats_get(
+    const attnjit_context* context, attnjit_cache_stats* out);
+
+/* ---- the attention family (specs/attention.yaml) ---------------------- */
+
+typedef enum attnjit_dtype {
+  ATTNJIT_DTYPE_BF16 = 0,
+  ATTNJIT_DTYPE_FP16 = 1
+} attnjit_dtype;
+
+typedef enum attnjit_sinks {
+  ATTNJIT_SINKS_NONE = 0,
+  ATTNJIT_SINKS_NULL_LOGIT = 1, /* GPT-OSS: an extra logit in the denominator */
+  ATTNJIT_SINKS_BIAS_KEY0 = 2   /* MiMo-V2.5 vision: a bias on key 0 */
+} attnjit_sinks;
+
+/* The constexpr flags of one variant. Booleans are 0 or 1. */
+typedef struct attnjit_attention_flags {
+  size_t struct_size;
+  int32_t dtype;     /* attnjit_dtype */
+  int32_t head_dim;  /* 64, 80, 96, 128, 192, 256 */
+  int32_t causal;
+  int32_t window;    /* window_left / window_right are launch arguments */
+  int32_t sinks;     /* attnjit_sinks */
+  int32_t mm_prefix; /* multimodal spans attend bidirectionally */
+  int32_t mm_clamp;  /* ... but only inside the window (needs window) */
+  int32_t softcap;
+  int32_t return_lse;
+} attnjit_attention_flags;
+
+/* bf16, head_dim 128, every mode off. */
+static inline void attnjit_attention_flags_init(
+    attnjit_attention_flags* flags) {
+  memset(flags, 0, sizeof(*flags));
+  flags->struct_size = sizeof(*flags);
+  flags->dtype = ATTNJIT_DTYPE_BF16;
+  flags->head_dim = 128;
+}
+
+/* Launch arguments. Pointers are device pointers; strides are in elements
+ * and the last dimension of q, k, v and o is contiguous. */
+typedef struct attnjit_attention_args {
+  size_t struct_size;
+  const void* q;                   /* [total_q, Hq, D] */
+  const void* k;                   /* [total_k, Hkv, D] */
+  const void* v;                   /* [total_k, Hkv, D] */
+  void* o;                         /* [total_q, Hq, D] */
+  float* lse;                      /* [Hq, total_q], when return_lse */
+  const float* sinks;              /* [Hq], when sinks != none */
+  const int32_t* cu_seqlens_q;     /* [B+1] */
+  const int32_t* cu_seqlens_k;     /* [B+1] */
+  /* Multimodal spans in CSR form, when mm_prefix: the spans of sequence b
+   * are mm_spans[2s], mm_spans[2s+1] (inclusive key positions) for s in
+   * [mm_span_offsets[b], mm_span_offsets[b+1]), sorted and disjoint. */
+  const int32_t* mm_span_offsets;  /* [B+1] */
+  const int32_t* mm_spans;         /* [R, 2] */
+  int64_t q_row_stride, q_head_stride;
+  int64_t k_row_stride, k_head_stride;
+  int64_t v_row_stride, v_head_stride;
+  int64_t o_row_stride, o_head_stride;
+  int32_t num_seqs;     /* B */
+  int32_t num_heads_q;  /* Hq */
+  int32_t num_heads_kv; /* Hkv, divides Hq */
+  int32_t total_q;
+  int32_t total_k;
+  int32_t max_seqlen_q; /* >= every query length; bounds the grid */
+  int32_t max_seqlen_k;
+  float scale;          /* <= 0: 1/sqrt(D) */
+  float softcap;        /* > 0, used when the softcap flag is on */
+  int32_t window_left;  /* used when the window flag is on; -1: unbounded */
+  int32_t window_right;
+} attnjit_attention_args;
+
+/* Null pointers, zero sizes, default scale, unbounded windows. */
+static inline void attnjit_attention_args_init(attnjit_attention_args* args) {
+  memset(args, 0, sizeof(*args));
+  args->struct_size = sizeof(*args);
+  args->window_left = -1;
+  args->window_right = -1;
+}
+
+/* Resolves the flags (an illegal combination is ATTNJIT_ERROR_FLAGS) and
+ * gets the variant through the context's cache: memory, AOT dirs, cache
+ * dir, then NVRTC (unless no-JIT). target: "sm_80", "sm_86", "sm_89",
+ * "sm_90a", or NULL for the device of the calling thread's current CUDA
+ * context (the primary context of device 0 when none is current). With an
+ * explicit target no GPU is needed. The kernel is owned by the context and
+ * valid until it is destroyed; asking again returns the same handle. */
+ATTNJIT_API attnjit_status attnjit_get_attention_kernel(
+    attnjit_context* context, const attnjit_attention_flags* flags,
+    const char* target, attnjit_kernel** out);
+
+/* Checks the arguments on the host, then launches on `stream` (a CUstream
+ * or cudaStream_t; NULL is the legacy default stream) in the calling
+ * thread's current CUDA context, loading the module there on first use.
+ * No synchronization and, after the first launch in a context, no
+ * allocation: safe inside CUDA graph capture once warmed up. */
+ATTNJIT_API attnjit_status attnjit_attention_launch(
+    attnjit_kernel* kernel, const attnjit_attention_args* args, void* stream);
+
+/* Owned by the kernel: "attention_prefill_16a7b034". */
+ATTNJIT_API const char* attnjit_kernel_name(const attnjit_kernel* kernel);
+/* The cache key: 64 lowercase hex digits. */
+ATTNJIT_API const char* attnjit_kernel_key(const attnjit_kernel* kernel);
+/* The canonical signature (flags, tile config, target, options). */
+ATTNJIT_API const char* attnjit_kernel_signature(const attnjit_kernel* kernel);
+/* Where the binary came from when first got: "memory", "aot", "disk" or
+ * "compiled". */
+ATTNJIT_API const char* attnjit_kernel_source(const attnjit_kernel* kernel);
+
+/* ---- prewarm: fill the cache on background threads --------------------- */
+
+/* Starts getting every variant of `flags` (as attnjit_get_attention_kernel
+ * would) on `threads` background threads (<= 0: one per core, at most one
+ * per variant) and returns at once. Flag structs are checked before it
+ * returns; flag values against the spec, compiles and cache reads happen
+ * in the background and are reported by attnjit_prewarm_wait. target NULL
+ * resolves the current device now, on the calling thread. Prewarmed
+ * variants are then memory hits for attnjit_get_attention_kernel. */
+ATTNJIT_API attnjit_status attnjit_prewarm(
+    attnjit_context* context, const attnjit_attention_flags* flags,
+    size_t num_flags, const char* target, int threads,
+    attnjit_prewarm_job** out);
+
+/* Variants finished so far (succeeded or failed), without blocking. */
+ATTNJIT_API attnjit_status attnjit_prewarm_progress(
+    const attnjit_prewarm_job* prewarm, size_t* done, size_t* total);
+
+/* Blocks until every variant is done, frees the handle (call it exactly
+ * once per handle) and returns ATTNJIT_OK, or the status of the first
+ * variant that failed with a message that counts the failures. */
+ATTNJIT_API attnjit_status attnjit_prewarm_wait(attnjit_prewarm_job* prewarm);
+
+#ifdef __cplusplus
+} /* extern "C" */
+#endif
+
+#endif /* ATTNJIT_ATTNJIT_H_ */

@@ -1,0 +1,468 @@
+// The C API (attnjit.h) over the typed C++ API: POD structs in and out,
+// opaque handles, status codes, and no exception across the boundary.
+#include "attnjit/attnjit.h"
+
+#include <algorithm>
+#include <atomic>
+#include <cstddef>
+#include <cstring>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <new>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include <fmt/format.h>
+
+#include "attnjit/attention.h"
+#include "attnjit/error.h"
+
+namespace {
+
+using attnjit::AttentionFlags;
+using attnjit::AttentionKernel;
+using attnjit::Error;
+using attnjit::ErrorKind;
+using attnjit::KernelCache;
+using attnjit::Target;
+
+// Kept in step with project(VERSION) by the consumer test
+// (tests/consumer), which compares it with find_package's version.
+constexpr const char* kVersion = "0.1.0";
+
+thread_local std::string g_last_error;
+
+attnjit_status status_of(ErrorKind kind) {
+  switch (kind) {
+    case ErrorKind::kSpec: return ATTNJIT_ERROR_SPEC;
+    case ErrorKind::kFlags: return ATTNJIT_ERROR_FLAGS;
+    case ErrorKind::kCodegen: return ATTNJIT_ERROR_CODEGEN;
+    case ErrorKind::kCompile: return ATTNJIT_ERROR_COMPILE;
+    case ErrorKind::kCache: return ATTNJIT_ERROR_CACHE;
+    case ErrorKind::kNoJit: return ATTNJIT_ERROR_NO_JIT;
+    case ErrorKind::kDriver: return ATTNJIT_ERROR_DRIVER;
+    case ErrorKind::kArgument: return ATTNJIT_ERROR_ARGUMENT;
+  }
+  return ATTNJIT_ERROR_INTERNAL;
+}
+
+attnjit_status fail(attnjit_status status, const char* message) {
+  try {
+    g_last_error = message;
+  } catch (...) {
+    // Out of memory while recording: the status still says what happened.
+  }
+  return status;
+}
+
+// Runs `body` with the thread's message reset; turns every exception into
+// a status and a message.
+template <class Body>
+attnjit_status guarded(Body&& body) noexcept {
+  g_last_error.clear();
+  try {
+    body();
+    return ATTNJIT_OK;
+  } catch (const Error& e) {
+    return fail(status_of(e.kind()), e.what());
+  } catch (const std::bad_alloc&) {
+    return fail(ATTNJIT_ERROR_INTERNAL, "out of memory");
+  } catch (const std::exception& e) {
+    return fail(ATTNJIT_ERROR_INTERNAL, e.what());
+  } catch (...) {
+    return fail(ATTNJIT_ERROR_INTERNAL, "unknown exception");
+  }
+}
+
+void require(bool ok, ErrorKind kind, const std::string& message) {
+  if (!ok) throw Error(kind, message);
+}
+
+// Structs of this first version must carry every field; later versions
+// will accept this size and default the fields appended after it.
+template <class T>
+void require_struct(const T* value, const char* what) {
+  require(value != nullptr, ErrorKind::kArgument,
+          fmt::format("{} is null", what));
+  require(value->struct_size >= sizeof(T), ErrorKind::kArgument,
+          fmt::format("{}->struct_size is {}, expected at least {} (set it "
+                      "with the header's *_init function)",
+                      what, value->struct_size, sizeof(T)));
+}
+
+bool read_bool(int32_t value, const char* name) {
+  require(value == 0 || value == 1, ErrorKind::kFlags,
+          fmt::format("flag '{}' must be 0 or 1, got {}", name, value));
+  return value == 1;
+}
+
+AttentionFlags to_flags(const attnjit_attention_flags* c) {
+  require_struct(c, "flags");
+  AttentionFlags f;
+  require(c->dtype == ATTNJIT_DTYPE_BF16 || c->dtype == ATTNJIT_DTYPE_FP16,
+          ErrorKind::kFlags,
+          fmt::format("flag 'dtype': {} is not ATTNJIT_DTYPE_BF16 (0) or "
+                      "ATTNJIT_DTYPE_FP16 (1)",
+                      c->dtype));
+  f.dtype = c->dtype == ATTNJIT_DTYPE_FP16 ? attnjit::DType::kFP16
+                                           : attnjit::DType::kBF16;
+  f.head_dim = c->head_dim;  // its domain is the spec's: checked below
+  f.causal = read_bool(c->causal, "causal");
+  f.window = read_bool(c->window, "window");
+  switch (c->sinks) {
+    case ATTNJIT_SINKS_NONE: f.sinks = attnjit::SinkMode::kNone; break;
+    case ATTNJIT_SINKS_NULL_LOGIT: f.sinks = attnjit::SinkMode::kNullLogit; break;
+    case ATTNJIT_SINKS_BIAS_KEY0: f.sinks = attnjit::SinkMode::kBiasKey0; break;
+    default:
+      throw Error(ErrorKind::kFlags,
+                  fmt::format("flag 'sinks': {} is not an attnjit_sinks value "
+                              "(0 none, 1 null_logit, 2 bias_key0)",
+                              c->sinks));
+  }
+  f.mm_prefix = read_bool(c->mm_prefix, "mm_prefix");
+  f.mm_clamp = read_bool(c->mm_clamp, "mm_clamp");
+  f.softcap = read_bool(c->softcap, "softcap");
+  f.return_lse = read_bool(c->return_lse, "return_lse");
+  return f;
+}
+
+std::string describe(const AttentionFlags& flags) {
+  std::vector<std::string> parts;
+  for (const auto& [name, value] : flags.to_flag_map())
+    parts.push_back(name + "=" + attnjit::to_string(value));
+  return fmt::format("{}", fmt::join(parts, ","));
+}
+
+// The spec's domains and constraints, with the variant in the message.
+void check_against_spec(const AttentionFlags& flags) {
+  try {
+    attnjit::resolve_flags(attnjit::attention_spec(), flags.to_flag_map());
+  } catch (const Error& e) {
+    throw Error(e.kind(), fmt::format("{} ({})", e.what(), describe(flags)));
+  }
+}
+
+Target resolve_target(const char* name) {
+  if (name != nullptr) return attnjit::parse_target(name);
+  attnjit::Driver& driver = attnjit::Driver::get();
+  const attnjit::DeviceInfo info =
+      driver.device_of(driver.current_or_primary_context());
+  return attnjit::target_for_device(info.major, info.minor);
+}
+
+}  // namespace
+
+struct attnjit_kernel {
+  std::shared_ptr<AttentionKernel> kernel;
+  std::string name, key, signature;
+  const char* source = "compiled";
+};
+
+namespace {
+
+// What a context owns; shared with its prewarm jobs so that destroying the
+// context while they run is safe.
+struct ContextState {
+  explicit ContextState(const attnjit::CacheConfig& config)
+      : cache(new KernelCache(config)) {}
+  ~ContextState() {
+    // AttentionKernel::get memoizes per process by the cache's address, so
+    // a later context's cache must never reuse this address: destroy the
+    // cache (its entries, its files' locks) but keep its few bytes.
+    cache->~KernelCache();
+  }
+  ContextState(const ContextState&) = delete;
+  ContextState& operator=(const ContextState&) = delete;
+
+  KernelCache* cache;
+  std::mutex mutex;  // guards kernels
+  std::map<std::string, std::unique_ptr<attnjit_kernel>> kernels;
+};
+
+attnjit_kernel* get_kernel(ContextState& state, const AttentionFlags& flags,
+                           const Target& target) {
+  const std::string memo_key = describe(flags) + "@" + target.name();
+  {
+    std::lock_guard<std::mutex> lock(state.mutex);
+    auto it = state.kernels.find(memo_key);
+    if (it != state.kernels.end()) return it->second.get();
+  }
+  auto made = std::make_unique<attnjit_kernel>();
+  made->kernel = AttentionKernel::get(flags, *state.cache, &target);
+  const attnjit::CacheEntry& entry = made->kernel->kernel().entry();
+  made->name = entry.display_name;
+  made->key = entry.key.hex;
+  made->signature = entry.canonical_signature;
+  made->source = attnjit::to_string(made->kernel->source());
+  std::lock_guard<std::mutex> lock(state.mutex);
+  // A concurrent caller may have won; theirs and ours are the same variant.
+  auto inserted = state.kernels.emplace(memo_key, std::move(made));
+  return inserted.first->second.get();
+}
+
+attnjit::CacheConfig to_config(const attnjit_context_options* options) {
+  attnjit::CacheConfig config = attnjit::CacheConfig::from_environment();
+  if (options == nullptr) return config;
+  require_struct(options, "options");
+  if (options->cache_dir != nullptr) config.user_dir = options->cache_dir;
+  if (options->aot_dirs != nullptr) {
+    config.aot_dirs.clear();
+    for (size_t i = 0; i < options->num_aot_dirs; ++i) {
+      require(options->aot_dirs[i] != nullptr, ErrorKind::kArgument,
+              fmt::format("options->aot_dirs[{}] is null", i));
+      config.aot_dirs.emplace_back(options->aot_dirs[i]);
+    }
+  } else {
+    require(options->num_aot_dirs == 0, ErrorKind::kArgument,
+            "options->aot_dirs is null but num_aot_dirs is not 0");
+  }
+  auto tri_state = [](int32_t value, bool from_env, const char* name) {
+    if (value == ATTNJIT_FROM_ENV) return from_env;
+    require(value == 0 || value == 1, ErrorKind::kArgument,
+            fmt::format("options->{} must be 0, 1 or ATTNJIT_FROM_ENV, got {}",
+                        name, value));
+    return value == 1;
+  };
+  config.no_jit = tri_state(options->no_jit, config.no_jit, "no_jit");
+  config.log = tri_state(options->log, config.log, "log");
+  return config;
+}
+
+attnjit::AttentionArgs to_args(const attnjit_attention_args* c) {
+  require_struct(c, "args");
+  attnjit::AttentionArgs a;
+  a.q = c->q;
+  a.k = c->k;
+  a.v = c->v;
+  a.o = c->o;
+  a.lse = c->lse;
+  a.sinks = c->sinks;
+  a.cu_seqlens_q = c->cu_seqlens_q;
+  a.cu_seqlens_k = c->cu_seqlens_k;
+  a.mm_span_offsets = c->mm_span_offsets;
+  a.mm_spans = c->mm_spans;
+  a.q_row_stride = c->q_row_stride;
+  a.q_head_stride = c->q_head_stride;
+  a.k_row_stride = c->k_row_stride;
+  a.k_head_stride = c->k_head_stride;
+  a.v_row_stride = c->v_row_stride;
+  a.v_head_stride = c->v_head_stride;
+  a.o_row_stride = c->o_row_stride;
+  a.o_head_stride = c->o_head_stride;
+  a.num_seqs = c->num_seqs;
+  a.num_heads_q = c->num_heads_q;
+  a.num_heads_kv = c->num_heads_kv;
+  a.total_q = c->total_q;
+  a.total_k = c->total_k;
+  a.max_seqlen_q = c->max_seqlen_q;
+  a.max_seqlen_k = c->max_seqlen_k;
+  a.scale = c->scale;
+  a.softcap = c->softcap;
+  a.window_left = c->window_left;
+  a.window_right = c->window_right;
+  return a;
+}
+
+}  // namespace
+
+struct attnjit_context {
+  std::shared_ptr<ContextState> state;
+};
+
+struct attnjit_prewarm_job {
+  std::shared_ptr<ContextState> state;
+  std::vector<AttentionFlags> flags;
+  Target target;
+  std::atomic<size_t> next{0};
+  std::atomic<size_t> done{0};
+  std::mutex mutex;  // guards the failure fields
+  size_t failures = 0;
+  attnjit_status first_status = ATTNJIT_OK;
+  std::string first_message;
+  std::vector<std::thread> threads;
+
+  void work() noexcept {
+    for (size_t i = next++; i < flags.size(); i = next++) {
+      const attnjit_status status = guarded([&] {
+        check_against_spec(flags[i]);
+        get_kernel(*state, flags[i], target);
+      });
+      if (status != ATTNJIT_OK) record(status, attnjit_last_error_message());
+      ++done;
+    }
+  }
+
+  void record(attnjit_status status, const char* message) noexcept {
+    std::lock_guard<std::mutex> lock(mutex);
+    if (failures++ > 0) return;
+    first_status = status;
+    try {
+      first_message = message;
+    } catch (...) {
+    }
+  }
+};
+
+extern "C" {
+
+const char* attnjit_version(void) { return kVersion; }
+
+const char* attnjit_status_name(attnjit_status status) {
+  switch (status) {
+    case ATTNJIT_OK: return "ATTNJIT_OK";
+    case ATTNJIT_ERROR_SPEC: return "ATTNJIT_ERROR_SPEC";
+    case ATTNJIT_ERROR_FLAGS: return "ATTNJIT_ERROR_FLAGS";
+    case ATTNJIT_ERROR_CODEGEN: return "ATTNJIT_ERROR_CODEGEN";
+    case ATTNJIT_ERROR_COMPILE: return "ATTNJIT_ERROR_COMPILE";
+    case ATTNJIT_ERROR_CACHE: return "ATTNJIT_ERROR_CACHE";
+    case ATTNJIT_ERROR_NO_JIT: return "ATTNJIT_ERROR_NO_JIT";
+    case ATTNJIT_ERROR_DRIVER: return "ATTNJIT_ERROR_DRIVER";
+    case ATTNJIT_ERROR_ARGUMENT: return "ATTNJIT_ERROR_ARGUMENT";
+    case ATTNJIT_ERROR_INTERNAL: return "ATTNJIT_ERROR_INTERNAL";
+  }
+  return "ATTNJIT_UNKNOWN_STATUS";
+}
+
+const char* attnjit_last_error_message(void) { return g_last_error.c_str(); }
+
+attnjit_status attnjit_context_create(const attnjit_context_options* options,
+                                      attnjit_context** out) {
+  return guarded([&] {
+    require(out != nullptr, ErrorKind::kArgument, "out is null");
+    *out = nullptr;
+    auto context = std::make_unique<attnjit_context>();
+    context->state = std::make_shared<ContextState>(to_config(options));
+    *out = context.release();
+  });
+}
+
+void attnjit_context_destroy(attnjit_context* context) { delete context; }
+
+attnjit_status attnjit_cache_stats_get(const attnjit_context* context,
+                                       attnjit_cache_stats* out) {
+  return guarded([&] {
+    require(context != nullptr, ErrorKind::kArgument, "context is null");
+    require(out != nullptr, ErrorKind::kArgument, "out is null");
+    require(out->struct_size >= offsetof(attnjit_cache_stats, memory_hits),
+            ErrorKind::kArgument,
+            fmt::format("out->struct_size is {}, too small for any field",
+                        out->struct_size));
+    const attnjit::CacheStats s = context->state->cache->stats();
+    attnjit_cache_stats full;
+    attnjit_cache_stats_init(&full);
+    full.memory_hits = s.memory_hits;
+    full.disk_hits = s.disk_hits;
+    full.aot_hits = s.aot_hits;
+    full.compiles = s.compiles;
+    full.corrupt_entries = s.corrupt_entries;
+    full.write_failures = s.write_failures;
+    full.disk_disabled = context->state->cache->disk_disabled() ? 1 : 0;
+    // An older caller's struct gets the fields it knows, nothing past them.
+    const size_t bytes = std::min(out->struct_size, sizeof(full));
+    const size_t skip = sizeof(full.struct_size);
+    std::memcpy(reinterpret_cast<char*>(out) + skip,
+                reinterpret_cast<const char*>(&full) + skip, bytes - skip);
+  });
+}
+
+attnjit_status attnjit_get_attention_kernel(attnjit_context* context,
+                                            const attnjit_attention_flags* flags,
+                                            const char* target,
+                                            attnjit_kernel** out) {
+  return guarded([&] {
+    require(out != nullptr, ErrorKind::kArgument, "out is null");
+    *out = nullptr;
+    require(context != nullptr, ErrorKind::kArgument, "context is null");
+    const AttentionFlags typed = to_flags(flags);
+    check_against_spec(typed);
+    *out = get_kernel(*context->state, typed, resolve_target(target));
+  });
+}
+
+attnjit_status attnjit_attention_launch(attnjit_kernel* kernel,
+                                        const attnjit_attention_args* args,
+                                        void* stream) {
+  return guarded([&] {
+    require(kernel != nullptr, ErrorKind::kArgument, "kernel is null");
+    kernel->kernel->launch(to_args(args),
+                           static_cast<attnjit::CuStream>(stream));
+  });
+}
+
+const char* attnjit_kernel_name(const attnjit_kernel* kernel) {
+  return kernel ? kernel->name.c_str() : "";
+}
+
+const char* attnjit_kernel_key(const attnjit_kernel* kernel) {
+  return kernel ? kernel->key.c_str() : "";
+}
+
+const char* attnjit_kernel_signature(const attnjit_kernel* kernel) {
+  return kernel ? kernel->signature.c_str() : "";
+}
+
+const char* attnjit_kernel_source(const attnjit_kernel* kernel) {
+  return kernel ? kernel->source : "";
+}
+
+attnjit_status attnjit_prewarm(attnjit_context* context,
+                               const attnjit_attention_flags* flags,
+                               size_t num_flags, const char* target,
+                               int threads, attnjit_prewarm_job** out) {
+  return guarded([&] {
+    require(out != nullptr, ErrorKind::kArgument, "out is null");
+    *out = nullptr;
+    require(context != nullptr, ErrorKind::kArgument, "context is null");
+    require(flags != nullptr || num_flags == 0, ErrorKind::kArgument,
+            "flags is null but num_flags is not 0");
+    auto job = std::make_unique<attnjit_prewarm_job>();
+    job->state = context->state;
+    job->target = resolve_target(target);
+    for (size_t i = 0; i < num_flags; ++i) {
+      // Each struct carries its own size; a list must share one layout.
+      require(flags[i].struct_size == flags[0].struct_size,
+              ErrorKind::kArgument,
+              fmt::format("flags[{}].struct_size differs from flags[0]'s", i));
+      job->flags.push_back(to_flags(&flags[i]));
+    }
+    size_t workers = threads > 0 ? size_t(threads)
+                                 : std::max(1u, std::thread::hardware_concurrency());
+    workers = std::min(workers, job->flags.size());
+    attnjit_prewarm_job* raw = job.get();
+    for (size_t i = 0; i < workers; ++i)
+      job->threads.emplace_back([raw] { raw->work(); });
+    *out = job.release();
+  });
+}
+
+attnjit_status attnjit_prewarm_progress(const attnjit_prewarm_job* prewarm,
+                                        size_t* done, size_t* total) {
+  return guarded([&] {
+    require(prewarm != nullptr, ErrorKind::kArgument, "prewarm is null");
+    if (done) *done = prewarm->done.load();
+    if (total) *total = prewarm->flags.size();
+  });
+}
+
+attnjit_status attnjit_prewarm_wait(attnjit_prewarm_job* prewarm) {
+  g_last_error.clear();
+  if (prewarm == nullptr) return fail(ATTNJIT_ERROR_ARGUMENT, "prewarm is null");
+  std::unique_ptr<attnjit_prewarm_job> job(prewarm);
+  const attnjit_status joined = guarded([&] {
+    for (std::thread& thread : job->threads) thread.join();
+  });
+  if (joined != ATTNJIT_OK) return joined;
+  if (job->failures == 0) return ATTNJIT_OK;
+  std::string message;
+  try {
+    message = fmt::format("prewarm: {} of {} variants failed; the first: {}",
+                          job->failures, job->flags.size(),
+                          job->first_message);
+  } catch (...) {
+  }
+  return fail(job->first_status, message.c_str());
+}
+
+}  // extern "C"

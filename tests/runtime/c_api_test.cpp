@@ -1,0 +1,377 @@
+// The C API without a GPU: status codes and messages, struct versioning,
+// flag checks, no-JIT, statistics and prewarm. Variants are compiled for an
+// explicit target (sm_80) through NVRTC into temporary cache directories.
+#include "attnjit/attnjit.h"
+
+#include <gtest/gtest.h>
+
+#include <string>
+#include <vector>
+
+#include "attnjit/driver.h"
+#include "runtime/cache_test_support.h"
+
+namespace {
+
+using attnjit::testing::TempDir;
+
+// Options that ignore the environment's cache settings.
+attnjit_context_options isolated_options(const std::string& cache_dir,
+                                         int no_jit = 0) {
+  static const char* const kNoAotDirs[1] = {nullptr};
+  attnjit_context_options options;
+  attnjit_context_options_init(&options);
+  options.cache_dir = cache_dir.c_str();
+  options.aot_dirs = kNoAotDirs;
+  options.num_aot_dirs = 0;
+  options.no_jit = no_jit;
+  options.log = 0;
+  return options;
+}
+
+attnjit_attention_flags flags_d64(bool causal = false) {
+  attnjit_attention_flags flags;
+  attnjit_attention_flags_init(&flags);
+  flags.head_dim = 64;
+  flags.causal = causal ? 1 : 0;
+  return flags;
+}
+
+// A context that destroys itself.
+class Context {
+ public:
+  explicit Context(const attnjit_context_options& options) {
+    EXPECT_EQ(attnjit_context_create(&options, &context_), ATTNJIT_OK)
+        << attnjit_last_error_message();
+  }
+  ~Context() { attnjit_context_destroy(context_); }
+  Context(const Context&) = delete;
+  Context& operator=(const Context&) = delete;
+  attnjit_context* get() const { return context_; }
+
+  attnjit_cache_stats stats() const {
+    attnjit_cache_stats stats;
+    attnjit_cache_stats_init(&stats);
+    EXPECT_EQ(attnjit_cache_stats_get(context_, &stats), ATTNJIT_OK)
+        << attnjit_last_error_message();
+    return stats;
+  }
+
+ private:
+  attnjit_context* context_ = nullptr;
+};
+
+std::string message() { return attnjit_last_error_message(); }
+
+TEST(CApi, VersionAndStatusNames) {
+  EXPECT_STREQ(attnjit_version(), "0.1.0");
+  EXPECT_STREQ(attnjit_status_name(ATTNJIT_OK), "ATTNJIT_OK");
+  EXPECT_STREQ(attnjit_status_name(ATTNJIT_ERROR_NO_JIT),
+               "ATTNJIT_ERROR_NO_JIT");
+  EXPECT_STREQ(attnjit_status_name(static_cast<attnjit_status>(99)),
+               "ATTNJIT_UNKNOWN_STATUS");
+}
+
+TEST(CApi, NullArgumentsAreErrorsNotCrashes) {
+  EXPECT_EQ(attnjit_context_create(nullptr, nullptr), ATTNJIT_ERROR_ARGUMENT);
+  EXPECT_NE(message().find("out is null"), std::string::npos) << message();
+  attnjit_kernel* kernel = nullptr;
+  attnjit_attention_flags flags = flags_d64();
+  EXPECT_EQ(attnjit_get_attention_kernel(nullptr, &flags, "sm_80", &kernel),
+            ATTNJIT_ERROR_ARGUMENT);
+  EXPECT_EQ(kernel, nullptr);
+  EXPECT_EQ(attnjit_attention_launch(nullptr, nullptr, nullptr),
+            ATTNJIT_ERROR_ARGUMENT);
+  EXPECT_EQ(attnjit_prewarm_wait(nullptr), ATTNJIT_ERROR_ARGUMENT);
+  attnjit_cache_stats stats;
+  attnjit_cache_stats_init(&stats);
+  EXPECT_EQ(attnjit_cache_stats_get(nullptr, &stats), ATTNJIT_ERROR_ARGUMENT);
+  attnjit_context_destroy(nullptr);  // ignored
+}
+
+TEST(CApi, StructSizeIsChecked) {
+  TempDir dir;
+  attnjit_context_options options = isolated_options(dir.path());
+  options.struct_size = sizeof(size_t);
+  attnjit_context* context = nullptr;
+  EXPECT_EQ(attnjit_context_create(&options, &context),
+            ATTNJIT_ERROR_ARGUMENT);
+  EXPECT_NE(message().find("struct_size"), std::string::npos) << message();
+  EXPECT_EQ(context, nullptr);
+
+  Context ok(isolated_options(dir.path()));
+  attnjit_attention_flags flags = flags_d64();
+  flags.struct_size = 4;
+  attnjit_kernel* kernel = nullptr;
+  EXPECT_EQ(attnjit_get_attention_kernel(ok.get(), &flags, "sm_80", &kernel),
+            ATTNJIT_ERROR_ARGUMENT);
+  EXPECT_NE(message().find("flags->struct_size"), std::string::npos)
+      << message();
+}
+
+TEST(CApi, OptionsAreChecked) {
+  TempDir dir;
+  attnjit_context_options options = isolated_options(dir.path());
+  options.no_jit = 7;
+  attnjit_context* context = nullptr;
+  EXPECT_EQ(attnjit_context_create(&options, &context),
+            ATTNJIT_ERROR_ARGUMENT);
+  EXPECT_NE(message().find("no_jit"), std::string::npos) << message();
+  options = isolated_options(dir.path());
+  options.aot_dirs = nullptr;
+  options.num_aot_dirs = 2;
+  EXPECT_EQ(attnjit_context_create(&options, &context),
+            ATTNJIT_ERROR_ARGUMENT);
+}
+
+struct BadFlags {
+  const char* name;
+  void (*edit)(attnjit_attention_flags&);
+  const char* expected;  // in the message
+};
+
+TEST(CApi, FlagsAreValidated) {
+  TempDir dir;
+  Context context(isolated_options(dir.path()));
+  const BadFlags cases[] = {
+      {"head dim", [](attnjit_attention_flags& f) { f.head_dim = 72; },
+       "72"},
+      {"clamp without window",
+       [](attnjit_attention_flags& f) {
+         f.mm_prefix = 1;
+         f.mm_clamp = 1;
+       },
+       "window"},
+      {"bool", [](attnjit_attention_flags& f) { f.causal = 2; }, "causal"},
+      {"dtype", [](attnjit_attention_flags& f) { f.dtype = 7; }, "dtype"},
+      {"sinks", [](attnjit_attention_flags& f) { f.sinks = 9; }, "sinks"},
+  };
+  for (const BadFlags& c : cases) {
+    attnjit_attention_flags flags = flags_d64();
+    c.edit(flags);
+    attnjit_kernel* kernel = nullptr;
+    EXPECT_EQ(
+        attnjit_get_attention_kernel(context.get(), &flags, "sm_80", &kernel),
+        ATTNJIT_ERROR_FLAGS)
+        << c.name;
+    EXPECT_NE(message().find(c.expected), std::string::npos)
+        << c.name << ": " << message();
+    EXPECT_EQ(kernel, nullptr);
+  }
+  attnjit_attention_flags flags = flags_d64();
+  attnjit_kernel* kernel = nullptr;
+  EXPECT_EQ(
+      attnjit_get_attention_kernel(context.get(), &flags, "sm_75", &kernel),
+      ATTNJIT_ERROR_FLAGS);
+  EXPECT_NE(message().find("sm_75"), std::string::npos) << message();
+  EXPECT_EQ(context.stats().compiles, 0u);
+}
+
+TEST(CApi, NoJitMissIsAnError) {
+  TempDir dir;
+  Context context(isolated_options(dir.path(), /*no_jit=*/1));
+  attnjit_attention_flags flags = flags_d64();
+  attnjit_kernel* kernel = nullptr;
+  EXPECT_EQ(
+      attnjit_get_attention_kernel(context.get(), &flags, "sm_80", &kernel),
+      ATTNJIT_ERROR_NO_JIT);
+  EXPECT_FALSE(message().empty());
+  EXPECT_EQ(kernel, nullptr);
+  EXPECT_EQ(context.stats().compiles, 0u);
+}
+
+TEST(CApi, CompilesOnceThenHitsMemoryThenDisk) {
+  TempDir dir;
+  attnjit_attention_flags flags = flags_d64(/*causal=*/true);
+  std::string key;
+  {
+    Context context(isolated_options(dir.path()));
+    attnjit_kernel* first = nullptr;
+    ASSERT_EQ(
+        attnjit_get_attention_kernel(context.get(), &flags, "sm_80", &first),
+        ATTNJIT_OK)
+        << message();
+    EXPECT_EQ(message(), "");
+    EXPECT_STREQ(attnjit_kernel_source(first), "compiled");
+    key = attnjit_kernel_key(first);
+    EXPECT_EQ(key.size(), 64u);
+    EXPECT_NE(std::string(attnjit_kernel_signature(first)).find("@sm_80"),
+              std::string::npos);
+    EXPECT_NE(std::string(attnjit_kernel_name(first)).find("attention_prefill"),
+              std::string::npos);
+    attnjit_kernel* again = nullptr;
+    ASSERT_EQ(
+        attnjit_get_attention_kernel(context.get(), &flags, "sm_80", &again),
+        ATTNJIT_OK);
+    EXPECT_EQ(again, first);
+    const attnjit_cache_stats stats = context.stats();
+    EXPECT_EQ(stats.compiles, 1u);
+    EXPECT_EQ(stats.disk_hits, 0u);
+    EXPECT_EQ(stats.disk_disabled, 0);
+  }
+  // A fresh context over the same directory, in strict no-JIT mode.
+  Context context(isolated_options(dir.path(), /*no_jit=*/1));
+  attnjit_kernel* kernel = nullptr;
+  ASSERT_EQ(
+      attnjit_get_attention_kernel(context.get(), &flags, "sm_80", &kernel),
+      ATTNJIT_OK)
+      << message();
+  EXPECT_STREQ(attnjit_kernel_source(kernel), "disk");
+  EXPECT_EQ(attnjit_kernel_key(kernel), key);
+  const attnjit_cache_stats stats = context.stats();
+  EXPECT_EQ(stats.compiles, 0u);
+  EXPECT_EQ(stats.disk_hits, 1u);
+}
+
+TEST(CApi, StatsHonourAnOlderCallersStructSize) {
+  TempDir dir;
+  Context context(isolated_options(dir.path()));
+  attnjit_cache_stats stats;
+  attnjit_cache_stats_init(&stats);
+  stats.struct_size = offsetof(attnjit_cache_stats, disk_hits);
+  stats.disk_hits = 12345;  // past the caller's size: must stay untouched
+  ASSERT_EQ(attnjit_cache_stats_get(context.get(), &stats), ATTNJIT_OK);
+  EXPECT_EQ(stats.memory_hits, 0u);
+  EXPECT_EQ(stats.disk_hits, 12345u);
+  EXPECT_EQ(stats.struct_size, offsetof(attnjit_cache_stats, disk_hits));
+}
+
+TEST(CApi, PrewarmCompilesTwoVariantsInTheBackground) {
+  TempDir dir;
+  Context context(isolated_options(dir.path()));
+  std::vector<attnjit_attention_flags> list(2);
+  list[0] = flags_d64(/*causal=*/true);
+  attnjit_attention_flags_init(&list[1]);
+  list[1].head_dim = 80;
+  list[1].window = 1;
+  list[1].sinks = ATTNJIT_SINKS_BIAS_KEY0;
+  attnjit_prewarm_job* job = nullptr;
+  ASSERT_EQ(attnjit_prewarm(context.get(), list.data(), list.size(), "sm_80",
+                            /*threads=*/2, &job),
+            ATTNJIT_OK)
+      << message();
+  size_t done = 99, total = 0;
+  ASSERT_EQ(attnjit_prewarm_progress(job, &done, &total), ATTNJIT_OK);
+  EXPECT_EQ(total, 2u);
+  EXPECT_LE(done, 2u);
+  ASSERT_EQ(attnjit_prewarm_wait(job), ATTNJIT_OK) << message();
+  EXPECT_EQ(context.stats().compiles, 2u);
+  for (const attnjit_attention_flags& flags : list) {
+    attnjit_kernel* kernel = nullptr;
+    ASSERT_EQ(
+        attnjit_get_attention_kernel(context.get(), &flags, "sm_80", &kernel),
+        ATTNJIT_OK)
+        << message();
+    EXPECT_STREQ(attnjit_kernel_source(kernel), "compiled");
+  }
+  EXPECT_EQ(context.stats().compiles, 2u);  // both were prewarmed
+}
+
+TEST(CApi, PrewarmReportsFailuresAtWait) {
+  TempDir dir;
+  Context context(isolated_options(dir.path()));
+  std::vector<attnjit_attention_flags> list = {flags_d64(), flags_d64()};
+  list[1].head_dim = 72;
+  attnjit_prewarm_job* job = nullptr;
+  ASSERT_EQ(attnjit_prewarm(context.get(), list.data(), list.size(), "sm_80",
+                            /*threads=*/0, &job),
+            ATTNJIT_OK)
+      << message();
+  EXPECT_EQ(attnjit_prewarm_wait(job), ATTNJIT_ERROR_FLAGS);
+  EXPECT_NE(message().find("1 of 2"), std::string::npos) << message();
+  EXPECT_NE(message().find("72"), std::string::npos) << message();
+  EXPECT_EQ(context.stats().compiles, 1u);
+
+  // Bad structs are refused before anything starts.
+  list[1] = flags_d64();
+  list[1].causal = 3;
+  EXPECT_EQ(attnjit_prewarm(context.get(), list.data(), list.size(), "sm_80",
+                            1, &job),
+            ATTNJIT_ERROR_FLAGS);
+  EXPECT_EQ(job, nullptr);
+}
+
+TEST(CApi, ContextOutlivedByItsPrewarm) {
+  TempDir dir;
+  attnjit_context_options options = isolated_options(dir.path());
+  attnjit_context* context = nullptr;
+  ASSERT_EQ(attnjit_context_create(&options, &context), ATTNJIT_OK);
+  attnjit_attention_flags flags = flags_d64();
+  attnjit_prewarm_job* job = nullptr;
+  ASSERT_EQ(attnjit_prewarm(context, &flags, 1, "sm_80", 1, &job), ATTNJIT_OK);
+  attnjit_context_destroy(context);
+  EXPECT_EQ(attnjit_prewarm_wait(job), ATTNJIT_OK) << message();
+}
+
+TEST(CApi, LaunchChecksArgumentsBeforeTheDriver) {
+  TempDir dir;
+  Context context(isolated_options(dir.path()));
+  attnjit_attention_flags flags = flags_d64();
+  attnjit_kernel* kernel = nullptr;
+  ASSERT_EQ(
+      attnjit_get_attention_kernel(context.get(), &flags, "sm_80", &kernel),
+      ATTNJIT_OK)
+      << message();
+
+  attnjit_attention_args args;
+  attnjit_attention_args_init(&args);
+  args.struct_size = 8;
+  EXPECT_EQ(attnjit_attention_launch(kernel, &args, nullptr),
+            ATTNJIT_ERROR_ARGUMENT);
+  EXPECT_EQ(attnjit_attention_launch(kernel, nullptr, nullptr),
+            ATTNJIT_ERROR_ARGUMENT);
+
+  attnjit_attention_args_init(&args);
+  EXPECT_EQ(attnjit_attention_launch(kernel, &args, nullptr),
+            ATTNJIT_ERROR_ARGUMENT);
+  EXPECT_NE(message().find("`q`"), std::string::npos) << message();
+
+  std::string why;
+  if (attnjit::Driver::available(&why)) {
+    GTEST_SKIP() << "a GPU is here: the no-driver half runs elsewhere";
+  }
+  // Well-formed arguments (never dereferenced): the driver is what fails.
+  auto fake = [](uintptr_t address) { return reinterpret_cast<void*>(address); };
+  args.q = fake(0x10000);
+  args.k = fake(0x20000);
+  args.v = fake(0x30000);
+  args.o = fake(0x40000);
+  args.cu_seqlens_q = static_cast<const int32_t*>(fake(0x50000));
+  args.cu_seqlens_k = static_cast<const int32_t*>(fake(0x60000));
+  args.q_row_stride = args.o_row_stride = 4 * 64;
+  args.k_row_stride = args.v_row_stride = 64;
+  args.q_head_stride = args.k_head_stride = args.v_head_stride =
+      args.o_head_stride = 64;
+  args.num_seqs = 1;
+  args.num_heads_q = 4;
+  args.num_heads_kv = 1;
+  args.total_q = args.total_k = 16;
+  args.max_seqlen_q = args.max_seqlen_k = 16;
+  EXPECT_EQ(attnjit_attention_launch(kernel, &args, nullptr),
+            ATTNJIT_ERROR_DRIVER)
+      << message();
+  attnjit_kernel* on_device = nullptr;
+  EXPECT_EQ(
+      attnjit_get_attention_kernel(context.get(), &flags, nullptr, &on_device),
+      ATTNJIT_ERROR_DRIVER);
+}
+
+TEST(CApi, EmptyCacheDirMeansMemoryOnly) {
+  Context context(isolated_options(""));
+  attnjit_attention_flags flags = flags_d64();
+  flags.return_lse = 1;
+  attnjit_kernel* kernel = nullptr;
+  ASSERT_EQ(
+      attnjit_get_attention_kernel(context.get(), &flags, "sm_80", &kernel),
+      ATTNJIT_OK)
+      << message();
+  Context other(isolated_options(""));
+  ASSERT_EQ(
+      attnjit_get_attention_kernel(other.get(), &flags, "sm_80", &kernel),
+      ATTNJIT_OK)
+      << message();
+  EXPECT_STREQ(attnjit_kernel_source(kernel), "compiled");
+  EXPECT_EQ(other.stats().compiles, 1u);
+}
+
+}  // namespace
