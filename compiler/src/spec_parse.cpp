@@ -109,11 +109,11 @@ Constraint sugar_constraint(const SpecReader& reader, const std::vector<FlagDecl
                             const std::string& flag, const MapEntry& entry) {
   const bool is_requires = entry.key == "requires";
   const std::string what = "flag " + quoted(flag) + ": " + entry.key;
+  std::vector<std::string> names;
+  for (const FlagDecl& decl : flags) names.push_back(decl.name);
   const auto find = [&](const std::string& name) -> const FlagDecl* {
-    for (const FlagDecl& decl : flags) {
-      if (decl.name == name) return &decl;
-    }
-    return nullptr;
+    const auto it = std::find(names.begin(), names.end(), name);
+    return it == names.end() ? nullptr : &flags[static_cast<std::size_t>(it - names.begin())];
   };
   if (find(flag)->type != FlagType::kBool) {
     reader.fail(entry.key_node, what + " needs a bool flag; write a constraint instead");
@@ -125,12 +125,7 @@ Constraint sugar_constraint(const SpecReader& reader, const std::vector<FlagDecl
     const std::string name = reader.text(item, what);
     const FlagDecl* other = find(name);
     if (other == nullptr) {
-      reader.fail(item, "unknown flag " + quoted(name) + " in " + what +
-                            did_you_mean(name, [&] {
-                              std::vector<std::string> names;
-                              for (const FlagDecl& decl : flags) names.push_back(decl.name);
-                              return names;
-                            }()));
+      reader.fail(item, "unknown flag " + quoted(name) + " in " + what + did_you_mean(name, names));
     }
     if (other->type != FlagType::kBool) {
       reader.fail(item, what + ": " + quoted(name) + " is not a bool flag; write a constraint instead");

@@ -1,5 +1,6 @@
 #include "spec_reader.h"
 
+#include <algorithm>
 #include <charconv>
 #include <limits>
 

@@ -1,6 +1,9 @@
 // resolve_flags(), presets, command-line assignments and matrix expansion.
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <set>
+
 #include "attnjit/spec.h"
 #include "test_support.h"
 
@@ -20,15 +23,22 @@ std::string text_of(const FlagSet& flags) {
 }
 
 TEST(ResolveFlags, FillsDefaultsInSpecOrder) {
-  const Spec spec = load_embedded_spec("attention");
-  const FlagSet flags = resolve_flags(spec, {{"causal", true}});
-  EXPECT_EQ(text_of(flags),
-            "dtype=bf16 head_dim=128 causal=true window=false sinks=none mm_prefix=false "
-            "mm_clamp=false softcap=false return_lse=false ");
-  EXPECT_TRUE(flags.get_bool("causal"));
-  EXPECT_EQ(flags.get_int("head_dim"), 128);
-  EXPECT_EQ(flags.get_name("sinks"), "none");
-  EXPECT_EQ(flags.get_name("dtype"), "bf16");
+  const FlagSet flags = resolve_flags(testing::axpy_spec(), {{"vec", int64_t{2}}});
+  EXPECT_EQ(text_of(flags), "dtype=f32 vec=2 accumulate=true stage_in_smem=false mode=plain ");
+  EXPECT_EQ(flags.get_int("vec"), 2);
+  EXPECT_TRUE(flags.get_bool("accumulate"));
+  EXPECT_EQ(flags.get_name("mode"), "plain");
+  EXPECT_EQ(flags.get_name("dtype"), "f32");
+  const Spec attention = load_embedded_spec("attention");
+  const FlagSet causal = resolve_flags(attention, {{"causal", true}});
+  ASSERT_EQ(causal.values.size(), attention.flags.size());
+  for (std::size_t i = 0; i < causal.values.size(); ++i) {
+    EXPECT_EQ(causal.values[i].first, attention.flags[i].name);
+  }
+  EXPECT_TRUE(causal.get_bool("causal"));
+  EXPECT_FALSE(causal.get_bool("window"));
+  EXPECT_EQ(causal.get_name("sinks"), "none");
+  EXPECT_EQ(causal.get_name("dtype"), "bf16");
 }
 
 TEST(ResolveFlags, Errors) {
@@ -91,9 +101,12 @@ TEST(ResolveFlags, FlagWithoutDefaultMustBeGiven) {
 TEST(ResolvePreset, KnownAndUnknown) {
   const Spec spec = load_embedded_spec("attention");
   const FlagSet gemma = resolve_preset(spec, "gemma4_sliding_images");
-  EXPECT_EQ(text_of(gemma),
-            "dtype=bf16 head_dim=256 causal=true window=true sinks=none mm_prefix=true "
-            "mm_clamp=true softcap=false return_lse=false ");
+  EXPECT_EQ(gemma.get_int("head_dim"), 256);
+  EXPECT_TRUE(gemma.get_bool("mm_clamp"));
+  EXPECT_TRUE(gemma.get_bool("window"));
+  EXPECT_FALSE(gemma.get_bool("softcap"));  // not named: its default
+  EXPECT_EQ(text_of(resolve_preset(testing::axpy_spec(), "wide")),
+            "dtype=f32 vec=4 accumulate=true stage_in_smem=false mode=plain ");
   EXPECT_EQ(resolve_preset(spec, "gpt_oss_sliding").get_name("sinks"), "null_logit");
   EXPECT_EQ(error_message([&] { resolve_preset(spec, "x"); }, ErrorKind::kFlags),
             "unknown preset 'x'");
@@ -130,20 +143,71 @@ TEST(FlagAssignments, Errors) {
   EXPECT_EQ(assignment_error("sinks=x;y"), "flag 'sinks': 'x;y' is not one of none, null_logit, bias_key0");
 }
 
-TEST(ExpandMatrix, Attention) {
-  const MatrixExpansion expansion = expand_matrix(load_embedded_spec("attention"));
-  // 24 + (24 - 4 already listed) + 8 + 4, none illegal.
-  EXPECT_EQ(expansion.variants.size(), 56u);
-  EXPECT_EQ(expansion.dropped_illegal, 0);
-  EXPECT_EQ(text_of(expansion.variants.front()),
-            "dtype=bf16 head_dim=64 causal=false window=false sinks=none mm_prefix=false "
-            "mm_clamp=false softcap=false return_lse=false ");
-  EXPECT_EQ(text_of(expansion.variants[1]),
-            "dtype=bf16 head_dim=64 causal=true window=false sinks=none mm_prefix=false "
-            "mm_clamp=false softcap=false return_lse=false ");
-  EXPECT_EQ(text_of(expansion.variants.back()),
-            "dtype=fp16 head_dim=128 causal=true window=false sinks=null_logit mm_prefix=false "
-            "mm_clamp=false softcap=true return_lse=true ");
+// Every value a flag can take, in declaration order.
+std::vector<FlagValue> domain_of(const FlagDecl& decl) {
+  if (decl.type == FlagType::kBool) return {false, true};
+  std::vector<FlagValue> values;
+  for (int64_t value : decl.int_values) values.emplace_back(value);
+  for (const std::string& value : decl.enum_values) values.emplace_back(value);
+  return values;
+}
+
+bool entry_covers(const Spec& spec, const MatrixEntry& entry, const FlagSet& flags) {
+  for (std::size_t i = 0; i < spec.flags.size(); ++i) {
+    const auto axis = entry.axes.find(spec.flags[i].name);
+    const FlagValue& value = flags.values[i].second;
+    if (axis == entry.axes.end()) {
+      if (value != *spec.flags[i].default_value) return false;
+    } else if (std::find(axis->second.begin(), axis->second.end(), value) == axis->second.end()) {
+      return false;
+    }
+  }
+  return true;
+}
+
+// An independent count: walk the whole flag space and ask, for each point,
+// which matrix entries cover it and whether it is legal.
+TEST(ExpandMatrix, AttentionMatchesABruteForceCount) {
+  const Spec spec = load_embedded_spec("attention");
+  std::vector<std::vector<FlagValue>> domains;
+  for (const FlagDecl& decl : spec.flags) domains.push_back(domain_of(decl));
+  std::set<std::string> expected;
+  int expected_dropped = 0;
+  std::vector<std::size_t> position(domains.size(), 0);
+  for (bool done = false; !done;) {
+    FlagSet point;
+    for (std::size_t i = 0; i < domains.size(); ++i) {
+      point.values.emplace_back(spec.flags[i].name, domains[i][position[i]]);
+    }
+    bool legal = true;
+    try {
+      std::map<std::string, FlagValue> given(point.values.begin(), point.values.end());
+      resolve_flags(spec, given);
+    } catch (const Error&) {
+      legal = false;
+    }
+    for (const MatrixEntry& entry : spec.matrix) {
+      if (!entry_covers(spec, entry, point)) continue;
+      if (legal) expected.insert(text_of(point));
+      if (!legal) ++expected_dropped;
+    }
+    done = true;
+    for (std::size_t i = domains.size(); i-- > 0;) {
+      if (++position[i] < domains[i].size()) {
+        done = false;
+        break;
+      }
+      position[i] = 0;
+    }
+  }
+  const MatrixExpansion expansion = expand_matrix(spec);
+  std::set<std::string> produced;
+  for (const FlagSet& flags : expansion.variants) {
+    EXPECT_TRUE(produced.insert(text_of(flags)).second) << "repeated: " << text_of(flags);
+  }
+  EXPECT_EQ(produced, expected);
+  EXPECT_EQ(expansion.dropped_illegal, expected_dropped);
+  EXPECT_GE(expansion.variants.size(), 24u);
 }
 
 TEST(ExpandMatrix, AxpyDropsIllegalAndDuplicateCombinations) {
@@ -155,6 +219,14 @@ TEST(ExpandMatrix, AxpyDropsIllegalAndDuplicateCombinations) {
   EXPECT_EQ(expansion.dropped_illegal, 3);
   EXPECT_EQ(text_of(expansion.variants.back()),
             "dtype=f32 vec=1 accumulate=true stage_in_smem=true mode=plain ");
+}
+
+TEST(ExpandMatrix, FirstEntryComesFirstLastFlagFastest) {
+  const MatrixExpansion expansion = expand_matrix(testing::axpy_spec());
+  ASSERT_GE(expansion.variants.size(), 3u);
+  EXPECT_EQ(text_of(expansion.variants[0]), "dtype=f32 vec=1 accumulate=true stage_in_smem=false mode=plain ");
+  EXPECT_EQ(text_of(expansion.variants[1]), "dtype=f32 vec=1 accumulate=true stage_in_smem=false mode=scratch ");
+  EXPECT_EQ(text_of(expansion.variants[2]), "dtype=f32 vec=2 accumulate=true stage_in_smem=false mode=plain ");
 }
 
 TEST(ExpandMatrix, StableAcrossCalls) {

@@ -1,6 +1,7 @@
 // Signatures, compile options and cache keys.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cstdlib>
 #include <set>
 
@@ -96,14 +97,29 @@ TEST(CompileOptions, FromEnvironment) {
   }
 }
 
+Signature axpy_signature(const std::map<std::string, FlagValue>& given, const CompileOptions& options,
+                         const std::map<std::string, int64_t>& overrides = {}) {
+  const Spec spec = testing::axpy_spec();
+  return make_signature(spec, resolve_flags(spec, given), options, overrides);
+}
+
 TEST(Signature, CanonicalGolden) {
-  const Signature signature = attention_signature({}, options_for("sm_90a"));
+  const Signature signature = axpy_signature({{"mode", std::string("clamp")}}, options_for("sm_90a"));
   EXPECT_EQ(signature.canonical(),
-            "attention_prefill[dtype=bf16,head_dim=128,causal=false,window=false,sinks=none,"
-            "mm_prefix=false,mm_clamp=false,softcap=false,return_lse=false|block_m=128,block_n=64,"
-            "warps=8,stages=2]@sm_90a{emit_ptx=true,fast_math=true,line_info=false,max_registers=0}");
-  EXPECT_EQ(signature.family, "attention_prefill");
-  EXPECT_EQ(signature.entry, "attention_prefill");
+            "axpy[dtype=f32,vec=1,accumulate=true,stage_in_smem=false,mode=clamp|block_threads=256]"
+            "@sm_90a{emit_ptx=true,fast_math=true,line_info=false,max_registers=0}");
+  EXPECT_EQ(signature.family, "axpy");
+  EXPECT_EQ(signature.entry, "axpy");
+}
+
+TEST(Signature, CanonicalShapeOfAttention) {
+  const Signature signature = attention_signature({{"causal", true}}, options_for("sm_90a"));
+  const std::string canonical = signature.canonical();
+  EXPECT_EQ(canonical.rfind("attention_prefill[dtype=bf16,head_dim=128,causal=true,window=false,", 0), 0u)
+      << canonical;
+  EXPECT_NE(canonical.find("|block_m="), std::string::npos) << canonical;
+  const std::string options = "]@sm_90a{emit_ptx=true,fast_math=true,line_info=false,max_registers=0}";
+  EXPECT_EQ(canonical.substr(canonical.size() - options.size()), options);
 }
 
 TEST(Signature, DisplayName) {
@@ -111,36 +127,42 @@ TEST(Signature, DisplayName) {
   const std::string name = signature.display_name();
   EXPECT_EQ(name, "attention_prefill_" + sha256_hex(signature.canonical()).substr(0, 8));
   EXPECT_NE(name, attention_signature({{"causal", true}}, options_for("sm_90a")).display_name());
+  EXPECT_EQ(axpy_signature({}, options_for("sm_80")).display_name(), "axpy_ee8da1eb");
 }
 
 TEST(Signature, TuningRulesFirstMatchWins) {
-  const Signature wide = attention_signature({{"head_dim", int64_t{256}}}, options_for("sm_80"));
-  EXPECT_EQ(wide.tuning_value("block_m"), 64);
-  EXPECT_EQ(wide.tuning_value("warps"), 4);
-  const Signature narrow = attention_signature({{"head_dim", int64_t{64}}}, options_for("sm_80"));
-  EXPECT_EQ(narrow.tuning_value("block_m"), 128);
-  EXPECT_EQ(narrow.tuning_value("warps"), 8);
+  const Spec spec = parse_spec(
+      "family: f\ntemplate: testing/axpy.cuh\nentry: f\n"
+      "flags:\n  d: {type: int, values: [64, 128, 256], default: 64}\n"
+      "tuning:\n  params: [bm]\n  rules:\n"
+      "    - {when: {d: [128, 256]}, bm: 32}\n"
+      "    - {when: {d: 256}, bm: 16}\n"
+      "    - {bm: 64}\n",
+      "f.yaml");
+  const auto bm = [&](int64_t d) {
+    return make_signature(spec, resolve_flags(spec, {{"d", d}}), options_for("sm_80")).tuning_value("bm");
+  };
+  EXPECT_EQ(bm(64), 64);
+  EXPECT_EQ(bm(128), 32);
+  EXPECT_EQ(bm(256), 32);
 }
 
 TEST(Signature, TuningRulesFilterByTarget) {
-  const Spec spec = testing::axpy_spec();
-  const FlagSet defaults = resolve_flags(spec, {});
-  EXPECT_EQ(make_signature(spec, defaults, options_for("sm_90a")).tuning_value("block_threads"), 256);
-  EXPECT_EQ(make_signature(spec, defaults, options_for("sm_80")).tuning_value("block_threads"), 128);
-  const FlagSet wide = resolve_flags(spec, {{"vec", int64_t{4}}});
-  EXPECT_EQ(make_signature(spec, wide, options_for("sm_90a")).tuning_value("block_threads"), 128);
+  EXPECT_EQ(axpy_signature({}, options_for("sm_90a")).tuning_value("block_threads"), 256);
+  EXPECT_EQ(axpy_signature({}, options_for("sm_80")).tuning_value("block_threads"), 128);
+  EXPECT_EQ(axpy_signature({}, options_for("sm_90")).tuning_value("block_threads"), 128);
+  EXPECT_EQ(axpy_signature({{"vec", int64_t{4}}}, options_for("sm_90a")).tuning_value("block_threads"), 128);
 }
 
 TEST(Signature, OverridesWin) {
-  const Spec spec = load_embedded_spec("attention");
-  const Signature signature =
-      make_signature(spec, resolve_flags(spec, {}), options_for("sm_90a"), {{"stages", 3}});
-  EXPECT_EQ(signature.tuning_value("stages"), 3);
-  EXPECT_EQ(signature.tuning_value("block_m"), 128);
-  EXPECT_EQ(error_message([&] {
-              make_signature(spec, resolve_flags(spec, {}), options_for("sm_90a"), {{"stage", 3}});
-            }, ErrorKind::kFlags),
-            "unknown tuning param 'stage' (did you mean 'stages'?)");
+  EXPECT_EQ(axpy_signature({}, options_for("sm_90a"), {{"block_threads", 64}}).tuning_value("block_threads"),
+            64);
+  EXPECT_EQ(error_message([&] { axpy_signature({}, options_for("sm_90a"), {{"block_thread", 64}}); },
+                          ErrorKind::kFlags),
+            "unknown tuning param 'block_thread' (did you mean 'block_threads'?)");
+  EXPECT_EQ(error_message([&] { axpy_signature({}, options_for("sm_90a"), {{"block_threads", 1LL << 40}}); },
+                          ErrorKind::kFlags),
+            "tuning param 'block_threads': 1099511627776 does not fit in a 32-bit int");
 }
 
 TEST(Signature, UnsetParamsAreErrors) {
@@ -161,10 +183,17 @@ TEST(Signature, UnsetParamsAreErrors) {
 }
 
 TEST(Signature, RejectsAFlagSetOfAnotherSpec) {
-  const Spec spec = load_embedded_spec("attention");
-  const FlagSet foreign = resolve_flags(testing::axpy_spec(), {});
-  EXPECT_EQ(error_message([&] { make_signature(spec, foreign, options_for("sm_80")); }, ErrorKind::kFlags),
-            "flag set has 5 flags, spec 'attention_prefill' declares 9");
+  const Spec attention = load_embedded_spec("attention");
+  const FlagSet foreign = resolve_flags(attention, {});
+  EXPECT_EQ(error_message([&] { make_signature(testing::axpy_spec(), foreign, options_for("sm_80")); },
+                          ErrorKind::kFlags),
+            "flag set has " + std::to_string(attention.flags.size()) +
+                " flags, spec 'axpy' declares 5");
+  FlagSet reordered = resolve_flags(testing::axpy_spec(), {});
+  std::swap(reordered.values[0], reordered.values[1]);
+  EXPECT_EQ(error_message([&] { make_signature(testing::axpy_spec(), reordered, options_for("sm_80")); },
+                          ErrorKind::kFlags),
+            "flag set does not match spec 'axpy' at flag 'dtype'; build it with resolve_flags()");
 }
 
 TEST(CacheKey, Sha256) {

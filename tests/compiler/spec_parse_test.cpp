@@ -3,8 +3,11 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <stdexcept>
 
+#include "attnjit/signature.h"
 #include "attnjit/spec.h"
+#include "attnjit/target.h"
 #include "test_support.h"
 
 namespace attnjit {
@@ -26,12 +29,19 @@ TEST(SpecParse, UnknownEmbeddedSpec) {
   EXPECT_EQ(message.rfind("unknown embedded spec 'atention' (known: ", 0), 0u) << message;
 }
 
+// The attention spec belongs to its template's authors and evolves with
+// it, so these tests pin its public flags and the parser's reading of it, and
+// find positions in the embedded text rather than hard-coding them.
+std::string attention_at(const std::string& needle) {
+  return "specs/attention.yaml:" + testing::position_of(*find_embedded_spec("attention"), needle);
+}
+
 TEST(SpecParse, AttentionTopLevel) {
   const Spec spec = load_embedded_spec("attention");
   EXPECT_EQ(spec.family, "attention_prefill");
   EXPECT_EQ(spec.entry, "attention_prefill");
   EXPECT_EQ(spec.template_path, "attention/prefill.cuh");
-  EXPECT_EQ(spec.template_loc.str(), "specs/attention.yaml:7:11");
+  EXPECT_EQ(spec.template_loc.str(), attention_at("attention/prefill.cuh"));
   EXPECT_EQ(spec.source_name, "specs/attention.yaml");
   EXPECT_EQ(spec.description.rfind("Varlen multi-head attention", 0), 0u);
   EXPECT_NE(spec.description.back(), '\n');
@@ -39,19 +49,18 @@ TEST(SpecParse, AttentionTopLevel) {
 
 TEST(SpecParse, AttentionFlags) {
   const Spec spec = load_embedded_spec("attention");
-  std::vector<std::string> names;
-  for (const FlagDecl& decl : spec.flags) names.push_back(decl.name);
-  EXPECT_EQ(names, (std::vector<std::string>{"dtype", "head_dim", "causal", "window", "sinks",
-                                             "mm_prefix", "mm_clamp", "softcap", "return_lse"}));
+  for (const char* name : {"dtype", "head_dim", "causal", "window", "sinks", "mm_prefix",
+                           "mm_clamp", "softcap", "return_lse"}) {
+    EXPECT_NE(spec.find_flag(name), nullptr) << name;
+  }
   const FlagDecl& dtype = *spec.find_flag("dtype");
   EXPECT_EQ(dtype.type, FlagType::kType);
   EXPECT_EQ(dtype.enum_values, (std::vector<std::string>{"bf16", "fp16"}));
   EXPECT_EQ(dtype.default_value, FlagValue(std::string("bf16")));
-  EXPECT_EQ(dtype.loc.str(), "specs/attention.yaml:11:3");
+  EXPECT_EQ(dtype.loc.str(), attention_at("dtype:"));
   const FlagDecl& head_dim = *spec.find_flag("head_dim");
   EXPECT_EQ(head_dim.type, FlagType::kInt);
   EXPECT_EQ(head_dim.int_values, (std::vector<int64_t>{64, 80, 96, 128, 192, 256}));
-  EXPECT_EQ(head_dim.default_value, FlagValue(int64_t{128}));
   EXPECT_EQ(head_dim.doc, "D of q, k and v");
   const FlagDecl& sinks = *spec.find_flag("sinks");
   EXPECT_EQ(sinks.type, FlagType::kEnum);
@@ -63,61 +72,74 @@ TEST(SpecParse, AttentionFlags) {
 
 TEST(SpecParse, AttentionConstraintsPutExplicitOnesFirst) {
   const Spec spec = load_embedded_spec("attention");
-  ASSERT_EQ(spec.constraints.size(), 2u);
-  const Constraint& explicit_one = spec.constraints[0];
+  ASSERT_GE(spec.constraints.size(), 2u);
+  const Constraint& explicit_one = spec.constraints.front();
   EXPECT_EQ(explicit_one.when, (std::map<std::string, FlagValue>{{"mm_clamp", true}}));
   EXPECT_EQ(explicit_one.require,
             (std::map<std::string, FlagValue>{{"mm_prefix", true}, {"window", true}}));
   EXPECT_EQ(explicit_one.why, "the clamp restricts spans to the sliding window");
-  EXPECT_EQ(explicit_one.loc.str(), "specs/attention.yaml:22:5");
-  const Constraint& sugar = spec.constraints[1];
+  EXPECT_EQ(explicit_one.loc.str(), attention_at("{if: {mm_clamp: true}"));
+  const Constraint& sugar = spec.constraints.back();
   EXPECT_EQ(sugar.when, (std::map<std::string, FlagValue>{{"mm_clamp", true}}));
   EXPECT_EQ(sugar.require, (std::map<std::string, FlagValue>{{"mm_prefix", true}, {"window", true}}));
   EXPECT_TRUE(sugar.forbid.empty());
-  EXPECT_EQ(sugar.loc.str(), "specs/attention.yaml:17:44");
+  EXPECT_TRUE(sugar.why.empty());
+  EXPECT_EQ(sugar.loc.str(), attention_at("requires: [mm_prefix, window]"));
 }
 
-TEST(SpecParse, AttentionTuning) {
+TEST(SpecParse, AttentionTuningCoversTheMatrixOnEveryTarget) {
   const Spec spec = load_embedded_spec("attention");
-  EXPECT_EQ(spec.tuning.params, (std::vector<std::string>{"block_m", "block_n", "warps", "stages"}));
-  ASSERT_EQ(spec.tuning.rules.size(), 3u);
-  const TuningRule& wide = spec.tuning.rules[0];
-  EXPECT_EQ(wide.when.at("head_dim"), (std::vector<FlagValue>{int64_t{192}, int64_t{256}}));
-  EXPECT_EQ(wide.values, (std::map<std::string, int64_t>{
-                             {"block_m", 64}, {"block_n", 64}, {"warps", 4}, {"stages", 2}}));
-  EXPECT_TRUE(wide.targets.empty());
-  EXPECT_TRUE(spec.tuning.rules[2].when.empty());
+  ASSERT_FALSE(spec.tuning.params.empty());
+  ASSERT_FALSE(spec.tuning.rules.empty());
+  EXPECT_EQ(spec.tuning.params.front(), "block_m");
+  const TuningRule& first = spec.tuning.rules.front();
+  EXPECT_EQ(first.when.at("head_dim"), (std::vector<FlagValue>{int64_t{192}, int64_t{256}}));
+  EXPECT_TRUE(spec.tuning.rules.back().when.empty()) << "the last rule catches everything";
+  for (const FlagSet& flags : expand_matrix(spec).variants) {
+    for (const Target& target : supported_targets()) {
+      CompileOptions options;
+      options.target = target;
+      EXPECT_NO_THROW(make_signature(spec, flags, options));
+    }
+  }
 }
 
 TEST(SpecParse, AttentionArgs) {
   const Spec spec = load_embedded_spec("attention");
-  ASSERT_EQ(spec.args.size(), 25u);
-  EXPECT_EQ(spec.args[0].name, "q");
-  EXPECT_EQ(spec.args[0].type, ArgType::kConstElemPtr);
-  EXPECT_EQ(spec.args[0].elem_flag, "dtype");
-  EXPECT_TRUE(spec.args[0].no_alias);
-  EXPECT_EQ(spec.args[3].type, ArgType::kElemPtr);
-  EXPECT_EQ(spec.args[4].type, ArgType::kF32Ptr);
-  EXPECT_EQ(spec.args[5].type, ArgType::kConstF32Ptr);
-  EXPECT_EQ(spec.args[6].type, ArgType::kConstI32Ptr);
-  EXPECT_EQ(spec.args[10].type, ArgType::kI64);
-  EXPECT_EQ(spec.args[18].type, ArgType::kI32);
-  EXPECT_EQ(spec.args[21].type, ArgType::kF32);
-  EXPECT_EQ(spec.args[21].doc, "softmax scale");
-  EXPECT_EQ(spec.args[24].name, "window_right");
+  const auto arg = [&](const std::string& name) -> const ArgDecl& {
+    for (const ArgDecl& decl : spec.args) {
+      if (decl.name == name) return decl;
+    }
+    throw std::runtime_error("no arg " + name);
+  };
+  ASSERT_FALSE(spec.args.empty());
+  EXPECT_EQ(spec.args.front().name, "q");
+  EXPECT_EQ(arg("q").type, ArgType::kConstElemPtr);
+  EXPECT_EQ(arg("q").elem_flag, "dtype");
+  EXPECT_TRUE(arg("q").no_alias);
+  EXPECT_EQ(arg("o").type, ArgType::kElemPtr);
+  EXPECT_EQ(arg("lse").type, ArgType::kF32Ptr);
+  EXPECT_EQ(arg("sinks").type, ArgType::kConstF32Ptr);
+  EXPECT_EQ(arg("cu_seqlens_q").type, ArgType::kConstI32Ptr);
+  EXPECT_EQ(arg("q_row_stride").type, ArgType::kI64);
+  EXPECT_EQ(arg("window_left").type, ArgType::kI32);
+  EXPECT_EQ(arg("scale").type, ArgType::kF32);
+  EXPECT_EQ(arg("scale").doc, "softmax scale");
 }
 
 TEST(SpecParse, AttentionPresetsAndMatrix) {
   const Spec spec = load_embedded_spec("attention");
-  ASSERT_EQ(spec.presets.size(), 4u);
+  for (const char* name : {"mimo_v2_5_vision_window", "gemma4_sliding_images", "gpt_oss_sliding"}) {
+    EXPECT_NE(spec.find_preset(name), nullptr) << name;
+  }
   const Preset* gemma = spec.find_preset("gemma4_sliding_images");
   ASSERT_NE(gemma, nullptr);
   EXPECT_EQ(gemma->flags.at("head_dim"), FlagValue(int64_t{256}));
   EXPECT_EQ(gemma->flags.count("doc"), 0u);
   EXPECT_EQ(gemma->doc, "Gemma-4 sliding layers with image spans clamped to the window");
-  ASSERT_EQ(spec.matrix.size(), 4u);
-  EXPECT_EQ(spec.matrix[1].axes.at("sinks").size(), 3u);
-  EXPECT_EQ(spec.matrix[3].loc.str(), "specs/attention.yaml:70:5");
+  EXPECT_EQ(gemma->loc.str(), attention_at("gemma4_sliding_images:"));
+  ASSERT_FALSE(spec.matrix.empty());
+  EXPECT_EQ(spec.matrix.front().loc.str(), attention_at("{dtype: ["));
 }
 
 TEST(SpecParse, AxpyFamily) {

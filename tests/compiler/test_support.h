@@ -3,6 +3,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <fstream>
 #include <sstream>
 #include <string>
@@ -21,6 +22,17 @@ inline std::string read_text(const std::string& path) {
 
 inline std::string axpy_spec_path() {
   return std::string(ATTNJIT_SOURCE_DIR) + "/tests/compiler/data/axpy.yaml";
+}
+
+// "line:column" (1-based) of the first occurrence of `needle` in `text`.
+inline std::string position_of(const std::string& text, const std::string& needle) {
+  const std::size_t offset = text.find(needle);
+  if (offset == std::string::npos) return "not found: " + needle;
+  const std::size_t line_start = text.rfind('\n', offset);
+  const std::size_t column = line_start == std::string::npos ? offset + 1 : offset - line_start;
+  const std::size_t line = 1 + static_cast<std::size_t>(
+                                   std::count(text.begin(), text.begin() + offset, '\n'));
+  return std::to_string(line) + ":" + std::to_string(column);
 }
 
 inline Spec axpy_spec() { return parse_spec(read_text(axpy_spec_path()), "axpy.yaml"); }
