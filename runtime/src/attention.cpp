@@ -184,7 +184,8 @@ void validate_attention_args(const AttentionFlags& flags,
 }
 
 std::shared_ptr<AttentionKernel> AttentionKernel::get(
-    const AttentionFlags& flags, KernelCache& cache, const Target* target) {
+    const AttentionFlags& flags, KernelCache& cache, const Target* target,
+    const std::map<std::string, int64_t>& tuning_overrides) {
   Target t;
   if (target != nullptr) {
     t = *target;
@@ -196,8 +197,11 @@ std::shared_ptr<AttentionKernel> AttentionKernel::get(
   }
   static std::mutex mutex;
   static std::unordered_map<uint64_t, std::shared_ptr<AttentionKernel>> memo;
+  // Variants with tuning overrides (the autotuner's) skip the memo; the
+  // cache's own memory level still serves them.
+  const bool memoize = tuning_overrides.empty();
   const uint64_t memo_key = pack_flags(flags, t, &cache);
-  {
+  if (memoize) {
     std::lock_guard<std::mutex> lock(mutex);
     auto it = memo.find(memo_key);
     if (it != memo.end()) return it->second;
@@ -205,13 +209,15 @@ std::shared_ptr<AttentionKernel> AttentionKernel::get(
   const Spec& spec = attention_spec();
   const FlagSet flag_set = resolve_flags(spec, flags.to_flag_map());
   const Signature sig =
-      make_signature(spec, flag_set, CompileOptions::from_environment(t));
+      make_signature(spec, flag_set, CompileOptions::from_environment(t),
+                     tuning_overrides);
   LookupResult found = cache.get(spec, sig);
   auto kernel = std::shared_ptr<AttentionKernel>(new AttentionKernel());
   kernel->flags_ = flags;
   kernel->kernel_ = std::make_unique<Kernel>(found.entry);
   kernel->block_m_ = int(sig.tuning_value("block_m"));
   kernel->source_ = found.source;
+  if (!memoize) return kernel;
   std::lock_guard<std::mutex> lock(mutex);
   return memo.emplace(memo_key, std::move(kernel)).first->second;
 }

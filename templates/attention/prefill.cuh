@@ -23,18 +23,22 @@ struct attention_prefill_traits {
   static constexpr int kBlockN = C::block_n;
   static constexpr int kWarps = C::warps;
   static constexpr int kStages = C::stages;
-  static_assert(kBlockM == 16 * kWarps, "each warp owns 16 query rows");
+  // Each warp owns kMTiles m16 row tiles; with two, every K and V fragment
+  // read from shared memory feeds two MMAs (half the shared traffic).
+  static constexpr int kMTiles = kBlockM / (16 * kWarps);
+  static_assert(kBlockM == 16 * kMTiles * kWarps && kMTiles >= 1 && kMTiles <= 2,
+                "block_m must be 16 or 32 rows per warp");
   static_assert(kBlockN % 16 == 0, "block_n must be a multiple of 16");
   static_assert(kStages >= 2, "the pipeline needs at least two stages");
   static constexpr int kStride = attention::SmemRow<kHeadDim>::kStride;
-  // Q fragments live in registers up to D = 128, else are re-read from
-  // shared memory for each key tile (register budget).
-  static constexpr bool kQInRegisters = kHeadDim <= 128;
+  // Q fragments live in registers while they fit the budget, else they are
+  // re-read from shared memory for each key tile.
+  static constexpr bool kQInRegisters = kHeadDim * kMTiles <= 128;
 
   static constexpr unsigned threads = kWarps * 32;
   static constexpr unsigned smem_bytes =
       (kBlockM + 2 * kStages * kBlockN) * kStride * 2;
-  static constexpr unsigned min_blocks = 1;
+  static constexpr unsigned min_blocks = C::min_blocks;  // blocks per SM to fit
 };
 
 namespace attention {
@@ -46,6 +50,7 @@ struct Forward {
   static constexpr int D = Traits::kHeadDim;
   static constexpr int BM = Traits::kBlockM;
   static constexpr int BN = Traits::kBlockN;
+  static constexpr int kM = Traits::kMTiles;
   static constexpr int kStages = Traits::kStages;
   static constexpr int kThreads = Traits::threads;
   static constexpr int kStride = Traits::kStride;
@@ -54,25 +59,30 @@ struct Forward {
   static constexpr int kOutBlocks = D / 8;     // n8 blocks of O
   static constexpr bool kBF16 = element<T>::is_bf16;
   using Softmax = OnlineSoftmax<kScoreBlocks, kOutBlocks>;
+  using QFragments = unsigned[kM][Traits::kQInRegisters ? kKSteps : 1][4];
 
-  // S = Q K^T for this warp's 16 rows and the BN keys of the K tile.
+  // S = Q K^T for this warp's rows and the BN keys of the K tile.
   static __device__ __forceinline__ void scores(
-      float (&s)[kScoreBlocks][4], const unsigned (&qf)[kKSteps][4],
+      float (&s)[kM][kScoreBlocks][4], const QFragments& qf,
       const T* sQ_warp, const T* sK, int lane) {
 #pragma unroll
-    for (int nb = 0; nb < kScoreBlocks; ++nb) {
-      s[nb][0] = s[nb][1] = s[nb][2] = s[nb][3] = 0.f;
+    for (int m = 0; m < kM; ++m) {
+#pragma unroll
+      for (int nb = 0; nb < kScoreBlocks; ++nb) {
+        s[m][nb][0] = s[m][nb][1] = s[m][nb][2] = s[m][nb][3] = 0.f;
+      }
     }
 #pragma unroll
     for (int kk = 0; kk < kKSteps; ++kk) {
-      unsigned a[4];
-      if constexpr (Traits::kQInRegisters) {
-        a[0] = qf[kk][0];
-        a[1] = qf[kk][1];
-        a[2] = qf[kk][2];
-        a[3] = qf[kk][3];
-      } else {
-        load_q_fragment(a, sQ_warp, kk, lane);
+      unsigned a[kM][4];
+#pragma unroll
+      for (int m = 0; m < kM; ++m) {
+        if constexpr (Traits::kQInRegisters) {
+#pragma unroll
+          for (int i = 0; i < 4; ++i) a[m][i] = qf[m][kk][i];
+        } else {
+          load_q_fragment(a[m], sQ_warp + m * 16 * kStride, kk, lane);
+        }
       }
 #pragma unroll
       for (int nb2 = 0; nb2 < BN / 16; ++nb2) {
@@ -80,32 +90,38 @@ struct Forward {
         const int col = kk * 16 + ((lane / 8) % 2) * 8;
         unsigned b[4];
         ptx::warp_ldmatrix_x4(b, ptx::smem_addr(sK + key * kStride + col));
-        ptx::warp_mma_16816<kBF16>(s[2 * nb2], a, b[0], b[1]);
-        ptx::warp_mma_16816<kBF16>(s[2 * nb2 + 1], a, b[2], b[3]);
+#pragma unroll
+        for (int m = 0; m < kM; ++m) {
+          ptx::warp_mma_16816<kBF16>(s[m][2 * nb2], a[m], b[0], b[1]);
+          ptx::warp_mma_16816<kBF16>(s[m][2 * nb2 + 1], a[m], b[2], b[3]);
+        }
       }
     }
   }
 
-  // A fragment of rows 0-15, columns 16kk..16kk+15 of the warp's Q rows.
+  // A fragment of rows 0-15, columns 16kk..16kk+15 of an m16 tile of Q.
   static __device__ __forceinline__ void load_q_fragment(unsigned (&a)[4],
-                                                         const T* sQ_warp,
+                                                         const T* sQ_tile,
                                                          int kk, int lane) {
     const int row = (lane % 8) + ((lane / 8) % 2) * 8;
     const int col = kk * 16 + (lane / 16) * 8;
-    ptx::warp_ldmatrix_x4(a, ptx::smem_addr(sQ_warp + row * kStride + col));
+    ptx::warp_ldmatrix_x4(a, ptx::smem_addr(sQ_tile + row * kStride + col));
   }
 
   // O += P V, P taken from the probabilities in s (packed to T).
   static __device__ __forceinline__ void accumulate(
-      float (&o)[kOutBlocks][4], const float (&s)[kScoreBlocks][4],
+      float (&o)[kM][kOutBlocks][4], const float (&s)[kM][kScoreBlocks][4],
       const T* sV, int lane) {
 #pragma unroll
     for (int kk = 0; kk < BN / 16; ++kk) {
-      unsigned a[4];
-      a[0] = element<T>::pack(s[2 * kk][0], s[2 * kk][1]);
-      a[1] = element<T>::pack(s[2 * kk][2], s[2 * kk][3]);
-      a[2] = element<T>::pack(s[2 * kk + 1][0], s[2 * kk + 1][1]);
-      a[3] = element<T>::pack(s[2 * kk + 1][2], s[2 * kk + 1][3]);
+      unsigned a[kM][4];
+#pragma unroll
+      for (int m = 0; m < kM; ++m) {
+        a[m][0] = element<T>::pack(s[m][2 * kk][0], s[m][2 * kk][1]);
+        a[m][1] = element<T>::pack(s[m][2 * kk][2], s[m][2 * kk][3]);
+        a[m][2] = element<T>::pack(s[m][2 * kk + 1][0], s[m][2 * kk + 1][1]);
+        a[m][3] = element<T>::pack(s[m][2 * kk + 1][2], s[m][2 * kk + 1][3]);
+      }
 #pragma unroll
       for (int db2 = 0; db2 < D / 16; ++db2) {
         const int key = kk * 16 + (lane % 8) + ((lane / 8) % 2) * 8;
@@ -113,8 +129,11 @@ struct Forward {
         unsigned b[4];
         ptx::warp_ldmatrix_x4_trans(b,
                                     ptx::smem_addr(sV + key * kStride + col));
-        ptx::warp_mma_16816<kBF16>(o[2 * db2], a, b[0], b[1]);
-        ptx::warp_mma_16816<kBF16>(o[2 * db2 + 1], a, b[2], b[3]);
+#pragma unroll
+        for (int m = 0; m < kM; ++m) {
+          ptx::warp_mma_16816<kBF16>(o[m][2 * db2], a[m], b[0], b[1]);
+          ptx::warp_mma_16816<kBF16>(o[m][2 * db2 + 1], a[m], b[2], b[3]);
+        }
       }
     }
   }
@@ -223,27 +242,32 @@ __device__ void forward(const Params<typename C::dtype>& prm) {
     ptx::cp_async_commit();
   }
 
-  // This thread's rows: g and g + 8 of the warp's 16.
-  const int row_in_block[2] = {warp * 16 + lane / 4, warp * 16 + lane / 4 + 8};
-  int p[2], span_lo[2], span_hi[2];
+  // This thread's rows: g and g + 8 of each of the warp's m16 tiles.
+  const int warp_row0 = warp * 16 * F::kM;
+  int p[F::kM][2], span_lo[F::kM][2], span_hi[F::kM][2];
 #pragma unroll
-  for (int r = 0; r < 2; ++r) {
-    p[r] = i0 + row_in_block[r] + shift;
-    mask.span_of(p[r], span_lo[r], span_hi[r]);
+  for (int m = 0; m < F::kM; ++m) {
+#pragma unroll
+    for (int r = 0; r < 2; ++r) {
+      p[m][r] = i0 + warp_row0 + m * 16 + lane / 4 + 8 * r + shift;
+      mask.span_of(p[m][r], span_lo[m][r], span_hi[m][r]);
+    }
   }
 
   Sinks<C> sinks;
   sinks.load(prm.sinks, h);
-  typename F::Softmax softmax;
-  sinks.init(softmax, lane);
-
-  float o[F::kOutBlocks][4];
+  typename F::Softmax softmax[F::kM];
+  float o[F::kM][F::kOutBlocks][4];
 #pragma unroll
-  for (int db = 0; db < F::kOutBlocks; ++db) {
-    o[db][0] = o[db][1] = o[db][2] = o[db][3] = 0.f;
+  for (int m = 0; m < F::kM; ++m) {
+    sinks.init(softmax[m], lane);
+#pragma unroll
+    for (int db = 0; db < F::kOutBlocks; ++db) {
+      o[m][db][0] = o[m][db][1] = o[m][db][2] = o[m][db][3] = 0.f;
+    }
   }
-  unsigned qf[F::kKSteps][4];
-  T* sQ_warp = sQ + warp * 16 * F::kStride;
+  typename F::QFragments qf;
+  T* sQ_warp = sQ + warp_row0 * F::kStride;
 
   for (int kt = range.first_tile, it = 0; kt <= range.last_tile; ++kt, ++it) {
     const int pre = kt + F::kStages - 1;
@@ -262,8 +286,12 @@ __device__ void forward(const Params<typename C::dtype>& prm) {
     if constexpr (F::Traits::kQInRegisters) {
       if (it == 0) {
 #pragma unroll
-        for (int kk = 0; kk < F::kKSteps; ++kk) {
-          F::load_q_fragment(qf[kk], sQ_warp, kk, lane);
+        for (int m = 0; m < F::kM; ++m) {
+#pragma unroll
+          for (int kk = 0; kk < F::kKSteps; ++kk) {
+            F::load_q_fragment(qf[m][kk], sQ_warp + m * 16 * F::kStride, kk,
+                               lane);
+          }
         }
       }
     }
@@ -272,11 +300,15 @@ __device__ void forward(const Params<typename C::dtype>& prm) {
     const T* sV_st = sV + st * F::BN * F::kStride;
     const int j0 = kt * F::BN;
 
-    float s[F::kScoreBlocks][4];
+    float s[F::kM][F::kScoreBlocks][4];
     F::scores(s, qf, sQ_warp, sK_st, lane);
     const bool edge = !mask.interior(p_first, p_last, j0, F::BN);
-    to_logits<C>(s, prm, mask, sinks, p, span_lo, span_hi, j0, edge, lane);
-    softmax.update(s, o);
+#pragma unroll
+    for (int m = 0; m < F::kM; ++m) {
+      to_logits<C>(s[m], prm, mask, sinks, p[m], span_lo[m], span_hi[m], j0,
+                   edge, lane);
+      softmax[m].update(s[m], o[m]);
+    }
     F::accumulate(o, s, sV_st, lane);
     __syncthreads();
   }
@@ -284,7 +316,11 @@ __device__ void forward(const Params<typename C::dtype>& prm) {
   ptx::cp_async_wait<0>();
   __syncthreads();
 
-  epilogue<C>(prm, softmax, o, sQ_warp, q_begin, i0 + warp * 16, n_q, h, lane);
+#pragma unroll
+  for (int m = 0; m < F::kM; ++m) {
+    epilogue<C>(prm, softmax[m], o[m], sQ_warp + m * 16 * F::kStride, q_begin,
+                i0 + warp_row0 + m * 16, n_q, h, lane);
+  }
 }
 
 }  // namespace attention

@@ -84,7 +84,8 @@ class AttentionKernel {
   // Error(kFlags)), then gets the variant through `cache`.
   static std::shared_ptr<AttentionKernel> get(
       const AttentionFlags& flags, KernelCache& cache = KernelCache::global(),
-      const Target* target = nullptr);  // null: the current device's
+      const Target* target = nullptr,  // null: the current device's
+      const std::map<std::string, int64_t>& tuning_overrides = {});  // autotuner
 
   const AttentionFlags& flags() const { return flags_; }
   Kernel& kernel() { return *kernel_; }

@@ -1,0 +1,217 @@
+// Times attnjit's kernels on the peer problems (DEVICE.md) with CUDA events:
+// median of 30 launches after warm-up, useful TFLOP/s over unmasked pairs
+// only, the memory floor at the measured copy bandwidth. Peers are timed by
+// bench/bench_attention.py in the same run. Writes JSON (argv[1]).
+#include <algorithm>
+#include <atomic>
+#include <map>
+#include <thread>
+#include <cmath>
+#include <cstdio>
+#include <fstream>
+#include <random>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "attnjit/attention.h"
+#include "attnjit/driver.h"
+#include "attnjit/selfcheck.h"
+#include "problems.h"
+
+namespace {
+
+using namespace attnjit;
+using EventCreate = int (*)(void**, unsigned);
+using EventRecord = int (*)(void*, CuStream);
+using EventSync = int (*)(void*);
+using EventElapsed = int (*)(float*, void*, void*);
+
+// Visible keys of query position p (SEMANTICS.md), as a count.
+long long visible_count(const bench::Problem& pr, int p, int n,
+                        const std::vector<std::pair<int, int>>& spans) {
+  int lo = 0, hi = n - 1;
+  if (pr.causal) hi = std::min(hi, p);
+  if (pr.window_left >= 0) lo = std::max(lo, p - pr.window_left);
+  if (pr.window_right >= 0) hi = std::min(hi, p + pr.window_right);
+  long long count = hi >= lo ? hi - lo + 1 : 0;
+  for (const auto& [r0, r1] : spans) {
+    if (p < r0 || p > r1) continue;
+    int s_lo = std::max(r0, pr.window_left >= 0 ? p - pr.window_left : r0);
+    int s_hi = std::min(r1, pr.window_right >= 0 ? p + pr.window_right : r1);
+    for (int j = s_lo; j <= s_hi; ++j) count += (j < lo || j > hi);
+  }
+  return count;
+}
+
+}  // namespace
+
+// The autotuner's search space: every config whose shared memory fits the
+// blocks-per-SM it asks for (227 KiB per SM on Hopper).
+std::vector<std::map<std::string, int64_t>> tuning_grid(int head_dim) {
+  std::vector<std::map<std::string, int64_t>> grid;
+  for (auto [bm, warps] : {std::pair{64, 4}, std::pair{128, 8}, std::pair{128, 4},
+                            std::pair{64, 2}}) {
+    for (int bn : {32, 64, 128}) {
+      for (int stages : {2, 3}) {
+        for (int min_blocks : {1, 2}) {
+          const long smem = long(bm + 2 * stages * bn) * (head_dim + 8) * 2;
+          if (smem * min_blocks > 227 * 1024 - min_blocks * 1024) continue;
+          grid.push_back({{"block_m", bm}, {"warps", warps}, {"block_n", bn},
+                          {"stages", stages}, {"min_blocks", min_blocks}});
+        }
+      }
+    }
+  }
+  return grid;
+}
+
+int main(int argc, char** argv) {
+  const bool tune = argc > 2 && std::string(argv[2]) == "--tune";
+  std::string why;
+  if (!Driver::available(&why)) {
+    std::printf("no GPU here (%s)\n", why.c_str());
+    return 0;
+  }
+  Driver& d = Driver::get();
+  d.current_or_primary_context();
+  auto event_create = reinterpret_cast<EventCreate>(d.symbol("cuEventCreate"));
+  auto event_record = reinterpret_cast<EventRecord>(d.symbol("cuEventRecord"));
+  auto event_sync = reinterpret_cast<EventSync>(d.symbol("cuEventSynchronize"));
+  auto event_elapsed = reinterpret_cast<EventElapsed>(d.symbol("cuEventElapsedTime_v2"));
+  if (!event_elapsed) event_elapsed = reinterpret_cast<EventElapsed>(d.symbol("cuEventElapsedTime"));
+  void *e0, *e1;
+  event_create(&e0, 0);
+  event_create(&e1, 0);
+  const double copy_bw = 4.24e12;  // DEVICE.md, measured device copy
+
+  nlohmann::json results = nlohmann::json::array();
+  std::printf("%-26s %10s %10s %10s %10s\n", "problem", "ms", "TFLOP/s",
+              "floor ms", "x floor");
+  for (const bench::Problem& pr : bench::peer_problems()) {
+    AttentionFlags f;
+    f.head_dim = pr.head_dim;
+    f.causal = pr.causal;
+    f.window = pr.window_left >= 0 || pr.window_right >= 0;
+    f.sinks = pr.sinks;
+    f.mm_prefix = f.mm_clamp = pr.spans;
+    auto kernel = AttentionKernel::get(f);
+    const int total = pr.batch * pr.seqlen;
+    const size_t q_elems = size_t(total) * pr.heads_q * pr.head_dim;
+    const size_t kv_elems = size_t(total) * pr.heads_kv * pr.head_dim;
+    std::vector<uint16_t> host(std::max(q_elems, kv_elems));
+    std::mt19937 rng(1);
+    std::normal_distribution<float> normal;
+    for (auto& h : host) h = float_to_bf16(normal(rng));
+    CuDevicePtr q = d.mem_alloc(q_elems * 2), k = d.mem_alloc(kv_elems * 2),
+                v = d.mem_alloc(kv_elems * 2), o = d.mem_alloc(q_elems * 2);
+    d.copy_to_device(q, host.data(), q_elems * 2);
+    d.copy_to_device(k, host.data(), kv_elems * 2);
+    d.copy_to_device(v, host.data() + 7, kv_elems * 2 - 14);
+    std::vector<int32_t> cu(pr.batch + 1), offsets(pr.batch + 1, 0), spans;
+    const auto seq_spans = pr.spans ? bench::image_spans(pr.seqlen)
+                                    : std::vector<std::pair<int, int>>{};
+    for (int b = 0; b <= pr.batch; ++b) cu[b] = b * pr.seqlen;
+    for (int b = 0; b < pr.batch; ++b) {
+      for (auto [r0, r1] : seq_spans) {
+        spans.push_back(r0);
+        spans.push_back(r1);
+      }
+      offsets[b + 1] = int(spans.size() / 2);
+    }
+    CuDevicePtr cu_d = d.mem_alloc(cu.size() * 4), off_d = d.mem_alloc(offsets.size() * 4),
+                spans_d = d.mem_alloc(spans.size() * 4 + 8), sinks_d = d.mem_alloc(pr.heads_q * 4);
+    d.copy_to_device(cu_d, cu.data(), cu.size() * 4);
+    d.copy_to_device(off_d, offsets.data(), offsets.size() * 4);
+    if (!spans.empty()) d.copy_to_device(spans_d, spans.data(), spans.size() * 4);
+    std::vector<float> sinks(pr.heads_q, 1.f);
+    d.copy_to_device(sinks_d, sinks.data(), sinks.size() * 4);
+
+    AttentionArgs a;
+    a.q = reinterpret_cast<void*>(q);
+    a.k = reinterpret_cast<void*>(k);
+    a.v = reinterpret_cast<void*>(v);
+    a.o = reinterpret_cast<void*>(o);
+    a.sinks = reinterpret_cast<float*>(sinks_d);
+    a.cu_seqlens_q = a.cu_seqlens_k = reinterpret_cast<int32_t*>(cu_d);
+    a.mm_span_offsets = reinterpret_cast<int32_t*>(off_d);
+    a.mm_spans = reinterpret_cast<int32_t*>(spans_d);
+    a.q_row_stride = a.o_row_stride = int64_t(pr.heads_q) * pr.head_dim;
+    a.k_row_stride = a.v_row_stride = int64_t(pr.heads_kv) * pr.head_dim;
+    a.q_head_stride = a.k_head_stride = a.v_head_stride = a.o_head_stride = pr.head_dim;
+    a.num_seqs = pr.batch;
+    a.num_heads_q = pr.heads_q;
+    a.num_heads_kv = pr.heads_kv;
+    a.total_q = a.total_k = total;
+    a.max_seqlen_q = a.max_seqlen_k = pr.seqlen;
+    a.window_left = pr.window_left;
+    a.window_right = pr.window_right;
+
+    auto time_ms = [&](AttentionKernel& kern) {
+      for (int i = 0; i < 3; ++i) kern.launch(a, nullptr);
+      std::vector<float> times;
+      for (int i = 0; i < 20; ++i) {
+        event_record(e0, nullptr);
+        kern.launch(a, nullptr);
+        event_record(e1, nullptr);
+        event_sync(e1);
+        float t = 0;
+        event_elapsed(&t, e0, e1);
+        times.push_back(t);
+      }
+      std::sort(times.begin(), times.end());
+      return double(times[times.size() / 2]);
+    };
+    double ms = time_ms(*kernel);
+    nlohmann::json tuned = nlohmann::json::array();
+    if (tune) {
+      const auto configs = tuning_grid(pr.head_dim);
+      std::vector<std::shared_ptr<AttentionKernel>> kernels(configs.size());
+      std::vector<std::thread> pool;
+      std::atomic<size_t> next{0};
+      for (int t = 0; t < 16; ++t) {
+        pool.emplace_back([&] {
+          for (size_t i = next++; i < configs.size(); i = next++) {
+            try {
+              kernels[i] = AttentionKernel::get(f, KernelCache::global(), nullptr, configs[i]);
+            } catch (const std::exception& e) {
+              std::fprintf(stderr, "config %zu: %s\n", i, e.what());
+            }
+          }
+        });
+      }
+      for (auto& t : pool) t.join();
+      double best = ms;
+      std::string best_text = "default";
+      for (size_t i = 0; i < configs.size(); ++i) {
+        if (!kernels[i]) continue;
+        const double t = time_ms(*kernels[i]);
+        nlohmann::json c(configs[i]);
+        c["ms"] = t;
+        tuned.push_back(c);
+        if (t < best) {
+          best = t;
+          best_text = c.dump();
+        }
+      }
+      std::printf("  tuned %-22s best %.3f ms (default %.3f ms): %s\n",
+                  pr.name.c_str(), best, ms, best_text.c_str());
+    }
+    long long pairs = 0;
+    for (int p = 0; p < pr.seqlen; ++p) pairs += visible_count(pr, p, pr.seqlen, seq_spans);
+    pairs *= pr.batch;
+    const double flops = 4.0 * double(pairs) * pr.head_dim * pr.heads_q;
+    const double bytes = 2.0 * (2 * q_elems + 2 * kv_elems);
+    const double floor_ms = std::max(bytes / copy_bw, flops / 793e12) * 1e3;
+    std::printf("%-26s %10.3f %10.1f %10.3f %10.2f\n", pr.name.c_str(), ms,
+                flops / (ms * 1e-3) / 1e12, floor_ms, ms / floor_ms);
+    results.push_back({{"problem", pr.name}, {"ms", ms},
+                       {"tflops", flops / (ms * 1e-3) / 1e12},
+                       {"useful_pairs", pairs}, {"bytes", bytes},
+                       {"floor_ms", floor_ms}, {"variant", kernel->kernel().name()},
+                       {"tuning", tuned}});
+    for (CuDevicePtr p : {q, k, v, o, cu_d, off_d, spans_d, sinks_d}) d.mem_free(p);
+  }
+  std::ofstream(argc > 1 ? argv[1] : "kernel_bench.json") << results.dump(2) << "\n";
+  return 0;
+}
