@@ -151,6 +151,8 @@ std::string wrapped_list(const std::vector<std::string>& names, std::size_t colu
   return text;
 }
 
+// The kernel's signature stays on one line with its name; parameters
+// follow one per line.
 std::string entry_point(const Spec& spec, const Signature& signature) {
   std::vector<std::string> parameters;
   std::vector<std::string> names;
@@ -158,16 +160,16 @@ std::string entry_point(const Spec& spec, const Signature& signature) {
     parameters.push_back(parameter(arg, signature.flags));
     names.push_back(arg.name);
   }
-  const std::string indent(spec.entry.size() + 1, ' ');
+  constexpr std::size_t kIndent = 4;
   const std::string body_call = "  ::attnjit::" + spec.entry + "_body<attnjit_config>(";
+  const std::string parameter_list =
+      parameters.empty() ? "" : "\n    " + detail::join(parameters, ",\n    ");
   return fmt::format(
-      "extern \"C\" __global__ void\n"
-      "__launch_bounds__(attnjit_traits::threads, attnjit_traits::min_blocks)\n"
-      "{0}({1}) {{\n"
-      "  ::attnjit::{0}_body<attnjit_config>({2});\n"
+      "extern \"C\" __global__ void __launch_bounds__(attnjit_traits::threads, "
+      "attnjit_traits::min_blocks) {0}({1}) {{\n"
+      "{2}{3});\n"
       "}}\n",
-      spec.entry, detail::join(parameters, ",\n" + indent),
-      wrapped_list(names, body_call.size(), body_call.size()));
+      spec.entry, parameter_list, body_call, wrapped_list(names, body_call.size(), kIndent));
 }
 
 }  // namespace

@@ -1,5 +1,6 @@
 // Flag values: typing, domains, constraints, and full assignments.
 #include <algorithm>
+#include <cctype>
 #include <charconv>
 #include <limits>
 

@@ -1,5 +1,6 @@
 // parse_spec(): the top level of a spec, its flags and its args.
 #include <algorithm>
+#include <cctype>
 #include <cerrno>
 #include <cstring>
 #include <fstream>

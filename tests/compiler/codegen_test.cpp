@@ -41,12 +41,11 @@ static_assert(attnjit_traits::threads > 0 && attnjit_traits::threads <= 1024,
 extern "C" __device__ const unsigned axpy_launch_info[4] = {
     attnjit_traits::threads, attnjit_traits::smem_bytes, attnjit_traits::min_blocks, 0};
 
-extern "C" __global__ void
-__launch_bounds__(attnjit_traits::threads, attnjit_traits::min_blocks)
-axpy(const ::attnjit::types::f32* __restrict__ x,
-     ::attnjit::types::f32* __restrict__ y,
-     float a,
-     long long n) {
+extern "C" __global__ void __launch_bounds__(attnjit_traits::threads, attnjit_traits::min_blocks) axpy(
+    const ::attnjit::types::f32* __restrict__ x,
+    ::attnjit::types::f32* __restrict__ y,
+    float a,
+    long long n) {
   ::attnjit::axpy_body<attnjit_config>(x, y, a, n);
 }
 )";
@@ -67,8 +66,8 @@ TEST(Codegen, EveryFlagKindIsPrintedFromItsValue) {
            "  static constexpr bool stage_in_smem = true;\n",
            "  static constexpr mode_t mode = mode_t::clamp;\n",
            "  static constexpr int block_threads = 256;\n",
-           "axpy(const ::attnjit::types::f64* __restrict__ x,\n",
-           "     ::attnjit::types::f64* __restrict__ y,\n",
+           "axpy(\n    const ::attnjit::types::f64* __restrict__ x,\n",
+           "    ::attnjit::types::f64* __restrict__ y,\n",
        }) {
     EXPECT_NE(text.find(line), std::string::npos) << line;
   }
@@ -95,17 +94,26 @@ TEST(Codegen, ScalarAndPointerArgTypes) {
   CompileOptions options;
   const Signature signature = make_signature(spec, resolve_flags(spec, {}), options);
   const std::string text = generate_source(spec, signature).text;
-  EXPECT_NE(text.find("f(const float* __restrict__ a,\n"
-                      "  float* b,\n"
-                      "  const int* __restrict__ c,\n"
-                      "  int* __restrict__ d,\n"
-                      "  int e,\n"
-                      "  long long g,\n"
-                      "  float h) {\n"
+  EXPECT_NE(text.find(" f(\n"
+                      "    const float* __restrict__ a,\n"
+                      "    float* b,\n"
+                      "    const int* __restrict__ c,\n"
+                      "    int* __restrict__ d,\n"
+                      "    int e,\n"
+                      "    long long g,\n"
+                      "    float h) {\n"
                       "  ::attnjit::f_body<attnjit_config>(a, b, c, d, e, g, h);\n"),
             std::string::npos)
       << text;
   EXPECT_NE(text.find("struct attnjit_config {\n};\n"), std::string::npos);
+}
+
+TEST(Codegen, NoArgs) {
+  const Spec spec = parse_spec("family: f\ntemplate: testing/axpy.cuh\nentry: f\n", "f.yaml");
+  const Signature signature = make_signature(spec, resolve_flags(spec, {}), CompileOptions{});
+  EXPECT_NE(generate_source(spec, signature)
+                .text.find("attnjit_traits::min_blocks) f() {\n  ::attnjit::f_body<attnjit_config>();\n}\n"),
+            std::string::npos);
 }
 
 TEST(Codegen, TemplateMustBeEmbedded) {

@@ -19,10 +19,10 @@
 //   extern "C" __device__ const unsigned attention_prefill_launch_info[4] = {
 //       attnjit_traits::threads, attnjit_traits::smem_bytes,
 //       attnjit_traits::min_blocks, 0};
-//   extern "C" __global__ void
-//   __launch_bounds__(attnjit_traits::threads, attnjit_traits::min_blocks)
-//   attention_prefill(const ::attnjit::types::bf16* __restrict__ q, ...,
-//                     int window_left) {
+//   extern "C" __global__ void __launch_bounds__(attnjit_traits::threads,
+//   attnjit_traits::min_blocks) attention_prefill(   // one line in the output
+//       const ::attnjit::types::bf16* __restrict__ q, ...,
+//       int window_left) {
 //     ::attnjit::attention_prefill_body<attnjit_config>(q, ..., window_left);
 //   }
 //
