@@ -1,0 +1,33 @@
+"""attnjit: JIT-specialized attention kernels for PyTorch.
+
+    import attnjit
+    out = attnjit.varlen_attention(q, k, v, cu_seqlens_q, cu_seqlens_k,
+                                   max_seqlen_q, max_seqlen_k, causal=True,
+                                   window_size=(127, 0), sinks=sinks,
+                                   sinks_mode="null_logit")
+
+The first call of each flag combination compiles its kernel with NVRTC (a
+few hundred milliseconds) or loads it from the kernel cache
+($ATTNJIT_CACHE_DIR, default ~/.cache/attnjit; $ATTNJIT_AOT_DIRS for an
+offline build; $ATTNJIT_NO_JIT=1 forbids compiling); later calls launch at
+once. The call is also the custom op ``torch.ops.attnjit.varlen_attention``,
+used under torch.compile.
+"""
+
+from . import _C
+from ._varlen import (HEAD_DIMS, SINK_MODES, check_mm_prefix_ranges,
+                      mm_prefix_spans, varlen_attention)
+
+Error = _C.Error
+__version__ = _C.version()
+
+
+def cache_stats():
+    """Counters of the process-wide kernel cache: memory_hits, disk_hits,
+    aot_hits, compiles, corrupt_entries, write_failures, disk_disabled."""
+    return _C.cache_stats()
+
+
+__all__ = ["varlen_attention", "cache_stats", "check_mm_prefix_ranges",
+           "mm_prefix_spans", "Error", "HEAD_DIMS", "SINK_MODES",
+           "__version__"]

@@ -1,0 +1,463 @@
+"""varlen_attention on PyTorch tensors: checks, flags, launch, custom op.
+
+Eager calls take a short path (check the arguments, allocate the outputs,
+launch on the current stream); under torch.compile, or with tensor
+subclasses such as FakeTensor, the call goes through the custom op
+``attnjit::varlen_attention`` whose fake implementation gives the shapes.
+Neither path synchronizes (unless ``check=True``), so both can be captured
+in a CUDA graph once the variant has been compiled by a first call.
+"""
+
+import math
+import operator
+from typing import Optional, Tuple
+
+import torch
+
+from . import _C
+
+HEAD_DIMS = (64, 80, 96, 128, 192, 256)
+SINK_MODES = ("none", "null_logit", "bias_key0")
+
+_DTYPE_NAMES = {torch.bfloat16: "bf16", torch.float16: "fp16"}
+_INT32_MAX = 2**31 - 1
+_GRID_MAX = 65535  # sequences and query heads are grid dimensions
+
+# (flags..., device index) -> _C.AttentionKernel. The kernel object loads
+# its module into each CUDA context on first use there, so nothing here is
+# tied to one context.
+_kernels = {}
+
+_raw_stream = getattr(torch._C, "_cuda_getCurrentRawStream", None)
+
+
+def _fail(kind, message):
+    raise kind("varlen_attention: " + message)
+
+
+def _stream(device):
+    if _raw_stream is not None:
+        return _raw_stream(device)
+    return torch.cuda.current_stream(device).cuda_stream
+
+
+def _kernel(key):
+    kernel = _kernels.get(key)
+    if kernel is None:
+        dtype, head_dim, causal, window, sinks, mm, clamp, softcap, lse, _ = key
+        kernel = _C.get_kernel(dtype, head_dim, causal, window, sinks, mm,
+                               clamp, softcap, lse)
+        _kernels[key] = kernel
+    return kernel
+
+
+def _strides(t, name, heads):
+    """(row stride, head stride) in elements, after the layout checks."""
+    rows, head, last = t.stride()
+    if last != 1:
+        _fail(ValueError, f"`{name}` must be contiguous in its last dimension "
+                          f"(head_dim), got strides {tuple(t.stride())}")
+    # A dimension of size 1 is never stepped over; give it a valid stride.
+    if heads == 1:
+        head = t.shape[2]
+    if t.shape[0] <= 1:
+        rows = heads * head
+    if rows <= 0 or head <= 0 or rows % 8 or head % 8:
+        _fail(ValueError, f"`{name}` row and head strides must be positive "
+                          f"multiples of 8 elements (16-byte loads), got "
+                          f"strides {tuple(t.stride())}")
+    return rows, head
+
+
+def _tensor(t, name, dtype=None):
+    if not isinstance(t, torch.Tensor):
+        _fail(TypeError, f"`{name}` must be a torch.Tensor, got "
+                         f"{type(t).__name__}")
+    if dtype is not None and t.dtype != dtype:
+        _fail(TypeError, f"`{name}` must be {dtype}, got {t.dtype}")
+
+
+def _index(x, name, low, why):
+    try:
+        value = operator.index(x)
+    except TypeError:
+        _fail(TypeError, f"`{name}` must be an int, got {type(x).__name__}")
+    if value < low or value > _INT32_MAX:
+        _fail(ValueError, f"`{name}` must be in [{low}, {_INT32_MAX}]{why}, "
+                          f"got {value}")
+    return value
+
+
+def _validate(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seqlen_k,
+              softmax_scale, window_size, sinks, sinks_mode, mm_prefix_ranges,
+              mm_prefix_clamp, softcap, return_lse, out, pointers):
+    """Checks every argument; returns what the launch derives from them.
+
+    Device placement is checked last, so that every other mistake is
+    reported (and testable) with CPU tensors too. `pointers` adds the
+    alignment checks that need real storage (not under FakeTensor).
+    """
+    _tensor(q, "q")
+    _tensor(k, "k")
+    _tensor(v, "v")
+    dtype = q.dtype
+    dtype_name = _DTYPE_NAMES.get(dtype)
+    if dtype_name is None:
+        _fail(TypeError, f"q, k and v must be bfloat16 or float16, got {dtype}")
+    if k.dtype != dtype or v.dtype != dtype:
+        _fail(TypeError, f"q, k and v must have one dtype, got {q.dtype}, "
+                         f"{k.dtype} and {v.dtype}")
+    if q.dim() != 3 or k.dim() != 3 or v.dim() != 3:
+        _fail(ValueError, f"q, k and v must be 3-D [total, heads, head_dim], "
+                          f"got shapes {list(q.shape)}, {list(k.shape)} and "
+                          f"{list(v.shape)}")
+    total_q, heads_q, head_dim = q.shape
+    total_k, heads_kv, head_dim_k = k.shape
+    if v.shape != k.shape:
+        _fail(ValueError, f"v must have k's shape {list(k.shape)}, got "
+                          f"{list(v.shape)}")
+    if head_dim_k != head_dim:
+        _fail(ValueError, f"q and k must have one head_dim, got {head_dim} and "
+                          f"{head_dim_k}")
+    if head_dim not in HEAD_DIMS:
+        _fail(ValueError, f"head_dim {head_dim} is not supported (one of "
+                          f"{', '.join(map(str, HEAD_DIMS))})")
+    if heads_kv < 1 or heads_q % heads_kv:
+        _fail(ValueError, f"the query heads ({heads_q}) must be a multiple of "
+                          f"the key/value heads ({heads_kv})")
+    if heads_q > _GRID_MAX or total_q > _INT32_MAX or total_k > _INT32_MAX:
+        _fail(ValueError, f"too large: {heads_q} query heads (at most "
+                          f"{_GRID_MAX}), {total_q} query and {total_k} key "
+                          f"rows (at most {_INT32_MAX})")
+
+    _tensor(cu_seqlens_q, "cu_seqlens_q", torch.int32)
+    _tensor(cu_seqlens_k, "cu_seqlens_k", torch.int32)
+    if (cu_seqlens_q.dim() != 1 or cu_seqlens_k.dim() != 1
+            or cu_seqlens_q.shape[0] < 1
+            or cu_seqlens_q.shape[0] != cu_seqlens_k.shape[0]):
+        _fail(ValueError, f"cu_seqlens_q and cu_seqlens_k must be 1-D [B+1] "
+                          f"of one length, got shapes "
+                          f"{list(cu_seqlens_q.shape)} and "
+                          f"{list(cu_seqlens_k.shape)}")
+    num_seqs = cu_seqlens_q.shape[0] - 1
+    if num_seqs > _GRID_MAX:
+        _fail(ValueError, f"at most {_GRID_MAX} sequences, got {num_seqs}")
+    if ((num_seqs and cu_seqlens_q.stride(0) != 1)
+            or (num_seqs and cu_seqlens_k.stride(0) != 1)):
+        _fail(ValueError, "cu_seqlens_q and cu_seqlens_k must be contiguous")
+    max_q = _index(max_seqlen_q, "max_seqlen_q", 0, "")
+    max_k = _index(max_seqlen_k, "max_seqlen_k", 0, "")
+
+    if softmax_scale is None:
+        scale = 0.0  # the kernel's default, 1/sqrt(head_dim)
+    else:
+        scale = float(softmax_scale)
+        if not (math.isfinite(scale) and scale > 0):
+            _fail(ValueError, f"softmax_scale must be finite and > 0, got "
+                              f"{softmax_scale}")
+    try:
+        window_left, window_right = window_size
+    except (TypeError, ValueError):
+        _fail(TypeError, f"window_size must be a pair (left, right), got "
+                         f"{window_size!r}")
+    window_left = _index(window_left, "window_size[0]", -1, " (-1: unbounded)")
+    window_right = _index(window_right, "window_size[1]", -1, " (-1: unbounded)")
+    softcap = float(softcap)
+    if not (math.isfinite(softcap) and softcap >= 0):
+        _fail(ValueError, f"softcap must be finite and >= 0 (0: off), got "
+                          f"{softcap}")
+
+    if sinks_mode not in SINK_MODES:
+        _fail(ValueError, f"sinks_mode must be one of {', '.join(SINK_MODES)}, "
+                          f"got {sinks_mode!r}")
+    if (sinks is None) != (sinks_mode == "none"):
+        _fail(ValueError, f"sinks must be given exactly when sinks_mode is not "
+                          f"'none' (sinks_mode={sinks_mode!r}, sinks "
+                          f"{'missing' if sinks is None else 'given'})")
+    if sinks is not None:
+        _tensor(sinks, "sinks", torch.float32)
+        if sinks.shape != (heads_q,) or (heads_q > 1 and sinks.stride(0) != 1):
+            _fail(ValueError, f"sinks must be a contiguous [Hq] = [{heads_q}] "
+                              f"tensor, got shape {list(sinks.shape)}")
+
+    if mm_prefix_ranges is not None:
+        _tensor(mm_prefix_ranges, "mm_prefix_ranges", torch.int32)
+        if mm_prefix_ranges.dim() != 2 or mm_prefix_ranges.shape[1] != 3:
+            _fail(ValueError, f"mm_prefix_ranges must be [R, 3] (sequence, "
+                              f"start, end inclusive), got shape "
+                              f"{list(mm_prefix_ranges.shape)}")
+    elif mm_prefix_clamp:
+        _fail(ValueError, "mm_prefix_clamp=True needs mm_prefix_ranges")
+
+    if out is not None:
+        _tensor(out, "out", dtype)
+        if out.shape != q.shape:
+            _fail(ValueError, f"out must have q's shape {list(q.shape)}, got "
+                              f"{list(out.shape)}")
+    q_strides = _strides(q, "q", heads_q)
+    k_strides = _strides(k, "k", heads_kv)
+    v_strides = _strides(v, "v", heads_kv)
+    o_strides = _strides(out, "out", heads_q) if out is not None else None
+    if pointers:
+        misaligned = [name for name, t in (("q", q), ("k", k), ("v", v),
+                                           ("out", out))
+                      if t is not None and t.data_ptr() % 16]
+        if misaligned:
+            _fail(ValueError, f"{', '.join(misaligned)} must start at a "
+                              f"16-byte aligned address (a view that starts "
+                              f"mid-row of a larger tensor is not)")
+
+    device = q.get_device()
+    others = [cu_seqlens_q, cu_seqlens_k, k, v]
+    if sinks is not None:
+        others.append(sinks)
+    if out is not None:
+        others.append(out)
+    if device < 0 or any(t.get_device() != device for t in others):
+        _fail(ValueError, "q, k, v, cu_seqlens_q, cu_seqlens_k, sinks and out "
+                          "must be CUDA tensors on one device, got "
+                          f"q on {q.device}, "
+                          + ", ".join(f"{n} on {t.device}" for n, t in
+                                      (("k", k), ("v", v),
+                                       ("cu_seqlens_q", cu_seqlens_q),
+                                       ("cu_seqlens_k", cu_seqlens_k),
+                                       ("sinks", sinks), ("out", out))
+                                      if t is not None))
+    if mm_prefix_ranges is not None and mm_prefix_ranges.get_device() not in (
+            -1, device):
+        _fail(ValueError, f"mm_prefix_ranges must be on q's device or on the "
+                          f"CPU, got {mm_prefix_ranges.device}")
+
+    window = window_left != -1 or window_right != -1
+    return (dtype_name, device, num_seqs, total_q, total_k, heads_q, heads_kv,
+            head_dim, max_q, max_k, scale, window_left, window_right, window,
+            softcap, q_strides, k_strides, v_strides, o_strides)
+
+
+def _check_values(cu_seqlens_q, cu_seqlens_k, total_q, total_k, max_q, max_k):
+    """The checks that read device memory (check=True): they synchronize."""
+    for name, cu, total, bound, bound_name in (
+            ("cu_seqlens_q", cu_seqlens_q, total_q, max_q, "max_seqlen_q"),
+            ("cu_seqlens_k", cu_seqlens_k, total_k, max_k, "max_seqlen_k")):
+        values = cu.tolist()
+        lengths = [b - a for a, b in zip(values, values[1:])]
+        if values[0] != 0 or any(n < 0 for n in lengths):
+            _fail(ValueError, f"{name} must start at 0 and not decrease, got "
+                              f"{values}")
+        if values[-1] > total:
+            _fail(ValueError, f"{name} ends at {values[-1]}, past the "
+                              f"{total} rows of its tensor")
+        if lengths and max(lengths) > bound:
+            _fail(ValueError, f"{bound_name} ({bound}) is below the longest "
+                              f"sequence ({max(lengths)})")
+
+
+def check_mm_prefix_ranges(ranges, num_seqs, key_lengths=None):
+    """Checks (sequence, start, end) rows on the host: the sequence in
+    [0, num_seqs), 0 <= start <= end (< the sequence's key length when
+    `key_lengths` is given), and no two spans of one sequence overlapping.
+    Reads the tensor on the host (a synchronization for a CUDA tensor)."""
+    rows = ranges.tolist()
+    by_seq = {}
+    for seq, start, end in rows:
+        if not 0 <= seq < num_seqs:
+            _fail(ValueError, f"mm_prefix_ranges: sequence {seq} is not in "
+                              f"[0, {num_seqs})")
+        if not 0 <= start <= end:
+            _fail(ValueError, f"mm_prefix_ranges: span [{start}, {end}] of "
+                              f"sequence {seq} needs 0 <= start <= end")
+        if key_lengths is not None and end >= key_lengths[seq]:
+            _fail(ValueError, f"mm_prefix_ranges: span [{start}, {end}] is "
+                              f"past the {key_lengths[seq]} keys of sequence "
+                              f"{seq}")
+        by_seq.setdefault(seq, []).append((start, end))
+    for seq, spans in by_seq.items():
+        spans.sort()
+        for (s0, e0), (s1, e1) in zip(spans, spans[1:]):
+            if s1 <= e0:
+                _fail(ValueError, f"mm_prefix_ranges: spans [{s0}, {e0}] and "
+                                  f"[{s1}, {e1}] of sequence {seq} overlap")
+
+
+def mm_prefix_spans(ranges, num_seqs, device):
+    """(sequence, start, end) rows -> the kernel's CSR form: offsets [B+1]
+    and spans [R, 2] sorted by (sequence, start), with torch ops on `device`
+    (no synchronization for a CUDA `ranges`). Rows whose sequence is
+    outside [0, B) fall outside every offset range and are ignored."""
+    if ranges.device != device:
+        ranges = ranges.to(device)
+    seq = ranges[:, 0].to(torch.int64)
+    order = torch.argsort(seq * 2**32 + ranges[:, 1].to(torch.int64))
+    ordered = ranges.index_select(0, order)
+    spans = ordered[:, 1:3].contiguous()
+    bounds = torch.arange(num_seqs + 1, device=device, dtype=torch.int32)
+    offsets = torch.searchsorted(ordered[:, 0].contiguous(), bounds,
+                                 out_int32=True)
+    return offsets, spans
+
+
+def _launch(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seqlen_k,
+            softmax_scale, causal, window_size, sinks, sinks_mode,
+            mm_prefix_ranges, mm_prefix_clamp, softcap, return_lse, out,
+            check):
+    """Checks, allocates what is missing and launches; returns (out, lse)."""
+    (dtype_name, device, num_seqs, total_q, total_k, heads_q, heads_kv,
+     head_dim, max_q, max_k, scale, window_left, window_right, window,
+     softcap, q_strides, k_strides, v_strides, o_strides) = _validate(
+         q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seqlen_k,
+         softmax_scale, window_size, sinks, sinks_mode, mm_prefix_ranges,
+         mm_prefix_clamp, softcap, return_lse, out, True)
+    if (torch.is_grad_enabled()
+            and (q.requires_grad or k.requires_grad or v.requires_grad)):
+        _fail(RuntimeError, "there is no backward pass: call it under "
+                            "torch.no_grad() or torch.inference_mode()")
+    if out is None:
+        out = q.new_empty((total_q, heads_q, head_dim))
+        o_strides = (heads_q * head_dim, head_dim)
+    lse = (q.new_empty((heads_q, total_q), dtype=torch.float32)
+           if return_lse else None)
+    mm_prefix = mm_prefix_ranges is not None
+    # With an unbounded window the clamp changes nothing.
+    clamp = bool(mm_prefix_clamp) and window
+    if check:
+        _check_values(cu_seqlens_q, cu_seqlens_k, total_q, total_k, max_q,
+                      max_k)
+    if mm_prefix:
+        if check or mm_prefix_ranges.get_device() < 0:
+            key_lengths = None
+            if check:
+                cu = cu_seqlens_k.tolist()
+                key_lengths = [b - a for a, b in zip(cu, cu[1:])]
+            check_mm_prefix_ranges(mm_prefix_ranges, num_seqs, key_lengths)
+        if device != torch._C._cuda_getDevice():
+            with torch.cuda.device(device):
+                offsets, spans = mm_prefix_spans(mm_prefix_ranges, num_seqs,
+                                                 q.device)
+        else:
+            offsets, spans = mm_prefix_spans(mm_prefix_ranges, num_seqs,
+                                             q.device)
+        offsets_ptr = offsets.data_ptr()
+        # No span at all: any valid address; it is never read.
+        spans_ptr = spans.data_ptr() if spans.numel() else offsets_ptr
+    else:
+        offsets_ptr = spans_ptr = 0
+    if total_q == 0 or num_seqs == 0:
+        return out, lse
+
+    key = (dtype_name, head_dim, bool(causal), window, sinks_mode, mm_prefix,
+           clamp, softcap > 0, bool(return_lse), device)
+    args = (q.data_ptr(), k.data_ptr(), v.data_ptr(), out.data_ptr(),
+            lse.data_ptr() if lse is not None else 0,
+            sinks.data_ptr() if sinks is not None else 0,
+            cu_seqlens_q.data_ptr(), cu_seqlens_k.data_ptr(), offsets_ptr,
+            spans_ptr, q_strides[0], q_strides[1], k_strides[0], k_strides[1],
+            v_strides[0], v_strides[1], o_strides[0], o_strides[1], num_seqs,
+            heads_q, heads_kv, total_q, total_k, max_q, max_k, scale, softcap,
+            window_left, window_right)
+    if device == torch._C._cuda_getDevice():
+        _kernel(key).launch(*args, _stream(device))
+    else:
+        # The launch goes to the current CUDA context: make it q's device's.
+        with torch.cuda.device(device):
+            _kernel(key).launch(*args, _stream(device))
+    return out, lse
+
+
+@torch.library.custom_op("attnjit::varlen_attention", mutates_args=())
+def _varlen_attention_op(
+        q: torch.Tensor, k: torch.Tensor, v: torch.Tensor,
+        cu_seqlens_q: torch.Tensor, cu_seqlens_k: torch.Tensor,
+        max_seqlen_q: int, max_seqlen_k: int, softmax_scale: Optional[float],
+        causal: bool, window_left: int, window_right: int,
+        sinks: Optional[torch.Tensor], sinks_mode: str,
+        mm_prefix_ranges: Optional[torch.Tensor], mm_prefix_clamp: bool,
+        softcap: float, return_lse: bool,
+        check: bool) -> Tuple[torch.Tensor, torch.Tensor]:
+    out, lse = _launch(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q,
+                       max_seqlen_k, softmax_scale, causal,
+                       (window_left, window_right), sinks, sinks_mode,
+                       mm_prefix_ranges, mm_prefix_clamp, softcap, return_lse,
+                       None, check)
+    if lse is None:
+        lse = q.new_empty((0,), dtype=torch.float32)
+    return out, lse
+
+
+@_varlen_attention_op.register_fake
+def _varlen_attention_fake(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q,
+                           max_seqlen_k, softmax_scale, causal, window_left,
+                           window_right, sinks, sinks_mode, mm_prefix_ranges,
+                           mm_prefix_clamp, softcap, return_lse, check):
+    _validate(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seqlen_k,
+              softmax_scale, (window_left, window_right), sinks, sinks_mode,
+              mm_prefix_ranges, mm_prefix_clamp, softcap, return_lse, None,
+              False)
+    total_q, heads_q, head_dim = q.shape
+    out = q.new_empty((total_q, heads_q, head_dim))
+    lse_shape = (heads_q, total_q) if return_lse else (0,)
+    return out, q.new_empty(lse_shape, dtype=torch.float32)
+
+
+def varlen_attention(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q,
+                     max_seqlen_k, softmax_scale=None, causal=False,
+                     window_size=(-1, -1), sinks=None, sinks_mode="none",
+                     mm_prefix_ranges=None, mm_prefix_clamp=False, softcap=0.0,
+                     return_lse=False, out=None, check=False):
+    """Variable-length attention (SEMANTICS.md), FlashAttention-style args.
+
+    q [total_q, Hq, D], k and v [total_k, Hkv, D]: bf16 or fp16 CUDA tensors,
+    last dimension contiguous, row and head strides multiples of 8 elements.
+    cu_seqlens_q / cu_seqlens_k: int32 [B+1] prefix sums. Query row i of a
+    sequence sits at key position i + n_k - n_q (bottom-right alignment).
+
+    softmax_scale: default 1/sqrt(D). causal: keys at or before the query's
+    position. window_size (left, right): -1 is unbounded; (-1, -1) turns
+    the window off; (W, 0) with causal=True is a left window of W keys
+    besides the diagonal. sinks: fp32 [Hq], with sinks_mode "null_logit"
+    (GPT-OSS: an extra logit in the softmax denominator) or "bias_key0"
+    (MiMo-V2.5 vision: added to the score of each sequence's key 0).
+    mm_prefix_ranges: int32 [R, 3] rows (sequence, start, end), inclusive
+    key positions of image spans whose tokens see each other
+    bidirectionally; with mm_prefix_clamp=True only inside the window.
+    Spans must not overlap within a sequence; that is checked on the host
+    for a CPU tensor (then copied to the device) and, for a CUDA tensor,
+    only with check=True. softcap > 0: s <- softcap * tanh(s / softcap).
+    return_lse: also return lse [Hq, total_q] fp32 (natural log).
+    out: an optional [total_q, Hq, D] output to write.
+    check: also verify cu_seqlens, max_seqlen and spans against device
+    memory (synchronizes; for debugging, not inside CUDA graphs).
+
+    Returns out, or (out, lse) when return_lse. Runs on
+    torch.cuda.current_stream() without synchronizing. Inference only.
+    """
+    if torch.compiler.is_compiling() or (isinstance(q, torch.Tensor)
+                                         and type(q) is not torch.Tensor):
+        return _through_op(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q,
+                           max_seqlen_k, softmax_scale, causal, window_size,
+                           sinks, sinks_mode, mm_prefix_ranges,
+                           mm_prefix_clamp, softcap, return_lse, out, check)
+    out, lse = _launch(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q,
+                       max_seqlen_k, softmax_scale, causal, window_size, sinks,
+                       sinks_mode, mm_prefix_ranges, mm_prefix_clamp, softcap,
+                       return_lse, out, check)
+    return (out, lse) if return_lse else out
+
+
+def _through_op(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q,
+                max_seqlen_k, softmax_scale, causal, window_size, sinks,
+                sinks_mode, mm_prefix_ranges, mm_prefix_clamp, softcap,
+                return_lse, out, check):
+    # Clear errors at trace time rather than from inside the graph.
+    _validate(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seqlen_k,
+              softmax_scale, window_size, sinks, sinks_mode, mm_prefix_ranges,
+              mm_prefix_clamp, softcap, return_lse, out, False)
+    window_left, window_right = window_size
+    result, lse = torch.ops.attnjit.varlen_attention(
+        q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seqlen_k,
+        None if softmax_scale is None else float(softmax_scale), bool(causal),
+        window_left, window_right, sinks, sinks_mode, mm_prefix_ranges,
+        bool(mm_prefix_clamp), float(softcap), bool(return_lse), bool(check))
+    if out is not None:
+        out.copy_(result)
+        result = out
+    return (result, lse) if return_lse else result

@@ -1,0 +1,105 @@
+"""A plain PyTorch reference of SEMANTICS.md, in fp32, for tests and examples.
+
+It loops over sequences and materializes each score matrix [Hq, n_q, n_k],
+so it is meant for checking, not for speed. It reads cu_seqlens and the
+spans on the host.
+"""
+
+import math
+
+import torch
+
+
+def _spans_by_sequence(mm_prefix_ranges, num_seqs):
+    spans = [[] for _ in range(num_seqs)]
+    if mm_prefix_ranges is not None:
+        for seq, start, end in mm_prefix_ranges.tolist():
+            if 0 <= seq < num_seqs:
+                spans[seq].append((start, end))
+    return spans
+
+
+def varlen_attention_reference(q, k, v, cu_seqlens_q, cu_seqlens_k,
+                               softmax_scale=None, causal=False,
+                               window_size=(-1, -1), sinks=None,
+                               sinks_mode="none", mm_prefix_ranges=None,
+                               mm_prefix_clamp=False, softcap=0.0):
+    """Returns (out [total_q, Hq, D] fp32, lse [Hq, total_q] fp32)."""
+    total_q, heads_q, head_dim = q.shape
+    heads_kv = k.shape[1]
+    group = heads_q // heads_kv
+    scale = softmax_scale if softmax_scale is not None else 1 / math.sqrt(head_dim)
+    window_left, window_right = window_size
+    cu_q = cu_seqlens_q.tolist()
+    cu_k = cu_seqlens_k.tolist()
+    num_seqs = len(cu_q) - 1
+    spans = _spans_by_sequence(mm_prefix_ranges, num_seqs)
+    out = torch.zeros(total_q, heads_q, v.shape[2], dtype=torch.float32,
+                      device=q.device)
+    lse = torch.full((heads_q, total_q), -math.inf, dtype=torch.float32,
+                     device=q.device)
+    sink = sinks.float() if sinks is not None else None
+    for b in range(num_seqs):
+        q0, q1, k0, k1 = cu_q[b], cu_q[b + 1], cu_k[b], cu_k[b + 1]
+        n_q, n_k = q1 - q0, k1 - k0
+        if n_q == 0:
+            continue
+        if n_k == 0:
+            if sinks_mode == "null_logit":
+                lse[:, q0:q1] = sink[:, None]
+            continue
+        qb = q[q0:q1].float()                                   # [n_q, Hq, D]
+        kb = k[k0:k1].float().repeat_interleave(group, dim=1)   # [n_k, Hq, D]
+        vb = v[k0:k1].float().repeat_interleave(group, dim=1)
+        s = torch.einsum("ihd,jhd->hij", qb, kb) * scale        # [Hq, n_q, n_k]
+        if softcap > 0:
+            s = softcap * torch.tanh(s / softcap)
+        p = (torch.arange(n_q, device=q.device) + (n_k - n_q))[:, None]
+        j = torch.arange(n_k, device=q.device)[None, :]
+        in_window = torch.ones(n_q, n_k, dtype=torch.bool, device=q.device)
+        if window_left >= 0:
+            in_window &= p - j <= window_left
+        if window_right >= 0:
+            in_window &= j - p <= window_right
+        visible = in_window & (j <= p) if causal else in_window.clone()
+        if mm_prefix_ranges is not None:
+            for start, end in spans[b]:
+                same = ((p >= start) & (p <= end)) & ((j >= start) & (j <= end))
+                visible |= same & in_window if mm_prefix_clamp else same
+        if sinks_mode == "bias_key0":
+            s[:, :, 0] += sink[:, None]
+        s = s.masked_fill(~visible, -math.inf)
+        if sinks_mode == "null_logit":
+            extra = sink[:, None, None].expand(heads_q, n_q, 1)
+            row_lse = torch.logsumexp(torch.cat([s, extra], dim=-1), dim=-1)
+        else:
+            row_lse = torch.logsumexp(s, dim=-1)                # -inf if none
+        weights = torch.where(visible, torch.exp(s - row_lse[..., None]),
+                              torch.zeros((), device=q.device))
+        out[q0:q1] = torch.einsum("hij,jhd->ihd", weights, vb)
+        lse[:, q0:q1] = row_lse
+    return out, lse
+
+
+def relative_error(actual, reference):
+    """||actual - reference|| / ||reference||; inf if actual has a NaN."""
+    actual = actual.float()
+    reference = reference.float()
+    if torch.isnan(actual).any():
+        return math.inf
+    norm = torch.linalg.vector_norm(reference).item()
+    diff = torch.linalg.vector_norm(actual - reference).item()
+    return diff / norm if norm > 0 else diff
+
+
+def lse_error(actual, reference):
+    """Max |actual - reference| where the reference is finite; inf when the
+    -inf entries differ or actual has a NaN."""
+    finite = torch.isfinite(reference)
+    if not torch.equal(torch.isneginf(actual), torch.isneginf(reference)):
+        return math.inf
+    if torch.isnan(actual).any():
+        return math.inf
+    if not finite.any():
+        return 0.0
+    return (actual[finite] - reference[finite]).abs().max().item()

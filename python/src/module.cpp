@@ -1,0 +1,195 @@
+// attnjit._C: the typed C++ API for Python, on raw device pointers, strides,
+// ints and a stream handle. Tensors are taken apart in Python
+// (attnjit/_varlen.py), so this module needs no torch headers and the
+// launch path converts only ints and floats.
+#include <nanobind/nanobind.h>
+#include <nanobind/stl/optional.h>
+#include <nanobind/stl/shared_ptr.h>
+#include <nanobind/stl/string.h>
+
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+
+#include "attnjit/attention.h"
+#include "attnjit/attnjit.h"
+#include "attnjit/cache.h"
+#include "attnjit/driver.h"
+#include "attnjit/error.h"
+#include "attnjit/target.h"
+
+namespace nb = nanobind;
+using namespace nb::literals;
+
+namespace attnjit {
+namespace {
+
+PyObject* g_error_type = nullptr;  // attnjit._C.Error, a RuntimeError
+
+// Mistakes in what the caller passed are ValueErrors; the rest (compile,
+// driver, cache, no-JIT) are attnjit._C.Error. Both carry `.kind`.
+void translate(const std::exception_ptr& thrown, void*) {
+  try {
+    std::rethrow_exception(thrown);
+  } catch (const Error& e) {
+    const bool caller_mistake =
+        e.kind() == ErrorKind::kArgument || e.kind() == ErrorKind::kFlags;
+    PyObject* type = caller_mistake ? PyExc_ValueError : g_error_type;
+    nb::object error = nb::handle(type)(nb::str(e.what()));
+    nb::setattr(error, "kind", nb::str(to_string(e.kind())));
+    PyErr_SetObject(type, error.ptr());
+  }
+}
+
+SinkMode parse_sinks(const std::string& name) {
+  if (name == "none") return SinkMode::kNone;
+  if (name == "null_logit") return SinkMode::kNullLogit;
+  if (name == "bias_key0") return SinkMode::kBiasKey0;
+  throw Error(ErrorKind::kFlags,
+              "sinks_mode must be 'none', 'null_logit' or 'bias_key0', got '" +
+                  name + "'");
+}
+
+DType parse_dtype(const std::string& name) {
+  if (name == "bf16") return DType::kBF16;
+  if (name == "fp16") return DType::kFP16;
+  throw Error(ErrorKind::kFlags,
+              "dtype must be 'bf16' or 'fp16', got '" + name + "'");
+}
+
+std::shared_ptr<AttentionKernel> get_kernel(
+    const std::string& dtype, int head_dim, bool causal, bool window,
+    const std::string& sinks, bool mm_prefix, bool mm_clamp, bool softcap,
+    bool return_lse, const std::optional<std::string>& target) {
+  AttentionFlags flags;
+  flags.dtype = parse_dtype(dtype);
+  flags.head_dim = head_dim;
+  flags.causal = causal;
+  flags.window = window;
+  flags.sinks = parse_sinks(sinks);
+  flags.mm_prefix = mm_prefix;
+  flags.mm_clamp = mm_clamp;
+  flags.softcap = softcap;
+  flags.return_lse = return_lse;
+  std::optional<Target> explicit_target;
+  if (target) explicit_target = parse_target(*target);
+  // A miss compiles for a few hundred milliseconds: let other threads run.
+  nb::gil_scoped_release release;
+  return AttentionKernel::get(flags, KernelCache::global(),
+                              explicit_target ? &*explicit_target : nullptr);
+}
+
+// One launch; pointers and the stream are integers (0 for null).
+void launch(AttentionKernel& kernel, uintptr_t q, uintptr_t k, uintptr_t v,
+            uintptr_t o, uintptr_t lse, uintptr_t sinks,
+            uintptr_t cu_seqlens_q, uintptr_t cu_seqlens_k,
+            uintptr_t mm_span_offsets, uintptr_t mm_spans,
+            int64_t q_row_stride, int64_t q_head_stride, int64_t k_row_stride,
+            int64_t k_head_stride, int64_t v_row_stride, int64_t v_head_stride,
+            int64_t o_row_stride, int64_t o_head_stride, int num_seqs,
+            int num_heads_q, int num_heads_kv, int total_q, int total_k,
+            int max_seqlen_q, int max_seqlen_k, float scale, float softcap,
+            int window_left, int window_right, uintptr_t stream) {
+  AttentionArgs a;
+  a.q = reinterpret_cast<const void*>(q);
+  a.k = reinterpret_cast<const void*>(k);
+  a.v = reinterpret_cast<const void*>(v);
+  a.o = reinterpret_cast<void*>(o);
+  a.lse = reinterpret_cast<float*>(lse);
+  a.sinks = reinterpret_cast<const float*>(sinks);
+  a.cu_seqlens_q = reinterpret_cast<const int32_t*>(cu_seqlens_q);
+  a.cu_seqlens_k = reinterpret_cast<const int32_t*>(cu_seqlens_k);
+  a.mm_span_offsets = reinterpret_cast<const int32_t*>(mm_span_offsets);
+  a.mm_spans = reinterpret_cast<const int32_t*>(mm_spans);
+  a.q_row_stride = q_row_stride;
+  a.q_head_stride = q_head_stride;
+  a.k_row_stride = k_row_stride;
+  a.k_head_stride = k_head_stride;
+  a.v_row_stride = v_row_stride;
+  a.v_head_stride = v_head_stride;
+  a.o_row_stride = o_row_stride;
+  a.o_head_stride = o_head_stride;
+  a.num_seqs = num_seqs;
+  a.num_heads_q = num_heads_q;
+  a.num_heads_kv = num_heads_kv;
+  a.total_q = total_q;
+  a.total_k = total_k;
+  a.max_seqlen_q = max_seqlen_q;
+  a.max_seqlen_k = max_seqlen_k;
+  a.scale = scale;
+  a.softcap = softcap;
+  a.window_left = window_left;
+  a.window_right = window_right;
+  kernel.launch(a, reinterpret_cast<CuStream>(stream));
+}
+
+nb::dict cache_stats() {
+  const CacheStats s = KernelCache::global().stats();
+  nb::dict d;
+  d["memory_hits"] = s.memory_hits;
+  d["disk_hits"] = s.disk_hits;
+  d["aot_hits"] = s.aot_hits;
+  d["compiles"] = s.compiles;
+  d["corrupt_entries"] = s.corrupt_entries;
+  d["write_failures"] = s.write_failures;
+  d["disk_disabled"] = KernelCache::global().disk_disabled();
+  return d;
+}
+
+}  // namespace
+}  // namespace attnjit
+
+NB_MODULE(_C, m) {
+  using namespace attnjit;
+  m.doc() = "attnjit's C++ runtime: kernels by flags, launches on raw pointers";
+
+  g_error_type = PyErr_NewExceptionWithDoc(
+      "attnjit._C.Error",
+      "attnjit failed to build, find or launch a kernel (.kind says which "
+      "step: compile, driver, cache, no-jit, spec, codegen)",
+      PyExc_RuntimeError, nullptr);
+  m.attr("Error") = nb::handle(g_error_type);
+  nb::register_exception_translator(translate);
+
+  m.def("version", [] { return std::string(attnjit_version()); },
+        "attnjit's version, e.g. '0.1.0'");
+
+  nb::class_<AttentionKernel>(m, "AttentionKernel",
+                              "A compiled attention variant; it loads into "
+                              "each CUDA context on its first launch there")
+      .def_prop_ro("name",
+                   [](AttentionKernel& k) { return k.kernel().name(); })
+      .def_prop_ro("key",
+                   [](AttentionKernel& k) { return k.kernel().entry().key.hex; })
+      .def_prop_ro("signature",
+                   [](AttentionKernel& k) {
+                     return k.kernel().entry().canonical_signature;
+                   })
+      .def_prop_ro("source",
+                   [](AttentionKernel& k) {
+                     return std::string(to_string(k.source()));
+                   })
+      .def_prop_ro("block_m", &AttentionKernel::block_m)
+      .def("launch", &launch, "q"_a, "k"_a, "v"_a, "o"_a, "lse"_a, "sinks"_a,
+           "cu_seqlens_q"_a, "cu_seqlens_k"_a, "mm_span_offsets"_a,
+           "mm_spans"_a, "q_row_stride"_a, "q_head_stride"_a,
+           "k_row_stride"_a, "k_head_stride"_a, "v_row_stride"_a,
+           "v_head_stride"_a, "o_row_stride"_a, "o_head_stride"_a,
+           "num_seqs"_a, "num_heads_q"_a, "num_heads_kv"_a, "total_q"_a,
+           "total_k"_a, "max_seqlen_q"_a, "max_seqlen_k"_a, "scale"_a,
+           "softcap"_a, "window_left"_a, "window_right"_a, "stream"_a,
+           "Checks the arguments on the host and launches on `stream` in the "
+           "calling thread's current CUDA context (no sync, no allocation).");
+
+  m.def("get_kernel", &get_kernel, "dtype"_a, "head_dim"_a, "causal"_a,
+        "window"_a, "sinks"_a, "mm_prefix"_a, "mm_clamp"_a, "softcap"_a,
+        "return_lse"_a, "target"_a = nb::none(),
+        "The variant for these flags from the process-wide cache (memory, "
+        "AOT dirs, disk, then NVRTC). target None: the current CUDA "
+        "context's device.");
+  m.def("cache_stats", &cache_stats,
+        "Counters of the process-wide kernel cache.");
+  m.def("driver_available", [] { return Driver::available(); },
+        "True if a CUDA driver and a device are present.");
+}
