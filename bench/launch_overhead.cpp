@@ -36,7 +36,8 @@ int main(int argc, char** argv) {
   const DeviceInfo info = d.device_of(ctx);
   const Target target = target_for_device(info.major, info.minor);
 
-  GeneratedSource empty{"empty.cu", "extern \"C\" __global__ void empty_kernel() {}\n",
+  GeneratedSource empty{"empty.cu", "extern \"C\" __device__ const unsigned empty_kernel_launch_info[4] = {32, 0, 1, 0};\n"
+                        "extern \"C\" __global__ void empty_kernel() {}\n",
                         "empty_kernel"};
   const CompiledKernel ek = compile_source(empty, CompileOptions::from_environment(target));
   CuModule mod = d.load_module(ctx, ek.cubin);

@@ -1,0 +1,251 @@
+#!/usr/bin/env python3
+"""attnjit against its peers on DEVICE.md's problems, side by side in one run.
+
+For each problem: median time (triton.testing.do_bench), useful TFLOP/s
+(4 * unmasked pairs * D, pairs counted exactly), the memory floor (q, k, v
+read once and o written once at the measured copy bandwidth), and attnjit's
+relative error against the fp32 PyTorch reference on a reduced instance of
+the same problem (one sequence of at most 2048 tokens, every head, fresh
+inputs, output poisoned with NaN first). Peers: PyTorch SDPA (flash and
+cuDNN backends) where the mask is expressible, and FlexAttention (compiled;
+Triton-generated). Prints a table; writes JSON (--out).
+
+    python3 bench/bench_attention.py --out bench/results/DATE-h200-COMMIT.json
+"""
+
+import argparse
+import datetime
+import json
+import math
+import os
+import subprocess
+import sys
+
+import torch
+import triton.testing
+
+import attnjit  # noqa: E402  (pip install ./python, or PYTHONPATH=<build>/python)
+from attnjit.reference import varlen_attention_reference, relative_error  # noqa: E402
+
+PROBLEMS = [
+    # name, batch, seqlen, hq, hkv, d, causal, window (left, right), sinks, spans
+    ("full_d80", 4, 4096, 16, 16, 80, False, (-1, -1), "none", False),
+    ("causal_gqa_d128", 8, 2048, 32, 8, 128, True, (-1, -1), "none", False),
+    ("causal_long_d128", 1, 16384, 32, 32, 128, True, (-1, -1), "none", False),
+    ("mimo_window64_key0", 4, 4096, 16, 16, 80, False, (64, 64), "bias_key0", False),
+    ("gpt_oss_window127_null", 4, 4096, 64, 8, 64, True, (127, 0), "null_logit", False),
+    ("gemma4_window1023_spans", 2, 8192, 16, 8, 256, True, (1023, 0), "none", True),
+]
+COPY_BW = 4.24e12    # bytes/s, DEVICE.md (measured device copy)
+MATMUL = 793e12      # bf16 FLOP/s, DEVICE.md (measured matmul)
+
+
+def image_spans(seqlen):
+    """Image spans of the Gemma-4 problem (same as bench/problems.h)."""
+    spans, start = [], 1024
+    while start + 1280 <= seqlen:
+        spans.append((start, start + 1279))
+        start += 2048
+    return spans
+
+
+def useful_pairs(seqlen, causal, window, spans):
+    p = torch.arange(seqlen, dtype=torch.int64)
+    lo = torch.zeros_like(p)
+    hi = torch.full_like(p, seqlen - 1)
+    if causal:
+        hi = torch.minimum(hi, p)
+    if window[0] >= 0:
+        lo = torch.maximum(lo, p - window[0])
+    if window[1] >= 0:
+        hi = torch.minimum(hi, p + window[1])
+    count = (hi - lo + 1).clamp(min=0)
+    for r0, r1 in spans:
+        inside = (p >= r0) & (p <= r1)
+        s_lo = torch.full_like(p, r0)
+        s_hi = torch.full_like(p, r1)
+        if window[0] >= 0:
+            s_lo = torch.maximum(s_lo, p - window[0])
+        if window[1] >= 0:
+            s_hi = torch.minimum(s_hi, p + window[1])
+        span_len = (s_hi - s_lo + 1).clamp(min=0)
+        overlap = (torch.minimum(s_hi, hi) - torch.maximum(s_lo, lo) + 1).clamp(min=0)
+        count += torch.where(inside, span_len - overlap, 0)
+    return int(count.sum())
+
+
+def make_inputs(batch, seqlen, hq, hkv, d, spans, device="cuda"):
+    total = batch * seqlen
+    q = torch.randn(total, hq, d, device=device, dtype=torch.bfloat16)
+    k = torch.randn(total, hkv, d, device=device, dtype=torch.bfloat16)
+    v = torch.randn(total, hkv, d, device=device, dtype=torch.bfloat16)
+    cu = torch.arange(0, total + 1, seqlen, device=device, dtype=torch.int32)
+    sinks = torch.rand(hq, device=device, dtype=torch.float32) * 4 - 1
+    ranges = None
+    if spans:
+        ranges = torch.tensor([[b, r0, r1] for b in range(batch) for r0, r1 in spans],
+                              device=device, dtype=torch.int32)
+    return q, k, v, cu, sinks, ranges
+
+
+def attnjit_call(pr, q, k, v, cu, sinks, ranges, seqlen, out=None):
+    _, _, _, _, _, _, causal, window, sinks_mode, use_spans = pr
+    return attnjit.varlen_attention(
+        q, k, v, cu, cu, seqlen, seqlen, causal=causal, window_size=window,
+        sinks=sinks if sinks_mode != "none" else None, sinks_mode=sinks_mode,
+        mm_prefix_ranges=ranges if use_spans else None,
+        mm_prefix_clamp=use_spans, out=out)
+
+
+def check_error(pr):
+    """attnjit vs the fp32 reference on one sequence of <= 2048 tokens."""
+    name, _, seqlen, hq, hkv, d, causal, window, sinks_mode, use_spans = pr
+    n = min(seqlen, 2048)
+    spans = [(a, b) for a, b in image_spans(n)] if use_spans else []
+    if use_spans and not spans:
+        spans = [(256, 1535)]
+    q, k, v, cu, sinks, ranges = make_inputs(1, n, hq, hkv, d, spans)
+    out = torch.full_like(q, float("nan"))
+    attnjit_call(pr, q, k, v, cu, sinks, ranges, n, out=out)
+    ref, _ = varlen_attention_reference(
+        q.float(), k.float(), v.float(), cu, cu, causal=causal, window_size=window,
+        sinks=sinks if sinks_mode != "none" else None, sinks_mode=sinks_mode,
+        mm_prefix_ranges=ranges, mm_prefix_clamp=use_spans)
+    return float(relative_error(out.float(), ref))
+
+
+def flex_peer(pr, q4, k4, v4, sinks, spans):
+    from torch.nn.attention.flex_attention import create_block_mask, flex_attention
+    name, batch, seqlen, hq, hkv, d, causal, window, sinks_mode, use_spans = pr
+    wl, wr = window
+    image = torch.full((seqlen,), -1, dtype=torch.int32, device="cuda")
+    for i, (r0, r1) in enumerate(spans):
+        image[r0:r1 + 1] = i
+
+    def in_window(q_idx, kv_idx):
+        ok = q_idx >= 0
+        if wl >= 0:
+            ok = ok & (q_idx - kv_idx <= wl)
+        if wr >= 0:
+            ok = ok & (kv_idx - q_idx <= wr)
+        return ok
+
+    def mask_mod(b, h, q_idx, kv_idx):
+        base = in_window(q_idx, kv_idx)
+        if causal:
+            base = base & (kv_idx <= q_idx)
+        if use_spans:
+            same = (image[q_idx] >= 0) & (image[q_idx] == image[kv_idx])
+            base = base | (same & in_window(q_idx, kv_idx))
+        return base
+
+    block_mask = create_block_mask(mask_mod, None, None, seqlen, seqlen, device="cuda")
+    score_mod = None
+    if sinks_mode == "bias_key0":
+        def score_mod(score, b, h, q_idx, kv_idx):
+            return torch.where(kv_idx == 0, score + sinks[h], score)
+    flex = torch.compile(flex_attention, dynamic=False)
+    gqa = hq != hkv
+
+    if sinks_mode == "null_logit":
+        sink_col = sinks.view(1, hq, 1)
+
+        def run():
+            o, lse = flex(q4, k4, v4, block_mask=block_mask, enable_gqa=gqa, return_lse=True)
+            return o * torch.sigmoid(lse - sink_col).unsqueeze(-1).to(o.dtype)
+    else:
+        def run():
+            return flex(q4, k4, v4, block_mask=block_mask, score_mod=score_mod, enable_gqa=gqa)
+    return run
+
+
+def sdpa_peer(pr, q4, k4, v4, backend):
+    from torch.nn.attention import SDPBackend, sdpa_kernel
+    name, batch, seqlen, hq, hkv, d, causal, window, sinks_mode, use_spans = pr
+    if window != (-1, -1) or sinks_mode != "none" or use_spans:
+        return None
+    be = {"flash": SDPBackend.FLASH_ATTENTION, "cudnn": SDPBackend.CUDNN_ATTENTION}[backend]
+    gqa = hq != hkv
+    if backend == "cudnn" and gqa:
+        k4 = k4.repeat_interleave(hq // hkv, dim=1)
+        v4 = v4.repeat_interleave(hq // hkv, dim=1)
+        gqa = False
+
+    def run():
+        with sdpa_kernel(be):
+            return torch.nn.functional.scaled_dot_product_attention(
+                q4, k4, v4, is_causal=causal, enable_gqa=gqa)
+    return run
+
+
+def time_ms(fn):
+    try:
+        fn()
+        torch.cuda.synchronize()
+        return triton.testing.do_bench(fn, warmup=25, rep=100, return_mode="median")
+    except Exception as e:  # a peer that cannot run this problem
+        print(f"    ({type(e).__name__}: {str(e).splitlines()[0][:100]})")
+        return None
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--out", default=None)
+    ap.add_argument("--commit", default=os.environ.get("ATTNJIT_COMMIT", "unknown"))
+    ap.add_argument("--only", default=None, help="comma-separated problem names")
+    args = ap.parse_args()
+    torch.manual_seed(0)
+    rows = []
+    for pr in PROBLEMS:
+        name, batch, seqlen, hq, hkv, d, causal, window, sinks_mode, use_spans = pr
+        if args.only and name not in args.only.split(","):
+            continue
+        spans = image_spans(seqlen) if use_spans else []
+        q, k, v, cu, sinks, ranges = make_inputs(batch, seqlen, hq, hkv, d, spans)
+        pairs = useful_pairs(seqlen, causal, window, spans) * batch
+        flops = 4.0 * pairs * d * hq
+        bytes_ = 2.0 * (2 * q.numel() + k.numel() + v.numel())
+        floor_ms = max(bytes_ / COPY_BW, flops / MATMUL) * 1e3
+        out = torch.empty_like(q)
+        times = {"attnjit": time_ms(lambda: attnjit_call(pr, q, k, v, cu, sinks, ranges, seqlen, out=out))}
+        q4 = q.view(batch, seqlen, hq, d).transpose(1, 2).contiguous()
+        k4 = k.view(batch, seqlen, hkv, d).transpose(1, 2).contiguous()
+        v4 = v.view(batch, seqlen, hkv, d).transpose(1, 2).contiguous()
+        for peer in ("flash", "cudnn"):
+            fn = sdpa_peer(pr, q4, k4, v4, peer)
+            times["sdpa_" + peer] = time_ms(fn) if fn else None
+        try:
+            times["flex"] = time_ms(flex_peer(pr, q4, k4, v4, sinks, spans))
+        except Exception as e:
+            print(f"    (flex: {type(e).__name__}: {str(e).splitlines()[0][:100]})")
+            times["flex"] = None
+        err = check_error(pr)
+        row = {"problem": name, "shape": f"{batch}x{seqlen} Hq{hq}/Hkv{hkv} D{d}",
+               "useful_pairs": pairs, "useful_flops": flops, "bytes": bytes_,
+               "floor_ms": floor_ms, "attnjit_rel_err": err, "ms": times,
+               "tflops": {k_: (flops / (t * 1e-3) / 1e12 if t else None) for k_, t in times.items()}}
+        rows.append(row)
+        del q, k, v, q4, k4, v4, out
+        torch.cuda.empty_cache()
+
+    peers = ["attnjit", "sdpa_flash", "sdpa_cudnn", "flex"]
+    print(f"\n{'problem':<25}" + "".join(f"{p:>19}" for p in peers) + f"{'floor ms':>10}{'x floor':>9}{'err':>10}")
+    for r in rows:
+        cells = []
+        for p in peers:
+            t = r["ms"][p]
+            cells.append(f"{'-':>19}" if t is None else f"{t:8.3f}ms {r['tflops'][p]:5.0f}TF ")
+        ours = r["ms"]["attnjit"]
+        print(f"{r['problem']:<25}" + "".join(cells) + f"{r['floor_ms']:10.3f}{ours / r['floor_ms']:9.2f}{r['attnjit_rel_err']:10.2e}")
+    result = {"date": datetime.date.today().isoformat(), "gpu": torch.cuda.get_device_name(),
+              "commit": args.commit, "torch": torch.__version__, "triton": triton.__version__,
+              "copy_bw": COPY_BW, "matmul_flops": MATMUL, "problems": rows}
+    if args.out:
+        os.makedirs(os.path.dirname(args.out) or ".", exist_ok=True)
+        with open(args.out, "w") as f:
+            json.dump(result, f, indent=2)
+        print("wrote", args.out)
+
+
+if __name__ == "__main__":
+    main()
