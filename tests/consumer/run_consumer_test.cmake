@@ -1,0 +1,50 @@
+# ctest script (cmake -P): install the build tree into a fresh prefix,
+# configure and build tests/consumer against it with find_package(attnjit),
+# and run it. Variables: BUILD_DIR, SOURCE_DIR (this folder), WORK_DIR,
+# GENERATOR, and optionally MAKE_PROGRAM, CONFIG, CXX_COMPILER,
+# CUDATOOLKIT_ROOT.
+foreach(var BUILD_DIR SOURCE_DIR WORK_DIR GENERATOR)
+  if(NOT DEFINED ${var})
+    message(FATAL_ERROR "run_consumer_test.cmake needs -D${var}=...")
+  endif()
+endforeach()
+
+function(run what)
+  execute_process(COMMAND ${ARGN} RESULT_VARIABLE rc)
+  if(NOT rc EQUAL 0)
+    message(FATAL_ERROR "consumer test: ${what} failed (${rc})")
+  endif()
+endfunction()
+
+set(prefix ${WORK_DIR}/prefix)
+set(build ${WORK_DIR}/build)
+file(REMOVE_RECURSE ${WORK_DIR})
+file(MAKE_DIRECTORY ${WORK_DIR})
+
+set(config_args)
+if(CONFIG)
+  set(config_args --config ${CONFIG})
+endif()
+run("cmake --install" ${CMAKE_COMMAND} --install ${BUILD_DIR} --prefix ${prefix}
+    ${config_args})
+
+set(configure_args -S ${SOURCE_DIR} -B ${build} -G ${GENERATOR}
+    -DCMAKE_PREFIX_PATH=${prefix})
+if(MAKE_PROGRAM)
+  list(APPEND configure_args -DCMAKE_MAKE_PROGRAM=${MAKE_PROGRAM})
+endif()
+if(CONFIG)
+  list(APPEND configure_args -DCMAKE_BUILD_TYPE=${CONFIG})
+endif()
+if(CXX_COMPILER)
+  list(APPEND configure_args -DCMAKE_CXX_COMPILER=${CXX_COMPILER})
+endif()
+if(CUDATOOLKIT_ROOT)
+  list(APPEND configure_args -DCUDAToolkit_ROOT=${CUDATOOLKIT_ROOT})
+endif()
+run("configuring the consumer" ${CMAKE_COMMAND} ${configure_args})
+run("building the consumer" ${CMAKE_COMMAND} --build ${build} ${config_args})
+
+find_program(consumer attnjit_consumer PATHS ${build} ${build}/${CONFIG}
+             NO_DEFAULT_PATH REQUIRED)
+run("running the consumer" ${consumer} ${WORK_DIR}/cache)
