@@ -1,0 +1,112 @@
+"""Host time per Python call: attnjit.varlen_attention vs torch SDPA.
+
+A tiny problem, so that the GPU keeps up with the host and the time measured
+is the host's: the wall time of a burst of calls (not waiting for the GPU),
+divided by their number; the median over bursts. The GPU is synchronized
+between bursts, outside the timing.
+
+    python python/bench_overhead.py [--json overhead.json]
+
+Rows: torch SDPA (the target: no slower), attnjit.varlen_attention eager,
+the same under the custom op (torch.ops.attnjit.varlen_attention, the
+torch.compile path, called eagerly), and the bare extension launch (the
+floor: pointers already extracted).
+"""
+
+import argparse
+import json
+import statistics
+import time
+
+import torch
+import torch.nn.functional as F
+
+import attnjit
+from attnjit import _varlen
+
+BURST, BURSTS, WARMUP = 200, 30, 50
+
+
+def host_us_per_call(fn):
+    for _ in range(WARMUP):
+        fn()
+    torch.cuda.synchronize()
+    samples = []
+    for _ in range(BURSTS):
+        start = time.perf_counter()
+        for _ in range(BURST):
+            fn()
+        samples.append((time.perf_counter() - start) / BURST * 1e6)
+        torch.cuda.synchronize()
+    return statistics.median(samples), min(samples)
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--json", help="write the results here")
+    parser.add_argument("--seqlen", type=int, default=128)
+    parser.add_argument("--heads", type=int, default=8)
+    parser.add_argument("--head-dim", type=int, default=64)
+    args = parser.parse_args()
+    n, h, d = args.seqlen, args.heads, args.head_dim
+    device = torch.device("cuda")
+    q = torch.randn(n, h, d, device=device, dtype=torch.bfloat16)
+    k, v = torch.randn_like(q), torch.randn_like(q)
+    cu = torch.tensor([0, n], dtype=torch.int32, device=device)
+    q4, k4, v4 = (t.transpose(0, 1).unsqueeze(0) for t in (q, k, v))
+    q4, k4, v4 = q4.contiguous(), k4.contiguous(), v4.contiguous()
+    out = torch.empty_like(q)
+    sinks = torch.zeros(h, device=device)
+
+    # The bare launch: what remains once the tensors are taken apart.
+    kernel = _varlen._kernel(("bf16", d, True, False, "none", False, False,
+                              False, False, q.get_device()))
+    row = h * d
+    raw_args = (q.data_ptr(), k.data_ptr(), v.data_ptr(), out.data_ptr(), 0, 0,
+                cu.data_ptr(), cu.data_ptr(), 0, 0, row, d, row, d, row, d,
+                row, d, 1, h, h, n, n, n, n, 0.0, 0.0, -1, -1)
+    stream = torch.cuda.current_stream().cuda_stream
+
+    cases = [
+        ("torch SDPA (causal)",
+         lambda: F.scaled_dot_product_attention(q4, k4, v4, is_causal=True)),
+        ("attnjit.varlen_attention (causal)",
+         lambda: attnjit.varlen_attention(q, k, v, cu, cu, n, n, causal=True)),
+        ("attnjit.varlen_attention (causal, out=)",
+         lambda: attnjit.varlen_attention(q, k, v, cu, cu, n, n, causal=True,
+                                          out=out)),
+        ("attnjit.varlen_attention (window + sinks)",
+         lambda: attnjit.varlen_attention(q, k, v, cu, cu, n, n, causal=True,
+                                          window_size=(63, 0), sinks=sinks,
+                                          sinks_mode="null_logit")),
+        ("torch.ops.attnjit.varlen_attention (custom op)",
+         lambda: torch.ops.attnjit.varlen_attention(
+             q, k, v, cu, cu, n, n, None, True, -1, -1, None, "none", None,
+             False, 0.0, False, False)),
+        ("attnjit._C launch (floor)",
+         lambda: kernel.launch(*raw_args, stream)),
+    ]
+    print(f"host time per call, tiny problem: 1 x {n} tokens, H {h}, D {d}, "
+          f"bf16; median (min) of {BURSTS} bursts of {BURST} calls")
+    print(f"device: {torch.cuda.get_device_name()}, torch {torch.__version__}, "
+          f"attnjit {attnjit.__version__}")
+    results = []
+    width = max(len(name) for name, _ in cases)
+    for name, fn in cases:
+        median, best = host_us_per_call(fn)
+        results.append({"case": name, "median_us": median, "min_us": best})
+        print(f"  {name:<{width}}  {median:7.2f} us  ({best:.2f})")
+    sdpa = results[0]["median_us"]
+    ours = results[1]["median_us"]
+    verdict = "meets" if ours <= sdpa else "misses"
+    print(f"attnjit eager {ours:.2f} us vs SDPA {sdpa:.2f} us: {verdict} the "
+          f"target (no more than SDPA's)")
+    if args.json:
+        with open(args.json, "w") as f:
+            json.dump({"problem": {"seqlen": n, "heads": h, "head_dim": d},
+                       "burst": BURST, "bursts": BURSTS, "results": results},
+                      f, indent=2)
+
+
+if __name__ == "__main__":
+    main()
