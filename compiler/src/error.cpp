@@ -1,5 +1,10 @@
 #include "attnjit/error.h"
 
+#include <cstdio>
+#include <cstdlib>
+
+#include "check.h"
+
 namespace attnjit {
 
 const char* to_string(ErrorKind kind) {
@@ -15,5 +20,15 @@ const char* to_string(ErrorKind kind) {
   }
   return "unknown";
 }
+
+namespace detail {
+
+void check_failed(const char* condition, const char* reason, const char* file, int line) {
+  std::fprintf(stderr, "attnjit: internal check failed at %s:%d: %s (%s)\n", file, line, reason,
+               condition);
+  std::abort();
+}
+
+}  // namespace detail
 
 }  // namespace attnjit

@@ -4,9 +4,7 @@
 #include <iterator>
 #include <cctype>
 #include <cstdio>
-#include <cstdlib>
 
-#include "check.h"
 
 namespace attnjit::detail {
 namespace {
@@ -53,13 +51,6 @@ bool starts_with_attnjit(std::string_view name) {
 }
 
 }  // namespace
-
-void check_failed(const char* condition, const char* reason, const char* file,
-                  int line) {
-  std::fprintf(stderr, "attnjit: internal check failed at %s:%d: %s (%s)\n",
-               file, line, reason, condition);
-  std::abort();
-}
 
 std::optional<std::string> identifier_problem(std::string_view name) {
   if (!is_identifier(name)) return "is not an identifier ([A-Za-z_][A-Za-z0-9_]*)";
