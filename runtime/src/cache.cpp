@@ -10,6 +10,8 @@
 // the second look on disk until the entry is published.
 #include "attnjit/cache.h"
 
+#include <fmt/format.h>
+
 #include <atomic>
 #include <cerrno>
 #include <chrono>
@@ -18,8 +20,6 @@
 #include <exception>
 #include <mutex>
 #include <unordered_map>
-
-#include <fmt/format.h>
 
 #include "attnjit/error.h"
 #include "cache_disk.h"
@@ -85,8 +85,7 @@ struct KernelCache::Impl {
               std::shared_ptr<const CacheEntry> entry,
               std::exception_ptr error);
 
-  LookupResult resolve(const CacheKey& key,
-                       const EntryDescription& description,
+  LookupResult resolve(const CacheKey& key, const EntryDescription& description,
                        const std::function<CompiledKernel()>& compile);
   std::shared_ptr<const CacheEntry> load_from(const std::string& dir,
                                               const CacheKey& key,
@@ -145,8 +144,8 @@ LookupResult KernelCache::Impl::resolve(
   const bool use_user_dir = user_dir_enabled();
   bool user_corrupt = false;
   if (use_user_dir) {
-    auto entry = load_from(config.user_dir, key, /*report_corrupt=*/true,
-                           &user_corrupt);
+    auto entry =
+        load_from(config.user_dir, key, /*report_corrupt=*/true, &user_corrupt);
     if (entry) {
       disk_hits.fetch_add(1, std::memory_order_relaxed);
       return LookupResult{entry, EntrySource::kDisk};
@@ -251,17 +250,19 @@ bool KernelCache::Impl::ensure_shard_dir(const std::string& dir) {
 void KernelCache::Impl::note_write_failure(const std::string& what,
                                            const std::string& reason) {
   write_failures.fetch_add(1, std::memory_order_relaxed);
-  warn(fmt::format("attnjit: could not write {} ({}); keeping the kernel in "
-                   "memory only",
-                   what, reason));
+  warn(
+      fmt::format("attnjit: could not write {} ({}); keeping the kernel in "
+                  "memory only",
+                  what, reason));
 }
 
 void KernelCache::Impl::disable_disk(const std::string& reason) {
   write_failures.fetch_add(1, std::memory_order_relaxed);
   if (disk_disabled.exchange(true)) return;
-  warn(fmt::format("attnjit: cache directory {} is not writable ({}); "
-                   "continuing with the in-memory cache only",
-                   config.user_dir, reason));
+  warn(
+      fmt::format("attnjit: cache directory {} is not writable ({}); "
+                  "continuing with the in-memory cache only",
+                  config.user_dir, reason));
 }
 
 Error KernelCache::Impl::no_jit_error(

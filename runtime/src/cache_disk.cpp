@@ -1,6 +1,7 @@
 #include "cache_disk.h"
 
 #include <fcntl.h>
+#include <fmt/format.h>
 #include <sys/file.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -9,8 +10,6 @@
 #include <cerrno>
 #include <cstring>
 #include <thread>
-
-#include <fmt/format.h>
 
 namespace attnjit::cache_disk {
 namespace {
@@ -42,7 +41,8 @@ WriteResult make_directories(const std::string& dir) {
     if (::mkdir(prefix.c_str(), 0755) == 0) continue;
     int error = errno;
     struct stat st;
-    if (::stat(prefix.c_str(), &st) != 0) return failure(error, "mkdir " + prefix);
+    if (::stat(prefix.c_str(), &st) != 0)
+      return failure(error, "mkdir " + prefix);
     if (!S_ISDIR(st.st_mode)) return failure(ENOTDIR, "mkdir " + prefix);
   }
   return {};
@@ -111,8 +111,8 @@ WriteResult ensure_directory(const std::string& dir) {
 }
 
 WriteResult publish_file(const std::string& path, const std::string& bytes) {
-  std::string temp = fmt::format("{}/.{}.tmp.XXXXXX", parent_of(path),
-                                 base_of(path));
+  std::string temp =
+      fmt::format("{}/.{}.tmp.XXXXXX", parent_of(path), base_of(path));
   int fd = ::mkostemp(&temp[0], O_CLOEXEC);
   if (fd < 0) return failure(errno, "create a file in " + parent_of(path));
   auto abandon = [&](const std::string& what) {

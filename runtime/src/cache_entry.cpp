@@ -9,13 +9,12 @@
 //   payload: u64 n + metadata JSON, u64 n + cubin, u64 n + ptx
 // Every field is checked on decode; the checksum covers the payload, and
 // the header fields are checked against what the reader expects.
+#include <fmt/format.h>
 #include <openssl/evp.h>
 
 #include <algorithm>
 #include <cstring>
 #include <filesystem>
-
-#include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
 #include "attnjit/cache.h"
@@ -54,7 +53,8 @@ class Writer {
 
  private:
   void little_endian(uint64_t value, int size) {
-    for (int i = 0; i < size; ++i) out_.push_back(static_cast<char>(value >> (8 * i)));
+    for (int i = 0; i < size; ++i)
+      out_.push_back(static_cast<char>(value >> (8 * i)));
   }
   std::string out_;
 };
@@ -87,7 +87,8 @@ class Reader {
     need(static_cast<uint64_t>(size));
     uint64_t value = 0;
     for (int i = 0; i < size; ++i)
-      value |= uint64_t{static_cast<unsigned char>(bytes_[pos_ + i])} << (8 * i);
+      value |= uint64_t{static_cast<unsigned char>(bytes_[pos_ + i])}
+               << (8 * i);
     pos_ += static_cast<size_t>(size);
     return value;
   }
@@ -97,9 +98,12 @@ class Reader {
 };
 
 nlohmann::json resources_json(const ResourceUsage& r) {
-  return {{"registers", r.registers},       {"static_smem", r.static_smem},
-          {"spill_stores", r.spill_stores}, {"spill_loads", r.spill_loads},
-          {"stack_frame", r.stack_frame},   {"dynamic_smem", r.dynamic_smem},
+  return {{"registers", r.registers},
+          {"static_smem", r.static_smem},
+          {"spill_stores", r.spill_stores},
+          {"spill_loads", r.spill_loads},
+          {"stack_frame", r.stack_frame},
+          {"dynamic_smem", r.dynamic_smem},
           {"threads", r.threads}};
 }
 
@@ -135,7 +139,8 @@ void apply_metadata(const std::string& text, CacheEntry& entry) {
     nlohmann::json meta = nlohmann::json::parse(text);
     if (meta.at("key").get<std::string>() != entry.key.hex)
       throw Error(ErrorKind::kCache, "metadata names another key");
-    entry.canonical_signature = meta.at("canonical_signature").get<std::string>();
+    entry.canonical_signature =
+        meta.at("canonical_signature").get<std::string>();
     entry.display_name = meta.at("display_name").get<std::string>();
     entry.kernel.entry = meta.at("entry").get<std::string>();
     entry.kernel.resources = resources_from(meta.at("resources"));
@@ -268,8 +273,8 @@ std::vector<EntryReport> scan_cache_dir(const std::string& dir) {
        shard.increment(ec)) {
     std::error_code inner;
     if (!shard->is_directory(inner)) continue;
-    for (fs::directory_iterator file(shard->path(), inner); !inner && file != end;
-         file.increment(inner)) {
+    for (fs::directory_iterator file(shard->path(), inner);
+         !inner && file != end; file.increment(inner)) {
       const fs::path& path = file->path();
       // Skips lock files and the dot-named temp files of a publish.
       if (path.extension() != ".ajk" || path.filename().string()[0] == '.')

@@ -10,6 +10,7 @@
 
 #include <cuda.h>
 #include <dlfcn.h>
+#include <fmt/format.h>
 
 #include <atomic>
 #include <cstdlib>
@@ -18,8 +19,6 @@
 #include <string>
 #include <type_traits>
 #include <vector>
-
-#include <fmt/format.h>
 
 #include "attnjit/error.h"
 
@@ -122,9 +121,8 @@ void* Driver::Impl::lookup(const char* name, const char* exported) {
   if (get_proc_address) {
     void* fn = nullptr;
     CUdriverProcAddressQueryResult status = CU_GET_PROC_ADDRESS_SUCCESS;
-    CUresult result = get_proc_address(name, &fn, kApiVersion,
-                                       CU_GET_PROC_ADDRESS_LEGACY_STREAM,
-                                       &status);
+    CUresult result = get_proc_address(
+        name, &fn, kApiVersion, CU_GET_PROC_ADDRESS_LEGACY_STREAM, &status);
     if (result == CUDA_SUCCESS && status == CU_GET_PROC_ADDRESS_SUCCESS && fn)
       return fn;
   }
@@ -270,7 +268,8 @@ bool Driver::available(std::string* why) {
     int count = 0;
     CUresult result = driver.impl_->api.device_get_count(&count);
     if (result != CUDA_SUCCESS) {
-      if (why) *why = "cuDeviceGetCount failed: " + driver.impl_->describe(result);
+      if (why)
+        *why = "cuDeviceGetCount failed: " + driver.impl_->describe(result);
       return false;
     }
     if (count == 0) {
@@ -451,8 +450,6 @@ void Driver::synchronize() {
   impl_->check(impl_->api.ctx_synchronize(), "cuCtxSynchronize");
 }
 
-void* Driver::symbol(const char* name) {
-  return impl_->lookup(name, name);
-}
+void* Driver::symbol(const char* name) { return impl_->lookup(name, name); }
 
 }  // namespace attnjit

@@ -40,20 +40,21 @@ std::unique_ptr<Kernel::Loaded> Kernel::load_into(CuContext ctx) {
   Driver& driver = Driver::get();
   const CompiledKernel& kernel = entry_->kernel;
   if (kernel.entry.empty())
-    throw Error(ErrorKind::kDriver,
-                fmt::format("{}: the cache entry names no entry point", name()));
+    throw Error(
+        ErrorKind::kDriver,
+        fmt::format("{}: the cache entry names no entry point", name()));
   auto loaded = std::make_unique<Loaded>();
   loaded->ctx = ctx;
   loaded->module = driver.load_module(ctx, kernel.cubin);
   try {
     loaded->fn = driver.get_function(loaded->module, kernel.entry);
     unsigned info[4] = {0, 0, 0, 0};
-    driver.read_global(ctx, loaded->module, kernel.entry + "_launch_info",
-                       info, sizeof(info));
+    driver.read_global(ctx, loaded->module, kernel.entry + "_launch_info", info,
+                       sizeof(info));
     if (info[0] == 0 || info[0] > kMaxThreadsPerBlock)
-      throw Error(ErrorKind::kDriver,
-                  fmt::format("launch info gives {} threads per block",
-                              info[0]));
+      throw Error(
+          ErrorKind::kDriver,
+          fmt::format("launch info gives {} threads per block", info[0]));
     loaded->threads = info[0];
     loaded->smem = info[1];
     if (loaded->smem > kDefaultSmemLimit)

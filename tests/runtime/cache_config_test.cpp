@@ -39,9 +39,9 @@ class ScopedEnvironment {
 class CacheConfigEnv : public ::testing::Test {
  protected:
   void SetUp() override {
-    for (const char* name : {"ATTNJIT_CACHE_DIR", "XDG_CACHE_HOME",
-                             "ATTNJIT_AOT_DIRS", "ATTNJIT_NO_JIT",
-                             "ATTNJIT_LOG"})
+    for (const char* name :
+         {"ATTNJIT_CACHE_DIR", "XDG_CACHE_HOME", "ATTNJIT_AOT_DIRS",
+          "ATTNJIT_NO_JIT", "ATTNJIT_LOG"})
       env_.set(name, nullptr);
     env_.set("HOME", "/home/tester");
   }

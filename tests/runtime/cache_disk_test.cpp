@@ -96,8 +96,8 @@ TEST_P(CacheDamage, IsDetectedCountedRecompiledAndReplaced) {
   std::string err = ::testing::internal::GetCapturedStderr();
   EXPECT_EQ(r.source, EntrySource::kCompiled);
   EXPECT_EQ(compiles.load(), 1);
-  EXPECT_EQ(testing::count_substr(err, "attnjit: ignoring bad cache entry " +
-                                           path + ": "),
+  EXPECT_EQ(testing::count_substr(
+                err, "attnjit: ignoring bad cache entry " + path + ": "),
             1)
       << err;
   EXPECT_NE(err.find(GetParam().reason), std::string::npos) << err;
@@ -123,14 +123,17 @@ INSTANTIATE_TEST_SUITE_P(
         Damage{"bit_flip_in_metadata",
                [](const std::string& g) { return flip_bit(g, g.size() - 140); },
                "checksum mismatch"},
-        Damage{"truncated",
-               [](const std::string& g) { return g.substr(0, g.size() * 2 / 3); },
-               "truncated"},
+        Damage{
+            "truncated",
+            [](const std::string& g) { return g.substr(0, g.size() * 2 / 3); },
+            "truncated"},
         Damage{"empty", [](const std::string&) { return std::string(); },
                "empty file"},
         Damage{"foreign_magic",
                [](const std::string& g) {
-                 return "\x7f" "ELF" + g.substr(4);
+                 return "\x7f"
+                        "ELF" +
+                        g.substr(4);
                },
                "bad magic"},
         Damage{"other_format_version",
@@ -160,10 +163,10 @@ void expect_memory_only_after_one_warning(const std::string& user_dir) {
   EXPECT_TRUE(cache.disk_disabled());
   EXPECT_EQ(compiles.load(), 2);
   EXPECT_EQ(testing::count_substr(err, "\n"), 1) << err;
-  EXPECT_EQ(err.rfind("attnjit: cache directory " + user_dir +
-                          " is not writable (",
-                      0),
-            0u)
+  EXPECT_EQ(
+      err.rfind("attnjit: cache directory " + user_dir + " is not writable (",
+                0),
+      0u)
       << err;
   EXPECT_NE(err.find("); continuing with the in-memory cache only\n"),
             std::string::npos)
@@ -245,7 +248,7 @@ TEST(CacheDisk, AotDirIsNeverWrittenNorCleaned) {
   EXPECT_EQ(get_fake(cache, "fresh").source, EntrySource::kCompiled);
   std::string err = ::testing::internal::GetCapturedStderr();
   EXPECT_NE(err.find("ignoring bad cache entry " + bad), std::string::npos);
-  EXPECT_EQ(snapshot(aot.path()), before);  // the bad entry stays
+  EXPECT_EQ(snapshot(aot.path()), before);   // the bad entry stays
   expect_good_entry(user.path(), "rotten");  // compiled into the user dir
   expect_good_entry(user.path(), "fresh");
   expect_stats(cache.stats(), 0, 0, 0, 2, /*corrupt=*/1, 0);

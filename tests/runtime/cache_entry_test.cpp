@@ -66,12 +66,12 @@ TEST(CacheEntry, DecodeRejectsDamage) {
   EXPECT_EQ(decode_problem("", key), "empty file");
   EXPECT_NE(decode_problem(good.substr(0, 5), key).find("truncated"),
             std::string::npos);
-  EXPECT_NE(decode_problem(good.substr(0, good.size() / 2), key)
-                .find("truncated"),
-            std::string::npos);
-  EXPECT_NE(decode_problem(good.substr(0, good.size() - 1), key)
-                .find("truncated"),
-            std::string::npos);
+  EXPECT_NE(
+      decode_problem(good.substr(0, good.size() / 2), key).find("truncated"),
+      std::string::npos);
+  EXPECT_NE(
+      decode_problem(good.substr(0, good.size() - 1), key).find("truncated"),
+      std::string::npos);
   EXPECT_NE(decode_problem(good + "x", key).find("after the payload"),
             std::string::npos);
 
@@ -80,7 +80,9 @@ TEST(CacheEntry, DecodeRejectsDamage) {
   EXPECT_EQ(decode_problem(flipped, key), "checksum mismatch");
 
   std::string foreign = good;
-  foreign.replace(0, 4, "\x7f" "ELF");
+  foreign.replace(0, 4,
+                  "\x7f"
+                  "ELF");
   EXPECT_NE(decode_problem(foreign, key).find("bad magic"), std::string::npos);
 
   std::string other_version = good;

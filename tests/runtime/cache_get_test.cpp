@@ -43,13 +43,16 @@ TEST(CacheGet, CompilesThenHitsMemoryThenDisk) {
   EXPECT_EQ(again.source, EntrySource::kMemory);
   const CacheEntry& entry = *first.entry;
   EXPECT_EQ(entry.kernel.entry, "axpy");
-  EXPECT_EQ(entry.kernel.cubin.compare(0, 4, "\x7f" "ELF"), 0);
+  EXPECT_EQ(entry.kernel.cubin.compare(0, 4,
+                                       "\x7f"
+                                       "ELF"),
+            0);
   EXPECT_EQ(entry.canonical_signature, signature.canonical());
   EXPECT_EQ(entry.display_name, signature.display_name());
   EXPECT_EQ(entry.target, "sm_90a");
   EXPECT_EQ(entry.nvrtc_version, nvrtc_version());
-  EXPECT_TRUE(std::filesystem::exists(
-      KernelCache::entry_path(dir.path(), entry.key)));
+  EXPECT_TRUE(
+      std::filesystem::exists(KernelCache::entry_path(dir.path(), entry.key)));
 
   KernelCache next(testing::disk_config(dir.path()));
   LookupResult from_disk = next.get(axpy_spec(), signature);

@@ -46,13 +46,12 @@ TEST(CacheMemory, ManyThreadsOnOneKeyCompileOnce) {
   for (int i = 0; i < kThreads; ++i) {
     results.push_back(std::async(std::launch::async, [&] {
       start.wait();
-      return cache.get_or_compile(fake_key("shared"), "fake[shared]@sm_90a",
-                                  "fake_shared", [&] {
-                                    ++compiles;
-                                    std::this_thread::sleep_for(
-                                        std::chrono::milliseconds(100));
-                                    return fake_kernel("shared");
-                                  });
+      return cache.get_or_compile(
+          fake_key("shared"), "fake[shared]@sm_90a", "fake_shared", [&] {
+            ++compiles;
+            std::this_thread::sleep_for(std::chrono::milliseconds(100));
+            return fake_kernel("shared");
+          });
     }));
   }
   go.set_value();
@@ -84,8 +83,8 @@ void check_hit_does_not_wait(KernelCache& cache) {
   });
   started.get_future().wait();
   // A waiter on the slow key stays blocked ...
-  auto waiter = std::async(std::launch::async,
-                           [&] { return get_fake(cache, "slow"); });
+  auto waiter =
+      std::async(std::launch::async, [&] { return get_fake(cache, "slow"); });
   // ... while the other key compiles and then hits, both without waiting.
   auto fast = std::async(std::launch::async, [&] {
     get_fake(cache, "fast");

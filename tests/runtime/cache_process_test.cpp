@@ -109,10 +109,9 @@ TEST(CacheProcesses, TwoProcessesRacingOnOneKeyCompileItOnce) {
     EXPECT_EQ(compiled, 1);
     EXPECT_EQ(disk_hits, kProcesses - 1);
   }
-  CacheEntry entry =
-      decode_entry(testing::read_bytes(
-                       KernelCache::entry_path(user_dir, fake_key("raced"))),
-                   fake_key("raced"));
+  CacheEntry entry = decode_entry(
+      testing::read_bytes(KernelCache::entry_path(user_dir, fake_key("raced"))),
+      fake_key("raced"));
   EXPECT_EQ(entry.kernel.cubin, fake_kernel("raced").cubin);
 }
 

@@ -59,7 +59,11 @@ inline CacheKey fake_key(const std::string& name) {
 inline CompiledKernel fake_kernel(const std::string& tag) {
   CompiledKernel kernel;
   kernel.entry = "fake_entry";
-  kernel.cubin = std::string("\x7f" "ELF\0\x01\x02", 7) + "cubin-of-" + tag;
+  kernel.cubin = std::string(
+                     "\x7f"
+                     "ELF\0\x01\x02",
+                     7) +
+                 "cubin-of-" + tag;
   kernel.ptx = "// ptx of " + tag;
   kernel.log = "nvrtc log of " + tag;
   kernel.resources.registers = 96;

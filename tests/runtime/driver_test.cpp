@@ -1,13 +1,14 @@
 // The driver on a machine without libcuda (CI): a clear error, never a
 // crash, and nothing else in the library needs it. On a machine with a
 // driver these tests skip.
+#include "attnjit/driver.h"
+
 #include <dlfcn.h>
 #include <gtest/gtest.h>
 #include <stdlib.h>
 
 #include <cstdio>
 
-#include "attnjit/driver.h"
 #include "attnjit/error.h"
 #include "attnjit/kernel.h"
 #include "cache_test_support.h"
@@ -66,6 +67,19 @@ TEST(DriverWithoutLibcuda, OverridePathAppearsInTheMessage) {
       "cannot load the CUDA driver \\(/nonexistent/libcuda-test\\.so: "
       ".*\\): launching kernels needs an NVIDIA driver; spec parsing, code "
       "generation and cache building work without one");
+}
+
+// Nothing may link libcuda (not even the toolkit's stub through
+// CUDA::nvrtc): in a fresh process, before any driver call, it must not be
+// loaded. Meaningful where libcuda exists; here it also cannot be loaded.
+TEST(DriverWithoutLibcuda, NothingLinksLibcuda) {
+  GTEST_FLAG_SET(death_test_style, "threadsafe");
+  EXPECT_EXIT(
+      {
+        void* linked = dlopen("libcuda.so.1", RTLD_NOW | RTLD_NOLOAD);
+        std::exit(linked ? 1 : 0);
+      },
+      ::testing::ExitedWithCode(0), "");
 }
 
 TEST(DriverWithoutLibcuda, KernelLaunchFailsCleanlyAndDestructs) {
