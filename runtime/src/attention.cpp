@@ -58,9 +58,16 @@ uint64_t pack_flags(const AttentionFlags& f, const Target& t,
   return key ^ (reinterpret_cast<uintptr_t>(cache) << 20);
 }
 
-void require(bool ok, const std::string& message) {
-  if (!ok) throw Error(ErrorKind::kArgument, message);
+[[noreturn]] void fail(const std::string& message) {
+  throw Error(ErrorKind::kArgument, message);
 }
+
+// The message is formatted only when the check fails: validation runs on
+// every launch, so the passing path must cost a few compares.
+#define ATTNJIT_REQUIRE(ok, ...) \
+  do {                           \
+    if (!(ok)) fail(fmt::format(__VA_ARGS__)); \
+  } while (0)
 
 bool aligned(const void* p, size_t bytes) {
   return reinterpret_cast<uintptr_t>(p) % bytes == 0;
@@ -68,21 +75,18 @@ bool aligned(const void* p, size_t bytes) {
 
 void require_pointer(const void* p, const char* name, size_t alignment,
                      const char* why) {
-  require(p != nullptr, fmt::format("attention: `{}` is null ({})", name, why));
-  require(aligned(p, alignment),
-          fmt::format("attention: `{}` must be {}-byte aligned", name,
-                      alignment));
+  ATTNJIT_REQUIRE(p != nullptr, "attention: `{}` is null ({})", name, why);
+  ATTNJIT_REQUIRE(aligned(p, alignment), "attention: `{}` must be {}-byte aligned",
+                  name, alignment);
 }
 
 void require_strides(const char* name, int64_t row, int64_t head) {
-  require(row > 0 && head > 0,
-          fmt::format("attention: `{}` strides must be positive (row {}, "
+  ATTNJIT_REQUIRE(row > 0 && head > 0, "attention: `{}` strides must be positive (row {}, "
                       "head {})",
-                      name, row, head));
-  require(row % 8 == 0 && head % 8 == 0,
-          fmt::format("attention: `{}` row and head strides must be multiples "
+                      name, row, head);
+  ATTNJIT_REQUIRE(row % 8 == 0 && head % 8 == 0, "attention: `{}` row and head strides must be multiples "
                       "of 8 elements for 16-byte loads (row {}, head {})",
-                      name, row, head));
+                      name, row, head);
 }
 
 }  // namespace
@@ -159,27 +163,22 @@ void validate_attention_args(const AttentionFlags& flags,
   require_strides("k", a.k_row_stride, a.k_head_stride);
   require_strides("v", a.v_row_stride, a.v_head_stride);
   require_strides("o", a.o_row_stride, a.o_head_stride);
-  require(a.num_seqs >= 0 && a.num_seqs <= 65535,
-          fmt::format("attention: num_seqs {} is outside [0, 65535]",
-                      a.num_seqs));
-  require(a.num_heads_q > 0 && a.num_heads_kv > 0 &&
-              a.num_heads_q % a.num_heads_kv == 0 && a.num_heads_q <= 65535,
-          fmt::format("attention: num_heads_q ({}) must be a positive "
+  ATTNJIT_REQUIRE(a.num_seqs >= 0 && a.num_seqs <= 65535, "attention: num_seqs {} is outside [0, 65535]",
+                      a.num_seqs);
+  ATTNJIT_REQUIRE(a.num_heads_q > 0 && a.num_heads_kv > 0 &&
+              a.num_heads_q % a.num_heads_kv == 0 && a.num_heads_q <= 65535, "attention: num_heads_q ({}) must be a positive "
                       "multiple of num_heads_kv ({})",
-                      a.num_heads_q, a.num_heads_kv));
-  require(a.total_q >= 0 && a.total_k >= 0 && a.max_seqlen_q >= 0 &&
+                      a.num_heads_q, a.num_heads_kv);
+  ATTNJIT_REQUIRE(a.total_q >= 0 && a.total_k >= 0 && a.max_seqlen_q >= 0 &&
               a.max_seqlen_k >= 0,
           "attention: totals and max sequence lengths must be >= 0");
-  require(std::isfinite(a.scale),
-          fmt::format("attention: scale {} is not finite", a.scale));
+  ATTNJIT_REQUIRE(std::isfinite(a.scale), "attention: scale {} is not finite", a.scale);
   if (flags.softcap) {
-    require(std::isfinite(a.softcap) && a.softcap > 0,
-            fmt::format("attention: softcap must be > 0, got {}", a.softcap));
+    ATTNJIT_REQUIRE(std::isfinite(a.softcap) && a.softcap > 0, "attention: softcap must be > 0, got {}", a.softcap);
   }
   if (flags.window) {
-    require(a.window_left >= -1 && a.window_right >= -1,
-            fmt::format("attention: window sizes must be >= -1, got ({}, {})",
-                        a.window_left, a.window_right));
+    ATTNJIT_REQUIRE(a.window_left >= -1 && a.window_right >= -1, "attention: window sizes must be >= -1, got ({}, {})",
+                        a.window_left, a.window_right);
   }
 }
 
@@ -190,10 +189,18 @@ std::shared_ptr<AttentionKernel> AttentionKernel::get(
   if (target != nullptr) {
     t = *target;
   } else {
+    // The device query costs microseconds; the memory-hit path must not pay
+    // it on every call, so each thread remembers its last context's target.
+    thread_local CuContext last_ctx = nullptr;
+    thread_local Target last_target;
     Driver& driver = Driver::get();
-    const DeviceInfo info =
-        driver.device_of(driver.current_or_primary_context());
-    t = target_for_device(info.major, info.minor);
+    const CuContext ctx = driver.current_or_primary_context();
+    if (ctx != last_ctx) {
+      const DeviceInfo info = driver.device_of(ctx);
+      last_target = target_for_device(info.major, info.minor);
+      last_ctx = ctx;
+    }
+    t = last_target;
   }
   static std::mutex mutex;
   static std::unordered_map<uint64_t, std::shared_ptr<AttentionKernel>> memo;
