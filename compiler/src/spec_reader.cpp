@@ -60,7 +60,7 @@ std::vector<MapEntry> SpecReader::entries(const YAML::Node& map, std::string_vie
   if (!map.IsMap()) fail(map, std::string(what) + " must be a map");
   std::vector<MapEntry> result;
   for (auto it = map.begin(); it != map.end(); ++it) {
-    const YAML::Node& key_node = it->first;
+    const YAML::Node key_node = it->first;  // a copy: it->first is a temporary
     if (!key_node.IsScalar()) fail(key_node, "keys in " + std::string(what) + " must be names");
     MapEntry entry{key_node.Scalar(), key_node, it->second};
     if (const MapEntry* first = find_entry(result, entry.key)) {
