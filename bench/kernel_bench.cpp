@@ -48,7 +48,7 @@ long long visible_count(const bench::Problem& pr, int p, int n,
 
 // The autotuner's search space: every config whose shared memory fits the
 // blocks-per-SM it asks for (227 KiB per SM on Hopper).
-std::vector<std::map<std::string, int64_t>> tuning_grid(int head_dim) {
+std::vector<std::map<std::string, int64_t>> tuning_grid(int head_dim, bool gqa) {
   std::vector<std::map<std::string, int64_t>> grid;
   for (auto [bm, warps] : {std::pair{64, 4}, std::pair{128, 8}, std::pair{128, 4},
                             std::pair{64, 2}}) {
@@ -57,8 +57,11 @@ std::vector<std::map<std::string, int64_t>> tuning_grid(int head_dim) {
         for (int min_blocks : {1, 2}) {
           const long smem = long(bm + 2 * stages * bn) * (head_dim + 8) * 2;
           if (smem * min_blocks > 227 * 1024 - min_blocks * 1024) continue;
-          grid.push_back({{"block_m", bm}, {"warps", warps}, {"block_n", bn},
-                          {"stages", stages}, {"min_blocks", min_blocks}});
+          for (int pack = 0; pack <= (gqa ? 1 : 0); ++pack) {
+            grid.push_back({{"block_m", bm}, {"warps", warps}, {"block_n", bn},
+                            {"stages", stages}, {"min_blocks", min_blocks},
+                            {"pack_gqa", pack}});
+          }
         }
       }
     }
@@ -165,7 +168,7 @@ int main(int argc, char** argv) {
     double ms = time_ms(*kernel);
     nlohmann::json tuned = nlohmann::json::array();
     if (tune) {
-      const auto configs = tuning_grid(pr.head_dim);
+      const auto configs = tuning_grid(pr.head_dim, pr.heads_q != pr.heads_kv);
       std::vector<std::shared_ptr<AttentionKernel>> kernels(configs.size());
       std::vector<std::thread> pool;
       std::atomic<size_t> next{0};

@@ -223,6 +223,7 @@ std::shared_ptr<AttentionKernel> AttentionKernel::get(
   kernel->flags_ = flags;
   kernel->kernel_ = std::make_unique<Kernel>(found.entry);
   kernel->block_m_ = int(sig.tuning_value("block_m"));
+  kernel->pack_gqa_ = sig.tuning_value("pack_gqa") != 0;
   kernel->source_ = found.source;
   if (!memoize) return kernel;
   std::lock_guard<std::mutex> lock(mutex);
@@ -253,9 +254,12 @@ void AttentionKernel::launch(const AttentionArgs& a, CuStream stream) {
       const_cast<int*>(&a.total_q),
       const_cast<float*>(&scale), const_cast<float*>(&softcap),
       const_cast<int*>(&window_left), const_cast<int*>(&window_right)};
-  const unsigned m_tiles = unsigned((a.max_seqlen_q + block_m_ - 1) / block_m_);
-  kernel_->launch(m_tiles, unsigned(a.num_heads_q), unsigned(a.num_seqs),
-                  stream, args);
+  // With GQA packing a block holds the Hq / Hkv heads of one kv head.
+  const int64_t group = pack_gqa_ ? a.num_heads_q / a.num_heads_kv : 1;
+  const int64_t rows = int64_t(a.max_seqlen_q) * group;
+  const unsigned m_tiles = unsigned((rows + block_m_ - 1) / block_m_);
+  const unsigned heads = unsigned(pack_gqa_ ? a.num_heads_kv : a.num_heads_q);
+  kernel_->launch(m_tiles, heads, unsigned(a.num_seqs), stream, args);
 }
 
 }  // namespace attnjit

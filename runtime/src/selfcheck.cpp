@@ -174,7 +174,8 @@ std::vector<CheckShape> standard_check_shapes(const AttentionFlags& flags) {
 CheckResult check_attention(const AttentionFlags& flags,
                             const CheckShape& shape, uint64_t seed,
                             KernelCache& cache,
-                            std::optional<SinkMode> reference_sinks) {
+                            std::optional<SinkMode> reference_sinks,
+                            const std::map<std::string, int64_t>& tuning_overrides) {
   const SinkMode ref_sinks = reference_sinks.value_or(flags.sinks);
   ReferenceProblem pr = make_problem(flags, shape, ref_sinks);
   const int D = flags.head_dim;
@@ -191,7 +192,7 @@ CheckResult check_attention(const AttentionFlags& flags,
     // The reference ignores them; the kernel may still read its own.
   }
 
-  auto kernel = AttentionKernel::get(flags, cache);
+  auto kernel = AttentionKernel::get(flags, cache, nullptr, tuning_overrides);
   CheckResult result;
   result.variant = kernel->kernel().name();
   result.shape = shape.name;

@@ -10,13 +10,13 @@
 namespace attnjit {
 namespace attention {
 
-template <class C, class Softmax, int kOutBlocks>
+template <class C, class Softmax, int kOutBlocks, class Map>
 __device__ __forceinline__ void epilogue(const Params<typename C::dtype>& prm,
                                          const Softmax& softmax,
                                          const float (&o)[kOutBlocks][4],
                                          typename C::dtype* stage,
-                                         int q_begin, int row0, int n_q,
-                                         int h, int lane) {
+                                         int q_begin, const Map& map,
+                                         int row0, int lane) {
   using T = typename C::dtype;
   constexpr int kStride = SmemRow<C::head_dim>::kStride;
   float inv[2], lse[2];
@@ -34,17 +34,18 @@ __device__ __forceinline__ void epilogue(const Params<typename C::dtype>& prm,
     }
   }
   __syncwarp();
-  T* out = prm.o + q_begin * prm.o_row_stride + h * prm.o_head_stride;
-  store_warp_rows<C::head_dim>(out, prm.o_row_stride, stage, row0, n_q, lane);
+  store_warp_rows<C::head_dim>(prm.o + q_begin * prm.o_row_stride,
+                               prm.o_row_stride, prm.o_head_stride, stage, map,
+                               row0, lane);
 
   if constexpr (C::return_lse) {
     if (lane % 4 == 0) {
 #pragma unroll
       for (int r = 0; r < 2; ++r) {
         const int row = row0 + lane / 4 + 8 * r;
-        if (row < n_q) {
-          prm.lse[static_cast<long long>(h) * prm.total_q + q_begin + row] =
-              lse[r];
+        if (row < map.rows) {
+          prm.lse[static_cast<long long>(map.head(row)) * prm.total_q +
+                  q_begin + map.position(row)] = lse[r];
         }
       }
     }

@@ -8,6 +8,7 @@
 #include "attention/epilogue.cuh"
 #include "attention/mask.cuh"
 #include "attention/params.cuh"
+#include "attention/rows.cuh"
 #include "attention/sinks.cuh"
 #include "attention/softmax.cuh"
 #include "attention/tile_io.cuh"
@@ -146,7 +147,7 @@ template <class C, int kBlocks>
 __device__ __forceinline__ void to_logits(float (&s)[kBlocks][4],
                                           const Params<typename C::dtype>& prm,
                                           const Mask<C>& mask,
-                                          const Sinks<C>& sinks,
+                                          const float (&sink2)[2],
                                           const int (&p)[2],
                                           const int (&span_lo)[2],
                                           const int (&span_hi)[2], int j0,
@@ -168,7 +169,7 @@ __device__ __forceinline__ void to_logits(float (&s)[kBlocks][4],
       }
     }
   }
-  sinks.add_key0_bias(s, j0, lane);
+  Sinks<C>::add_key0_bias(s, sink2, j0, lane);
   if (!edge) return;
 #pragma unroll
   for (int nb = 0; nb < kBlocks; ++nb) {
@@ -192,27 +193,33 @@ __device__ void forward(const Params<typename C::dtype>& prm) {
   T* sK = sQ + F::BM * F::kStride;
   T* sV = sK + F::kStages * F::BN * F::kStride;
 
+  constexpr bool kPack = C::pack_gqa != 0;
   const int b = blockIdx.z;
-  const int h = blockIdx.y;
+  const int group = prm.num_heads_q / prm.num_heads_kv;
+  // grid.y runs over kv heads when packing, else over query heads.
+  const int hk = kPack ? static_cast<int>(blockIdx.y)
+                       : static_cast<int>(blockIdx.y) / group;
   const int q_begin = prm.cu_seqlens_q[b];
   const int n_q = prm.cu_seqlens_q[b + 1] - q_begin;
   const int k_begin = prm.cu_seqlens_k[b];
   const int n_k = prm.cu_seqlens_k[b + 1] - k_begin;
+  const RowMap<kPack> map{kPack ? group : 1,
+                          kPack ? hk * group : static_cast<int>(blockIdx.y),
+                          kPack ? n_q * group : n_q};
   // Longest tiles first: with a causal mask the last query tile has the
   // most keys, so it is scheduled on the first wave.
-  const int m_tiles = (n_q + F::BM - 1) / F::BM;
+  const int m_tiles = (map.rows + F::BM - 1) / F::BM;
   const int m_tile = m_tiles - 1 - static_cast<int>(blockIdx.x);
   if (m_tile < 0) return;
 
   const int tid = threadIdx.x;
   const int warp = tid / 32;
   const int lane = tid % 32;
-  const int i0 = m_tile * F::BM;
-  const int i_end = ptx::imin(i0 + F::BM, n_q);
+  const int row0 = m_tile * F::BM;  // first (packed) row of the block
+  const int row_end = ptx::imin(row0 + F::BM, map.rows);
   const int shift = n_k - n_q;  // bottom-right alignment: p(i) = i + shift
-  const int hk = h / (prm.num_heads_q / prm.num_heads_kv);
 
-  const T* q = prm.q + q_begin * prm.q_row_stride + h * prm.q_head_stride;
+  const T* q = prm.q + q_begin * prm.q_row_stride;
   const T* k = prm.k + k_begin * prm.k_row_stride + hk * prm.k_head_stride;
   const T* v = prm.v + k_begin * prm.v_row_stride + hk * prm.v_head_stride;
 
@@ -222,12 +229,12 @@ __device__ void forward(const Params<typename C::dtype>& prm) {
     mask.spans = prm.mm_spans + 2 * s0;
     mask.span_count = prm.mm_span_offsets[b + 1] - s0;
   }
-  const int p_first = i0 + shift;
-  const int p_last = i_end - 1 + shift;
+  const int p_first = map.position(row0) + shift;
+  const int p_last = map.position(row_end - 1) + shift;
   const KeyRange range = mask.key_range(p_first, p_last, F::BN);
 
-  load_tile_async<F::BM, F::D, F::kThreads>(sQ, q, prm.q_row_stride, i0,
-                                             n_q, tid);
+  load_query_rows_async<F::BM, F::D, F::kThreads>(
+      sQ, q, prm.q_row_stride, prm.q_head_stride, map, row0, tid);
   ptx::cp_async_commit();
   for (int st = 0; st < F::kStages - 1; ++st) {
     const int kt = range.first_tile + st;
@@ -242,25 +249,27 @@ __device__ void forward(const Params<typename C::dtype>& prm) {
     ptx::cp_async_commit();
   }
 
-  // This thread's rows: g and g + 8 of each of the warp's m16 tiles.
+  // This thread's rows: g and g + 8 of each of the warp's m16 tiles, with
+  // their key positions, spans and sink logits.
   const int warp_row0 = warp * 16 * F::kM;
   int p[F::kM][2], span_lo[F::kM][2], span_hi[F::kM][2];
+  float sink2[F::kM][2];
 #pragma unroll
   for (int m = 0; m < F::kM; ++m) {
 #pragma unroll
     for (int r = 0; r < 2; ++r) {
-      p[m][r] = i0 + warp_row0 + m * 16 + lane / 4 + 8 * r + shift;
+      const int row = row0 + warp_row0 + m * 16 + lane / 4 + 8 * r;
+      p[m][r] = map.position(row) + shift;
       mask.span_of(p[m][r], span_lo[m][r], span_hi[m][r]);
+      sink2[m][r] = Sinks<C>::logit2(prm.sinks, map.head(row));
     }
   }
 
-  Sinks<C> sinks;
-  sinks.load(prm.sinks, h);
   typename F::Softmax softmax[F::kM];
   float o[F::kM][F::kOutBlocks][4];
 #pragma unroll
   for (int m = 0; m < F::kM; ++m) {
-    sinks.init(softmax[m], lane);
+    Sinks<C>::init(softmax[m], sink2[m], lane);
 #pragma unroll
     for (int db = 0; db < F::kOutBlocks; ++db) {
       o[m][db][0] = o[m][db][1] = o[m][db][2] = o[m][db][3] = 0.f;
@@ -305,8 +314,8 @@ __device__ void forward(const Params<typename C::dtype>& prm) {
     const bool edge = !mask.interior(p_first, p_last, j0, F::BN);
 #pragma unroll
     for (int m = 0; m < F::kM; ++m) {
-      to_logits<C>(s[m], prm, mask, sinks, p[m], span_lo[m], span_hi[m], j0,
-                   edge, lane);
+      to_logits<C>(s[m], prm, mask, sink2[m], p[m], span_lo[m], span_hi[m],
+                   j0, edge, lane);
       softmax[m].update(s[m], o[m]);
     }
     F::accumulate(o, s, sV_st, lane);
@@ -319,7 +328,7 @@ __device__ void forward(const Params<typename C::dtype>& prm) {
 #pragma unroll
   for (int m = 0; m < F::kM; ++m) {
     epilogue<C>(prm, softmax[m], o[m], sQ_warp + m * 16 * F::kStride, q_begin,
-                i0 + warp_row0 + m * 16, n_q, h, lane);
+                map, row0 + warp_row0 + m * 16, lane);
   }
 }
 

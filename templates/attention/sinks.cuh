@@ -15,16 +15,22 @@ struct Sinks {
   static constexpr bool kBiasKey0 = C::sinks == Mode::bias_key0;
   static constexpr bool kAny = kNullLogit || kBiasKey0;
 
-  float logit2 = 0.f;  // sinks[h] * log2(e)
-
-  __device__ __forceinline__ void load(const float* sinks, int head) {
-    if constexpr (kAny) logit2 = sinks[head] * kLog2e;
+  // sinks[head] in base 2, for each of this thread's two rows.
+  static __device__ __forceinline__ float logit2(const float* sinks,
+                                                 int head) {
+    if constexpr (kAny) {
+      return sinks[head] * kLog2e;
+    } else {
+      return 0.f;
+    }
   }
 
   template <class Softmax>
-  __device__ __forceinline__ void init(Softmax& softmax, int lane) const {
+  static __device__ __forceinline__ void init(Softmax& softmax,
+                                              const float (&logit)[2],
+                                              int lane) {
     if constexpr (kNullLogit) {
-      softmax.init_with_logit(logit2, lane % 4 == 0);
+      softmax.init_with_logit(logit, lane % 4 == 0);
     } else {
       softmax.init_empty();
     }
@@ -34,12 +40,12 @@ struct Sinks {
   // Column 0 of the tile is key 0 of the sequence when j0 == 0; the lanes
   // with (lane % 4 == 0) hold it in s[0][0] (row g) and s[0][2] (row g+8).
   template <int kBlocks>
-  __device__ __forceinline__ void add_key0_bias(float (&s)[kBlocks][4],
-                                                int j0, int lane) const {
+  static __device__ __forceinline__ void add_key0_bias(
+      float (&s)[kBlocks][4], const float (&logit)[2], int j0, int lane) {
     if constexpr (kBiasKey0) {
       if (j0 == 0 && lane % 4 == 0) {
-        s[0][0] += logit2;
-        s[0][2] += logit2;
+        s[0][0] += logit[0];
+        s[0][2] += logit[1];
       }
     }
   }

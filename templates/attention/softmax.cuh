@@ -25,9 +25,10 @@ struct OnlineSoftmax {
 
   // One extra logit (base 2) joins the denominator only: it starts the max,
   // and its exp2(logit - max) = 1 is counted once per row (lane 0 of quad).
-  __device__ __forceinline__ void init_with_logit(float logit2,
+  __device__ __forceinline__ void init_with_logit(const float (&logit2)[2],
                                                   bool owner_lane) {
-    row_max[0] = row_max[1] = logit2;
+    row_max[0] = logit2[0];
+    row_max[1] = logit2[1];
     row_sum[0] = row_sum[1] = owner_lane ? 1.f : 0.f;
   }
 

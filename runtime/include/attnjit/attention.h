@@ -90,6 +90,7 @@ class AttentionKernel {
   const AttentionFlags& flags() const { return flags_; }
   Kernel& kernel() { return *kernel_; }
   int block_m() const { return block_m_; }
+  bool pack_gqa() const { return pack_gqa_; }
   EntrySource source() const { return source_; }
 
   // validate_attention_args, then one launch on `stream`.
@@ -99,6 +100,7 @@ class AttentionKernel {
   AttentionFlags flags_;
   std::unique_ptr<Kernel> kernel_;
   int block_m_ = 0;
+  bool pack_gqa_ = false;
   EntrySource source_ = EntrySource::kCompiled;
 };
 

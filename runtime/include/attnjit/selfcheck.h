@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstdint>
+#include <map>
 #include <optional>
 #include <string>
 #include <utility>
@@ -48,7 +49,8 @@ std::vector<CheckShape> standard_check_shapes(const AttentionFlags& flags);
 CheckResult check_attention(
     const AttentionFlags& flags, const CheckShape& shape, uint64_t seed,
     KernelCache& cache = KernelCache::global(),
-    std::optional<SinkMode> reference_sinks = std::nullopt);
+    std::optional<SinkMode> reference_sinks = std::nullopt,
+    const std::map<std::string, int64_t>& tuning_overrides = {});
 
 // Error bound for a dtype (SEMANTICS.md "Error measure").
 double error_bound(DType dtype);

@@ -1,0 +1,77 @@
+// Tile configurations the spec's rules may not pick today but the autotuner
+// can: GQA packing, two m16 tiles per warp, narrow and wide key tiles,
+// three pipeline stages. Each runs the standard shapes against the
+// reference, so a tuning-table change can never select an untested path.
+#include <gtest/gtest.h>
+
+#include <fmt/format.h>
+
+#include "attnjit/selfcheck.h"
+#include "gpu/gpu_test_util.h"
+
+namespace attnjit {
+namespace {
+
+struct Case {
+  AttentionFlags flags;
+  std::map<std::string, int64_t> tuning;
+};
+
+std::vector<Case> cases() {
+  AttentionFlags oss;
+  oss.head_dim = 64;
+  oss.causal = oss.window = true;
+  oss.sinks = SinkMode::kNullLogit;
+  AttentionFlags mimo;
+  mimo.head_dim = 80;
+  mimo.window = true;
+  mimo.sinks = SinkMode::kBiasKey0;
+  AttentionFlags spans;
+  spans.head_dim = 128;
+  spans.causal = spans.window = spans.mm_prefix = spans.mm_clamp = true;
+  spans.return_lse = true;
+  AttentionFlags cap;
+  cap.dtype = DType::kFP16;
+  cap.head_dim = 96;
+  cap.softcap = cap.return_lse = true;
+  cap.sinks = SinkMode::kNullLogit;
+  AttentionFlags wide;
+  wide.head_dim = 256;
+  wide.causal = true;
+  wide.mm_prefix = true;
+  wide.window = true;
+  const std::map<std::string, int64_t> packed64{{"block_m", 64}, {"warps", 4}, {"block_n", 32},
+                                                {"stages", 2}, {"min_blocks", 1}, {"pack_gqa", 1}};
+  const std::map<std::string, int64_t> packed128{{"block_m", 128}, {"warps", 4}, {"block_n", 64},
+                                                 {"stages", 3}, {"min_blocks", 1}, {"pack_gqa", 1}};
+  const std::map<std::string, int64_t> two_tiles{{"block_m", 64}, {"warps", 2}, {"block_n", 128},
+                                                 {"stages", 2}, {"min_blocks", 1}, {"pack_gqa", 0}};
+  const std::map<std::string, int64_t> one_tile{{"block_m", 128}, {"warps", 8}, {"block_n", 32},
+                                                {"stages", 3}, {"min_blocks", 1}, {"pack_gqa", 0}};
+  return {{oss, packed64}, {oss, packed128}, {mimo, packed64}, {mimo, two_tiles},
+          {spans, packed64}, {spans, one_tile}, {cap, packed128}, {cap, two_tiles},
+          {wide, {{"block_m", 64}, {"warps", 4}, {"block_n", 32}, {"stages", 2},
+                  {"min_blocks", 1}, {"pack_gqa", 1}}}};
+}
+
+TEST(TileConfigs, EveryConfigMatchesTheReference) {
+  ATTNJIT_REQUIRE_GPU();
+  for (const Case& c : cases()) {
+    std::string config;
+    for (const auto& [k, v] : c.tuning) config += fmt::format("{}={} ", k, v);
+    for (const CheckShape& shape : standard_check_shapes(c.flags)) {
+      const uint64_t seed = testing::fresh_seed();
+      const CheckResult r =
+          check_attention(c.flags, shape, seed, KernelCache::global(), std::nullopt, c.tuning);
+      const std::string line =
+          fmt::format("{} [{}] {:<22} o_err={:.3e} lse_err={:.3e} seed={}",
+                      testing::flags_name(c.flags), config, shape.name, r.o_error,
+                      r.lse_error, seed);
+      std::printf("%s\n", line.c_str());
+      EXPECT_TRUE(r.passed(error_bound(c.flags.dtype))) << line;
+    }
+  }
+}
+
+}  // namespace
+}  // namespace attnjit
