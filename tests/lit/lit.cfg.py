@@ -10,3 +10,5 @@ config.test_exec_root = config.build_root
 config.environment["ATTNJIT_CACHE_DIR"] = os.path.join(config.build_root, "cache")
 config.substitutions.append(("%attnjit", config.attnjit_bin))
 config.substitutions.append(("FileCheck", config.filecheck))
+# LLVM's `not` (inverts an exit status) lives beside FileCheck.
+config.substitutions.append(("not ", os.path.join(os.path.dirname(config.filecheck), "not") + " "))
