@@ -15,14 +15,21 @@ floor: pointers already extracted).
 
 import argparse
 import json
+import os
 import statistics
+import sys
 import time
 
-import torch
-import torch.nn.functional as F
+# Run as a script, this file's folder comes first on sys.path, and it holds
+# the package's sources without the built extension: use the installed one.
+_here = os.path.dirname(os.path.abspath(__file__))
+sys.path = [p for p in sys.path if os.path.abspath(p or os.curdir) != _here]
 
-import attnjit
-from attnjit import _varlen
+import torch  # noqa: E402
+import torch.nn.functional as F  # noqa: E402
+
+import attnjit  # noqa: E402
+from attnjit import _varlen  # noqa: E402
 
 BURST, BURSTS, WARMUP = 200, 30, 50
 

@@ -6,8 +6,10 @@
 #include <nanobind/stl/optional.h>
 #include <nanobind/stl/shared_ptr.h>
 #include <nanobind/stl/string.h>
+#include <pthread.h>
 
 #include <cstdint>
+#include <exception>
 #include <memory>
 #include <optional>
 #include <string>
@@ -42,6 +44,46 @@ void translate(const std::exception_ptr& thrown, void*) {
   }
 }
 
+// NVRTC's front end recurses deeply on the attention templates: on a
+// thread with the usual 8 MiB stack, part of it already used (a Python
+// main thread under pytest, say), a compile was seen to overflow it. So
+// lookups that may compile run on a thread with a large stack (reserved
+// address space; only the pages used are touched). Falls back to the
+// calling thread if no such thread can be made.
+constexpr size_t kCompileStackBytes = size_t(512) << 20;
+
+template <class Fn>
+auto on_large_stack(Fn&& fn) -> decltype(fn()) {
+  using Result = decltype(fn());
+  struct Job {
+    Fn* fn;
+    std::optional<Result> result;
+    std::exception_ptr error;
+  };
+  Job job{&fn, std::nullopt, nullptr};
+  pthread_attr_t attr;
+  if (pthread_attr_init(&attr) != 0) return fn();
+  pthread_attr_setstacksize(&attr, kCompileStackBytes);
+  pthread_t thread;
+  const int created = pthread_create(
+      &thread, &attr,
+      [](void* raw) -> void* {
+        Job& j = *static_cast<Job*>(raw);
+        try {
+          j.result.emplace((*j.fn)());
+        } catch (...) {
+          j.error = std::current_exception();
+        }
+        return nullptr;
+      },
+      &job);
+  pthread_attr_destroy(&attr);
+  if (created != 0) return fn();
+  pthread_join(thread, nullptr);
+  if (job.error) std::rethrow_exception(job.error);
+  return std::move(*job.result);
+}
+
 SinkMode parse_sinks(const std::string& name) {
   if (name == "none") return SinkMode::kNone;
   if (name == "null_logit") return SinkMode::kNullLogit;
@@ -72,12 +114,21 @@ std::shared_ptr<AttentionKernel> get_kernel(
   flags.mm_clamp = mm_clamp;
   flags.softcap = softcap;
   flags.return_lse = return_lse;
-  std::optional<Target> explicit_target;
-  if (target) explicit_target = parse_target(*target);
+  Target resolved;
+  if (target) {
+    resolved = parse_target(*target);
+  } else {
+    // The caller's current context decides (the compile thread has none).
+    Driver& driver = Driver::get();
+    const DeviceInfo info =
+        driver.device_of(driver.current_or_primary_context());
+    resolved = target_for_device(info.major, info.minor);
+  }
   // A miss compiles for a few hundred milliseconds: let other threads run.
   nb::gil_scoped_release release;
-  return AttentionKernel::get(flags, KernelCache::global(),
-                              explicit_target ? &*explicit_target : nullptr);
+  return on_large_stack([&] {
+    return AttentionKernel::get(flags, KernelCache::global(), &resolved);
+  });
 }
 
 // One launch; pointers and the stream are integers (0 for null).
@@ -143,6 +194,9 @@ nb::dict cache_stats() {
 NB_MODULE(_C, m) {
   using namespace attnjit;
   m.doc() = "attnjit's C++ runtime: kernels by flags, launches on raw pointers";
+  // attnjit._varlen keeps its kernels in a dict for the life of the
+  // process, so some are alive at interpreter exit, on purpose.
+  nb::set_leak_warnings(false);
 
   g_error_type = PyErr_NewExceptionWithDoc(
       "attnjit._C.Error",
