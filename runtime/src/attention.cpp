@@ -5,6 +5,7 @@
 #include <cmath>
 #include <cstring>
 #include <mutex>
+#include <utility>
 #include <unordered_map>
 
 #include <fmt/format.h>
@@ -55,7 +56,8 @@ uint64_t pack_flags(const AttentionFlags& f, const Target& t,
   key = key * 2 + f.return_lse;
   key = key * 256 + uint64_t(t.sm);
   key = key * 2 + t.arch_specific;
-  return key ^ (reinterpret_cast<uintptr_t>(cache) << 20);
+  // 27 bits of flags and target; the cache instance above them.
+  return key | (cache->instance_id() << 32);
 }
 
 [[noreturn]] void fail(const std::string& message) {
@@ -87,6 +89,35 @@ void require_strides(const char* name, int64_t row, int64_t head) {
   ATTNJIT_REQUIRE(row % 8 == 0 && head % 8 == 0, "attention: `{}` row and head strides must be multiples "
                       "of 8 elements for 16-byte loads (row {}, head {})",
                       name, row, head);
+}
+
+// The [rows, heads, head_dim] elements of one tensor must not alias: the
+// kernel writes o through this layout (aliasing rows or heads race), and
+// aliasing rows or heads of q, k or v mean a stride from another tensor.
+// The layout must nest: the smaller stride steps over whole head_dim
+// vectors, the larger one over the whole extent of the smaller. Dimensions
+// of extent 1 are never stepped over and impose nothing.
+void require_layout(const char* name, int64_t rows, int64_t row_stride,
+                    int64_t heads, int64_t head_stride, int64_t head_dim) {
+  using Extent = __int128;  // (rows - 1) * stride cannot overflow it
+  Extent inner_n = heads, inner_stride = head_stride;
+  Extent outer_n = rows, outer_stride = row_stride;
+  if (row_stride < head_stride) {
+    std::swap(inner_n, outer_n);
+    std::swap(inner_stride, outer_stride);
+  }
+  if (inner_n <= 1) {  // only the outer dimension is stepped over
+    inner_n = outer_n;
+    inner_stride = outer_stride;
+    outer_n = 1;
+  }
+  const Extent inner_span = (inner_n - 1) * inner_stride + head_dim;
+  const bool ok = (inner_n <= 1 || inner_stride >= head_dim) &&
+                  (outer_n <= 1 || outer_stride >= inner_span);
+  ATTNJIT_REQUIRE(ok,
+                  "attention: `{}` rows or heads overlap in memory: strides "
+                  "(row {}, head {}) for {} rows of {} heads of {} elements",
+                  name, row_stride, head_stride, rows, heads, head_dim);
 }
 
 }  // namespace
@@ -172,6 +203,11 @@ void validate_attention_args(const AttentionFlags& flags,
   ATTNJIT_REQUIRE(a.total_q >= 0 && a.total_k >= 0 && a.max_seqlen_q >= 0 &&
               a.max_seqlen_k >= 0,
           "attention: totals and max sequence lengths must be >= 0");
+  const int64_t d = flags.head_dim;
+  require_layout("q", a.total_q, a.q_row_stride, a.num_heads_q, a.q_head_stride, d);
+  require_layout("k", a.total_k, a.k_row_stride, a.num_heads_kv, a.k_head_stride, d);
+  require_layout("v", a.total_k, a.v_row_stride, a.num_heads_kv, a.v_head_stride, d);
+  require_layout("o", a.total_q, a.o_row_stride, a.num_heads_q, a.o_head_stride, d);
   ATTNJIT_REQUIRE(std::isfinite(a.scale), "attention: scale {} is not finite", a.scale);
   if (flags.softcap) {
     ATTNJIT_REQUIRE(std::isfinite(a.softcap) && a.softcap > 0, "attention: softcap must be > 0, got {}", a.softcap);
@@ -202,8 +238,11 @@ std::shared_ptr<AttentionKernel> AttentionKernel::get(
     }
     t = last_target;
   }
-  static std::mutex mutex;
-  static std::unordered_map<uint64_t, std::shared_ptr<AttentionKernel>> memo;
+  // Never destroyed: at process exit the driver may already be torn down
+  // (or a context destroyed), and unloading modules then can crash.
+  static std::mutex& mutex = *new std::mutex;
+  static auto& memo =
+      *new std::unordered_map<uint64_t, std::shared_ptr<AttentionKernel>>;
   // Variants with tuning overrides (the autotuner's) skip the memo; the
   // cache's own memory level still serves them.
   const bool memoize = tuning_overrides.empty();

@@ -279,13 +279,19 @@ Error KernelCache::Impl::no_jit_error(
                            description.display_name, key.hex, searched));
 }
 
+namespace {
+std::atomic<uint64_t> next_cache_instance{1};
+}  // namespace
+
 KernelCache::KernelCache(CacheConfig config)
-    : impl_(std::make_unique<Impl>(std::move(config))) {}
+    : impl_(std::make_unique<Impl>(std::move(config))),
+      instance_id_(next_cache_instance++) {}
 
 KernelCache::~KernelCache() = default;
 
 KernelCache& KernelCache::global() {
-  static KernelCache cache(CacheConfig::from_environment());
+  // Never destroyed, like the kernels that point into it (see attention.cpp).
+  static KernelCache& cache = *new KernelCache(CacheConfig::from_environment());
   return cache;
 }
 

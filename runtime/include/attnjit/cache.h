@@ -127,6 +127,11 @@ class KernelCache {
 
  private:
   std::unique_ptr<Impl> impl_;
+  uint64_t instance_id_;
+
+ public:
+  // Unique for the process lifetime (never reused, unlike an address).
+  uint64_t instance_id() const { return instance_id_; }
 };
 
 // Serialization of one entry (magic, format version, key, checksum,
