@@ -51,7 +51,12 @@ std::vector<Case> cases() {
   return {{oss, packed64}, {oss, packed128}, {mimo, packed64}, {mimo, two_tiles},
           {spans, packed64}, {spans, one_tile}, {cap, packed128}, {cap, two_tiles},
           {wide, {{"block_m", 64}, {"warps", 4}, {"block_n", 32}, {"stages", 2},
-                  {"min_blocks", 1}, {"pack_gqa", 1}}}};
+                  {"min_blocks", 1}, {"pack_gqa", 1}}},
+          // The Ampere/Ada rules of the spec (no such GPU to run them on).
+          {wide, {{"block_m", 64}, {"warps", 4}, {"block_n", 16}, {"stages", 2},
+                  {"min_blocks", 1}, {"pack_gqa", 0}}},
+          {spans, {{"block_m", 64}, {"warps", 4}, {"block_n", 32}, {"stages", 2},
+                   {"min_blocks", 1}, {"pack_gqa", 0}}}};
 }
 
 TEST(TileConfigs, EveryConfigMatchesTheReference) {

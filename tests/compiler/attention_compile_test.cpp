@@ -1,0 +1,72 @@
+// Every variant of the attention spec's matrix and presets compiles with
+// NVRTC for sm_80 and sm_90a, carries its launch info, and asks for no more
+// shared memory per block than the target has.
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <mutex>
+#include <set>
+#include <thread>
+
+#include "attnjit/codegen.h"
+#include "attnjit/error.h"
+#include "attnjit/nvrtc.h"
+#include "attnjit/signature.h"
+#include "attnjit/spec.h"
+
+namespace attnjit {
+namespace {
+
+// Opt-in dynamic shared memory per block, bytes.
+int smem_limit(const Target& t) {
+  if (t.sm == 80) return 166912;
+  if (t.sm == 86 || t.sm == 89) return 101376;
+  return 232448;  // sm_90
+}
+
+TEST(AttentionCompile, EveryMatrixVariantCompilesForSm80AndSm90a) {
+  const Spec spec = load_embedded_spec("attention");
+  std::vector<FlagSet> variants = expand_matrix(spec).variants;
+  for (const Preset& p : spec.presets) variants.push_back(resolve_preset(spec, p.name));
+  std::vector<Signature> work;
+  std::set<std::string> seen;
+  for (const char* target : {"sm_80", "sm_90a"}) {
+    for (const FlagSet& f : variants) {
+      Signature sig = make_signature(spec, f, CompileOptions::from_environment(parse_target(target)));
+      if (seen.insert(sig.canonical()).second) work.push_back(std::move(sig));
+    }
+  }
+  std::atomic<size_t> next{0};
+  std::mutex mutex;
+  std::vector<std::string> failures;
+  auto worker = [&] {
+    for (size_t i = next++; i < work.size(); i = next++) {
+      const Signature& sig = work[i];
+      std::string problem;
+      try {
+        const CompiledKernel k = compile_source(generate_source(spec, sig), sig.options);
+        if (k.cubin.size() < 4 || k.cubin.compare(0, 4, "\x7f" "ELF") != 0) problem = "no ELF cubin";
+        if (k.resources.threads <= 0) problem = "no launch info";
+        if (k.resources.dynamic_smem > smem_limit(sig.options.target)) {
+          problem = "dynamic shared memory " + std::to_string(k.resources.dynamic_smem) +
+                    " B exceeds the target's " + std::to_string(smem_limit(sig.options.target));
+        }
+      } catch (const Error& e) {
+        problem = e.what();
+      }
+      if (!problem.empty()) {
+        std::lock_guard<std::mutex> lock(mutex);
+        failures.push_back(sig.canonical() + ": " + problem);
+      }
+    }
+  };
+  std::vector<std::thread> threads;
+  const unsigned n = std::max(2u, std::thread::hardware_concurrency());
+  for (unsigned t = 0; t < n; ++t) threads.emplace_back(worker);
+  for (auto& t : threads) t.join();
+  std::printf("compiled %zu variants for sm_80 and sm_90a\n", work.size());
+  for (const auto& f : failures) ADD_FAILURE() << f;
+}
+
+}  // namespace
+}  // namespace attnjit
