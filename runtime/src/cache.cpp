@@ -59,6 +59,33 @@ std::string target_of(const EntryDescription& description) {
   return description.canonical_signature.substr(at + 1);
 }
 
+// Metadata text from a file, made safe for a one-line warning.
+std::string printable(const std::string& text) {
+  std::string out;
+  for (char c : text.substr(0, 200))
+    out += (c >= 0x20 && c < 0x7f) ? c : '?';
+  return text.size() > 200 ? out + "..." : out;
+}
+
+// An entry under the right key, with a valid checksum, whose metadata names
+// another target or variant was not written by this cache for this key (a
+// tool, a hand, a bug did it): its binary is not trusted. An sm_80 cubin
+// under an sm_90a key would otherwise fail at module load, every launch.
+void check_describes(const CacheEntry& entry,
+                     const EntryDescription& description) {
+  const std::string target = target_of(description);
+  if (!target.empty() && entry.target != target)
+    throw Error(ErrorKind::kCache,
+                fmt::format("entry is for target {}, not {}",
+                            printable(entry.target), target));
+  if (!description.canonical_signature.empty() &&
+      entry.canonical_signature != description.canonical_signature)
+    throw Error(ErrorKind::kCache,
+                fmt::format("entry describes {}, not {}",
+                            printable(entry.canonical_signature),
+                            description.canonical_signature));
+}
+
 }  // namespace
 
 struct KernelCache::Impl {
@@ -87,10 +114,10 @@ struct KernelCache::Impl {
 
   LookupResult resolve(const CacheKey& key, const EntryDescription& description,
                        const std::function<CompiledKernel()>& compile);
-  std::shared_ptr<const CacheEntry> load_from(const std::string& dir,
-                                              const CacheKey& key,
-                                              bool report_corrupt,
-                                              bool* corrupt);
+  std::shared_ptr<const CacheEntry> load_from(
+      const std::string& dir, const CacheKey& key,
+      const EntryDescription& description, bool report_corrupt,
+      bool* corrupt);
   std::shared_ptr<const CacheEntry> compile_entry(
       const CacheKey& key, const EntryDescription& description,
       const std::function<CompiledKernel()>& compile);
@@ -135,7 +162,8 @@ LookupResult KernelCache::Impl::resolve(
     const std::function<CompiledKernel()>& compile) {
   bool corrupt = false;
   for (const std::string& dir : config.aot_dirs) {
-    if (auto entry = load_from(dir, key, /*report_corrupt=*/true, &corrupt)) {
+    if (auto entry = load_from(dir, key, description, /*report_corrupt=*/true,
+                               &corrupt)) {
       aot_hits.fetch_add(1, std::memory_order_relaxed);
       disk_hits.fetch_add(1, std::memory_order_relaxed);
       return LookupResult{entry, EntrySource::kAot};
@@ -145,7 +173,8 @@ LookupResult KernelCache::Impl::resolve(
   bool user_corrupt = false;
   if (use_user_dir) {
     auto entry =
-        load_from(config.user_dir, key, /*report_corrupt=*/true, &user_corrupt);
+        load_from(config.user_dir, key, description, /*report_corrupt=*/true,
+                  &user_corrupt);
     if (entry) {
       disk_hits.fetch_add(1, std::memory_order_relaxed);
       return LookupResult{entry, EntrySource::kDisk};
@@ -161,7 +190,7 @@ LookupResult KernelCache::Impl::resolve(
         KernelCache::lock_path(config.user_dir, key), kLockWaitLimit);
     if (lock.held()) {
       // A corrupt entry already reported is not reported twice.
-      auto entry = load_from(config.user_dir, key,
+      auto entry = load_from(config.user_dir, key, description,
                              /*report_corrupt=*/!user_corrupt, &user_corrupt);
       if (entry) {
         disk_hits.fetch_add(1, std::memory_order_relaxed);
@@ -175,7 +204,8 @@ LookupResult KernelCache::Impl::resolve(
 }
 
 std::shared_ptr<const CacheEntry> KernelCache::Impl::load_from(
-    const std::string& dir, const CacheKey& key, bool report_corrupt,
+    const std::string& dir, const CacheKey& key,
+    const EntryDescription& description, bool report_corrupt,
     bool* corrupt) {
   std::string path = KernelCache::entry_path(dir, key);
   cache_disk::ReadResult read = cache_disk::read_file(path);
@@ -186,7 +216,10 @@ std::shared_ptr<const CacheEntry> KernelCache::Impl::load_from(
     return nullptr;
   }
   try {
-    return std::make_shared<const CacheEntry>(decode_entry(read.bytes, key));
+    auto entry =
+        std::make_shared<const CacheEntry>(decode_entry(read.bytes, key));
+    check_describes(*entry, description);
+    return entry;
   } catch (const Error& e) {
     *corrupt = true;
     if (report_corrupt) {

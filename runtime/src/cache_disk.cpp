@@ -68,7 +68,9 @@ bool write_all(int fd, const std::string& bytes) {
 
 ReadResult read_file(const std::string& path) {
   ReadResult result;
-  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  // O_NONBLOCK: a FIFO at an entry's path would otherwise block this open
+  // until some writer appears; the fstat below then rejects it.
+  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK);
   if (fd < 0) {
     int error = errno;
     if (error == ENOENT || error == ENOTDIR) {
@@ -149,6 +151,7 @@ bool is_transient(int error) {
   switch (error) {
     case ENOSPC:
     case EDQUOT:
+    case EFBIG:  // this file over a size limit (RLIMIT_FSIZE); others fit
     case EIO:
     case EINTR:
     case EAGAIN:

@@ -37,8 +37,8 @@ WriteResult publish_file(const std::string& path, const std::string& bytes);
 bool is_key_hex(const std::string& text);
 
 // A failure that says nothing lasting about the directory (full disk,
-// quota, I/O error, out of descriptors): the write is lost, the directory
-// stays in use.
+// quota, a file size limit, I/O error, out of descriptors): the write is
+// lost, the directory stays in use.
 bool is_transient(int error);
 
 // An exclusive flock on `path` (created if needed), released on

@@ -104,7 +104,8 @@ nlohmann::json resources_json(const ResourceUsage& r) {
           {"spill_loads", r.spill_loads},
           {"stack_frame", r.stack_frame},
           {"dynamic_smem", r.dynamic_smem},
-          {"threads", r.threads}};
+          {"threads", r.threads},
+          {"min_blocks", r.min_blocks}};
 }
 
 ResourceUsage resources_from(const nlohmann::json& j) {
@@ -116,6 +117,8 @@ ResourceUsage resources_from(const nlohmann::json& j) {
   r.stack_frame = j.at("stack_frame").get<int>();
   r.dynamic_smem = j.at("dynamic_smem").get<int>();
   r.threads = j.at("threads").get<int>();
+  // Absent from entries written before it was recorded: unknown.
+  r.min_blocks = j.value("min_blocks", -1);
   return r;
 }
 

@@ -452,4 +452,15 @@ void Driver::synchronize() {
 
 void* Driver::symbol(const char* name) { return impl_->lookup(name, name); }
 
+unsigned long long Driver::context_id(CuContext ctx) {
+  // cuCtxGetId (CUDA 12.0+) gives an id that is never reused, unlike the
+  // handle, which a context created after another was destroyed may get.
+  using GetId = CUresult (*)(CUcontext, unsigned long long*);
+  static const GetId get_id = reinterpret_cast<GetId>(symbol("cuCtxGetId"));
+  if (get_id == nullptr) return reinterpret_cast<uintptr_t>(ctx);
+  unsigned long long id = 0;
+  impl_->check(get_id(ctx, &id), "cuCtxGetId");
+  return id;
+}
+
 }  // namespace attnjit

@@ -45,6 +45,7 @@ std::unique_ptr<Kernel::Loaded> Kernel::load_into(CuContext ctx) {
         fmt::format("{}: the cache entry names no entry point", name()));
   auto loaded = std::make_unique<Loaded>();
   loaded->ctx = ctx;
+  loaded->ctx_id = driver.context_id(ctx);
   loaded->module = driver.load_module(ctx, kernel.cubin);
   try {
     loaded->fn = driver.get_function(loaded->module, kernel.entry);
@@ -67,17 +68,19 @@ std::unique_ptr<Kernel::Loaded> Kernel::load_into(CuContext ctx) {
 }
 
 const Kernel::Loaded& Kernel::loaded_for_current_context() {
-  CuContext ctx = Driver::get().current_or_primary_context();
+  Driver& driver = Driver::get();
+  CuContext ctx = driver.current_or_primary_context();
+  const unsigned long long id = driver.context_id(ctx);
   {
     std::lock_guard<std::mutex> lock(mutex_);
     for (const auto& loaded : loaded_)
-      if (loaded->ctx == ctx) return *loaded;
+      if (loaded->ctx_id == id) return *loaded;
   }
   // Loaded outside the lock: launches in other contexts go on meanwhile.
   std::unique_ptr<Loaded> fresh = load_into(ctx);
   std::lock_guard<std::mutex> lock(mutex_);
   for (const auto& loaded : loaded_) {
-    if (loaded->ctx != ctx) continue;
+    if (loaded->ctx_id != id) continue;
     Driver::get().unload_module(ctx, fresh->module);  // another thread won
     return *loaded;
   }

@@ -50,6 +50,9 @@ class Driver {
   // The current context of the calling thread, or the primary context of
   // device 0 (retained and made current) when there is none.
   CuContext current_or_primary_context();
+  // A process-unique id of the context (handles can be reused after a
+  // context is destroyed; ids are not).
+  unsigned long long context_id(CuContext ctx);
   DeviceInfo device_of(CuContext ctx);
 
   CuModule load_module(CuContext ctx, const std::string& cubin);

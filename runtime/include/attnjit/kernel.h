@@ -38,6 +38,7 @@ class Kernel {
  private:
   struct Loaded {
     CuContext ctx = nullptr;
+    unsigned long long ctx_id = 0;  // Driver::context_id: never reused
     CuModule module = nullptr;
     CuFunction fn = nullptr;
     unsigned threads = 0;
