@@ -1,0 +1,66 @@
+// What generated source may look like, whatever the spec said: the proof
+// that no spec text reaches a translation unit as raw text (DESIGN.md
+// decision 10). Shared by the fuzz targets (tests/fuzz) and the injection
+// tests (tests/reliability).
+#pragma once
+
+#include <optional>
+#include <string>
+#include <string_view>
+
+#include "attnjit/spec.h"
+
+namespace attnjit::testing {
+
+// nullopt when `text`, generated from `spec`, keeps to the generator's
+// shape; otherwise what is wrong with it. The rules hold for any spec that
+// generate_source() accepts:
+// - printable ASCII and '\n' only: no NUL, no carriage return, no unicode;
+// - no backslash anywhere (no escape, no line continuation);
+// - no block comment (a "/*" could swallow generated code);
+// - exactly one preprocessor line, `#include "<template path>"`, whose path
+//   uses only [A-Za-z0-9_./-] and has no ".." component.
+inline std::optional<std::string> generated_source_problem(const Spec& spec,
+                                                           std::string_view text) {
+  for (std::size_t i = 0; i < text.size(); ++i) {
+    const auto c = static_cast<unsigned char>(text[i]);
+    if (c == '\n') continue;
+    if (c < 0x20 || c >= 0x7f)
+      return "byte " + std::to_string(c) + " at offset " + std::to_string(i);
+    if (c == '\\') return "a backslash at offset " + std::to_string(i);
+  }
+  if (text.find("/*") != std::string_view::npos) return "a block comment";
+  int directives = 0;
+  std::size_t start = 0;
+  while (start < text.size()) {
+    std::size_t end = text.find('\n', start);
+    if (end == std::string_view::npos) end = text.size();
+    std::string_view line = text.substr(start, end - start);
+    start = end + 1;
+    const std::size_t first = line.find_first_not_of(' ');
+    if (first == std::string_view::npos || line[first] != '#') continue;
+    ++directives;
+    if (line != "#include \"" + spec.template_path + "\"") {
+      return "a preprocessor line other than the template's include: " + std::string(line);
+    }
+  }
+  if (directives != 1) return std::to_string(directives) + " preprocessor lines";
+  const std::string& path = spec.template_path;
+  for (char c : path) {
+    const bool allowed = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') ||
+                         (c >= '0' && c <= '9') || c == '_' || c == '.' || c == '/' || c == '-';
+    if (!allowed) return "the template path holds '" + std::string(1, c) + "'";
+  }
+  if (path.empty() || path[0] == '/') return "the template path " + path + " is absolute";
+  for (std::size_t from = 0; from <= path.size();) {
+    std::size_t to = path.find('/', from);
+    if (to == std::string::npos) to = path.size();
+    if (path.compare(from, to - from, "..") == 0) {
+      return "the template path " + path + " leaves templates/";
+    }
+    from = to + 1;
+  }
+  return std::nullopt;
+}
+
+}  // namespace attnjit::testing
