@@ -6,7 +6,6 @@
 #include <nanobind/stl/optional.h>
 #include <nanobind/stl/shared_ptr.h>
 #include <nanobind/stl/string.h>
-#include <pthread.h>
 
 #include <cstdint>
 #include <exception>
@@ -15,6 +14,7 @@
 #include <string>
 
 #include "attnjit/attention.h"
+#include "attnjit/large_stack.h"
 #include "attnjit/attnjit.h"
 #include "attnjit/cache.h"
 #include "attnjit/driver.h"
@@ -44,45 +44,6 @@ void translate(const std::exception_ptr& thrown, void*) {
   }
 }
 
-// NVRTC's front end recurses deeply on the attention templates: on a
-// thread with the usual 8 MiB stack, part of it already used (a Python
-// main thread under pytest, say), a compile was seen to overflow it. So
-// lookups that may compile run on a thread with a large stack (reserved
-// address space; only the pages used are touched). Falls back to the
-// calling thread if no such thread can be made.
-constexpr size_t kCompileStackBytes = size_t(512) << 20;
-
-template <class Fn>
-auto on_large_stack(Fn&& fn) -> decltype(fn()) {
-  using Result = decltype(fn());
-  struct Job {
-    Fn* fn;
-    std::optional<Result> result;
-    std::exception_ptr error;
-  };
-  Job job{&fn, std::nullopt, nullptr};
-  pthread_attr_t attr;
-  if (pthread_attr_init(&attr) != 0) return fn();
-  pthread_attr_setstacksize(&attr, kCompileStackBytes);
-  pthread_t thread;
-  const int created = pthread_create(
-      &thread, &attr,
-      [](void* raw) -> void* {
-        Job& j = *static_cast<Job*>(raw);
-        try {
-          j.result.emplace((*j.fn)());
-        } catch (...) {
-          j.error = std::current_exception();
-        }
-        return nullptr;
-      },
-      &job);
-  pthread_attr_destroy(&attr);
-  if (created != 0) return fn();
-  pthread_join(thread, nullptr);
-  if (job.error) std::rethrow_exception(job.error);
-  return std::move(*job.result);
-}
 
 SinkMode parse_sinks(const std::string& name) {
   if (name == "none") return SinkMode::kNone;
@@ -126,7 +87,7 @@ std::shared_ptr<AttentionKernel> get_kernel(
   }
   // A miss compiles for a few hundred milliseconds: let other threads run.
   nb::gil_scoped_release release;
-  return on_large_stack([&] {
+  return attnjit::on_large_stack([&] {
     return AttentionKernel::get(flags, KernelCache::global(), &resolved);
   });
 }

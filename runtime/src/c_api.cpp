@@ -2,7 +2,6 @@
 // opaque handles, status codes, and no exception across the boundary.
 #include "attnjit/attnjit.h"
 
-#include <pthread.h>
 
 #include <algorithm>
 #include <atomic>
@@ -20,6 +19,7 @@
 #include <fmt/format.h>
 
 #include "attnjit/attention.h"
+#include "attnjit/large_stack.h"
 #include "attnjit/error.h"
 
 namespace {
@@ -147,45 +147,6 @@ void check_against_spec(const AttentionFlags& flags) {
   }
 }
 
-// NVRTC's front end recurses deeply on the attention templates: on a
-// thread with the usual 8 MiB stack, part of it already used (a Python
-// main thread under pytest, say), a compile was seen to overflow it. So
-// lookups that may compile run on a thread with a large stack (reserved
-// address space; only the pages used are touched). Falls back to the
-// calling thread if no such thread can be made.
-constexpr size_t kCompileStackBytes = size_t(512) << 20;
-
-template <class Fn>
-auto on_large_stack(Fn&& fn) -> decltype(fn()) {
-  using Result = decltype(fn());
-  struct Job {
-    Fn* fn;
-    std::optional<Result> result;
-    std::exception_ptr error;
-  };
-  Job job{&fn, std::nullopt, nullptr};
-  pthread_attr_t attr;
-  if (pthread_attr_init(&attr) != 0) return fn();
-  pthread_attr_setstacksize(&attr, kCompileStackBytes);
-  pthread_t thread;
-  const int created = pthread_create(
-      &thread, &attr,
-      [](void* raw) -> void* {
-        Job& j = *static_cast<Job*>(raw);
-        try {
-          j.result.emplace((*j.fn)());
-        } catch (...) {
-          j.error = std::current_exception();
-        }
-        return nullptr;
-      },
-      &job);
-  pthread_attr_destroy(&attr);
-  if (created != 0) return fn();
-  pthread_join(thread, nullptr);
-  if (job.error) std::rethrow_exception(job.error);
-  return std::move(*job.result);
-}
 
 Target resolve_target(const char* name) {
   if (name != nullptr) return attnjit::parse_target(name);
@@ -233,7 +194,7 @@ attnjit_kernel* get_kernel(ContextState& state, const AttentionFlags& flags,
     if (it != state.kernels.end()) return it->second.get();
   }
   auto made = std::make_unique<attnjit_kernel>();
-  made->kernel = on_large_stack(
+  made->kernel = attnjit::on_large_stack(
       [&] { return AttentionKernel::get(flags, *state.cache, &target); });
   const attnjit::CacheEntry& entry = made->kernel->kernel().entry();
   made->name = entry.display_name;
