@@ -71,8 +71,9 @@ uint64_t pack_flags(const AttentionFlags& f, const Target& t,
     if (!(ok)) fail(fmt::format(__VA_ARGS__)); \
   } while (0)
 
+// `bytes` is a power of two: a mask, not a division, on every launch.
 bool aligned(const void* p, size_t bytes) {
-  return reinterpret_cast<uintptr_t>(p) % bytes == 0;
+  return (reinterpret_cast<uintptr_t>(p) & (bytes - 1)) == 0;
 }
 
 void require_pointer(const void* p, const char* name, size_t alignment,
@@ -96,12 +97,21 @@ void require_strides(const char* name, int64_t row, int64_t head) {
 // aliasing rows or heads of q, k or v mean a stride from another tensor.
 // The layout must nest: the smaller stride steps over whole head_dim
 // vectors, the larger one over the whole extent of the smaller. Dimensions
-// of extent 1 are never stepped over and impose nothing.
-void require_layout(const char* name, int64_t rows, int64_t row_stride,
-                    int64_t heads, int64_t head_stride, int64_t head_dim) {
-  using Extent = __int128;  // (rows - 1) * stride cannot overflow it
-  Extent inner_n = heads, inner_stride = head_stride;
-  Extent outer_n = rows, outer_stride = row_stride;
+// of extent 1 are never stepped over and impose nothing. Strides are
+// positive here (require_strides ran first).
+[[noreturn, gnu::noinline, gnu::cold]] void layout_failed(
+    const char* name, int64_t rows, int64_t row_stride, int64_t heads,
+    int64_t head_stride, int64_t head_dim) {
+  fail(fmt::format("attention: `{}` rows or heads overlap in memory: strides "
+                   "(row {}, head {}) for {} rows of {} heads of {} elements",
+                   name, row_stride, head_stride, rows, heads, head_dim));
+}
+
+inline void require_layout(const char* name, int64_t rows, int64_t row_stride,
+                           int64_t heads, int64_t head_stride,
+                           int64_t head_dim) {
+  int64_t inner_n = heads, inner_stride = head_stride;
+  int64_t outer_n = rows, outer_stride = row_stride;
   if (row_stride < head_stride) {
     std::swap(inner_n, outer_n);
     std::swap(inner_stride, outer_stride);
@@ -111,13 +121,14 @@ void require_layout(const char* name, int64_t rows, int64_t row_stride,
     inner_stride = outer_stride;
     outer_n = 1;
   }
-  const Extent inner_span = (inner_n - 1) * inner_stride + head_dim;
-  const bool ok = (inner_n <= 1 || inner_stride >= head_dim) &&
-                  (outer_n <= 1 || outer_stride >= inner_span);
-  ATTNJIT_REQUIRE(ok,
-                  "attention: `{}` rows or heads overlap in memory: strides "
-                  "(row {}, head {}) for {} rows of {} heads of {} elements",
-                  name, row_stride, head_stride, rows, heads, head_dim);
+  bool ok = inner_n <= 1 || inner_stride >= head_dim;
+  if (ok && outer_n > 1) {
+    int64_t inner_span = 0;  // (inner_n - 1) * inner_stride + head_dim
+    ok = !__builtin_mul_overflow(inner_n - 1, inner_stride, &inner_span) &&
+         !__builtin_add_overflow(inner_span, head_dim, &inner_span) &&
+         outer_stride >= inner_span;
+  }
+  if (!ok) layout_failed(name, rows, row_stride, heads, head_stride, head_dim);
 }
 
 }  // namespace

@@ -88,6 +88,7 @@ fuzz() {
     exit 1
   fi
   local seeds="$source/tests/fuzz/corpus/$target"
+  [[ -d "$seeds" ]] || { echo "fuzz: no seed corpus at $seeds" >&2; exit 1; }
   local scratch="$work/corpus/$target"
   local findings="$work/findings/$target"
   rm -rf "$scratch" "$findings"

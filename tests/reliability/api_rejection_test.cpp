@@ -197,6 +197,12 @@ const std::vector<ArgCase>& arg_cases() {
          a.v_head_stride = 99 * kD;
        },
        "`v` rows or heads overlap"},
+      {"strides_spanning_more_than_int64",
+       [](F&, A& a) {
+         a.q_row_stride = int64_t{1} << 62;
+         a.q_head_stride = (int64_t{1} << 62) + 8;
+       },
+       "`q` rows or heads overlap"},
       // Sizes.
       {"negative_num_seqs", [](F&, A& a) { a.num_seqs = -1; }, "num_seqs -1"},
       {"too_many_seqs", [](F&, A& a) { a.num_seqs = 65536; }, "num_seqs 65536"},

@@ -4,9 +4,10 @@
 //
 // It reads every element, so it costs O(B + R + Hq) host work plus the
 // device-to-host copies the caller makes: a debug-mode check, not a per-launch
-// one. The Python wrapper and serving engines call it in their debug or
-// "checked" mode before launching (for example when ATTNJIT_CHECKED=1 or in a
-// test suite), with the same AttentionArgs they are about to launch:
+// one. Callers run it in their debug or "checked" mode, before the launch and
+// with the same AttentionArgs: the Python wrapper (varlen_attention) in its
+// debug mode, a serving engine under its own debug switch, the test suites
+// always:
 //
 //   AttentionMetadata host;
 //   host.cu_seqlens_q = HostSpan<int32_t>(cu_q_host);   // copies of the
