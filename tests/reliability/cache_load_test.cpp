@@ -262,6 +262,7 @@ TEST_P(CacheLoad, EachKeyCompiledOnceAndEveryLookupRight) {
 
 INSTANTIATE_TEST_SUITE_P(Sizes, CacheLoad,
                          ::testing::Values(Load{4, 4, 32, 16, 3, 30}, Load{8, 8, 96, 24, 2, 20},
+                                           Load{16, 8, 256, 48, 2, 5},
                                            Load{6, 4, 48, 20, 3, 10, /*remove_dir=*/true}),
                          [](const ::testing::TestParamInfo<Load>& info) {
                            const Load& l = info.param;
