@@ -54,6 +54,9 @@ bool starts_with_attnjit(std::string_view name) {
 
 std::optional<std::string> identifier_problem(std::string_view name) {
   if (!is_identifier(name)) return "is not an identifier ([A-Za-z_][A-Za-z0-9_]*)";
+  if (name.size() > kMaxIdentifierLength) {
+    return "is longer than " + std::to_string(kMaxIdentifierLength) + " characters";
+  }
   const auto contains = [&](const auto& list) {
     return std::find(std::begin(list), std::end(list), name) != std::end(list);
   };
@@ -91,6 +94,25 @@ std::optional<std::string> template_path_problem(std::string_view path) {
     return "must end in .cuh";
   }
   return std::nullopt;
+}
+
+std::string escaped(std::string_view text) {
+  std::string out;
+  for (const char raw : text) {
+    const auto c = static_cast<unsigned char>(raw);
+    if (c == '\n') {
+      out += "\\n";
+    } else if (c == '\t') {
+      out += "\\t";
+    } else if (c < 0x20 || c >= 0x7f) {
+      char hex[8];
+      std::snprintf(hex, sizeof hex, "\\x%02x", c);
+      out += hex;
+    } else {
+      out += raw;
+    }
+  }
+  return out;
 }
 
 std::string quoted(std::string_view text) {

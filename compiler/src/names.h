@@ -17,6 +17,13 @@ std::optional<std::string> identifier_problem(std::string_view name);
 // [A-Za-z0-9_./-], no '..' or empty component, ends in .cuh).
 std::optional<std::string> template_path_problem(std::string_view path);
 
+// Identifiers longer than this are rejected: they reach generated code.
+constexpr std::size_t kMaxIdentifierLength = 128;
+
+// `text` with control characters and non-ASCII bytes escaped (\n, \xNN),
+// for messages that embed text from elsewhere (yaml-cpp's errors).
+std::string escaped(std::string_view text);
+
 // `text` in single quotes, with control characters escaped and long text
 // shortened, so that hostile input cannot break a message's layout.
 std::string quoted(std::string_view text);

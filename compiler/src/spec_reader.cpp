@@ -36,7 +36,7 @@ YAML::Node SpecReader::load(const std::string& yaml_text) const {
   } catch (const YAML::Exception& e) {
     const SourceLocation at{file_, e.mark.line < 0 ? 1 : e.mark.line + 1,
                             e.mark.column < 0 ? 1 : e.mark.column + 1};
-    fail(at, "malformed yaml: " + without_final_period(e.msg));
+    fail(at, "malformed yaml: " + escaped(without_final_period(e.msg)));
   }
 }
 

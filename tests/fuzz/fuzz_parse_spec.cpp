@@ -35,16 +35,9 @@ bool single_line(const std::string& message) {
   return message.find('\n') == std::string::npos && message.find('\r') == std::string::npos;
 }
 
-// Known and reported (tests/reliability/RESULTS.md, open findings):
-// SpecReader::load() passes yaml-cpp's message through unescaped, and
-// yaml-cpp names the offending input byte raw ("unknown escape character: "
-// then a newline, a NUL or half of a UTF-8 sequence). Until that tail is
-// escaped, the text after "malformed yaml: " is not held to the one-line
-// rule; everything before it still is.
-bool single_line_spec_error(const std::string& message) {
-  const std::size_t yaml = message.find(": malformed yaml: ");
-  return single_line(yaml == std::string::npos ? message : message.substr(0, yaml));
-}
+// yaml-cpp's own messages are escaped too (SpecReader::load), so every spec
+// error is one line.
+bool single_line_spec_error(const std::string& message) { return single_line(message); }
 
 std::string assignments_text(const FlagSet& flags) {
   std::string text;

@@ -417,7 +417,17 @@ TEST(LongIdentifiers, MalformedOnesGiveBoundedMessagesWellFormedOnesStayIdentifi
       EXPECT_TRUE(is_clear_message(e.what(), 300)) << std::string(e.what()).size();
     }
   }
-  const std::string long_good = "f" + std::string(4096, 'a');
+  // Identifiers are capped at 128 characters: the 129th is rejected with a
+  // bounded message, and one of 128 stays an identifier in generated code.
+  const std::string too_long = "f" + std::string(128, 'a');
+  try {
+    parse_spec(kHead + "flags:\n  m: {type: enum, values: [" + too_long + "]}\n", "t.yaml");
+    ADD_FAILURE() << "accepted a 129-character identifier";
+  } catch (const Error& e) {
+    EXPECT_TRUE(is_clear_message(e.what(), 300)) << e.what();
+    EXPECT_NE(std::string(e.what()).find("longer than 128"), std::string::npos) << e.what();
+  }
+  const std::string long_good = "f" + std::string(127, 'a');
   const Spec spec = parse_spec(kHead + "flags:\n  m: {type: enum, values: [" + long_good +
                                    "], default: " + long_good + "}\n",
                                "t.yaml");
