@@ -1,0 +1,89 @@
+// Soak: thousands of launches with random flags (from the spec's matrix and
+// presets) and random shapes, windows and spans, every one checked against
+// the reference with the output poisoned first. ATTNJIT_SOAK_LAUNCHES sets
+// the count (default 2000).
+#include <gtest/gtest.h>
+
+#include <cstdlib>
+#include <random>
+
+#include <fmt/format.h>
+
+#include "attnjit/selfcheck.h"
+#include "gpu/gpu_test_util.h"
+
+namespace attnjit {
+namespace {
+
+std::vector<AttentionFlags> all_flags() {
+  const Spec& spec = attention_spec();
+  std::vector<AttentionFlags> out;
+  for (const FlagSet& f : expand_matrix(spec).variants) out.push_back(AttentionFlags::from_flag_set(f));
+  for (const Preset& p : spec.presets) {
+    out.push_back(AttentionFlags::from_flag_set(resolve_preset(spec, p.name)));
+  }
+  return out;
+}
+
+// Sorted, disjoint spans inside [0, n_k).
+std::vector<std::pair<int, int>> random_spans(int n_k, std::mt19937_64& rng) {
+  std::vector<std::pair<int, int>> spans;
+  int at = 0;
+  while (n_k > 0 && at < n_k && spans.size() < 4) {
+    at += int(rng() % 40);
+    if (at >= n_k) break;
+    const int end = std::min(n_k - 1, at + int(rng() % 90));
+    spans.emplace_back(at, end);
+    at = end + 1 + int(rng() % 3);  // sometimes adjacent
+  }
+  return spans;
+}
+
+CheckShape random_shape(std::mt19937_64& rng) {
+  static const std::pair<int, int> kHeads[] = {{1, 1}, {4, 1}, {8, 2}, {8, 8}, {6, 3}};
+  CheckShape s;
+  s.name = "soak";
+  const int batch = 1 + int(rng() % 4);
+  for (int b = 0; b < batch; ++b) {
+    const int n_k = int(rng() % 220);
+    const int n_q = rng() % 3 == 0 ? int(rng() % (n_k + 1)) : n_k;  // q shorter than k
+    s.seqlens_q.push_back(n_q);
+    s.seqlens_k.push_back(n_k);
+    s.spans.push_back(random_spans(n_k, rng));
+  }
+  const auto heads = kHeads[rng() % 5];
+  s.num_heads_q = heads.first;
+  s.num_heads_kv = heads.second;
+  static const int kWindows[] = {-1, 0, 1, 5, 31, 64, 127, 300};
+  s.window_left = kWindows[rng() % 8];
+  s.window_right = kWindows[rng() % 8];
+  s.softcap = 1.f + float(rng() % 30);
+  return s;
+}
+
+TEST(Soak, RandomFlagsAndShapesNeverFail) {
+  ATTNJIT_REQUIRE_GPU();
+  const char* env = std::getenv("ATTNJIT_SOAK_LAUNCHES");
+  const int launches = env ? std::atoi(env) : 2000;
+  const std::vector<AttentionFlags> flags = all_flags();
+  const uint64_t seed = testing::fresh_seed();
+  std::mt19937_64 rng(seed);
+  int failures = 0;
+  double worst = 0;
+  for (int i = 0; i < launches; ++i) {
+    const AttentionFlags& f = flags[rng() % flags.size()];
+    const CheckShape shape = random_shape(rng);
+    const CheckResult r = check_attention(f, shape, rng());
+    worst = std::max(worst, r.o_error);
+    if (!r.passed(error_bound(f.dtype))) {
+      ++failures;
+      ADD_FAILURE() << fmt::format("launch {}: {} o_err={:.3e} lse_err={:.3e} (seed {})", i,
+                                   testing::flags_name(f), r.o_error, r.lse_error, seed);
+    }
+  }
+  std::printf("soak: %d launches over %zu variants, %d failures, worst error %.3e, seed %llu\n",
+              launches, flags.size(), failures, worst, static_cast<unsigned long long>(seed));
+}
+
+}  // namespace
+}  // namespace attnjit
