@@ -60,8 +60,7 @@ std::vector<attnjit::AttentionFlags> sample_variants() {
 int main(int argc, char** argv) {
   using namespace attnjit;
   const std::string json_path = argc > 1 ? argv[1] : "jit_costs.json";
-  const std::string dir =
-      (std::filesystem::temp_directory_path() / "attnjit-jit-costs").string();
+  const std::string dir = (std::filesystem::temp_directory_path() / "attnjit-jit-costs").string();
   std::filesystem::remove_all(dir);
   const bool gpu = Driver::available();
   Target target = parse_target("sm_90a");
@@ -81,16 +80,14 @@ int main(int argc, char** argv) {
     KernelCache cache(cfg);
     const Spec& spec = attention_spec();
     for (const AttentionFlags& f : sample_variants()) {
-      const Signature sig = make_signature(
-          spec, resolve_flags(spec, f.to_flag_map()),
-          CompileOptions::from_environment(target));
+      const Signature sig = make_signature(spec, resolve_flags(spec, f.to_flag_map()),
+                                           CompileOptions::from_environment(target));
       const GeneratedSource src = generate_source(spec, sig);
       const auto t0 = Clock::now();
       const CompiledKernel k = compile_source(src, sig.options);
       cold.push_back(seconds_since(t0));
-      std::printf("cold compile  d%-3d %-10s %8.1f ms  (%zu B cubin, %d regs)\n",
-                  f.head_dim, to_string(f.sinks), cold.back() * 1e3,
-                  k.cubin.size(), k.resources.registers);
+      std::printf("cold compile  d%-3d %-10s %8.1f ms  (%zu B cubin, %d regs)\n", f.head_dim,
+                  to_string(f.sinks), cold.back() * 1e3, k.cubin.size(), k.resources.registers);
       const LookupResult r = cache.get(spec, sig);
       (void)r;
     }
@@ -105,9 +102,8 @@ int main(int argc, char** argv) {
       KernelCache cache(cfg);
       for (const AttentionFlags& f : sample_variants()) {
         const Spec& spec = attention_spec();
-        const Signature sig = make_signature(
-            spec, resolve_flags(spec, f.to_flag_map()),
-            CompileOptions::from_environment(target));
+        const Signature sig = make_signature(spec, resolve_flags(spec, f.to_flag_map()),
+                                             CompileOptions::from_environment(target));
         const auto t0 = Clock::now();
         const LookupResult r = cache.get(spec, sig);
         disk.push_back(seconds_since(t0));

@@ -50,16 +50,19 @@ long long visible_count(const bench::Problem& pr, int p, int n,
 // blocks-per-SM it asks for (227 KiB per SM on Hopper).
 std::vector<std::map<std::string, int64_t>> tuning_grid(int head_dim, bool gqa) {
   std::vector<std::map<std::string, int64_t>> grid;
-  for (auto [bm, warps] : {std::pair{64, 4}, std::pair{128, 8}, std::pair{128, 4},
-                            std::pair{64, 2}}) {
+  for (auto [bm, warps] :
+       {std::pair{64, 4}, std::pair{128, 8}, std::pair{128, 4}, std::pair{64, 2}}) {
     for (int bn : {32, 64, 128}) {
       for (int stages : {2, 3}) {
         for (int min_blocks : {1, 2}) {
           const long smem = long(bm + 2 * stages * bn) * (head_dim + 8) * 2;
           if (smem * min_blocks > 227 * 1024 - min_blocks * 1024) continue;
           for (int pack = 0; pack <= (gqa ? 1 : 0); ++pack) {
-            grid.push_back({{"block_m", bm}, {"warps", warps}, {"block_n", bn},
-                            {"stages", stages}, {"min_blocks", min_blocks},
+            grid.push_back({{"block_m", bm},
+                            {"warps", warps},
+                            {"block_n", bn},
+                            {"stages", stages},
+                            {"min_blocks", min_blocks},
                             {"pack_gqa", pack}});
           }
         }
@@ -82,15 +85,15 @@ int main(int argc, char** argv) {
   auto event_record = reinterpret_cast<EventRecord>(d.symbol("cuEventRecord"));
   auto event_sync = reinterpret_cast<EventSync>(d.symbol("cuEventSynchronize"));
   auto event_elapsed = reinterpret_cast<EventElapsed>(d.symbol("cuEventElapsedTime_v2"));
-  if (!event_elapsed) event_elapsed = reinterpret_cast<EventElapsed>(d.symbol("cuEventElapsedTime"));
+  if (!event_elapsed)
+    event_elapsed = reinterpret_cast<EventElapsed>(d.symbol("cuEventElapsedTime"));
   void *e0, *e1;
   event_create(&e0, 0);
   event_create(&e1, 0);
   const double copy_bw = 4.24e12;  // DEVICE.md, measured device copy
 
   nlohmann::json results = nlohmann::json::array();
-  std::printf("%-26s %10s %10s %10s %10s\n", "problem", "ms", "TFLOP/s",
-              "floor ms", "x floor");
+  std::printf("%-26s %10s %10s %10s %10s\n", "problem", "ms", "TFLOP/s", "floor ms", "x floor");
   for (const bench::Problem& pr : bench::peer_problems()) {
     AttentionFlags f;
     f.head_dim = pr.head_dim;
@@ -112,8 +115,8 @@ int main(int argc, char** argv) {
     d.copy_to_device(k, host.data(), kv_elems * 2);
     d.copy_to_device(v, host.data() + 7, kv_elems * 2 - 14);
     std::vector<int32_t> cu(pr.batch + 1), offsets(pr.batch + 1, 0), spans;
-    const auto seq_spans = pr.spans ? bench::image_spans(pr.seqlen)
-                                    : std::vector<std::pair<int, int>>{};
+    const auto seq_spans =
+        pr.spans ? bench::image_spans(pr.seqlen) : std::vector<std::pair<int, int>>{};
     for (int b = 0; b <= pr.batch; ++b) cu[b] = b * pr.seqlen;
     for (int b = 0; b < pr.batch; ++b) {
       for (auto [r0, r1] : seq_spans) {
@@ -197,8 +200,8 @@ int main(int argc, char** argv) {
           best_text = c.dump();
         }
       }
-      std::printf("  tuned %-22s best %.3f ms (default %.3f ms): %s\n",
-                  pr.name.c_str(), best, ms, best_text.c_str());
+      std::printf("  tuned %-22s best %.3f ms (default %.3f ms): %s\n", pr.name.c_str(), best, ms,
+                  best_text.c_str());
     }
     long long pairs = 0;
     for (int p = 0; p < pr.seqlen; ++p) pairs += visible_count(pr, p, pr.seqlen, seq_spans);
@@ -208,10 +211,13 @@ int main(int argc, char** argv) {
     const double floor_ms = std::max(bytes / copy_bw, flops / 793e12) * 1e3;
     std::printf("%-26s %10.3f %10.1f %10.3f %10.2f\n", pr.name.c_str(), ms,
                 flops / (ms * 1e-3) / 1e12, floor_ms, ms / floor_ms);
-    results.push_back({{"problem", pr.name}, {"ms", ms},
+    results.push_back({{"problem", pr.name},
+                       {"ms", ms},
                        {"tflops", flops / (ms * 1e-3) / 1e12},
-                       {"useful_pairs", pairs}, {"bytes", bytes},
-                       {"floor_ms", floor_ms}, {"variant", kernel->kernel().name()},
+                       {"useful_pairs", pairs},
+                       {"bytes", bytes},
+                       {"floor_ms", floor_ms},
+                       {"variant", kernel->kernel().name()},
                        {"tuning", tuned}});
     for (CuDevicePtr p : {q, k, v, o, cu_d, off_d, spans_d, sinks_d}) d.mem_free(p);
   }

@@ -19,9 +19,8 @@ double median(std::vector<double> v) {
   std::sort(v.begin(), v.end());
   return v[v.size() / 2];
 }
-using LaunchFn = int (*)(attnjit::CuFunction, unsigned, unsigned, unsigned,
-                         unsigned, unsigned, unsigned, unsigned,
-                         attnjit::CuStream, void**, void**);
+using LaunchFn = int (*)(attnjit::CuFunction, unsigned, unsigned, unsigned, unsigned, unsigned,
+                         unsigned, unsigned, attnjit::CuStream, void**, void**);
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -36,9 +35,11 @@ int main(int argc, char** argv) {
   const DeviceInfo info = d.device_of(ctx);
   const Target target = target_for_device(info.major, info.minor);
 
-  GeneratedSource empty{"empty.cu", "extern \"C\" __device__ const unsigned empty_kernel_launch_info[4] = {32, 0, 1, 0};\n"
-                        "extern \"C\" __global__ void empty_kernel() {}\n",
-                        "empty_kernel"};
+  GeneratedSource empty{
+      "empty.cu",
+      "extern \"C\" __device__ const unsigned empty_kernel_launch_info[4] = {32, 0, 1, 0};\n"
+      "extern \"C\" __global__ void empty_kernel() {}\n",
+      "empty_kernel"};
   const CompiledKernel ek = compile_source(empty, CompileOptions::from_environment(target));
   CuModule mod = d.load_module(ctx, ek.cubin);
   CuFunction fn = d.get_function(mod, "empty_kernel");
@@ -79,8 +80,10 @@ int main(int argc, char** argv) {
   std::printf("%-40s %8.2f us\n", "bare cuLaunchKernel (empty kernel)", b);
   std::printf("%-40s %8.2f us\n", "AttentionKernel::launch (host)", o_us);
   std::printf("%-40s %8.2f us (target <= 2 us)\n", "overhead above bare", o_us - b);
-  nlohmann::json out = {{"bare_launch_us", b}, {"attnjit_launch_us", o_us},
-                        {"overhead_us", o_us - b}, {"gpu", info.name}};
+  nlohmann::json out = {{"bare_launch_us", b},
+                        {"attnjit_launch_us", o_us},
+                        {"overhead_us", o_us - b},
+                        {"gpu", info.name}};
   std::ofstream(argc > 1 ? argv[1] : "launch_overhead.json") << out.dump(2) << "\n";
   return 0;
 }

@@ -79,15 +79,14 @@ void run_items(std::vector<WorkItem>& items, KernelCache& cache, int jobs) {
       } catch (const Error& e) {
         item.error = e.what();
       }
-      item.seconds = std::chrono::duration<double>(
-                         std::chrono::steady_clock::now() - t0).count();
+      item.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
       std::lock_guard<std::mutex> lock(print_mutex);
       const size_t n = ++done;
       std::printf("[%zu/%zu] %-28s %-7s %-9s %7.0f ms%s\n", n, items.size(),
                   item.signature.display_name().c_str(),
                   item.signature.options.target.name().c_str(),
-                  item.error.empty() ? to_string(item.source) : "FAILED",
-                  item.seconds * 1e3, item.error.empty() ? "" : "  (see below)");
+                  item.error.empty() ? to_string(item.source) : "FAILED", item.seconds * 1e3,
+                  item.error.empty() ? "" : "  (see below)");
       std::fflush(stdout);
     }
   };
@@ -111,9 +110,7 @@ nlohmann::json manifest_of(const std::vector<WorkItem>& items) {
                        {"spill_stores", it.resources.spill_stores},
                        {"spill_loads", it.resources.spill_loads}});
   }
-  return {{"format", kCacheFormatVersion},
-          {"nvrtc", nvrtc_version()},
-          {"entries", entries}};
+  return {{"format", kCacheFormatVersion}, {"nvrtc", nvrtc_version()}, {"entries", entries}};
 }
 
 void write_manifest(const std::string& dir, const nlohmann::json& manifest) {
@@ -131,15 +128,20 @@ void write_manifest(const std::string& dir, const nlohmann::json& manifest) {
   std::printf("manifest:   %s\n", path.c_str());
 }
 
-int print_summary(const std::vector<WorkItem>& items, const std::string& dir,
-                  double wall) {
-  struct Row { int variants = 0, compiled = 0, cached = 0, failed = 0;
-               double compile_s = 0; int max_regs = 0, spills = 0; };
+int print_summary(const std::vector<WorkItem>& items, const std::string& dir, double wall) {
+  struct Row {
+    int variants = 0, compiled = 0, cached = 0, failed = 0;
+    double compile_s = 0;
+    int max_regs = 0, spills = 0;
+  };
   std::map<std::string, Row> rows;
   for (const WorkItem& it : items) {
     Row& r = rows[it.signature.options.target.name()];
     ++r.variants;
-    if (!it.error.empty()) { ++r.failed; continue; }
+    if (!it.error.empty()) {
+      ++r.failed;
+      continue;
+    }
     if (it.source == EntrySource::kCompiled) {
       ++r.compiled;
       r.compile_s += it.seconds;
@@ -149,26 +151,22 @@ int print_summary(const std::vector<WorkItem>& items, const std::string& dir,
     r.max_regs = std::max(r.max_regs, it.resources.registers);
     if (it.resources.spill_stores > 0) ++r.spills;
   }
-  std::printf("\n%-8s %9s %9s %10s %7s %13s %9s %14s\n", "target", "variants",
-              "compiled", "from cache", "failed", "compile time", "max regs",
-              "with spills");
+  std::printf("\n%-8s %9s %9s %10s %7s %13s %9s %14s\n", "target", "variants", "compiled",
+              "from cache", "failed", "compile time", "max regs", "with spills");
   int compiled = 0, failed = 0;
   for (const auto& [target, r] : rows) {
-    std::printf("%-8s %9d %9d %10d %7d %11.1f s %9d %14d\n", target.c_str(),
-                r.variants, r.compiled, r.cached, r.failed, r.compile_s,
-                r.max_regs, r.spills);
+    std::printf("%-8s %9d %9d %10d %7d %11.1f s %9d %14d\n", target.c_str(), r.variants, r.compiled,
+                r.cached, r.failed, r.compile_s, r.max_regs, r.spills);
     compiled += r.compiled;
     failed += r.failed;
   }
   std::printf("cache:      %s (%.1f s wall)\n", dir.c_str(), wall);
   if (compiled == 0 && failed == 0) {
-    std::printf("nothing compiled: all %zu variants were already in the cache\n",
-                items.size());
+    std::printf("nothing compiled: all %zu variants were already in the cache\n", items.size());
   }
   for (const WorkItem& it : items) {
     if (!it.error.empty()) {
-      std::fprintf(stderr, "\n%s %s failed:\n%s\n",
-                   it.signature.display_name().c_str(),
+      std::fprintf(stderr, "\n%s %s failed:\n%s\n", it.signature.display_name().c_str(),
                    it.signature.options.target.name().c_str(), it.error.c_str());
     }
   }
@@ -181,8 +179,7 @@ int check_presets(const std::vector<const Spec*>& specs, KernelCache& cache) {
   for (const Spec* s : specs) has_attention |= s->family == attention_spec().family;
   if (!has_attention) return 0;
   std::printf("\nchecking the attention presets on the GPU against the CPU reference\n");
-  std::printf("%-26s %-22s %10s %10s %s\n", "preset", "shape", "o rel err",
-              "bound", "result");
+  std::printf("%-26s %-22s %10s %10s %s\n", "preset", "shape", "o rel err", "bound", "result");
   int failures = 0;
   uint64_t seed = uint64_t(std::chrono::steady_clock::now().time_since_epoch().count());
   for (const Preset& p : attention_spec().presets) {
@@ -192,9 +189,8 @@ int check_presets(const std::vector<const Spec*>& specs, KernelCache& cache) {
       const CheckResult r = check_attention(flags, shape, ++seed, cache);
       const bool ok = r.passed(error_bound(flags.dtype));
       failures += !ok;
-      std::printf("%-26s %-22s %10.2e %10.0e %s\n", p.name.c_str(),
-                  shape.name.c_str(), r.o_error, error_bound(flags.dtype),
-                  ok ? "ok" : "FAILED");
+      std::printf("%-26s %-22s %10.2e %10.0e %s\n", p.name.c_str(), shape.name.c_str(), r.o_error,
+                  error_bound(flags.dtype), ok ? "ok" : "FAILED");
     }
   }
   return failures == 0 ? 0 : 1;
@@ -219,25 +215,24 @@ int run_build_cache(const BuildArgs& a) {
   for (const Spec& spec : specs) {
     for (const FlagSet& flags : variants_of(spec, a.presets_only)) {
       for (const Target& t : targets) {
-        items.push_back({&spec, make_signature(spec, flags,
-                                               CompileOptions::from_environment(t))});
+        items.push_back({&spec, make_signature(spec, flags, CompileOptions::from_environment(t))});
       }
     }
   }
-  const int jobs = a.jobs > 0 ? a.jobs
-                              : int(std::max(1u, std::thread::hardware_concurrency()));
+  const int jobs = a.jobs > 0 ? a.jobs : int(std::max(1u, std::thread::hardware_concurrency()));
   std::string target_names;
   for (const Target& t : targets) target_names += " " + t.name();
-  std::printf("building %zu variants of %zu spec(s) for%s%s into %s with %d jobs\n",
-              items.size(), specs.size(), target_names.c_str(),
-              from_gpu ? " (the local GPU)" : "", config.user_dir.c_str(), jobs);
+  std::printf("building %zu variants of %zu spec(s) for%s%s into %s with %d jobs\n", items.size(),
+              specs.size(), target_names.c_str(), from_gpu ? " (the local GPU)" : "",
+              config.user_dir.c_str(), jobs);
   const auto t0 = std::chrono::steady_clock::now();
   run_items(items, cache, jobs);
-  const double wall = std::chrono::duration<double>(
-                          std::chrono::steady_clock::now() - t0).count();
+  const double wall = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   if (cache.disk_disabled()) {
-    std::fprintf(stderr, "attnjit: error: the cache directory %s is not "
-                 "writable; nothing was stored\n", config.user_dir.c_str());
+    std::fprintf(stderr,
+                 "attnjit: error: the cache directory %s is not "
+                 "writable; nothing was stored\n",
+                 config.user_dir.c_str());
     return 1;
   }
   write_manifest(config.user_dir, manifest_of(items));
@@ -245,11 +240,11 @@ int run_build_cache(const BuildArgs& a) {
   if (rc == 0 && !a.no_check) {
     std::string why;
     if (!Driver::available(&why)) {
-      std::printf("\nno GPU here (%s): skipped running and checking the kernels\n",
-                  why.c_str());
+      std::printf("\nno GPU here (%s): skipped running and checking the kernels\n", why.c_str());
     } else if (!from_gpu) {
-      std::printf("\ntargets were given explicitly: run `attnjit check` to run "
-                  "them on this GPU\n");
+      std::printf(
+          "\ntargets were given explicitly: run `attnjit check` to run "
+          "them on this GPU\n");
     } else {
       std::vector<const Spec*> spec_ptrs;
       for (const Spec& s : specs) spec_ptrs.push_back(&s);
@@ -272,8 +267,7 @@ Runner add_build_cache(CLI::App& app) {
                  "Cache directory (default: $ATTNJIT_CACHE_DIR, "
                  "$XDG_CACHE_HOME/attnjit or ~/.cache/attnjit)");
   app.add_flag("--presets-only", a->presets_only, "Only the presets, not the matrix");
-  app.add_flag("--no-check", a->no_check,
-               "Do not run and check the presets on the local GPU");
+  app.add_flag("--no-check", a->no_check, "Do not run and check the presets on the local GPU");
   return [a] { return run_build_cache(*a); };
 }
 

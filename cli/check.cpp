@@ -31,8 +31,7 @@ int run_check(const CheckArgs& a) {
   }
   if (a.matrix) {
     for (const FlagSet& f : expand_matrix(spec).variants) {
-      todo.emplace_back(AttentionKernel::get(AttentionFlags::from_flag_set(f))
-                            ->kernel().name(), f);
+      todo.emplace_back(AttentionKernel::get(AttentionFlags::from_flag_set(f))->kernel().name(), f);
     }
   }
   if (todo.empty()) {
@@ -40,17 +39,15 @@ int run_check(const CheckArgs& a) {
   }
   uint64_t seed = uint64_t(std::chrono::steady_clock::now().time_since_epoch().count());
   int failures = 0;
-  std::printf("%-34s %-22s %10s %10s %s\n", "variant", "shape", "o rel err",
-              "lse err", "result");
+  std::printf("%-34s %-22s %10s %10s %s\n", "variant", "shape", "o rel err", "lse err", "result");
   for (const auto& [name, set] : todo) {
     const AttentionFlags flags = AttentionFlags::from_flag_set(set);
     for (const CheckShape& shape : standard_check_shapes(flags)) {
       const CheckResult r = check_attention(flags, shape, ++seed);
       const bool ok = r.passed(error_bound(flags.dtype));
       failures += !ok;
-      std::printf("%-34s %-22s %10.2e %10.2e %s\n", name.c_str(),
-                  shape.name.c_str(), r.o_error, r.lse_error,
-                  ok ? "ok" : "FAILED");
+      std::printf("%-34s %-22s %10.2e %10.2e %s\n", name.c_str(), shape.name.c_str(), r.o_error,
+                  r.lse_error, ok ? "ok" : "FAILED");
     }
   }
   std::printf("%d failed\n", failures);

@@ -15,16 +15,14 @@ Spec load_spec_argument(const std::string& name_or_path) {
   if (!probe) {
     std::string names;
     for (const auto& n : embedded_spec_names()) names += " " + n;
-    throw Error(ErrorKind::kSpec, "'" + name_or_path +
-                                      "' is neither an embedded spec (" +
+    throw Error(ErrorKind::kSpec, "'" + name_or_path + "' is neither an embedded spec (" +
                                       names.substr(names.empty() ? 0 : 1) +
                                       ") nor a readable file");
   }
   return load_spec_file(name_or_path);
 }
 
-std::vector<Target> targets_or_default(const std::vector<std::string>& names,
-                                       bool* from_gpu) {
+std::vector<Target> targets_or_default(const std::vector<std::string>& names, bool* from_gpu) {
   if (from_gpu) *from_gpu = false;
   std::vector<Target> targets;
   for (const auto& n : names) targets.push_back(parse_target(n));

@@ -35,26 +35,24 @@ void write_or_print(const std::string& text, const std::string& path) {
 
 void print_resources(const CompiledKernel& k) {
   const ResourceUsage& r = k.resources;
-  std::printf("resources:  %d registers, %d B static smem, %d B dynamic smem, "
-              "%d threads, spills %d B stores / %d B loads, stack %d B\n",
-              r.registers, r.static_smem, r.dynamic_smem, r.threads,
-              r.spill_stores, r.spill_loads, r.stack_frame);
+  std::printf(
+      "resources:  %d registers, %d B static smem, %d B dynamic smem, "
+      "%d threads, spills %d B stores / %d B loads, stack %d B\n",
+      r.registers, r.static_smem, r.dynamic_smem, r.threads, r.spill_stores, r.spill_loads,
+      r.stack_frame);
 }
 
 int run_compile(const CompileArgs& a) {
   const Spec spec = load_spec_argument(a.spec);
-  FlagSet flags = !a.preset.empty()
-                      ? resolve_preset(spec, a.preset)
-                      : resolve_flags(spec, parse_flag_assignments(spec, a.flags));
+  FlagSet flags = !a.preset.empty() ? resolve_preset(spec, a.preset)
+                                    : resolve_flags(spec, parse_flag_assignments(spec, a.flags));
   const Target target = parse_target(a.target);
-  const Signature sig =
-      make_signature(spec, flags, CompileOptions::from_environment(target));
+  const Signature sig = make_signature(spec, flags, CompileOptions::from_environment(target));
   const GeneratedSource source = generate_source(spec, sig);
   const CacheKey key = make_cache_key(sig, source.text);
   std::FILE* info = a.out.empty() && a.emit != "none" ? stderr : stdout;
-  std::fprintf(info, "variant:    %s\nsignature:  %s\nkey:        %s\n",
-               sig.display_name().c_str(), sig.canonical().c_str(),
-               key.hex.c_str());
+  std::fprintf(info, "variant:    %s\nsignature:  %s\nkey:        %s\n", sig.display_name().c_str(),
+               sig.canonical().c_str(), key.hex.c_str());
   if (a.emit == "source") {
     write_or_print(source.text, a.out);
     return 0;
@@ -62,8 +60,8 @@ int run_compile(const CompileArgs& a) {
   CompiledKernel kernel;
   if (a.no_cache) {
     kernel = compile_source(source, sig.options);
-    std::fprintf(info, "compiled:   %.0f ms (NVRTC %s)\n",
-                 kernel.compile_seconds * 1e3, nvrtc_version().c_str());
+    std::fprintf(info, "compiled:   %.0f ms (NVRTC %s)\n", kernel.compile_seconds * 1e3,
+                 nvrtc_version().c_str());
   } else {
     KernelCache& cache = KernelCache::global();
     const LookupResult found = cache.get(spec, sig);
@@ -86,20 +84,16 @@ int run_compile(const CompileArgs& a) {
 
 Runner add_compile(CLI::App& app) {
   auto a = std::make_shared<CompileArgs>();
-  app.add_option("--spec", a->spec, "Embedded spec name or YAML path")
-      ->capture_default_str();
+  app.add_option("--spec", a->spec, "Embedded spec name or YAML path")->capture_default_str();
   auto* preset = app.add_option("--preset", a->preset, "A preset of the spec");
-  app.add_option("--flags", a->flags,
-                 "Flag assignments, e.g. \"head_dim=128,causal=true\"")
+  app.add_option("--flags", a->flags, "Flag assignments, e.g. \"head_dim=128,causal=true\"")
       ->excludes(preset);
-  app.add_option("--target", a->target, "sm_80, sm_86, sm_89, sm_90a")
-      ->capture_default_str();
+  app.add_option("--target", a->target, "sm_80, sm_86, sm_89, sm_90a")->capture_default_str();
   app.add_option("--emit", a->emit, "none, source, ptx or cubin")
       ->check(CLI::IsMember({"none", "source", "ptx", "cubin"}))
       ->capture_default_str();
   app.add_option("-o,--out", a->out, "Write the emitted text here");
-  app.add_flag("--no-cache", a->no_cache,
-               "Compile with NVRTC directly, bypassing the cache");
+  app.add_flag("--no-cache", a->no_cache, "Compile with NVRTC directly, bypassing the cache");
   return [a] { return run_compile(*a); };
 }
 

@@ -10,8 +10,7 @@ namespace attnjit::cli {
 namespace {
 
 int run_inspect(const std::string& dir_arg, bool quiet) {
-  const std::string dir =
-      dir_arg.empty() ? CacheConfig::from_environment().user_dir : dir_arg;
+  const std::string dir = dir_arg.empty() ? CacheConfig::from_environment().user_dir : dir_arg;
   const std::vector<EntryReport> entries = scan_cache_dir(dir);
   int bad = 0;
   size_t bytes = 0;
@@ -19,21 +18,25 @@ int run_inspect(const std::string& dir_arg, bool quiet) {
     bytes += e.bytes;
     if (!e.ok) ++bad;
     if (quiet && e.ok) continue;
-    std::printf("%-4s %.16s  %-28s %8zu B  %s\n", e.ok ? "ok" : "BAD",
-                e.key.c_str(), e.display_name.c_str(), e.bytes,
+    std::printf("%-4s %.16s  %-28s %8zu B  %s\n", e.ok ? "ok" : "BAD", e.key.c_str(),
+                e.display_name.c_str(), e.bytes,
                 e.ok ? e.canonical_signature.c_str() : e.problem.c_str());
   }
-  std::printf("%s: %zu entries, %d bad, %.1f MiB\n", dir.c_str(),
-              entries.size(), bad, bytes / 1048576.0);
+  std::printf("%s: %zu entries, %d bad, %.1f MiB\n", dir.c_str(), entries.size(), bad,
+              bytes / 1048576.0);
   return bad == 0 ? 0 : 1;
 }
 
 const char* type_name(FlagType t) {
   switch (t) {
-    case FlagType::kBool: return "bool";
-    case FlagType::kInt: return "int";
-    case FlagType::kEnum: return "enum";
-    case FlagType::kType: return "type";
+    case FlagType::kBool:
+      return "bool";
+    case FlagType::kInt:
+      return "int";
+    case FlagType::kEnum:
+      return "enum";
+    case FlagType::kType:
+      return "type";
   }
   return "?";
 }
@@ -41,26 +44,24 @@ const char* type_name(FlagType t) {
 int run_specs() {
   for (const std::string& name : embedded_spec_names()) {
     const Spec spec = load_embedded_spec(name);
-    std::printf("%s: family %s, template %s, entry %s\n", name.c_str(),
-                spec.family.c_str(), spec.template_path.c_str(),
-                spec.entry.c_str());
+    std::printf("%s: family %s, template %s, entry %s\n", name.c_str(), spec.family.c_str(),
+                spec.template_path.c_str(), spec.entry.c_str());
     for (const FlagDecl& f : spec.flags) {
       std::string domain;
       for (auto v : f.int_values) domain += std::to_string(v) + " ";
       for (const auto& v : f.enum_values) domain += v + " ";
-      std::printf("  flag   %-12s %-5s %-32s default %s\n", f.name.c_str(),
-                  type_name(f.type), domain.c_str(),
-                  f.default_value ? to_string(*f.default_value).c_str() : "-");
+      std::printf("  flag   %-12s %-5s %-32s default %s\n", f.name.c_str(), type_name(f.type),
+                  domain.c_str(), f.default_value ? to_string(*f.default_value).c_str() : "-");
     }
     for (const Preset& p : spec.presets) {
       std::printf("  preset %-26s %s\n", p.name.c_str(), p.doc.c_str());
     }
     const MatrixExpansion m = expand_matrix(spec);
-    std::printf("  matrix %zu variants (%d illegal combinations dropped)\n",
-                m.variants.size(), m.dropped_illegal);
+    std::printf("  matrix %zu variants (%d illegal combinations dropped)\n", m.variants.size(),
+                m.dropped_illegal);
   }
-  std::printf("embedded templates: %zu headers, digest %.16s\n",
-              embedded_headers().size(), embedded_headers_digest().c_str());
+  std::printf("embedded templates: %zu headers, digest %.16s\n", embedded_headers().size(),
+              embedded_headers_digest().c_str());
   return 0;
 }
 
@@ -69,8 +70,7 @@ int run_specs() {
 Runner add_inspect(CLI::App& app) {
   auto dir = std::make_shared<std::string>();
   auto quiet = std::make_shared<bool>(false);
-  app.add_option("dir", *dir,
-                 "Cache directory (default: the user cache directory)");
+  app.add_option("dir", *dir, "Cache directory (default: the user cache directory)");
   app.add_flag("-q,--quiet", *quiet, "Only list bad entries");
   return [dir, quiet] { return run_inspect(*dir, *quiet); };
 }

@@ -14,22 +14,25 @@ int main(int argc, char** argv) {
   app.set_help_all_flag("--help-all", "Show the help of every subcommand");
   using attnjit::cli::Runner;
   std::vector<std::pair<CLI::App*, Runner>> commands;
-  auto add = [&](const char* name, const char* help,
-                 Runner (*make)(CLI::App&)) {
+  auto add = [&](const char* name, const char* help, Runner (*make)(CLI::App&)) {
     CLI::App* sub = app.add_subcommand(name, help);
     commands.emplace_back(sub, make(*sub));
   };
-  add("compile", "Compile one variant: print its signature and resources, "
-      "emit its source or PTX", attnjit::cli::add_compile);
-  add("build-cache", "Compile every variant of the specs' matrix and presets "
+  add("compile",
+      "Compile one variant: print its signature and resources, "
+      "emit its source or PTX",
+      attnjit::cli::add_compile);
+  add("build-cache",
+      "Compile every variant of the specs' matrix and presets "
       "into a cache directory (the offline job); with a GPU, also run and "
-      "check the presets", attnjit::cli::add_build_cache);
-  add("inspect", "List and verify the entries of a cache directory",
-      attnjit::cli::add_inspect);
-  add("specs", "List the embedded specs with their flags and presets",
-      attnjit::cli::add_specs);
-  add("check", "Run variants on the local GPU and compare them with the CPU "
-      "reference", attnjit::cli::add_check);
+      "check the presets",
+      attnjit::cli::add_build_cache);
+  add("inspect", "List and verify the entries of a cache directory", attnjit::cli::add_inspect);
+  add("specs", "List the embedded specs with their flags and presets", attnjit::cli::add_specs);
+  add("check",
+      "Run variants on the local GPU and compare them with the CPU "
+      "reference",
+      attnjit::cli::add_check);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

@@ -5,14 +5,14 @@
 
 namespace attnjit::detail {
 
-[[noreturn]] void check_failed(const char* condition, const char* reason,
-                               const char* file, int line);
+[[noreturn]] void check_failed(const char* condition, const char* reason, const char* file,
+                               int line);
 
 }  // namespace attnjit::detail
 
-#define ATTNJIT_CHECK(condition, reason)                                  \
-  do {                                                                    \
-    if (!(condition)) {                                                   \
+#define ATTNJIT_CHECK(condition, reason)                                       \
+  do {                                                                         \
+    if (!(condition)) {                                                        \
       ::attnjit::detail::check_failed(#condition, reason, __FILE__, __LINE__); \
-    }                                                                     \
+    }                                                                          \
   } while (false)

@@ -120,13 +120,20 @@ std::string parameter(const ArgDecl& arg, const FlagSet& flags) {
     case ArgType::kElemPtr:
       return fmt::format("::attnjit::types::{}*{} {}", flags.get_name(arg.elem_flag),
                          restrict_qualifier, arg.name);
-    case ArgType::kConstF32Ptr: return fmt::format("const float*{} {}", restrict_qualifier, arg.name);
-    case ArgType::kF32Ptr: return fmt::format("float*{} {}", restrict_qualifier, arg.name);
-    case ArgType::kConstI32Ptr: return fmt::format("const int*{} {}", restrict_qualifier, arg.name);
-    case ArgType::kI32Ptr: return fmt::format("int*{} {}", restrict_qualifier, arg.name);
-    case ArgType::kI32: return "int " + arg.name;
-    case ArgType::kI64: return "long long " + arg.name;
-    case ArgType::kF32: return "float " + arg.name;
+    case ArgType::kConstF32Ptr:
+      return fmt::format("const float*{} {}", restrict_qualifier, arg.name);
+    case ArgType::kF32Ptr:
+      return fmt::format("float*{} {}", restrict_qualifier, arg.name);
+    case ArgType::kConstI32Ptr:
+      return fmt::format("const int*{} {}", restrict_qualifier, arg.name);
+    case ArgType::kI32Ptr:
+      return fmt::format("int*{} {}", restrict_qualifier, arg.name);
+    case ArgType::kI32:
+      return "int " + arg.name;
+    case ArgType::kI64:
+      return "long long " + arg.name;
+    case ArgType::kF32:
+      return "float " + arg.name;
   }
   return "";
 }

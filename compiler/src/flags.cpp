@@ -23,10 +23,13 @@ std::string domain_text(const FlagDecl& decl) {
 
 bool has_decl_type(const FlagDecl& decl, const FlagValue& value) {
   switch (decl.type) {
-    case FlagType::kBool: return std::holds_alternative<bool>(value);
-    case FlagType::kInt: return std::holds_alternative<int64_t>(value);
+    case FlagType::kBool:
+      return std::holds_alternative<bool>(value);
+    case FlagType::kInt:
+      return std::holds_alternative<int64_t>(value);
     case FlagType::kEnum:
-    case FlagType::kType: return std::holds_alternative<std::string>(value);
+    case FlagType::kType:
+      return std::holds_alternative<std::string>(value);
   }
   return false;
 }
@@ -59,10 +62,14 @@ std::string assignments_text(const std::map<std::string, FlagValue>& assignments
 
 const char* type_name(FlagType type) {
   switch (type) {
-    case FlagType::kBool: return "bool";
-    case FlagType::kInt: return "int";
-    case FlagType::kEnum: return "enum";
-    case FlagType::kType: return "type";
+    case FlagType::kBool:
+      return "bool";
+    case FlagType::kInt:
+      return "int";
+    case FlagType::kEnum:
+      return "enum";
+    case FlagType::kType:
+      return "type";
   }
   return "?";
 }
@@ -70,10 +77,13 @@ const char* type_name(FlagType type) {
 std::string type_expectation(const FlagDecl& decl) {
   const std::string prefix = "flag " + quoted(decl.name) + " expects ";
   switch (decl.type) {
-    case FlagType::kBool: return prefix + "a bool";
-    case FlagType::kInt: return prefix + "an int";
+    case FlagType::kBool:
+      return prefix + "a bool";
+    case FlagType::kInt:
+      return prefix + "an int";
     case FlagType::kEnum:
-    case FlagType::kType: return prefix + "one of " + domain_text(decl);
+    case FlagType::kType:
+      return prefix + "one of " + domain_text(decl);
   }
   return prefix + "?";
 }
@@ -248,8 +258,7 @@ FlagSet resolve_preset(const Spec& spec, const std::string& preset) {
   return resolve_flags(spec, found->flags);
 }
 
-std::map<std::string, FlagValue> parse_flag_assignments(const Spec& spec,
-                                                        const std::string& text) {
+std::map<std::string, FlagValue> parse_flag_assignments(const Spec& spec, const std::string& text) {
   std::map<std::string, FlagValue> result;
   const auto trim = [](std::string_view part) {
     while (!part.empty() && std::isspace(static_cast<unsigned char>(part.front()))) {
@@ -268,8 +277,8 @@ std::map<std::string, FlagValue> parse_flag_assignments(const Spec& spec,
     start = end + 1;
     const std::size_t equals = item.find('=');
     if (equals == std::string_view::npos) {
-      throw Error(ErrorKind::kFlags,
-                  "expected name=value, got " + detail::quoted(item) + " in " + detail::quoted(text));
+      throw Error(ErrorKind::kFlags, "expected name=value, got " + detail::quoted(item) + " in " +
+                                         detail::quoted(text));
     }
     const std::string name(trim(item.substr(0, equals)));
     const std::string_view value_text = trim(item.substr(equals + 1));

@@ -17,8 +17,8 @@ std::string identity(const FlagSet& flags) {
 // The axes of one entry in the spec's flag order, so that the product is
 // enumerated the same way whatever order the YAML lists them in; the last
 // axis varies fastest.
-std::vector<std::pair<std::string, std::vector<FlagValue>>> ordered_axes(
-    const Spec& spec, const MatrixEntry& entry) {
+std::vector<std::pair<std::string, std::vector<FlagValue>>> ordered_axes(const Spec& spec,
+                                                                         const MatrixEntry& entry) {
   std::vector<std::pair<std::string, std::vector<FlagValue>>> axes;
   for (const FlagDecl& decl : spec.flags) {
     const auto it = entry.axes.find(decl.name);

@@ -5,31 +5,46 @@
 #include <cctype>
 #include <cstdio>
 
-
 namespace attnjit::detail {
 namespace {
 
 // C++20 keywords and alternative tokens: none of them may name a flag, a
 // member, a parameter or an enumerator in the generated unit.
-constexpr std::string_view kCxxKeywords[] = {
-    "alignas", "alignof", "and", "and_eq", "asm", "auto", "bitand", "bitor",
-    "bool", "break", "case", "catch", "char", "char8_t", "char16_t",
-    "char32_t", "class", "compl", "concept", "const", "consteval",
-    "constexpr", "constinit", "const_cast", "continue", "co_await",
-    "co_return", "co_yield", "decltype", "default", "delete", "do", "double",
-    "dynamic_cast", "else", "enum", "explicit", "export", "extern", "false",
-    "float", "for", "friend", "goto", "if", "inline", "int", "long",
-    "mutable", "namespace", "new", "noexcept", "not", "not_eq", "nullptr",
-    "operator", "or", "or_eq", "private", "protected", "public", "register",
-    "reinterpret_cast", "requires", "return", "short", "signed", "sizeof",
-    "static", "static_assert", "static_cast", "struct", "switch", "template",
-    "this", "thread_local", "throw", "true", "try", "typedef", "typeid",
-    "typename", "union", "unsigned", "using", "virtual", "void", "volatile",
-    "wchar_t", "while", "xor", "xor_eq"};
+constexpr std::string_view kCxxKeywords[] = {"alignas",       "alignof",     "and",
+                                             "and_eq",        "asm",         "auto",
+                                             "bitand",        "bitor",       "bool",
+                                             "break",         "case",        "catch",
+                                             "char",          "char8_t",     "char16_t",
+                                             "char32_t",      "class",       "compl",
+                                             "concept",       "const",       "consteval",
+                                             "constexpr",     "constinit",   "const_cast",
+                                             "continue",      "co_await",    "co_return",
+                                             "co_yield",      "decltype",    "default",
+                                             "delete",        "do",          "double",
+                                             "dynamic_cast",  "else",        "enum",
+                                             "explicit",      "export",      "extern",
+                                             "false",         "float",       "for",
+                                             "friend",        "goto",        "if",
+                                             "inline",        "int",         "long",
+                                             "mutable",       "namespace",   "new",
+                                             "noexcept",      "not",         "not_eq",
+                                             "nullptr",       "operator",    "or",
+                                             "or_eq",         "private",     "protected",
+                                             "public",        "register",    "reinterpret_cast",
+                                             "requires",      "return",      "short",
+                                             "signed",        "sizeof",      "static",
+                                             "static_assert", "static_cast", "struct",
+                                             "switch",        "template",    "this",
+                                             "thread_local",  "throw",       "true",
+                                             "try",           "typedef",     "typeid",
+                                             "typename",      "union",       "unsigned",
+                                             "using",         "virtual",     "void",
+                                             "volatile",      "wchar_t",     "while",
+                                             "xor",           "xor_eq"};
 
 // Names CUDA defines in every translation unit.
-constexpr std::string_view kCudaBuiltins[] = {
-    "threadIdx", "blockIdx", "blockDim", "gridDim", "warpSize"};
+constexpr std::string_view kCudaBuiltins[] = {"threadIdx", "blockIdx", "blockDim", "gridDim",
+                                              "warpSize"};
 
 bool is_identifier(std::string_view name) {
   if (name.empty()) return false;
@@ -62,11 +77,11 @@ std::optional<std::string> identifier_problem(std::string_view name) {
   };
   if (contains(kCxxKeywords)) return "is a C++ keyword";
   if (contains(kCudaBuiltins)) return "is a CUDA built-in name";
-  const bool reserved_by_cxx =
-      name.rfind("__", 0) == 0 ||
-      (name.size() > 1 && name[0] == '_' && name[1] >= 'A' && name[1] <= 'Z');
+  const bool reserved_by_cxx = name.rfind("__", 0) == 0 || (name.size() > 1 && name[0] == '_' &&
+                                                            name[1] >= 'A' && name[1] <= 'Z');
   if (reserved_by_cxx) return "is reserved (names starting with '__' or '_' and a capital)";
-  if (starts_with_attnjit(name)) return "is reserved (names starting with 'attnjit' belong to the generator)";
+  if (starts_with_attnjit(name))
+    return "is reserved (names starting with 'attnjit' belong to the generator)";
   return std::nullopt;
 }
 
@@ -74,8 +89,8 @@ std::optional<std::string> template_path_problem(std::string_view path) {
   if (path.empty()) return "is empty";
   if (path.front() == '/') return "must be relative to templates/";
   const auto allowed = [](char c) {
-    return std::isalnum(static_cast<unsigned char>(c)) || c == '_' || c == '.' ||
-           c == '/' || c == '-';
+    return std::isalnum(static_cast<unsigned char>(c)) || c == '_' || c == '.' || c == '/' ||
+           c == '-';
   };
   if (!std::all_of(path.begin(), path.end(), allowed)) {
     return "may use only [A-Za-z0-9_./-]";
@@ -89,8 +104,7 @@ std::optional<std::string> template_path_problem(std::string_view path) {
     start = end + 1;
   }
   constexpr std::string_view kSuffix = ".cuh";
-  if (path.size() <= kSuffix.size() ||
-      path.substr(path.size() - kSuffix.size()) != kSuffix) {
+  if (path.size() <= kSuffix.size() || path.substr(path.size() - kSuffix.size()) != kSuffix) {
     return "must end in .cuh";
   }
   return std::nullopt;
@@ -155,8 +169,7 @@ std::size_t edit_distance(std::string_view a, std::string_view b) {
   return row[b.size()];
 }
 
-std::string did_you_mean(std::string_view name,
-                         const std::vector<std::string>& candidates) {
+std::string did_you_mean(std::string_view name, const std::vector<std::string>& candidates) {
   constexpr std::size_t kMaxDistance = 2;
   const std::string* best = nullptr;
   std::size_t best_distance = kMaxDistance + 1;

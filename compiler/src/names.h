@@ -32,8 +32,7 @@ std::size_t edit_distance(std::string_view a, std::string_view b);
 
 // " (did you mean 'x'?)" for the closest candidate within edit distance 2,
 // else "".
-std::string did_you_mean(std::string_view name,
-                         const std::vector<std::string>& candidates);
+std::string did_you_mean(std::string_view name, const std::vector<std::string>& candidates);
 
 std::string join(const std::vector<std::string>& parts, std::string_view sep);
 

@@ -72,11 +72,10 @@ class Program {
 std::string file_stem(const GeneratedSource& source) {
   std::string stem = source.name;
   if (stem.size() > 3 && stem.compare(stem.size() - 3, 3, ".cu") == 0) stem.resize(stem.size() - 3);
-  const bool safe = !stem.empty() && stem.front() != '.' &&
-                    std::all_of(stem.begin(), stem.end(), [](char c) {
-                      return std::isalnum(static_cast<unsigned char>(c)) || c == '_' || c == '-' ||
-                             c == '.';
-                    });
+  const bool safe =
+      !stem.empty() && stem.front() != '.' && std::all_of(stem.begin(), stem.end(), [](char c) {
+        return std::isalnum(static_cast<unsigned char>(c)) || c == '_' || c == '-' || c == '.';
+      });
   return safe ? stem : "attnjit_source";
 }
 
@@ -93,8 +92,8 @@ fs::path make_dump_dir() {
     return *dir;
   }
   const char* tmp = std::getenv("TMPDIR");
-  std::string pattern = (fs::path(tmp != nullptr && *tmp != '\0' ? tmp : "/tmp") /
-                         "attnjit-XXXXXX").string();
+  std::string pattern =
+      (fs::path(tmp != nullptr && *tmp != '\0' ? tmp : "/tmp") / "attnjit-XXXXXX").string();
   if (mkdtemp(pattern.data()) == nullptr) {
     throw fs::filesystem_error("mkdtemp", pattern, std::error_code(errno, std::generic_category()));
   }
@@ -128,11 +127,11 @@ std::string dump(const GeneratedSource& source, const std::string& log, const st
 [[noreturn]] void throw_compile_error(const GeneratedSource& source, const CompileOptions& options,
                                       const std::vector<std::string>& flags, nvrtcResult result,
                                       const std::string& log) {
-  throw Error(ErrorKind::kCompile,
-              "nvrtc could not compile " + source.name + " (entry " + source.entry + ") for " +
-                  options.target.name() + ": " + nvrtcGetErrorString(result) +
-                  "\nsource: " + dump(source, log, "") + "\noptions: " + detail::join(flags, " ") +
-                  "\nlog:\n" + log);
+  throw Error(ErrorKind::kCompile, "nvrtc could not compile " + source.name + " (entry " +
+                                       source.entry + ") for " + options.target.name() + ": " +
+                                       nvrtcGetErrorString(result) +
+                                       "\nsource: " + dump(source, log, "") +
+                                       "\noptions: " + detail::join(flags, " ") + "\nlog:\n" + log);
 }
 
 }  // namespace

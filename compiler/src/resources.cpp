@@ -97,7 +97,8 @@ bool parse_launch_info(const std::string& ptx, const std::string& entry, Resourc
   std::size_t index = 0;
   for (std::string item; std::getline(values, item, ','); ++index) {
     const uint64_t value = std::stoull(item);
-    if (bytes && index < 16) words[index / 4] |= static_cast<uint32_t>(value & 0xff) << (8 * (index % 4));
+    if (bytes && index < 16)
+      words[index / 4] |= static_cast<uint32_t>(value & 0xff) << (8 * (index % 4));
     if (!bytes && index < 4) words[index] = static_cast<uint32_t>(value);
   }
   usage.threads = static_cast<int>(words[0]);

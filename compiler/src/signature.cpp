@@ -57,8 +57,8 @@ void check_flag_set(const Spec& spec, const FlagSet& flags) {
   }
   if (!same_size) {
     throw Error(ErrorKind::kFlags, "flag set has " + std::to_string(flags.values.size()) +
-                                       " flags, spec " + detail::quoted(spec.family) + " declares " +
-                                       std::to_string(spec.flags.size()));
+                                       " flags, spec " + detail::quoted(spec.family) +
+                                       " declares " + std::to_string(spec.flags.size()));
   }
 }
 
@@ -83,7 +83,8 @@ void check_overrides(const Spec& spec, const std::map<std::string, int64_t>& ove
       throw Error(ErrorKind::kFlags, "unknown tuning param " + detail::quoted(param) +
                                          detail::did_you_mean(param, params));
     }
-    if (value < std::numeric_limits<int32_t>::min() || value > std::numeric_limits<int32_t>::max()) {
+    if (value < std::numeric_limits<int32_t>::min() ||
+        value > std::numeric_limits<int32_t>::max()) {
       throw Error(ErrorKind::kFlags, "tuning param " + detail::quoted(param) + ": " +
                                          std::to_string(value) + " does not fit in a 32-bit int");
     }
@@ -150,9 +151,9 @@ std::vector<std::string> CompileOptions::nvrtc_flags() const {
 }
 
 std::string CompileOptions::canonical() const {
-  return target.name() + "{emit_ptx=" + bool_text(emit_ptx) + ",fast_math=" +
-         bool_text(fast_math) + ",line_info=" + bool_text(line_info) +
-         ",max_registers=" + std::to_string(max_registers) + "}";
+  return target.name() + "{emit_ptx=" + bool_text(emit_ptx) + ",fast_math=" + bool_text(fast_math) +
+         ",line_info=" + bool_text(line_info) + ",max_registers=" + std::to_string(max_registers) +
+         "}";
 }
 
 CompileOptions CompileOptions::from_environment(const Target& target) {
@@ -179,8 +180,8 @@ int64_t Signature::tuning_value(const std::string& param) const {
   for (const auto& [name, value] : tuning) {
     if (name == param) return value;
   }
-  detail::check_failed("param in tuning", "Signature::tuning_value: no such tuning param",
-                       __FILE__, __LINE__);
+  detail::check_failed("param in tuning", "Signature::tuning_value: no such tuning param", __FILE__,
+                       __LINE__);
 }
 
 Signature make_signature(const Spec& spec, const FlagSet& flags, const CompileOptions& options,
@@ -218,9 +219,9 @@ Signature make_signature(const Spec& spec, const FlagSet& flags, const CompileOp
 }
 
 CacheKeyInputs cache_key_inputs(const Signature& signature, const std::string& generated_source) {
-  return CacheKeyInputs{signature.canonical(),          signature.options.target.name(),
-                        nvrtc_version(),                signature.options.nvrtc_flags(),
-                        generated_source,               embedded_headers_digest()};
+  return CacheKeyInputs{signature.canonical(), signature.options.target.name(),
+                        nvrtc_version(),       signature.options.nvrtc_flags(),
+                        generated_source,      embedded_headers_digest()};
 }
 
 CacheKey hash_cache_key(const CacheKeyInputs& inputs) {

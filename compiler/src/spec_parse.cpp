@@ -18,9 +18,9 @@ namespace attnjit {
 namespace detail {
 namespace {
 
-const std::vector<std::string> kTopLevelKeys = {
-    "family", "description", "template", "entry",   "flags",
-    "constraints", "tuning", "args",     "presets", "matrix"};
+const std::vector<std::string> kTopLevelKeys = {"family",  "description", "template", "entry",
+                                                "flags",   "constraints", "tuning",   "args",
+                                                "presets", "matrix"};
 const std::vector<std::string> kFlagKeys = {"type", "values",   "default",
                                             "doc",  "requires", "excludes"};
 const std::vector<std::string> kArgKeys = {"name", "type", "doc", "noalias"};
@@ -89,7 +89,8 @@ FlagDecl parse_flag(const SpecReader& reader, const MapEntry& flag_entry,
   }
   const YAML::Node& node = flag_entry.value;
   const std::vector<MapEntry> entries = reader.entries(node, what, kFlagKeys);
-  decl.type = parse_flag_type(reader, reader.required(entries, node, "type", what).value, decl.name);
+  decl.type =
+      parse_flag_type(reader, reader.required(entries, node, "type", what).value, decl.name);
   parse_domain(reader, decl, node, find_entry(entries, "values"));
   if (const MapEntry* entry = find_entry(entries, "default")) {
     decl.default_value = flag_value(reader, decl, entry->value);
@@ -129,7 +130,8 @@ Constraint sugar_constraint(const SpecReader& reader, const std::vector<FlagDecl
       reader.fail(item, "unknown flag " + quoted(name) + " in " + what + did_you_mean(name, names));
     }
     if (other->type != FlagType::kBool) {
-      reader.fail(item, what + ": " + quoted(name) + " is not a bool flag; write a constraint instead");
+      reader.fail(item,
+                  what + ": " + quoted(name) + " is not a bool flag; write a constraint instead");
     }
     if (name == flag) reader.fail(item, what + " names the flag itself");
     (is_requires ? constraint.require : constraint.forbid)[name] = true;
@@ -153,9 +155,12 @@ ArgDecl parse_arg_type(const SpecReader& reader, const Spec& spec, const YAML::N
                        ArgDecl arg) {
   const std::string text = reader.text(node, "arg " + quoted(arg.name) + ": type");
   static const std::vector<std::pair<std::string, ArgType>> kFixed = {
-      {"const float*", ArgType::kConstF32Ptr}, {"float*", ArgType::kF32Ptr},
-      {"const int32*", ArgType::kConstI32Ptr}, {"int32*", ArgType::kI32Ptr},
-      {"int32", ArgType::kI32},                {"int64", ArgType::kI64},
+      {"const float*", ArgType::kConstF32Ptr},
+      {"float*", ArgType::kF32Ptr},
+      {"const int32*", ArgType::kConstI32Ptr},
+      {"int32*", ArgType::kI32Ptr},
+      {"int32", ArgType::kI32},
+      {"int64", ArgType::kI64},
       {"float", ArgType::kF32}};
   for (const auto& [spelling, type] : kFixed) {
     if (text == spelling) {
@@ -269,14 +274,16 @@ std::vector<ArgDecl> parse_args(const SpecReader& reader, const Spec& spec,
                                   std::to_string(earlier.loc.line) + ":" +
                                   std::to_string(earlier.loc.column) + ")");
     }
-    const YAML::Node& type = reader.required(entries, item, "type", "arg " + quoted(arg.name)).value;
+    const YAML::Node& type =
+        reader.required(entries, item, "type", "arg " + quoted(arg.name)).value;
     arg = parse_arg_type(reader, spec, type, std::move(arg));
     if (const MapEntry* doc = find_entry(entries, "doc")) {
       arg.doc = reader.text(doc->value, "arg " + quoted(arg.name) + ": doc");
     }
     if (const MapEntry* noalias = find_entry(entries, "noalias")) {
       if (!is_pointer(arg.type)) {
-        reader.fail(noalias->key_node, "arg " + quoted(arg.name) + ": noalias applies only to pointers");
+        reader.fail(noalias->key_node,
+                    "arg " + quoted(arg.name) + ": noalias applies only to pointers");
       }
       arg.no_alias = reader.boolean(noalias->value, "arg " + quoted(arg.name) + ": noalias");
     }
@@ -303,7 +310,8 @@ Spec parse_spec(const std::string& yaml_text, const std::string& source_name) {
   spec.family = reader.identifier(reader.required(entries, root, "family", "spec").value, "family");
   if (const auto* entry = find_entry(entries, "description")) {
     spec.description = reader.text(entry->value, "description");
-    while (!spec.description.empty() && std::isspace(static_cast<unsigned char>(spec.description.back()))) {
+    while (!spec.description.empty() &&
+           std::isspace(static_cast<unsigned char>(spec.description.back()))) {
       spec.description.pop_back();
     }
   }

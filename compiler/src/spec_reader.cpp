@@ -26,9 +26,7 @@ const MapEntry* find_entry(const std::vector<MapEntry>& entries, std::string_vie
   return nullptr;
 }
 
-bool is_plain_scalar(const YAML::Node& node) {
-  return node.IsScalar() && node.Tag() == "?";
-}
+bool is_plain_scalar(const YAML::Node& node) { return node.IsScalar() && node.Tag() == "?"; }
 
 YAML::Node SpecReader::load(const std::string& yaml_text) const {
   try {
@@ -69,9 +67,8 @@ std::vector<MapEntry> SpecReader::entries(const YAML::Node& map, std::string_vie
                          " (first at " + std::to_string(first_at.line) + ":" +
                          std::to_string(first_at.column) + ")");
     }
-    const bool known = known_keys.empty() ||
-                       std::find(known_keys.begin(), known_keys.end(), entry.key) !=
-                           known_keys.end();
+    const bool known = known_keys.empty() || std::find(known_keys.begin(), known_keys.end(),
+                                                       entry.key) != known_keys.end();
     if (!known) {
       fail(key_node, "unknown key " + quoted(entry.key) + " in " + std::string(what) +
                          did_you_mean(entry.key, known_keys));
@@ -88,9 +85,8 @@ std::vector<MapEntry> SpecReader::named_entries(const YAML::Node& map, std::stri
   return result;
 }
 
-const MapEntry& SpecReader::required(const std::vector<MapEntry>& entries,
-                                     const YAML::Node& map, std::string_view key,
-                                     std::string_view what) const {
+const MapEntry& SpecReader::required(const std::vector<MapEntry>& entries, const YAML::Node& map,
+                                     std::string_view key, std::string_view what) const {
   const MapEntry* entry = find_entry(entries, key);
   if (entry == nullptr) {
     fail(map, "missing key " + quoted(key) + " in " + std::string(what));
@@ -98,8 +94,7 @@ const MapEntry& SpecReader::required(const std::vector<MapEntry>& entries,
   return *entry;
 }
 
-std::vector<YAML::Node> SpecReader::items(const YAML::Node& sequence,
-                                          std::string_view what) const {
+std::vector<YAML::Node> SpecReader::items(const YAML::Node& sequence, std::string_view what) const {
   if (!sequence.IsSequence()) fail(sequence, std::string(what) + " must be a list");
   std::vector<YAML::Node> result;
   for (const YAML::Node& item : sequence) result.push_back(item);
@@ -133,8 +128,8 @@ std::string SpecReader::identifier(const MapEntry& entry, std::string_view what)
 
 int64_t SpecReader::integer(const YAML::Node& node, std::string_view what) const {
   const std::string shown = node.IsScalar() ? " " + quoted(node.Scalar()) : "";
-  const std::string not_an_int = std::string(what) + " must be an integer" +
-                                 (shown.empty() ? "" : ", got" + shown);
+  const std::string not_an_int =
+      std::string(what) + " must be an integer" + (shown.empty() ? "" : ", got" + shown);
   if (!is_plain_scalar(node)) fail(node, not_an_int);
   const std::string& digits = node.Scalar();
   const char* first = digits.data();
@@ -142,10 +137,9 @@ int64_t SpecReader::integer(const YAML::Node& node, std::string_view what) const
   if (first != last && *first == '+') ++first;
   int64_t value = 0;
   const auto [end, error] = std::from_chars(first, last, value);
-  if (error == std::errc::result_out_of_range ||
-      (error == std::errc() && end == last &&
-       (value < std::numeric_limits<int32_t>::min() ||
-        value > std::numeric_limits<int32_t>::max()))) {
+  if (error == std::errc::result_out_of_range || (error == std::errc() && end == last &&
+                                                  (value < std::numeric_limits<int32_t>::min() ||
+                                                   value > std::numeric_limits<int32_t>::max()))) {
     fail(node, std::string(what) + shown + " does not fit in a 32-bit int");
   }
   if (error != std::errc() || end != last) fail(node, not_an_int);

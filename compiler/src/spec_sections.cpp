@@ -29,8 +29,10 @@ std::map<std::string, FlagValue> flag_assignments(const SpecReader& reader, cons
 }
 
 // `{flag: [values] or value, ...}`: each flag may take any of the values.
-std::map<std::string, std::vector<FlagValue>> flag_alternatives(
-    const SpecReader& reader, const MapEntry& entry, const FlagDecl& decl, std::string_view where) {
+std::map<std::string, std::vector<FlagValue>> flag_alternatives(const SpecReader& reader,
+                                                                const MapEntry& entry,
+                                                                const FlagDecl& decl,
+                                                                std::string_view where) {
   std::vector<FlagValue> values;
   const std::string what = std::string(where) + ": flag " + quoted(decl.name);
   const std::vector<YAML::Node> items = reader.items_or_scalar(entry.value, what);
@@ -69,7 +71,8 @@ std::vector<std::string> parse_params(const SpecReader& reader, const Spec& spec
     for (const FlagDecl& decl : spec.flags) {
       const bool is_enum_type = decl.type == FlagType::kEnum && name == decl.name + "_t";
       if (decl.name == name || is_enum_type) {
-        reader.fail(item, "tuning param " + quoted(name) + " collides with flag " + quoted(decl.name));
+        reader.fail(item,
+                    "tuning param " + quoted(name) + " collides with flag " + quoted(decl.name));
       }
     }
     params.push_back(name);
@@ -179,8 +182,8 @@ std::vector<MatrixEntry> parse_matrix(const SpecReader& reader, const Spec& spec
     }
     for (const FlagDecl& decl : spec.flags) {
       if (decl.default_value || entry.axes.count(decl.name) > 0) continue;
-      reader.fail(item, "matrix entry does not name flag " + quoted(decl.name) +
-                            ", which has no default");
+      reader.fail(
+          item, "matrix entry does not name flag " + quoted(decl.name) + ", which has no default");
     }
     matrix.push_back(std::move(entry));
   }

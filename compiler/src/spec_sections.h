@@ -15,8 +15,7 @@ namespace attnjit::detail {
 // constraint with a `why` is the one reported).
 std::vector<FlagDecl> parse_flags(const SpecReader& reader, const YAML::Node& node,
                                   std::vector<Constraint>& sugar);
-std::vector<ArgDecl> parse_args(const SpecReader& reader, const Spec& spec,
-                                const YAML::Node& node);
+std::vector<ArgDecl> parse_args(const SpecReader& reader, const Spec& spec, const YAML::Node& node);
 std::vector<Constraint> parse_constraints(const SpecReader& reader, const Spec& spec,
                                           const YAML::Node& node);
 Tuning parse_tuning(const SpecReader& reader, const Spec& spec, const YAML::Node& node);
@@ -28,8 +27,8 @@ std::vector<MatrixEntry> parse_matrix(const SpecReader& reader, const Spec& spec
 
 // A flag named by a key of `where` ("constraint", "preset 'x'"), or an
 // error "unknown flag 'causl' in constraint (did you mean 'causal'?)".
-const FlagDecl& declared_flag(const SpecReader& reader, const Spec& spec,
-                              const MapEntry& entry, std::string_view where);
+const FlagDecl& declared_flag(const SpecReader& reader, const Spec& spec, const MapEntry& entry,
+                              std::string_view where);
 // A value typed by the flag's declaration and inside its domain.
 FlagValue flag_value(const SpecReader& reader, const FlagDecl& decl, const YAML::Node& node);
 

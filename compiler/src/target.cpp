@@ -21,9 +21,7 @@ std::string known_target_names() {
 
 }  // namespace
 
-std::string Target::name() const {
-  return "sm_" + std::to_string(sm) + (arch_specific ? "a" : "");
-}
+std::string Target::name() const { return "sm_" + std::to_string(sm) + (arch_specific ? "a" : ""); }
 
 std::string Target::virtual_arch() const {
   return "compute_" + std::to_string(sm) + (arch_specific ? "a" : "");

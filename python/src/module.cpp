@@ -35,8 +35,7 @@ void translate(const std::exception_ptr& thrown, void*) {
   try {
     std::rethrow_exception(thrown);
   } catch (const Error& e) {
-    const bool caller_mistake =
-        e.kind() == ErrorKind::kArgument || e.kind() == ErrorKind::kFlags;
+    const bool caller_mistake = e.kind() == ErrorKind::kArgument || e.kind() == ErrorKind::kFlags;
     PyObject* type = caller_mistake ? PyExc_ValueError : g_error_type;
     nb::object error = nb::handle(type)(nb::str(e.what()));
     nb::setattr(error, "kind", nb::str(to_string(e.kind())));
@@ -44,27 +43,24 @@ void translate(const std::exception_ptr& thrown, void*) {
   }
 }
 
-
 SinkMode parse_sinks(const std::string& name) {
   if (name == "none") return SinkMode::kNone;
   if (name == "null_logit") return SinkMode::kNullLogit;
   if (name == "bias_key0") return SinkMode::kBiasKey0;
   throw Error(ErrorKind::kFlags,
-              "sinks_mode must be 'none', 'null_logit' or 'bias_key0', got '" +
-                  name + "'");
+              "sinks_mode must be 'none', 'null_logit' or 'bias_key0', got '" + name + "'");
 }
 
 DType parse_dtype(const std::string& name) {
   if (name == "bf16") return DType::kBF16;
   if (name == "fp16") return DType::kFP16;
-  throw Error(ErrorKind::kFlags,
-              "dtype must be 'bf16' or 'fp16', got '" + name + "'");
+  throw Error(ErrorKind::kFlags, "dtype must be 'bf16' or 'fp16', got '" + name + "'");
 }
 
-std::shared_ptr<AttentionKernel> get_kernel(
-    const std::string& dtype, int head_dim, bool causal, bool window,
-    const std::string& sinks, bool mm_prefix, bool mm_clamp, bool softcap,
-    bool return_lse, const std::optional<std::string>& target) {
+std::shared_ptr<AttentionKernel> get_kernel(const std::string& dtype, int head_dim, bool causal,
+                                            bool window, const std::string& sinks, bool mm_prefix,
+                                            bool mm_clamp, bool softcap, bool return_lse,
+                                            const std::optional<std::string>& target) {
   AttentionFlags flags;
   flags.dtype = parse_dtype(dtype);
   flags.head_dim = head_dim;
@@ -81,27 +77,23 @@ std::shared_ptr<AttentionKernel> get_kernel(
   } else {
     // The caller's current context decides (the compile thread has none).
     Driver& driver = Driver::get();
-    const DeviceInfo info =
-        driver.device_of(driver.current_or_primary_context());
+    const DeviceInfo info = driver.device_of(driver.current_or_primary_context());
     resolved = target_for_device(info.major, info.minor);
   }
   // A miss compiles for a few hundred milliseconds: let other threads run.
   nb::gil_scoped_release release;
-  return attnjit::on_large_stack([&] {
-    return AttentionKernel::get(flags, KernelCache::global(), &resolved);
-  });
+  return attnjit::on_large_stack(
+      [&] { return AttentionKernel::get(flags, KernelCache::global(), &resolved); });
 }
 
 // One launch; pointers and the stream are integers (0 for null).
-void launch(AttentionKernel& kernel, uintptr_t q, uintptr_t k, uintptr_t v,
-            uintptr_t o, uintptr_t lse, uintptr_t sinks,
-            uintptr_t cu_seqlens_q, uintptr_t cu_seqlens_k,
-            uintptr_t mm_span_offsets, uintptr_t mm_spans,
-            int64_t q_row_stride, int64_t q_head_stride, int64_t k_row_stride,
-            int64_t k_head_stride, int64_t v_row_stride, int64_t v_head_stride,
-            int64_t o_row_stride, int64_t o_head_stride, int num_seqs,
-            int num_heads_q, int num_heads_kv, int total_q, int total_k,
-            int max_seqlen_q, int max_seqlen_k, float scale, float softcap,
+void launch(AttentionKernel& kernel, uintptr_t q, uintptr_t k, uintptr_t v, uintptr_t o,
+            uintptr_t lse, uintptr_t sinks, uintptr_t cu_seqlens_q, uintptr_t cu_seqlens_k,
+            uintptr_t mm_span_offsets, uintptr_t mm_spans, int64_t q_row_stride,
+            int64_t q_head_stride, int64_t k_row_stride, int64_t k_head_stride,
+            int64_t v_row_stride, int64_t v_head_stride, int64_t o_row_stride,
+            int64_t o_head_stride, int num_seqs, int num_heads_q, int num_heads_kv, int total_q,
+            int total_k, int max_seqlen_q, int max_seqlen_k, float scale, float softcap,
             int window_left, int window_right, uintptr_t stream) {
   AttentionArgs a;
   a.q = reinterpret_cast<const void*>(q);
@@ -167,44 +159,34 @@ NB_MODULE(_C, m) {
   m.attr("Error") = nb::handle(g_error_type);
   nb::register_exception_translator(translate);
 
-  m.def("version", [] { return std::string(attnjit_version()); },
-        "attnjit's version, e.g. '0.1.0'");
+  m.def(
+      "version", [] { return std::string(attnjit_version()); }, "attnjit's version, e.g. '0.1.0'");
 
   nb::class_<AttentionKernel>(m, "AttentionKernel",
                               "A compiled attention variant; it loads into "
                               "each CUDA context on its first launch there")
-      .def_prop_ro("name",
-                   [](AttentionKernel& k) { return k.kernel().name(); })
-      .def_prop_ro("key",
-                   [](AttentionKernel& k) { return k.kernel().entry().key.hex; })
+      .def_prop_ro("name", [](AttentionKernel& k) { return k.kernel().name(); })
+      .def_prop_ro("key", [](AttentionKernel& k) { return k.kernel().entry().key.hex; })
       .def_prop_ro("signature",
-                   [](AttentionKernel& k) {
-                     return k.kernel().entry().canonical_signature;
-                   })
-      .def_prop_ro("source",
-                   [](AttentionKernel& k) {
-                     return std::string(to_string(k.source()));
-                   })
+                   [](AttentionKernel& k) { return k.kernel().entry().canonical_signature; })
+      .def_prop_ro("source", [](AttentionKernel& k) { return std::string(to_string(k.source())); })
       .def_prop_ro("block_m", &AttentionKernel::block_m)
-      .def("launch", &launch, "q"_a, "k"_a, "v"_a, "o"_a, "lse"_a, "sinks"_a,
-           "cu_seqlens_q"_a, "cu_seqlens_k"_a, "mm_span_offsets"_a,
-           "mm_spans"_a, "q_row_stride"_a, "q_head_stride"_a,
-           "k_row_stride"_a, "k_head_stride"_a, "v_row_stride"_a,
-           "v_head_stride"_a, "o_row_stride"_a, "o_head_stride"_a,
-           "num_seqs"_a, "num_heads_q"_a, "num_heads_kv"_a, "total_q"_a,
-           "total_k"_a, "max_seqlen_q"_a, "max_seqlen_k"_a, "scale"_a,
-           "softcap"_a, "window_left"_a, "window_right"_a, "stream"_a,
+      .def("launch", &launch, "q"_a, "k"_a, "v"_a, "o"_a, "lse"_a, "sinks"_a, "cu_seqlens_q"_a,
+           "cu_seqlens_k"_a, "mm_span_offsets"_a, "mm_spans"_a, "q_row_stride"_a, "q_head_stride"_a,
+           "k_row_stride"_a, "k_head_stride"_a, "v_row_stride"_a, "v_head_stride"_a,
+           "o_row_stride"_a, "o_head_stride"_a, "num_seqs"_a, "num_heads_q"_a, "num_heads_kv"_a,
+           "total_q"_a, "total_k"_a, "max_seqlen_q"_a, "max_seqlen_k"_a, "scale"_a, "softcap"_a,
+           "window_left"_a, "window_right"_a, "stream"_a,
            "Checks the arguments on the host and launches on `stream` in the "
            "calling thread's current CUDA context (no sync, no allocation).");
 
-  m.def("get_kernel", &get_kernel, "dtype"_a, "head_dim"_a, "causal"_a,
-        "window"_a, "sinks"_a, "mm_prefix"_a, "mm_clamp"_a, "softcap"_a,
-        "return_lse"_a, "target"_a = nb::none(),
+  m.def("get_kernel", &get_kernel, "dtype"_a, "head_dim"_a, "causal"_a, "window"_a, "sinks"_a,
+        "mm_prefix"_a, "mm_clamp"_a, "softcap"_a, "return_lse"_a, "target"_a = nb::none(),
         "The variant for these flags from the process-wide cache (memory, "
         "AOT dirs, disk, then NVRTC). target None: the current CUDA "
         "context's device.");
-  m.def("cache_stats", &cache_stats,
-        "Counters of the process-wide kernel cache.");
-  m.def("driver_available", [] { return Driver::available(); },
-        "True if a CUDA driver and a device are present.");
+  m.def("cache_stats", &cache_stats, "Counters of the process-wide kernel cache.");
+  m.def(
+      "driver_available", [] { return Driver::available(); },
+      "True if a CUDA driver and a device are present.");
 }

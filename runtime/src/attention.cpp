@@ -18,14 +18,31 @@ namespace {
 // The kernel's parameter list as the launch below fills it; checked
 // against the spec's `args` once, so a spec edit cannot silently shift
 // arguments.
-constexpr const char* kArgOrder[] = {
-    "q",            "k",             "v",            "o",
-    "lse",          "sinks",         "cu_seqlens_q", "cu_seqlens_k",
-    "mm_span_offsets", "mm_spans",   "q_row_stride", "q_head_stride",
-    "k_row_stride", "k_head_stride", "v_row_stride", "v_head_stride",
-    "o_row_stride", "o_head_stride", "num_heads_q",  "num_heads_kv",
-    "total_q",      "scale",         "softcap",      "window_left",
-    "window_right"};
+constexpr const char* kArgOrder[] = {"q",
+                                     "k",
+                                     "v",
+                                     "o",
+                                     "lse",
+                                     "sinks",
+                                     "cu_seqlens_q",
+                                     "cu_seqlens_k",
+                                     "mm_span_offsets",
+                                     "mm_spans",
+                                     "q_row_stride",
+                                     "q_head_stride",
+                                     "k_row_stride",
+                                     "k_head_stride",
+                                     "v_row_stride",
+                                     "v_head_stride",
+                                     "o_row_stride",
+                                     "o_head_stride",
+                                     "num_heads_q",
+                                     "num_heads_kv",
+                                     "total_q",
+                                     "scale",
+                                     "softcap",
+                                     "window_left",
+                                     "window_right"};
 constexpr int kArgCount = sizeof(kArgOrder) / sizeof(kArgOrder[0]);
 
 void check_arg_order(const Spec& spec) {
@@ -34,17 +51,15 @@ void check_arg_order(const Spec& spec) {
     same = spec.args[i].name == kArgOrder[i];
   }
   if (!same) {
-    throw Error(ErrorKind::kSpec,
-                fmt::format("{}: the attention runtime expects the args {} in "
-                            "this order",
-                            spec.source_name,
-                            fmt::join(std::begin(kArgOrder),
-                                      std::end(kArgOrder), ", ")));
+    throw Error(
+        ErrorKind::kSpec,
+        fmt::format("{}: the attention runtime expects the args {} in "
+                    "this order",
+                    spec.source_name, fmt::join(std::begin(kArgOrder), std::end(kArgOrder), ", ")));
   }
 }
 
-uint64_t pack_flags(const AttentionFlags& f, const Target& t,
-                    const KernelCache* cache) {
+uint64_t pack_flags(const AttentionFlags& f, const Target& t, const KernelCache* cache) {
   uint64_t key = uint64_t(f.head_dim);
   key = key * 2 + (f.dtype == DType::kFP16);
   key = key * 2 + f.causal;
@@ -60,14 +75,12 @@ uint64_t pack_flags(const AttentionFlags& f, const Target& t,
   return key | (cache->instance_id() << 32);
 }
 
-[[noreturn]] void fail(const std::string& message) {
-  throw Error(ErrorKind::kArgument, message);
-}
+[[noreturn]] void fail(const std::string& message) { throw Error(ErrorKind::kArgument, message); }
 
 // The message is formatted only when the check fails: validation runs on
 // every launch, so the passing path must cost a few compares.
-#define ATTNJIT_REQUIRE(ok, ...) \
-  do {                           \
+#define ATTNJIT_REQUIRE(ok, ...)               \
+  do {                                         \
     if (!(ok)) fail(fmt::format(__VA_ARGS__)); \
   } while (0)
 
@@ -76,20 +89,21 @@ bool aligned(const void* p, size_t bytes) {
   return (reinterpret_cast<uintptr_t>(p) & (bytes - 1)) == 0;
 }
 
-void require_pointer(const void* p, const char* name, size_t alignment,
-                     const char* why) {
+void require_pointer(const void* p, const char* name, size_t alignment, const char* why) {
   ATTNJIT_REQUIRE(p != nullptr, "attention: `{}` is null ({})", name, why);
-  ATTNJIT_REQUIRE(aligned(p, alignment), "attention: `{}` must be {}-byte aligned",
-                  name, alignment);
+  ATTNJIT_REQUIRE(aligned(p, alignment), "attention: `{}` must be {}-byte aligned", name,
+                  alignment);
 }
 
 void require_strides(const char* name, int64_t row, int64_t head) {
-  ATTNJIT_REQUIRE(row > 0 && head > 0, "attention: `{}` strides must be positive (row {}, "
-                      "head {})",
-                      name, row, head);
-  ATTNJIT_REQUIRE(row % 8 == 0 && head % 8 == 0, "attention: `{}` row and head strides must be multiples "
-                      "of 8 elements for 16-byte loads (row {}, head {})",
-                      name, row, head);
+  ATTNJIT_REQUIRE(row > 0 && head > 0,
+                  "attention: `{}` strides must be positive (row {}, "
+                  "head {})",
+                  name, row, head);
+  ATTNJIT_REQUIRE(row % 8 == 0 && head % 8 == 0,
+                  "attention: `{}` row and head strides must be multiples "
+                  "of 8 elements for 16-byte loads (row {}, head {})",
+                  name, row, head);
 }
 
 // The [rows, heads, head_dim] elements of one tensor must not alias: the
@@ -99,17 +113,17 @@ void require_strides(const char* name, int64_t row, int64_t head) {
 // vectors, the larger one over the whole extent of the smaller. Dimensions
 // of extent 1 are never stepped over and impose nothing. Strides are
 // positive here (require_strides ran first).
-[[noreturn, gnu::noinline, gnu::cold]] void layout_failed(
-    const char* name, int64_t rows, int64_t row_stride, int64_t heads,
-    int64_t head_stride, int64_t head_dim) {
-  fail(fmt::format("attention: `{}` rows or heads overlap in memory: strides "
-                   "(row {}, head {}) for {} rows of {} heads of {} elements",
-                   name, row_stride, head_stride, rows, heads, head_dim));
+[[noreturn, gnu::noinline, gnu::cold]] void layout_failed(const char* name, int64_t rows,
+                                                          int64_t row_stride, int64_t heads,
+                                                          int64_t head_stride, int64_t head_dim) {
+  fail(
+      fmt::format("attention: `{}` rows or heads overlap in memory: strides "
+                  "(row {}, head {}) for {} rows of {} heads of {} elements",
+                  name, row_stride, head_stride, rows, heads, head_dim));
 }
 
-inline void require_layout(const char* name, int64_t rows, int64_t row_stride,
-                           int64_t heads, int64_t head_stride,
-                           int64_t head_dim) {
+inline void require_layout(const char* name, int64_t rows, int64_t row_stride, int64_t heads,
+                           int64_t head_stride, int64_t head_dim) {
   int64_t inner_n = heads, inner_stride = head_stride;
   int64_t outer_n = rows, outer_stride = row_stride;
   if (row_stride < head_stride) {
@@ -125,23 +139,23 @@ inline void require_layout(const char* name, int64_t rows, int64_t row_stride,
   if (ok && outer_n > 1) {
     int64_t inner_span = 0;  // (inner_n - 1) * inner_stride + head_dim
     ok = !__builtin_mul_overflow(inner_n - 1, inner_stride, &inner_span) &&
-         !__builtin_add_overflow(inner_span, head_dim, &inner_span) &&
-         outer_stride >= inner_span;
+         !__builtin_add_overflow(inner_span, head_dim, &inner_span) && outer_stride >= inner_span;
   }
   if (!ok) layout_failed(name, rows, row_stride, heads, head_stride, head_dim);
 }
 
 }  // namespace
 
-const char* to_string(DType dtype) {
-  return dtype == DType::kBF16 ? "bf16" : "fp16";
-}
+const char* to_string(DType dtype) { return dtype == DType::kBF16 ? "bf16" : "fp16"; }
 
 const char* to_string(SinkMode mode) {
   switch (mode) {
-    case SinkMode::kNone: return "none";
-    case SinkMode::kNullLogit: return "null_logit";
-    case SinkMode::kBiasKey0: return "bias_key0";
+    case SinkMode::kNone:
+      return "none";
+    case SinkMode::kNullLogit:
+      return "null_logit";
+    case SinkMode::kBiasKey0:
+      return "bias_key0";
   }
   return "?";
 }
@@ -184,8 +198,7 @@ AttentionFlags AttentionFlags::from_flag_set(const FlagSet& flags) {
   return f;
 }
 
-void validate_attention_args(const AttentionFlags& flags,
-                             const AttentionArgs& a) {
+void validate_attention_args(const AttentionFlags& flags, const AttentionArgs& a) {
   require_pointer(a.q, "q", 16, "always needed");
   require_pointer(a.k, "k", 16, "always needed");
   require_pointer(a.v, "v", 16, "always needed");
@@ -197,23 +210,22 @@ void validate_attention_args(const AttentionFlags& flags,
     require_pointer(a.sinks, "sinks", 4, "a sink mode is on");
   }
   if (flags.mm_prefix) {
-    require_pointer(a.mm_span_offsets, "mm_span_offsets", 4,
-                    "mm_prefix is on");
+    require_pointer(a.mm_span_offsets, "mm_span_offsets", 4, "mm_prefix is on");
     require_pointer(a.mm_spans, "mm_spans", 4, "mm_prefix is on");
   }
   require_strides("q", a.q_row_stride, a.q_head_stride);
   require_strides("k", a.k_row_stride, a.k_head_stride);
   require_strides("v", a.v_row_stride, a.v_head_stride);
   require_strides("o", a.o_row_stride, a.o_head_stride);
-  ATTNJIT_REQUIRE(a.num_seqs >= 0 && a.num_seqs <= 65535, "attention: num_seqs {} is outside [0, 65535]",
-                      a.num_seqs);
-  ATTNJIT_REQUIRE(a.num_heads_q > 0 && a.num_heads_kv > 0 &&
-              a.num_heads_q % a.num_heads_kv == 0 && a.num_heads_q <= 65535, "attention: num_heads_q ({}) must be a positive "
-                      "multiple of num_heads_kv ({})",
-                      a.num_heads_q, a.num_heads_kv);
-  ATTNJIT_REQUIRE(a.total_q >= 0 && a.total_k >= 0 && a.max_seqlen_q >= 0 &&
-              a.max_seqlen_k >= 0,
-          "attention: totals and max sequence lengths must be >= 0");
+  ATTNJIT_REQUIRE(a.num_seqs >= 0 && a.num_seqs <= 65535,
+                  "attention: num_seqs {} is outside [0, 65535]", a.num_seqs);
+  ATTNJIT_REQUIRE(a.num_heads_q > 0 && a.num_heads_kv > 0 && a.num_heads_q % a.num_heads_kv == 0 &&
+                      a.num_heads_q <= 65535,
+                  "attention: num_heads_q ({}) must be a positive "
+                  "multiple of num_heads_kv ({})",
+                  a.num_heads_q, a.num_heads_kv);
+  ATTNJIT_REQUIRE(a.total_q >= 0 && a.total_k >= 0 && a.max_seqlen_q >= 0 && a.max_seqlen_k >= 0,
+                  "attention: totals and max sequence lengths must be >= 0");
   const int64_t d = flags.head_dim;
   require_layout("q", a.total_q, a.q_row_stride, a.num_heads_q, a.q_head_stride, d);
   require_layout("k", a.total_k, a.k_row_stride, a.num_heads_kv, a.k_head_stride, d);
@@ -221,11 +233,13 @@ void validate_attention_args(const AttentionFlags& flags,
   require_layout("o", a.total_q, a.o_row_stride, a.num_heads_q, a.o_head_stride, d);
   ATTNJIT_REQUIRE(std::isfinite(a.scale), "attention: scale {} is not finite", a.scale);
   if (flags.softcap) {
-    ATTNJIT_REQUIRE(std::isfinite(a.softcap) && a.softcap > 0, "attention: softcap must be > 0, got {}", a.softcap);
+    ATTNJIT_REQUIRE(std::isfinite(a.softcap) && a.softcap > 0,
+                    "attention: softcap must be > 0, got {}", a.softcap);
   }
   if (flags.window) {
-    ATTNJIT_REQUIRE(a.window_left >= -1 && a.window_right >= -1, "attention: window sizes must be >= -1, got ({}, {})",
-                        a.window_left, a.window_right);
+    ATTNJIT_REQUIRE(a.window_left >= -1 && a.window_right >= -1,
+                    "attention: window sizes must be >= -1, got ({}, {})", a.window_left,
+                    a.window_right);
   }
 }
 
@@ -252,8 +266,7 @@ std::shared_ptr<AttentionKernel> AttentionKernel::get(
   // Never destroyed: at process exit the driver may already be torn down
   // (or a context destroyed), and unloading modules then can crash.
   static std::mutex& mutex = *new std::mutex;
-  static auto& memo =
-      *new std::unordered_map<uint64_t, std::shared_ptr<AttentionKernel>>;
+  static auto& memo = *new std::unordered_map<uint64_t, std::shared_ptr<AttentionKernel>>;
   // Variants with tuning overrides (the autotuner's) skip the memo; the
   // cache's own memory level still serves them.
   const bool memoize = tuning_overrides.empty();
@@ -266,8 +279,7 @@ std::shared_ptr<AttentionKernel> AttentionKernel::get(
   const Spec& spec = attention_spec();
   const FlagSet flag_set = resolve_flags(spec, flags.to_flag_map());
   const Signature sig =
-      make_signature(spec, flag_set, CompileOptions::from_environment(t),
-                     tuning_overrides);
+      make_signature(spec, flag_set, CompileOptions::from_environment(t), tuning_overrides);
   LookupResult found = cache.get(spec, sig);
   auto kernel = std::shared_ptr<AttentionKernel>(new AttentionKernel());
   kernel->flags_ = flags;
@@ -287,23 +299,33 @@ void AttentionKernel::launch(const AttentionArgs& a, CuStream stream) {
   const float softcap = flags_.softcap ? a.softcap : 0.f;
   const int window_left = flags_.window ? a.window_left : -1;
   const int window_right = flags_.window ? a.window_right : -1;
-  long long strides[8] = {a.q_row_stride, a.q_head_stride, a.k_row_stride,
-                          a.k_head_stride, a.v_row_stride, a.v_head_stride,
-                          a.o_row_stride, a.o_head_stride};
-  void* args[kArgCount] = {
-      const_cast<void**>(&a.q),  const_cast<void**>(&a.k),
-      const_cast<void**>(&a.v),  const_cast<void**>(&a.o),
-      const_cast<float**>(&a.lse), const_cast<const float**>(&a.sinks),
-      const_cast<const int32_t**>(&a.cu_seqlens_q),
-      const_cast<const int32_t**>(&a.cu_seqlens_k),
-      const_cast<const int32_t**>(&a.mm_span_offsets),
-      const_cast<const int32_t**>(&a.mm_spans),
-      &strides[0], &strides[1], &strides[2], &strides[3],
-      &strides[4], &strides[5], &strides[6], &strides[7],
-      const_cast<int*>(&a.num_heads_q), const_cast<int*>(&a.num_heads_kv),
-      const_cast<int*>(&a.total_q),
-      const_cast<float*>(&scale), const_cast<float*>(&softcap),
-      const_cast<int*>(&window_left), const_cast<int*>(&window_right)};
+  long long strides[8] = {a.q_row_stride, a.q_head_stride, a.k_row_stride, a.k_head_stride,
+                          a.v_row_stride, a.v_head_stride, a.o_row_stride, a.o_head_stride};
+  void* args[kArgCount] = {const_cast<void**>(&a.q),
+                           const_cast<void**>(&a.k),
+                           const_cast<void**>(&a.v),
+                           const_cast<void**>(&a.o),
+                           const_cast<float**>(&a.lse),
+                           const_cast<const float**>(&a.sinks),
+                           const_cast<const int32_t**>(&a.cu_seqlens_q),
+                           const_cast<const int32_t**>(&a.cu_seqlens_k),
+                           const_cast<const int32_t**>(&a.mm_span_offsets),
+                           const_cast<const int32_t**>(&a.mm_spans),
+                           &strides[0],
+                           &strides[1],
+                           &strides[2],
+                           &strides[3],
+                           &strides[4],
+                           &strides[5],
+                           &strides[6],
+                           &strides[7],
+                           const_cast<int*>(&a.num_heads_q),
+                           const_cast<int*>(&a.num_heads_kv),
+                           const_cast<int*>(&a.total_q),
+                           const_cast<float*>(&scale),
+                           const_cast<float*>(&softcap),
+                           const_cast<int*>(&window_left),
+                           const_cast<int*>(&window_right)};
   // With GQA packing a block holds the Hq / Hkv heads of one kv head.
   const int64_t group = pack_gqa_ ? a.num_heads_q / a.num_heads_kv : 1;
   const int64_t rows = int64_t(a.max_seqlen_q) * group;

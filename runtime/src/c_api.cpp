@@ -2,7 +2,6 @@
 // opaque handles, status codes, and no exception across the boundary.
 #include "attnjit/attnjit.h"
 
-
 #include <algorithm>
 #include <atomic>
 #include <cstddef>
@@ -39,14 +38,22 @@ thread_local std::string g_last_error;
 
 attnjit_status status_of(ErrorKind kind) {
   switch (kind) {
-    case ErrorKind::kSpec: return ATTNJIT_ERROR_SPEC;
-    case ErrorKind::kFlags: return ATTNJIT_ERROR_FLAGS;
-    case ErrorKind::kCodegen: return ATTNJIT_ERROR_CODEGEN;
-    case ErrorKind::kCompile: return ATTNJIT_ERROR_COMPILE;
-    case ErrorKind::kCache: return ATTNJIT_ERROR_CACHE;
-    case ErrorKind::kNoJit: return ATTNJIT_ERROR_NO_JIT;
-    case ErrorKind::kDriver: return ATTNJIT_ERROR_DRIVER;
-    case ErrorKind::kArgument: return ATTNJIT_ERROR_ARGUMENT;
+    case ErrorKind::kSpec:
+      return ATTNJIT_ERROR_SPEC;
+    case ErrorKind::kFlags:
+      return ATTNJIT_ERROR_FLAGS;
+    case ErrorKind::kCodegen:
+      return ATTNJIT_ERROR_CODEGEN;
+    case ErrorKind::kCompile:
+      return ATTNJIT_ERROR_COMPILE;
+    case ErrorKind::kCache:
+      return ATTNJIT_ERROR_CACHE;
+    case ErrorKind::kNoJit:
+      return ATTNJIT_ERROR_NO_JIT;
+    case ErrorKind::kDriver:
+      return ATTNJIT_ERROR_DRIVER;
+    case ErrorKind::kArgument:
+      return ATTNJIT_ERROR_ARGUMENT;
   }
   return ATTNJIT_ERROR_INTERNAL;
 }
@@ -87,8 +94,7 @@ void require(bool ok, ErrorKind kind, const std::string& message) {
 // will accept this size and default the fields appended after it.
 template <class T>
 void require_struct(const T* value, const char* what) {
-  require(value != nullptr, ErrorKind::kArgument,
-          fmt::format("{} is null", what));
+  require(value != nullptr, ErrorKind::kArgument, fmt::format("{} is null", what));
   require(value->struct_size >= sizeof(T), ErrorKind::kArgument,
           fmt::format("{}->struct_size is {}, expected at least {} (set it "
                       "with the header's *_init function)",
@@ -104,25 +110,28 @@ bool read_bool(int32_t value, const char* name) {
 AttentionFlags to_flags(const attnjit_attention_flags* c) {
   require_struct(c, "flags");
   AttentionFlags f;
-  require(c->dtype == ATTNJIT_DTYPE_BF16 || c->dtype == ATTNJIT_DTYPE_FP16,
-          ErrorKind::kFlags,
+  require(c->dtype == ATTNJIT_DTYPE_BF16 || c->dtype == ATTNJIT_DTYPE_FP16, ErrorKind::kFlags,
           fmt::format("flag 'dtype': {} is not ATTNJIT_DTYPE_BF16 (0) or "
                       "ATTNJIT_DTYPE_FP16 (1)",
                       c->dtype));
-  f.dtype = c->dtype == ATTNJIT_DTYPE_FP16 ? attnjit::DType::kFP16
-                                           : attnjit::DType::kBF16;
+  f.dtype = c->dtype == ATTNJIT_DTYPE_FP16 ? attnjit::DType::kFP16 : attnjit::DType::kBF16;
   f.head_dim = c->head_dim;  // its domain is the spec's: checked below
   f.causal = read_bool(c->causal, "causal");
   f.window = read_bool(c->window, "window");
   switch (c->sinks) {
-    case ATTNJIT_SINKS_NONE: f.sinks = attnjit::SinkMode::kNone; break;
-    case ATTNJIT_SINKS_NULL_LOGIT: f.sinks = attnjit::SinkMode::kNullLogit; break;
-    case ATTNJIT_SINKS_BIAS_KEY0: f.sinks = attnjit::SinkMode::kBiasKey0; break;
+    case ATTNJIT_SINKS_NONE:
+      f.sinks = attnjit::SinkMode::kNone;
+      break;
+    case ATTNJIT_SINKS_NULL_LOGIT:
+      f.sinks = attnjit::SinkMode::kNullLogit;
+      break;
+    case ATTNJIT_SINKS_BIAS_KEY0:
+      f.sinks = attnjit::SinkMode::kBiasKey0;
+      break;
     default:
-      throw Error(ErrorKind::kFlags,
-                  fmt::format("flag 'sinks': {} is not an attnjit_sinks value "
-                              "(0 none, 1 null_logit, 2 bias_key0)",
-                              c->sinks));
+      throw Error(ErrorKind::kFlags, fmt::format("flag 'sinks': {} is not an attnjit_sinks value "
+                                                 "(0 none, 1 null_logit, 2 bias_key0)",
+                                                 c->sinks));
   }
   f.mm_prefix = read_bool(c->mm_prefix, "mm_prefix");
   f.mm_clamp = read_bool(c->mm_clamp, "mm_clamp");
@@ -147,12 +156,10 @@ void check_against_spec(const AttentionFlags& flags) {
   }
 }
 
-
 Target resolve_target(const char* name) {
   if (name != nullptr) return attnjit::parse_target(name);
   attnjit::Driver& driver = attnjit::Driver::get();
-  const attnjit::DeviceInfo info =
-      driver.device_of(driver.current_or_primary_context());
+  const attnjit::DeviceInfo info = driver.device_of(driver.current_or_primary_context());
   return attnjit::target_for_device(info.major, info.minor);
 }
 
@@ -169,8 +176,7 @@ namespace {
 // What a context owns; shared with its prewarm jobs so that destroying the
 // context while they run is safe.
 struct ContextState {
-  explicit ContextState(const attnjit::CacheConfig& config)
-      : cache(new KernelCache(config)) {}
+  explicit ContextState(const attnjit::CacheConfig& config) : cache(new KernelCache(config)) {}
   ~ContextState() {
     // AttentionKernel::get memoizes per process by the cache's address, so
     // a later context's cache must never reuse this address: destroy the
@@ -185,8 +191,7 @@ struct ContextState {
   std::map<std::string, std::unique_ptr<attnjit_kernel>> kernels;
 };
 
-attnjit_kernel* get_kernel(ContextState& state, const AttentionFlags& flags,
-                           const Target& target) {
+attnjit_kernel* get_kernel(ContextState& state, const AttentionFlags& flags, const Target& target) {
   const std::string memo_key = describe(flags) + "@" + target.name();
   {
     std::lock_guard<std::mutex> lock(state.mutex);
@@ -194,8 +199,8 @@ attnjit_kernel* get_kernel(ContextState& state, const AttentionFlags& flags,
     if (it != state.kernels.end()) return it->second.get();
   }
   auto made = std::make_unique<attnjit_kernel>();
-  made->kernel = attnjit::on_large_stack(
-      [&] { return AttentionKernel::get(flags, *state.cache, &target); });
+  made->kernel =
+      attnjit::on_large_stack([&] { return AttentionKernel::get(flags, *state.cache, &target); });
   const attnjit::CacheEntry& entry = made->kernel->kernel().entry();
   made->name = entry.display_name;
   made->key = entry.key.hex;
@@ -226,8 +231,7 @@ attnjit::CacheConfig to_config(const attnjit_context_options* options) {
   auto tri_state = [](int32_t value, bool from_env, const char* name) {
     if (value == ATTNJIT_FROM_ENV) return from_env;
     require(value == 0 || value == 1, ErrorKind::kArgument,
-            fmt::format("options->{} must be 0, 1 or ATTNJIT_FROM_ENV, got {}",
-                        name, value));
+            fmt::format("options->{} must be 0, 1 or ATTNJIT_FROM_ENV, got {}", name, value));
     return value == 1;
   };
   config.no_jit = tri_state(options->no_jit, config.no_jit, "no_jit");
@@ -316,16 +320,26 @@ const char* attnjit_version(void) { return kVersion; }
 
 const char* attnjit_status_name(attnjit_status status) {
   switch (status) {
-    case ATTNJIT_OK: return "ATTNJIT_OK";
-    case ATTNJIT_ERROR_SPEC: return "ATTNJIT_ERROR_SPEC";
-    case ATTNJIT_ERROR_FLAGS: return "ATTNJIT_ERROR_FLAGS";
-    case ATTNJIT_ERROR_CODEGEN: return "ATTNJIT_ERROR_CODEGEN";
-    case ATTNJIT_ERROR_COMPILE: return "ATTNJIT_ERROR_COMPILE";
-    case ATTNJIT_ERROR_CACHE: return "ATTNJIT_ERROR_CACHE";
-    case ATTNJIT_ERROR_NO_JIT: return "ATTNJIT_ERROR_NO_JIT";
-    case ATTNJIT_ERROR_DRIVER: return "ATTNJIT_ERROR_DRIVER";
-    case ATTNJIT_ERROR_ARGUMENT: return "ATTNJIT_ERROR_ARGUMENT";
-    case ATTNJIT_ERROR_INTERNAL: return "ATTNJIT_ERROR_INTERNAL";
+    case ATTNJIT_OK:
+      return "ATTNJIT_OK";
+    case ATTNJIT_ERROR_SPEC:
+      return "ATTNJIT_ERROR_SPEC";
+    case ATTNJIT_ERROR_FLAGS:
+      return "ATTNJIT_ERROR_FLAGS";
+    case ATTNJIT_ERROR_CODEGEN:
+      return "ATTNJIT_ERROR_CODEGEN";
+    case ATTNJIT_ERROR_COMPILE:
+      return "ATTNJIT_ERROR_COMPILE";
+    case ATTNJIT_ERROR_CACHE:
+      return "ATTNJIT_ERROR_CACHE";
+    case ATTNJIT_ERROR_NO_JIT:
+      return "ATTNJIT_ERROR_NO_JIT";
+    case ATTNJIT_ERROR_DRIVER:
+      return "ATTNJIT_ERROR_DRIVER";
+    case ATTNJIT_ERROR_ARGUMENT:
+      return "ATTNJIT_ERROR_ARGUMENT";
+    case ATTNJIT_ERROR_INTERNAL:
+      return "ATTNJIT_ERROR_INTERNAL";
   }
   return "ATTNJIT_UNKNOWN_STATUS";
 }
@@ -345,15 +359,12 @@ attnjit_status attnjit_context_create(const attnjit_context_options* options,
 
 void attnjit_context_destroy(attnjit_context* context) { delete context; }
 
-attnjit_status attnjit_cache_stats_get(const attnjit_context* context,
-                                       attnjit_cache_stats* out) {
+attnjit_status attnjit_cache_stats_get(const attnjit_context* context, attnjit_cache_stats* out) {
   return guarded([&] {
     require(context != nullptr, ErrorKind::kArgument, "context is null");
     require(out != nullptr, ErrorKind::kArgument, "out is null");
-    require(out->struct_size >= offsetof(attnjit_cache_stats, memory_hits),
-            ErrorKind::kArgument,
-            fmt::format("out->struct_size is {}, too small for any field",
-                        out->struct_size));
+    require(out->struct_size >= offsetof(attnjit_cache_stats, memory_hits), ErrorKind::kArgument,
+            fmt::format("out->struct_size is {}, too small for any field", out->struct_size));
     const attnjit::CacheStats s = context->state->cache->stats();
     attnjit_cache_stats full;
     attnjit_cache_stats_init(&full);
@@ -367,15 +378,14 @@ attnjit_status attnjit_cache_stats_get(const attnjit_context* context,
     // An older caller's struct gets the fields it knows, nothing past them.
     const size_t bytes = std::min(out->struct_size, sizeof(full));
     const size_t skip = sizeof(full.struct_size);
-    std::memcpy(reinterpret_cast<char*>(out) + skip,
-                reinterpret_cast<const char*>(&full) + skip, bytes - skip);
+    std::memcpy(reinterpret_cast<char*>(out) + skip, reinterpret_cast<const char*>(&full) + skip,
+                bytes - skip);
   });
 }
 
 attnjit_status attnjit_get_attention_kernel(attnjit_context* context,
                                             const attnjit_attention_flags* flags,
-                                            const char* target,
-                                            attnjit_kernel** out) {
+                                            const char* target, attnjit_kernel** out) {
   return guarded([&] {
     require(out != nullptr, ErrorKind::kArgument, "out is null");
     *out = nullptr;
@@ -386,13 +396,11 @@ attnjit_status attnjit_get_attention_kernel(attnjit_context* context,
   });
 }
 
-attnjit_status attnjit_attention_launch(attnjit_kernel* kernel,
-                                        const attnjit_attention_args* args,
+attnjit_status attnjit_attention_launch(attnjit_kernel* kernel, const attnjit_attention_args* args,
                                         void* stream) {
   return guarded([&] {
     require(kernel != nullptr, ErrorKind::kArgument, "kernel is null");
-    kernel->kernel->launch(to_args(args),
-                           static_cast<attnjit::CuStream>(stream));
+    kernel->kernel->launch(to_args(args), static_cast<attnjit::CuStream>(stream));
   });
 }
 
@@ -412,10 +420,9 @@ const char* attnjit_kernel_source(const attnjit_kernel* kernel) {
   return kernel ? kernel->source : "";
 }
 
-attnjit_status attnjit_prewarm(attnjit_context* context,
-                               const attnjit_attention_flags* flags,
-                               size_t num_flags, const char* target,
-                               int threads, attnjit_prewarm_job** out) {
+attnjit_status attnjit_prewarm(attnjit_context* context, const attnjit_attention_flags* flags,
+                               size_t num_flags, const char* target, int threads,
+                               attnjit_prewarm_job** out) {
   return guarded([&] {
     require(out != nullptr, ErrorKind::kArgument, "out is null");
     *out = nullptr;
@@ -427,23 +434,21 @@ attnjit_status attnjit_prewarm(attnjit_context* context,
     job->target = resolve_target(target);
     for (size_t i = 0; i < num_flags; ++i) {
       // Each struct carries its own size; a list must share one layout.
-      require(flags[i].struct_size == flags[0].struct_size,
-              ErrorKind::kArgument,
+      require(flags[i].struct_size == flags[0].struct_size, ErrorKind::kArgument,
               fmt::format("flags[{}].struct_size differs from flags[0]'s", i));
       job->flags.push_back(to_flags(&flags[i]));
     }
-    size_t workers = threads > 0 ? size_t(threads)
-                                 : std::max(1u, std::thread::hardware_concurrency());
+    size_t workers =
+        threads > 0 ? size_t(threads) : std::max(1u, std::thread::hardware_concurrency());
     workers = std::min(workers, job->flags.size());
     attnjit_prewarm_job* raw = job.get();
-    for (size_t i = 0; i < workers; ++i)
-      job->threads.emplace_back([raw] { raw->work(); });
+    for (size_t i = 0; i < workers; ++i) job->threads.emplace_back([raw] { raw->work(); });
     *out = job.release();
   });
 }
 
-attnjit_status attnjit_prewarm_progress(const attnjit_prewarm_job* prewarm,
-                                        size_t* done, size_t* total) {
+attnjit_status attnjit_prewarm_progress(const attnjit_prewarm_job* prewarm, size_t* done,
+                                        size_t* total) {
   return guarded([&] {
     require(prewarm != nullptr, ErrorKind::kArgument, "prewarm is null");
     if (done) *done = prewarm->done.load();
@@ -462,9 +467,8 @@ attnjit_status attnjit_prewarm_wait(attnjit_prewarm_job* prewarm) {
   if (job->failures == 0) return ATTNJIT_OK;
   std::string message;
   try {
-    message = fmt::format("prewarm: {} of {} variants failed; the first: {}",
-                          job->failures, job->flags.size(),
-                          job->first_message);
+    message = fmt::format("prewarm: {} of {} variants failed; the first: {}", job->failures,
+                          job->flags.size(), job->first_message);
   } catch (...) {
   }
   return fail(job->first_status, message.c_str());

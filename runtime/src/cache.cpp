@@ -62,8 +62,7 @@ std::string target_of(const EntryDescription& description) {
 // Metadata text from a file, made safe for a one-line warning.
 std::string printable(const std::string& text) {
   std::string out;
-  for (char c : text.substr(0, 200))
-    out += (c >= 0x20 && c < 0x7f) ? c : '?';
+  for (char c : text.substr(0, 200)) out += (c >= 0x20 && c < 0x7f) ? c : '?';
   return text.size() > 200 ? out + "..." : out;
 }
 
@@ -71,18 +70,15 @@ std::string printable(const std::string& text) {
 // another target or variant was not written by this cache for this key (a
 // tool, a hand, a bug did it): its binary is not trusted. An sm_80 cubin
 // under an sm_90a key would otherwise fail at module load, every launch.
-void check_describes(const CacheEntry& entry,
-                     const EntryDescription& description) {
+void check_describes(const CacheEntry& entry, const EntryDescription& description) {
   const std::string target = target_of(description);
   if (!target.empty() && entry.target != target)
     throw Error(ErrorKind::kCache,
-                fmt::format("entry is for target {}, not {}",
-                            printable(entry.target), target));
+                fmt::format("entry is for target {}, not {}", printable(entry.target), target));
   if (!description.canonical_signature.empty() &&
       entry.canonical_signature != description.canonical_signature)
     throw Error(ErrorKind::kCache,
-                fmt::format("entry describes {}, not {}",
-                            printable(entry.canonical_signature),
+                fmt::format("entry describes {}, not {}", printable(entry.canonical_signature),
                             description.canonical_signature));
 }
 
@@ -103,30 +99,25 @@ struct KernelCache::Impl {
   std::atomic<uint64_t> write_failures{0};
   std::atomic<bool> disk_disabled{false};
 
-  bool user_dir_enabled() const {
-    return !config.user_dir.empty() && !disk_disabled.load();
-  }
+  bool user_dir_enabled() const { return !config.user_dir.empty() && !disk_disabled.load(); }
 
   LookupResult wait_for(Flight& flight);
-  void finish(const CacheKey& key, Flight& flight,
-              std::shared_ptr<const CacheEntry> entry,
+  void finish(const CacheKey& key, Flight& flight, std::shared_ptr<const CacheEntry> entry,
               std::exception_ptr error);
 
   LookupResult resolve(const CacheKey& key, const EntryDescription& description,
                        const std::function<CompiledKernel()>& compile);
-  std::shared_ptr<const CacheEntry> load_from(
-      const std::string& dir, const CacheKey& key,
-      const EntryDescription& description, bool report_corrupt,
-      bool* corrupt);
-  std::shared_ptr<const CacheEntry> compile_entry(
-      const CacheKey& key, const EntryDescription& description,
-      const std::function<CompiledKernel()>& compile);
+  std::shared_ptr<const CacheEntry> load_from(const std::string& dir, const CacheKey& key,
+                                              const EntryDescription& description,
+                                              bool report_corrupt, bool* corrupt);
+  std::shared_ptr<const CacheEntry> compile_entry(const CacheKey& key,
+                                                  const EntryDescription& description,
+                                                  const std::function<CompiledKernel()>& compile);
   void publish(const CacheEntry& entry);
   bool ensure_shard_dir(const std::string& dir);
   void note_write_failure(const std::string& what, const std::string& reason);
   void disable_disk(const std::string& reason);
-  Error no_jit_error(const CacheKey& key,
-                     const EntryDescription& description) const;
+  Error no_jit_error(const CacheKey& key, const EntryDescription& description) const;
 };
 
 LookupResult KernelCache::Impl::wait_for(Flight& flight) {
@@ -138,8 +129,7 @@ LookupResult KernelCache::Impl::wait_for(Flight& flight) {
 }
 
 void KernelCache::Impl::finish(const CacheKey& key, Flight& flight,
-                               std::shared_ptr<const CacheEntry> entry,
-                               std::exception_ptr error) {
+                               std::shared_ptr<const CacheEntry> entry, std::exception_ptr error) {
   {
     std::lock_guard<std::mutex> lock(mutex);
     auto it = slots.find(key.hex);
@@ -157,13 +147,11 @@ void KernelCache::Impl::finish(const CacheKey& key, Flight& flight,
   flight.done_cv.notify_all();
 }
 
-LookupResult KernelCache::Impl::resolve(
-    const CacheKey& key, const EntryDescription& description,
-    const std::function<CompiledKernel()>& compile) {
+LookupResult KernelCache::Impl::resolve(const CacheKey& key, const EntryDescription& description,
+                                        const std::function<CompiledKernel()>& compile) {
   bool corrupt = false;
   for (const std::string& dir : config.aot_dirs) {
-    if (auto entry = load_from(dir, key, description, /*report_corrupt=*/true,
-                               &corrupt)) {
+    if (auto entry = load_from(dir, key, description, /*report_corrupt=*/true, &corrupt)) {
       aot_hits.fetch_add(1, std::memory_order_relaxed);
       disk_hits.fetch_add(1, std::memory_order_relaxed);
       return LookupResult{entry, EntrySource::kAot};
@@ -173,8 +161,7 @@ LookupResult KernelCache::Impl::resolve(
   bool user_corrupt = false;
   if (use_user_dir) {
     auto entry =
-        load_from(config.user_dir, key, description, /*report_corrupt=*/true,
-                  &user_corrupt);
+        load_from(config.user_dir, key, description, /*report_corrupt=*/true, &user_corrupt);
     if (entry) {
       disk_hits.fetch_add(1, std::memory_order_relaxed);
       return LookupResult{entry, EntrySource::kDisk};
@@ -186,8 +173,8 @@ LookupResult KernelCache::Impl::resolve(
   cache_disk::FileLock lock;
   std::string shard = config.user_dir + "/" + key.hex.substr(0, 2);
   if (use_user_dir && cache_disk::ensure_directory(shard).ok()) {
-    lock = cache_disk::FileLock::acquire(
-        KernelCache::lock_path(config.user_dir, key), kLockWaitLimit);
+    lock =
+        cache_disk::FileLock::acquire(KernelCache::lock_path(config.user_dir, key), kLockWaitLimit);
     if (lock.held()) {
       // A corrupt entry already reported is not reported twice.
       auto entry = load_from(config.user_dir, key, description,
@@ -203,29 +190,26 @@ LookupResult KernelCache::Impl::resolve(
   return LookupResult{entry, EntrySource::kCompiled};
 }
 
-std::shared_ptr<const CacheEntry> KernelCache::Impl::load_from(
-    const std::string& dir, const CacheKey& key,
-    const EntryDescription& description, bool report_corrupt,
-    bool* corrupt) {
+std::shared_ptr<const CacheEntry> KernelCache::Impl::load_from(const std::string& dir,
+                                                               const CacheKey& key,
+                                                               const EntryDescription& description,
+                                                               bool report_corrupt, bool* corrupt) {
   std::string path = KernelCache::entry_path(dir, key);
   cache_disk::ReadResult read = cache_disk::read_file(path);
   if (read.status == cache_disk::ReadResult::kMissing) return nullptr;
   if (read.status == cache_disk::ReadResult::kFailed) {
-    warn(fmt::format("attnjit: cannot read cache entry {} ({}); ignoring it",
-                     path, read.reason));
+    warn(fmt::format("attnjit: cannot read cache entry {} ({}); ignoring it", path, read.reason));
     return nullptr;
   }
   try {
-    auto entry =
-        std::make_shared<const CacheEntry>(decode_entry(read.bytes, key));
+    auto entry = std::make_shared<const CacheEntry>(decode_entry(read.bytes, key));
     check_describes(*entry, description);
     return entry;
   } catch (const Error& e) {
     *corrupt = true;
     if (report_corrupt) {
       corrupt_entries.fetch_add(1, std::memory_order_relaxed);
-      warn(fmt::format("attnjit: ignoring bad cache entry {}: {}", path,
-                       e.what()));
+      warn(fmt::format("attnjit: ignoring bad cache entry {}: {}", path, e.what()));
     }
     return nullptr;
   }
@@ -236,14 +220,12 @@ std::shared_ptr<const CacheEntry> KernelCache::Impl::compile_entry(
     const std::function<CompiledKernel()>& compile) {
   auto start = std::chrono::steady_clock::now();
   CompiledKernel kernel = compile();
-  std::chrono::duration<double> elapsed =
-      std::chrono::steady_clock::now() - start;
+  std::chrono::duration<double> elapsed = std::chrono::steady_clock::now() - start;
   compiles.fetch_add(1, std::memory_order_relaxed);
   if (kernel.compile_seconds <= 0) kernel.compile_seconds = elapsed.count();
   if (config.log)
-    warn(fmt::format("attnjit: compiled {} in {:.0f} ms ({})",
-                     description.display_name, elapsed.count() * 1000,
-                     key.hex.substr(0, 12)));
+    warn(fmt::format("attnjit: compiled {} in {:.0f} ms ({})", description.display_name,
+                     elapsed.count() * 1000, key.hex.substr(0, 12)));
   auto entry = std::make_shared<CacheEntry>();
   entry->key = key;
   entry->canonical_signature = description.canonical_signature;
@@ -280,8 +262,7 @@ bool KernelCache::Impl::ensure_shard_dir(const std::string& dir) {
   return false;
 }
 
-void KernelCache::Impl::note_write_failure(const std::string& what,
-                                           const std::string& reason) {
+void KernelCache::Impl::note_write_failure(const std::string& what, const std::string& reason) {
   write_failures.fetch_add(1, std::memory_order_relaxed);
   warn(
       fmt::format("attnjit: could not write {} ({}); keeping the kernel in "
@@ -298,18 +279,17 @@ void KernelCache::Impl::disable_disk(const std::string& reason) {
                   config.user_dir, reason));
 }
 
-Error KernelCache::Impl::no_jit_error(
-    const CacheKey& key, const EntryDescription& description) const {
+Error KernelCache::Impl::no_jit_error(const CacheKey& key,
+                                      const EntryDescription& description) const {
   std::string searched = "memory";
   for (const std::string& dir : config.aot_dirs) searched += ", " + dir;
   if (!config.user_dir.empty()) {
     searched += ", " + config.user_dir;
     if (disk_disabled.load()) searched += " (disabled)";
   }
-  return Error(ErrorKind::kNoJit,
-               fmt::format("no-JIT mode: {} ({}) is in no cache (searched: "
-                           "{}); build it with `attnjit build-cache`",
-                           description.display_name, key.hex, searched));
+  return Error(ErrorKind::kNoJit, fmt::format("no-JIT mode: {} ({}) is in no cache (searched: "
+                                              "{}); build it with `attnjit build-cache`",
+                                              description.display_name, key.hex, searched));
 }
 
 namespace {
@@ -317,8 +297,7 @@ std::atomic<uint64_t> next_cache_instance{1};
 }  // namespace
 
 KernelCache::KernelCache(CacheConfig config)
-    : impl_(std::make_unique<Impl>(std::move(config))),
-      instance_id_(next_cache_instance++) {}
+    : impl_(std::make_unique<Impl>(std::move(config))), instance_id_(next_cache_instance++) {}
 
 KernelCache::~KernelCache() = default;
 
@@ -328,23 +307,21 @@ KernelCache& KernelCache::global() {
   return cache;
 }
 
-LookupResult KernelCache::get_or_compile(
-    const CacheKey& key, const std::string& canonical_signature,
-    const std::string& display_name,
-    const std::function<CompiledKernel()>& compile) {
+LookupResult KernelCache::get_or_compile(const CacheKey& key,
+                                         const std::string& canonical_signature,
+                                         const std::string& display_name,
+                                         const std::function<CompiledKernel()>& compile) {
   EntryDescription description;
   description.canonical_signature = canonical_signature;
   description.display_name = display_name;
   return get_or_compile(key, description, compile);
 }
 
-LookupResult KernelCache::get_or_compile(
-    const CacheKey& key, const EntryDescription& description,
-    const std::function<CompiledKernel()>& compile) {
+LookupResult KernelCache::get_or_compile(const CacheKey& key, const EntryDescription& description,
+                                         const std::function<CompiledKernel()>& compile) {
   if (!cache_disk::is_key_hex(key.hex))
     throw Error(ErrorKind::kCache,
-                fmt::format("malformed cache key '{}' for {}", key.hex,
-                            description.display_name));
+                fmt::format("malformed cache key '{}' for {}", key.hex, description.display_name));
   std::shared_ptr<Flight> flight;
   bool leader = false;
   {

@@ -41,8 +41,7 @@ WriteResult make_directories(const std::string& dir) {
     if (::mkdir(prefix.c_str(), 0755) == 0) continue;
     int error = errno;
     struct stat st;
-    if (::stat(prefix.c_str(), &st) != 0)
-      return failure(error, "mkdir " + prefix);
+    if (::stat(prefix.c_str(), &st) != 0) return failure(error, "mkdir " + prefix);
     if (!S_ISDIR(st.st_mode)) return failure(ENOTDIR, "mkdir " + prefix);
   }
   return {};
@@ -81,8 +80,7 @@ ReadResult read_file(const std::string& path) {
     return result;
   }
   struct stat st;
-  if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode) ||
-      st.st_size > kMaxEntryBytes) {
+  if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode) || st.st_size > kMaxEntryBytes) {
     result.reason = "not a regular file of a plausible size";
     ::close(fd);
     return result;
@@ -113,8 +111,7 @@ WriteResult ensure_directory(const std::string& dir) {
 }
 
 WriteResult publish_file(const std::string& path, const std::string& bytes) {
-  std::string temp =
-      fmt::format("{}/.{}.tmp.XXXXXX", parent_of(path), base_of(path));
+  std::string temp = fmt::format("{}/.{}.tmp.XXXXXX", parent_of(path), base_of(path));
   int fd = ::mkostemp(&temp[0], O_CLOEXEC);
   if (fd < 0) return failure(errno, "create a file in " + parent_of(path));
   auto abandon = [&](const std::string& what) {
@@ -142,9 +139,8 @@ WriteResult publish_file(const std::string& path, const std::string& bytes) {
 
 bool is_key_hex(const std::string& text) {
   if (text.size() != 64) return false;
-  return std::all_of(text.begin(), text.end(), [](char c) {
-    return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f');
-  });
+  return std::all_of(text.begin(), text.end(),
+                     [](char c) { return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f'); });
 }
 
 bool is_transient(int error) {
@@ -166,9 +162,7 @@ bool is_transient(int error) {
 
 FileLock::~FileLock() { release(); }
 
-FileLock::FileLock(FileLock&& other) noexcept : fd_(other.fd_) {
-  other.fd_ = -1;
-}
+FileLock::FileLock(FileLock&& other) noexcept : fd_(other.fd_) { other.fd_ = -1; }
 
 FileLock& FileLock::operator=(FileLock&& other) noexcept {
   if (this == &other) return *this;
@@ -185,8 +179,7 @@ void FileLock::release() noexcept {
   fd_ = -1;
 }
 
-FileLock FileLock::acquire(const std::string& path,
-                           std::chrono::milliseconds limit) {
+FileLock FileLock::acquire(const std::string& path, std::chrono::milliseconds limit) {
   FileLock lock;
   int fd = ::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
   if (fd < 0) return lock;

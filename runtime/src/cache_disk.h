@@ -54,8 +54,7 @@ class FileLock {
   FileLock(const FileLock&) = delete;
   FileLock& operator=(const FileLock&) = delete;
 
-  static FileLock acquire(const std::string& path,
-                          std::chrono::milliseconds limit);
+  static FileLock acquire(const std::string& path, std::chrono::milliseconds limit);
   bool held() const { return fd_ >= 0; }
 
  private:

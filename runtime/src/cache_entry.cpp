@@ -31,8 +31,7 @@ constexpr uint32_t kMaxKeyBytes = 256;
 std::string sha256_raw(const std::string& bytes) {
   unsigned char digest[EVP_MAX_MD_SIZE];
   unsigned int size = 0;
-  if (EVP_Digest(bytes.data(), bytes.size(), digest, &size, EVP_sha256(),
-                 nullptr) != 1 ||
+  if (EVP_Digest(bytes.data(), bytes.size(), digest, &size, EVP_sha256(), nullptr) != 1 ||
       size != kDigestBytes)
     throw Error(ErrorKind::kCache, "SHA-256 failed in libcrypto");
   return std::string(reinterpret_cast<const char*>(digest), size);
@@ -40,9 +39,7 @@ std::string sha256_raw(const std::string& bytes) {
 
 class Writer {
  public:
-  void raw(const void* data, size_t size) {
-    out_.append(static_cast<const char*>(data), size);
-  }
+  void raw(const void* data, size_t size) { out_.append(static_cast<const char*>(data), size); }
   void u32(uint32_t value) { little_endian(value, 4); }
   void u64(uint64_t value) { little_endian(value, 8); }
   void sized(const std::string& bytes) {
@@ -53,8 +50,7 @@ class Writer {
 
  private:
   void little_endian(uint64_t value, int size) {
-    for (int i = 0; i < size; ++i)
-      out_.push_back(static_cast<char>(value >> (8 * i)));
+    for (int i = 0; i < size; ++i) out_.push_back(static_cast<char>(value >> (8 * i)));
   }
   std::string out_;
 };
@@ -62,8 +58,7 @@ class Writer {
 // Bounds-checked reads; every overrun is a truncation.
 class Reader {
  public:
-  Reader(const std::string& bytes, const char* what)
-      : bytes_(bytes), what_(what) {}
+  Reader(const std::string& bytes, const char* what) : bytes_(bytes), what_(what) {}
   std::string raw(size_t size) {
     need(size);
     std::string value = bytes_.substr(pos_, size);
@@ -78,17 +73,15 @@ class Reader {
  private:
   void need(uint64_t size) const {
     if (size > left())
-      throw Error(ErrorKind::kCache,
-                  fmt::format("truncated {} ({} bytes where {} more are needed "
-                              "at offset {})",
-                              what_, bytes_.size(), size, pos_));
+      throw Error(ErrorKind::kCache, fmt::format("truncated {} ({} bytes where {} more are needed "
+                                                 "at offset {})",
+                                                 what_, bytes_.size(), size, pos_));
   }
   uint64_t little_endian(int size) {
     need(static_cast<uint64_t>(size));
     uint64_t value = 0;
     for (int i = 0; i < size; ++i)
-      value |= uint64_t{static_cast<unsigned char>(bytes_[pos_ + i])}
-               << (8 * i);
+      value |= uint64_t{static_cast<unsigned char>(bytes_[pos_ + i])} << (8 * i);
     pos_ += static_cast<size_t>(size);
     return value;
   }
@@ -98,14 +91,10 @@ class Reader {
 };
 
 nlohmann::json resources_json(const ResourceUsage& r) {
-  return {{"registers", r.registers},
-          {"static_smem", r.static_smem},
-          {"spill_stores", r.spill_stores},
-          {"spill_loads", r.spill_loads},
-          {"stack_frame", r.stack_frame},
-          {"dynamic_smem", r.dynamic_smem},
-          {"threads", r.threads},
-          {"min_blocks", r.min_blocks}};
+  return {{"registers", r.registers},       {"static_smem", r.static_smem},
+          {"spill_stores", r.spill_stores}, {"spill_loads", r.spill_loads},
+          {"stack_frame", r.stack_frame},   {"dynamic_smem", r.dynamic_smem},
+          {"threads", r.threads},           {"min_blocks", r.min_blocks}};
 }
 
 ResourceUsage resources_from(const nlohmann::json& j) {
@@ -142,8 +131,7 @@ void apply_metadata(const std::string& text, CacheEntry& entry) {
     nlohmann::json meta = nlohmann::json::parse(text);
     if (meta.at("key").get<std::string>() != entry.key.hex)
       throw Error(ErrorKind::kCache, "metadata names another key");
-    entry.canonical_signature =
-        meta.at("canonical_signature").get<std::string>();
+    entry.canonical_signature = meta.at("canonical_signature").get<std::string>();
     entry.display_name = meta.at("display_name").get<std::string>();
     entry.kernel.entry = meta.at("entry").get<std::string>();
     entry.kernel.resources = resources_from(meta.at("resources"));
@@ -159,15 +147,13 @@ void apply_metadata(const std::string& text, CacheEntry& entry) {
 void check_header(Reader& in, const CacheKey& expected) {
   if (in.left() == 0) throw Error(ErrorKind::kCache, "empty file");
   if (in.left() < sizeof(kMagic))
-    throw Error(ErrorKind::kCache,
-                fmt::format("truncated header ({} bytes)", in.left()));
+    throw Error(ErrorKind::kCache, fmt::format("truncated header ({} bytes)", in.left()));
   if (in.raw(sizeof(kMagic)) != std::string(kMagic, sizeof(kMagic)))
     throw Error(ErrorKind::kCache, "not an attnjit cache entry (bad magic)");
   uint32_t version = in.u32();
   if (version != static_cast<uint32_t>(kCacheFormatVersion))
     throw Error(ErrorKind::kCache,
-                fmt::format("cache format version {}, expected {}", version,
-                            kCacheFormatVersion));
+                fmt::format("cache format version {}, expected {}", version, kCacheFormatVersion));
   uint32_t key_size = in.u32();
   if (key_size > kMaxKeyBytes)
     throw Error(ErrorKind::kCache, fmt::format("bad key size {}", key_size));
@@ -175,8 +161,7 @@ void check_header(Reader& in, const CacheKey& expected) {
   if (key != expected.hex)
     throw Error(ErrorKind::kCache,
                 fmt::format("entry is for key {}, not {}",
-                            cache_disk::is_key_hex(key) ? key : "<malformed>",
-                            expected.hex));
+                            cache_disk::is_key_hex(key) ? key : "<malformed>", expected.hex));
 }
 
 }  // namespace
@@ -208,32 +193,26 @@ CacheEntry decode_entry(const std::string& bytes, const CacheKey& expected) {
                     ? fmt::format("truncated entry (payload of {} bytes, {} "
                                   "present)",
                                   payload_size, in.left())
-                    : fmt::format("{} bytes after the payload",
-                                  in.left() - payload_size));
+                    : fmt::format("{} bytes after the payload", in.left() - payload_size));
   std::string payload = in.raw(payload_size);
-  if (sha256_raw(payload) != digest)
-    throw Error(ErrorKind::kCache, "checksum mismatch");
+  if (sha256_raw(payload) != digest) throw Error(ErrorKind::kCache, "checksum mismatch");
   Reader sections(payload, "payload");
   CacheEntry entry;
   entry.key = expected;
   std::string metadata = sections.sized();
   entry.kernel.cubin = sections.sized();
   entry.kernel.ptx = sections.sized();
-  if (sections.left() != 0)
-    throw Error(ErrorKind::kCache, "bytes after the last payload section");
+  if (sections.left() != 0) throw Error(ErrorKind::kCache, "bytes after the last payload section");
   apply_metadata(metadata, entry);
-  if (entry.kernel.cubin.empty())
-    throw Error(ErrorKind::kCache, "the entry holds no cubin");
+  if (entry.kernel.cubin.empty()) throw Error(ErrorKind::kCache, "the entry holds no cubin");
   return entry;
 }
 
-std::string KernelCache::entry_path(const std::string& dir,
-                                    const CacheKey& key) {
+std::string KernelCache::entry_path(const std::string& dir, const CacheKey& key) {
   return fmt::format("{}/{}/{}.ajk", dir, key.hex.substr(0, 2), key.hex);
 }
 
-std::string KernelCache::lock_path(const std::string& dir,
-                                   const CacheKey& key) {
+std::string KernelCache::lock_path(const std::string& dir, const CacheKey& key) {
   return fmt::format("{}/{}/{}.lock", dir, key.hex.substr(0, 2), key.hex);
 }
 
@@ -246,9 +225,8 @@ EntryReport inspect_file(const std::filesystem::path& file) {
   cache_disk::ReadResult read = cache_disk::read_file(report.path);
   report.bytes = read.bytes.size();
   if (read.status != cache_disk::ReadResult::kOk) {
-    report.problem = read.status == cache_disk::ReadResult::kMissing
-                         ? "vanished while scanning"
-                         : read.reason;
+    report.problem =
+        read.status == cache_disk::ReadResult::kMissing ? "vanished while scanning" : read.reason;
     return report;
   }
   if (!cache_disk::is_key_hex(report.key)) {
@@ -272,23 +250,19 @@ std::vector<EntryReport> scan_cache_dir(const std::string& dir) {
   namespace fs = std::filesystem;
   std::vector<EntryReport> reports;
   std::error_code ec;
-  for (fs::directory_iterator shard(dir, ec), end; !ec && shard != end;
-       shard.increment(ec)) {
+  for (fs::directory_iterator shard(dir, ec), end; !ec && shard != end; shard.increment(ec)) {
     std::error_code inner;
     if (!shard->is_directory(inner)) continue;
-    for (fs::directory_iterator file(shard->path(), inner);
-         !inner && file != end; file.increment(inner)) {
+    for (fs::directory_iterator file(shard->path(), inner); !inner && file != end;
+         file.increment(inner)) {
       const fs::path& path = file->path();
       // Skips lock files and the dot-named temp files of a publish.
-      if (path.extension() != ".ajk" || path.filename().string()[0] == '.')
-        continue;
+      if (path.extension() != ".ajk" || path.filename().string()[0] == '.') continue;
       reports.push_back(inspect_file(path));
     }
   }
   std::sort(reports.begin(), reports.end(),
-            [](const EntryReport& a, const EntryReport& b) {
-              return a.path < b.path;
-            });
+            [](const EntryReport& a, const EntryReport& b) { return a.path < b.path; });
   return reports;
 }
 

@@ -14,9 +14,8 @@ LookupResult KernelCache::get(const Spec& spec, const Signature& signature) {
   description.display_name = signature.display_name();
   description.target = signature.options.target.name();
   description.nvrtc_version = nvrtc_version();
-  return get_or_compile(key, description, [&] {
-    return compile_source(source, signature.options);
-  });
+  return get_or_compile(key, description,
+                        [&] { return compile_source(source, signature.options); });
 }
 
 }  // namespace attnjit

@@ -25,10 +25,8 @@
 namespace attnjit {
 namespace {
 
-static_assert(std::is_same_v<CuContext, CUcontext> &&
-                  std::is_same_v<CuModule, CUmodule> &&
-                  std::is_same_v<CuFunction, CUfunction> &&
-                  std::is_same_v<CuStream, CUstream> &&
+static_assert(std::is_same_v<CuContext, CUcontext> && std::is_same_v<CuModule, CUmodule> &&
+                  std::is_same_v<CuFunction, CUfunction> && std::is_same_v<CuStream, CUstream> &&
                   std::is_same_v<CuDevicePtr, CUdeviceptr>,
               "driver.h's handles must be the driver's own types");
 
@@ -108,8 +106,7 @@ struct Driver::Impl {
 
   std::string describe(CUresult result) const;
   [[noreturn]] void fail(const std::string& call, CUresult result) const {
-    throw Error(ErrorKind::kDriver,
-                fmt::format("{} failed: {}", call, describe(result)));
+    throw Error(ErrorKind::kDriver, fmt::format("{} failed: {}", call, describe(result)));
   }
   void check(CUresult result, const char* call) const {
     if (result != CUDA_SUCCESS) fail(call, result);
@@ -121,10 +118,9 @@ void* Driver::Impl::lookup(const char* name, const char* exported) {
   if (get_proc_address) {
     void* fn = nullptr;
     CUdriverProcAddressQueryResult status = CU_GET_PROC_ADDRESS_SUCCESS;
-    CUresult result = get_proc_address(
-        name, &fn, kApiVersion, CU_GET_PROC_ADDRESS_LEGACY_STREAM, &status);
-    if (result == CUDA_SUCCESS && status == CU_GET_PROC_ADDRESS_SUCCESS && fn)
-      return fn;
+    CUresult result =
+        get_proc_address(name, &fn, kApiVersion, CU_GET_PROC_ADDRESS_LEGACY_STREAM, &status);
+    if (result == CUDA_SUCCESS && status == CU_GET_PROC_ADDRESS_SUCCESS && fn) return fn;
   }
   return dlsym(handle, exported);
 }
@@ -154,8 +150,7 @@ bool Driver::Impl::open_library() {
       return true;
     }
   }
-  load_error = fmt::format("cannot load the CUDA driver ({}): {}", reason,
-                           kNoDriverHint);
+  load_error = fmt::format("cannot load the CUDA driver ({}): {}", reason, kNoDriverHint);
   return false;
 }
 
@@ -164,25 +159,19 @@ bool Driver::Impl::resolve_all() {
   return resolve("cuDeviceGet", "cuDeviceGet", a.device_get) &&
          resolve("cuDeviceGetCount", "cuDeviceGetCount", a.device_get_count) &&
          resolve("cuDeviceGetName", "cuDeviceGetName", a.device_get_name) &&
-         resolve("cuDeviceGetAttribute", "cuDeviceGetAttribute",
-                 a.device_get_attribute) &&
-         resolve("cuDevicePrimaryCtxRetain", "cuDevicePrimaryCtxRetain",
-                 a.primary_ctx_retain) &&
+         resolve("cuDeviceGetAttribute", "cuDeviceGetAttribute", a.device_get_attribute) &&
+         resolve("cuDevicePrimaryCtxRetain", "cuDevicePrimaryCtxRetain", a.primary_ctx_retain) &&
          resolve("cuCtxGetCurrent", "cuCtxGetCurrent", a.ctx_get_current) &&
          resolve("cuCtxSetCurrent", "cuCtxSetCurrent", a.ctx_set_current) &&
          resolve("cuCtxGetDevice", "cuCtxGetDevice", a.ctx_get_device) &&
-         resolve("cuCtxPushCurrent", "cuCtxPushCurrent_v2",
-                 a.ctx_push_current) &&
+         resolve("cuCtxPushCurrent", "cuCtxPushCurrent_v2", a.ctx_push_current) &&
          resolve("cuCtxPopCurrent", "cuCtxPopCurrent_v2", a.ctx_pop_current) &&
          resolve("cuCtxSynchronize", "cuCtxSynchronize", a.ctx_synchronize) &&
          resolve("cuModuleLoadData", "cuModuleLoadData", a.module_load_data) &&
          resolve("cuModuleUnload", "cuModuleUnload", a.module_unload) &&
-         resolve("cuModuleGetFunction", "cuModuleGetFunction",
-                 a.module_get_function) &&
-         resolve("cuModuleGetGlobal", "cuModuleGetGlobal_v2",
-                 a.module_get_global) &&
-         resolve("cuFuncSetAttribute", "cuFuncSetAttribute",
-                 a.func_set_attribute) &&
+         resolve("cuModuleGetFunction", "cuModuleGetFunction", a.module_get_function) &&
+         resolve("cuModuleGetGlobal", "cuModuleGetGlobal_v2", a.module_get_global) &&
+         resolve("cuFuncSetAttribute", "cuFuncSetAttribute", a.func_set_attribute) &&
          resolve("cuLaunchKernelEx", "cuLaunchKernelEx", a.launch_kernel_ex) &&
          resolve("cuMemAlloc", "cuMemAlloc_v2", a.mem_alloc) &&
          resolve("cuMemFree", "cuMemFree_v2", a.mem_free) &&
@@ -195,16 +184,14 @@ bool Driver::Impl::resolve_all() {
 void Driver::Impl::load() {
   if (!open_library()) return;
   // Resolved directly: needed before (and to report) a failing cuInit.
-  api.get_error_name = reinterpret_cast<decltype(api.get_error_name)>(
-      dlsym(handle, "cuGetErrorName"));
-  api.get_error_string = reinterpret_cast<decltype(api.get_error_string)>(
-      dlsym(handle, "cuGetErrorString"));
+  api.get_error_name =
+      reinterpret_cast<decltype(api.get_error_name)>(dlsym(handle, "cuGetErrorName"));
+  api.get_error_string =
+      reinterpret_cast<decltype(api.get_error_string)>(dlsym(handle, "cuGetErrorString"));
   api.init = reinterpret_cast<decltype(api.init)>(dlsym(handle, "cuInit"));
-  get_proc_address =
-      reinterpret_cast<GetProcAddress>(dlsym(handle, "cuGetProcAddress_v2"));
+  get_proc_address = reinterpret_cast<GetProcAddress>(dlsym(handle, "cuGetProcAddress_v2"));
   if (!api.init) {
-    load_error = fmt::format("the CUDA driver {} lacks cuInit: {}", library,
-                             kNoDriverHint);
+    load_error = fmt::format("the CUDA driver {} lacks cuInit: {}", library, kNoDriverHint);
     return;
   }
   CUresult result = api.init(0);
@@ -221,8 +208,7 @@ std::string Driver::Impl::describe(CUresult result) const {
   const char* text = nullptr;
   if (api.get_error_name) api.get_error_name(result, &name);
   if (api.get_error_string) api.get_error_string(result, &text);
-  std::string shown_name =
-      name ? name : fmt::format("CUDA_ERROR_{}", static_cast<int>(result));
+  std::string shown_name = name ? name : fmt::format("CUDA_ERROR_{}", static_cast<int>(result));
   return fmt::format("{} ({})", shown_name, text ? text : "no description");
 }
 
@@ -258,9 +244,7 @@ Driver& Driver::get() {
   return *instance;
 }
 
-bool Driver::loaded() noexcept {
-  return g_driver_loaded.load(std::memory_order_acquire);
-}
+bool Driver::loaded() noexcept { return g_driver_loaded.load(std::memory_order_acquire); }
 
 bool Driver::available(std::string* why) {
   try {
@@ -268,8 +252,7 @@ bool Driver::available(std::string* why) {
     int count = 0;
     CUresult result = driver.impl_->api.device_get_count(&count);
     if (result != CUDA_SUCCESS) {
-      if (why)
-        *why = "cuDeviceGetCount failed: " + driver.impl_->describe(result);
+      if (why) *why = "cuDeviceGetCount failed: " + driver.impl_->describe(result);
       return false;
     }
     if (count == 0) {
@@ -298,8 +281,7 @@ CuContext Driver::current_or_primary_context() {
     CUdevice device = 0;
     impl_->check(api.device_get(&device, 0), "cuDeviceGet");
     CUcontext primary = nullptr;
-    impl_->check(api.primary_ctx_retain(&primary, device),
-                 "cuDevicePrimaryCtxRetain");
+    impl_->check(api.primary_ctx_retain(&primary, device), "cuDevicePrimaryCtxRetain");
     impl_->primary = primary;  // retained for the life of the process
   }
   impl_->check(api.ctx_set_current(impl_->primary), "cuCtxSetCurrent");
@@ -316,29 +298,22 @@ DeviceInfo Driver::device_of(CuContext ctx) {
   std::lock_guard<std::mutex> lock(impl_->mutex);
   auto& devices = impl_->devices;
   size_t ordinal = static_cast<size_t>(device);
-  if (ordinal < devices.size() && devices[ordinal].ordinal >= 0)
-    return devices[ordinal];
+  if (ordinal < devices.size() && devices[ordinal].ordinal >= 0) return devices[ordinal];
   auto attribute = [&](CUdevice_attribute which, const char* what) {
     int value = 0;
     CUresult result = api.device_get_attribute(&value, which, device);
-    if (result != CUDA_SUCCESS)
-      impl_->fail(fmt::format("cuDeviceGetAttribute({})", what), result);
+    if (result != CUDA_SUCCESS) impl_->fail(fmt::format("cuDeviceGetAttribute({})", what), result);
     return value;
   };
   DeviceInfo info;
   info.ordinal = static_cast<int>(device);
-  info.major = attribute(CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR,
-                         "compute capability major");
-  info.minor = attribute(CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR,
-                         "compute capability minor");
-  info.sm_count = attribute(CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT,
-                            "multiprocessor count");
-  info.max_smem_optin = static_cast<size_t>(
-      attribute(CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN,
-                "max shared memory per block opt-in"));
+  info.major = attribute(CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR, "compute capability major");
+  info.minor = attribute(CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR, "compute capability minor");
+  info.sm_count = attribute(CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT, "multiprocessor count");
+  info.max_smem_optin = static_cast<size_t>(attribute(
+      CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN, "max shared memory per block opt-in"));
   char name[256] = {};
-  impl_->check(api.device_get_name(name, sizeof(name) - 1, device),
-               "cuDeviceGetName");
+  impl_->check(api.device_get_name(name, sizeof(name) - 1, device), "cuDeviceGetName");
   info.name = name;
   if (devices.size() <= ordinal) devices.resize(ordinal + 1);
   devices[ordinal] = info;
@@ -346,12 +321,10 @@ DeviceInfo Driver::device_of(CuContext ctx) {
 }
 
 CuModule Driver::load_module(CuContext ctx, const std::string& cubin) {
-  if (cubin.empty())
-    throw Error(ErrorKind::kDriver, "cuModuleLoadData: the cubin is empty");
+  if (cubin.empty()) throw Error(ErrorKind::kDriver, "cuModuleLoadData: the cubin is empty");
   Impl::ScopedContext scope(*impl_, ctx);
   CUmodule module = nullptr;
-  impl_->check(impl_->api.module_load_data(&module, cubin.data()),
-               "cuModuleLoadData");
+  impl_->check(impl_->api.module_load_data(&module, cubin.data()), "cuModuleLoadData");
   return module;
 }
 
@@ -368,30 +341,27 @@ void Driver::unload_module(CuContext ctx, CuModule module) noexcept {
 CuFunction Driver::get_function(CuModule module, const std::string& name) {
   CUfunction fn = nullptr;
   CUresult result = impl_->api.module_get_function(&fn, module, name.c_str());
-  if (result != CUDA_SUCCESS)
-    impl_->fail(fmt::format("cuModuleGetFunction({})", name), result);
+  if (result != CUDA_SUCCESS) impl_->fail(fmt::format("cuModuleGetFunction({})", name), result);
   return fn;
 }
 
-void Driver::read_global(CuContext ctx, CuModule module,
-                         const std::string& name, void* dst, size_t bytes) {
+void Driver::read_global(CuContext ctx, CuModule module, const std::string& name, void* dst,
+                         size_t bytes) {
   const DriverApi& api = impl_->api;
   Impl::ScopedContext scope(*impl_, ctx);
   CUdeviceptr ptr = 0;
   size_t size = 0;
   CUresult result = api.module_get_global(&ptr, &size, module, name.c_str());
-  if (result != CUDA_SUCCESS)
-    impl_->fail(fmt::format("cuModuleGetGlobal({})", name), result);
+  if (result != CUDA_SUCCESS) impl_->fail(fmt::format("cuModuleGetGlobal({})", name), result);
   if (size < bytes)
     throw Error(ErrorKind::kDriver,
-                fmt::format("global {} has {} bytes, expected at least {}",
-                            name, size, bytes));
+                fmt::format("global {} has {} bytes, expected at least {}", name, size, bytes));
   impl_->check(api.memcpy_dtoh(dst, ptr, bytes), "cuMemcpyDtoH");
 }
 
 void Driver::set_max_dynamic_smem(CuFunction fn, int bytes) {
-  CUresult result = impl_->api.func_set_attribute(
-      fn, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, bytes);
+  CUresult result =
+      impl_->api.func_set_attribute(fn, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, bytes);
   if (result != CUDA_SUCCESS)
     impl_->fail(fmt::format("cuFuncSetAttribute(max dynamic shared memory = "
                             "{} bytes)",
@@ -399,9 +369,8 @@ void Driver::set_max_dynamic_smem(CuFunction fn, int bytes) {
                 result);
 }
 
-void Driver::launch(CuFunction fn, unsigned grid_x, unsigned grid_y,
-                    unsigned grid_z, unsigned block_x, unsigned smem_bytes,
-                    CuStream stream, void** args) {
+void Driver::launch(CuFunction fn, unsigned grid_x, unsigned grid_y, unsigned grid_z,
+                    unsigned block_x, unsigned smem_bytes, CuStream stream, void** args) {
   CUlaunchConfig config{};
   config.gridDimX = grid_x;
   config.gridDimY = grid_y;
@@ -421,8 +390,7 @@ CuDevicePtr Driver::mem_alloc(size_t bytes) {
   current_or_primary_context();
   CUdeviceptr ptr = 0;
   CUresult result = impl_->api.mem_alloc(&ptr, bytes);
-  if (result != CUDA_SUCCESS)
-    impl_->fail(fmt::format("cuMemAlloc({} bytes)", bytes), result);
+  if (result != CUDA_SUCCESS) impl_->fail(fmt::format("cuMemAlloc({} bytes)", bytes), result);
   return ptr;
 }
 

@@ -19,8 +19,7 @@ constexpr size_t kExpectedContexts = 8;
 
 }  // namespace
 
-Kernel::Kernel(std::shared_ptr<const CacheEntry> entry)
-    : entry_(std::move(entry)) {
+Kernel::Kernel(std::shared_ptr<const CacheEntry> entry) : entry_(std::move(entry)) {
   loaded_.reserve(kExpectedContexts);
 }
 
@@ -29,8 +28,7 @@ Kernel::~Kernel() {
   if (!Driver::loaded()) return;
   try {
     Driver& driver = Driver::get();
-    for (const auto& loaded : loaded_)
-      driver.unload_module(loaded->ctx, loaded->module);
+    for (const auto& loaded : loaded_) driver.unload_module(loaded->ctx, loaded->module);
   } catch (...) {
     // Best effort: the process may be shutting down.
   }
@@ -40,9 +38,8 @@ std::unique_ptr<Kernel::Loaded> Kernel::load_into(CuContext ctx) {
   Driver& driver = Driver::get();
   const CompiledKernel& kernel = entry_->kernel;
   if (kernel.entry.empty())
-    throw Error(
-        ErrorKind::kDriver,
-        fmt::format("{}: the cache entry names no entry point", name()));
+    throw Error(ErrorKind::kDriver,
+                fmt::format("{}: the cache entry names no entry point", name()));
   auto loaded = std::make_unique<Loaded>();
   loaded->ctx = ctx;
   loaded->ctx_id = driver.context_id(ctx);
@@ -50,12 +47,10 @@ std::unique_ptr<Kernel::Loaded> Kernel::load_into(CuContext ctx) {
   try {
     loaded->fn = driver.get_function(loaded->module, kernel.entry);
     unsigned info[4] = {0, 0, 0, 0};
-    driver.read_global(ctx, loaded->module, kernel.entry + "_launch_info", info,
-                       sizeof(info));
+    driver.read_global(ctx, loaded->module, kernel.entry + "_launch_info", info, sizeof(info));
     if (info[0] == 0 || info[0] > kMaxThreadsPerBlock)
-      throw Error(
-          ErrorKind::kDriver,
-          fmt::format("launch info gives {} threads per block", info[0]));
+      throw Error(ErrorKind::kDriver,
+                  fmt::format("launch info gives {} threads per block", info[0]));
     loaded->threads = info[0];
     loaded->smem = info[1];
     if (loaded->smem > kDefaultSmemLimit)
@@ -88,11 +83,11 @@ const Kernel::Loaded& Kernel::loaded_for_current_context() {
   return *loaded_.back();
 }
 
-void Kernel::launch(unsigned grid_x, unsigned grid_y, unsigned grid_z,
-                    CuStream stream, void** args) {
+void Kernel::launch(unsigned grid_x, unsigned grid_y, unsigned grid_z, CuStream stream,
+                    void** args) {
   const Loaded& loaded = loaded_for_current_context();
-  Driver::get().launch(loaded.fn, grid_x, grid_y, grid_z, loaded.threads,
-                       loaded.smem, stream, args);
+  Driver::get().launch(loaded.fn, grid_x, grid_y, grid_z, loaded.threads, loaded.smem, stream,
+                       args);
 }
 
 unsigned Kernel::threads() { return loaded_for_current_context().threads; }

@@ -46,8 +46,7 @@ Sequence sequence(const ReferenceProblem& pr, int b) {
 }
 
 // One query row of one head: fills o (D values) and returns the LSE.
-double attend_row(const ReferenceProblem& pr, const Sequence& seq, int h,
-                  int i, double* o) {
+double attend_row(const ReferenceProblem& pr, const Sequence& seq, int h, int i, double* o) {
   const int D = pr.head_dim;
   const int hk = h / (pr.num_heads_q / pr.num_heads_kv);
   const double scale = pr.scale > 0 ? pr.scale : 1.0 / std::sqrt(double(D));
@@ -59,8 +58,7 @@ double attend_row(const ReferenceProblem& pr, const Sequence& seq, int h,
   std::vector<int> keys;
   for (int j = 0; j < seq.n_k; ++j) {
     if (!visible(pr, seq, p, j)) continue;
-    const float* k =
-        &pr.k[(size_t(seq.k_begin + j) * pr.num_heads_kv + hk) * D];
+    const float* k = &pr.k[(size_t(seq.k_begin + j) * pr.num_heads_kv + hk) * D];
     double dot = 0;
     for (int d = 0; d < D; ++d) dot += double(q[d]) * double(k[d]);
     double s = scale * dot;
@@ -71,8 +69,7 @@ double attend_row(const ReferenceProblem& pr, const Sequence& seq, int h,
     logits.push_back(s);
     keys.push_back(j);
   }
-  const bool null_logit =
-      pr.sink_mode == ReferenceProblem::Sinks::kNullLogit;
+  const bool null_logit = pr.sink_mode == ReferenceProblem::Sinks::kNullLogit;
   for (int d = 0; d < D; ++d) o[d] = 0;
   if (logits.empty()) {
     return null_logit ? sink : -std::numeric_limits<double>::infinity();
@@ -83,8 +80,7 @@ double attend_row(const ReferenceProblem& pr, const Sequence& seq, int h,
   for (size_t n = 0; n < logits.size(); ++n) {
     const double w = std::exp(logits[n] - m);
     denom += w;
-    const float* v =
-        &pr.v[(size_t(seq.k_begin + keys[n]) * pr.num_heads_kv + hk) * D];
+    const float* v = &pr.v[(size_t(seq.k_begin + keys[n]) * pr.num_heads_kv + hk) * D];
     for (int d = 0; d < D; ++d) o[d] += w * double(v[d]);
   }
   for (int d = 0; d < D; ++d) o[d] /= denom;
@@ -114,8 +110,7 @@ ReferenceResult reference_attention(const ReferenceProblem& pr) {
   return out;
 }
 
-double relative_error(const std::vector<double>& a,
-                      const std::vector<double>& b) {
+double relative_error(const std::vector<double>& a, const std::vector<double>& b) {
   assert(a.size() == b.size());
   double num = 0, den = 0;
   for (size_t n = 0; n < a.size(); ++n) {

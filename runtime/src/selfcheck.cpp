@@ -23,7 +23,9 @@ class DeviceBuffer {
   DeviceBuffer(const DeviceBuffer&) = delete;
   DeviceBuffer& operator=(const DeviceBuffer&) = delete;
   template <class T>
-  T* as() const { return reinterpret_cast<T*>(ptr_); }
+  T* as() const {
+    return reinterpret_cast<T*>(ptr_);
+  }
   template <class T>
   void upload(const std::vector<T>& host) {
     if (!host.empty()) Driver::get().copy_to_device(ptr_, host.data(), host.size() * sizeof(T));
@@ -49,17 +51,19 @@ std::vector<int32_t> prefix_sums(const std::vector<int>& lengths) {
 
 ReferenceProblem::Sinks to_reference(SinkMode mode) {
   switch (mode) {
-    case SinkMode::kNullLogit: return ReferenceProblem::Sinks::kNullLogit;
-    case SinkMode::kBiasKey0: return ReferenceProblem::Sinks::kBiasKey0;
-    case SinkMode::kNone: break;
+    case SinkMode::kNullLogit:
+      return ReferenceProblem::Sinks::kNullLogit;
+    case SinkMode::kBiasKey0:
+      return ReferenceProblem::Sinks::kBiasKey0;
+    case SinkMode::kNone:
+      break;
   }
   return ReferenceProblem::Sinks::kNone;
 }
 
 // Random normal values rounded to the element type; returns the device
 // bits and fills `rounded` with the values the reference must use.
-std::vector<uint16_t> random_elements(size_t count, DType dtype,
-                                      std::mt19937_64& rng,
+std::vector<uint16_t> random_elements(size_t count, DType dtype, std::mt19937_64& rng,
                                       std::vector<float>& rounded) {
   std::normal_distribution<float> normal(0.f, 1.f);
   std::vector<uint16_t> bits(count);
@@ -67,14 +71,13 @@ std::vector<uint16_t> random_elements(size_t count, DType dtype,
   for (size_t i = 0; i < count; ++i) {
     const float x = normal(rng);
     bits[i] = dtype == DType::kBF16 ? float_to_bf16(x) : float_to_fp16(x);
-    rounded[i] = dtype == DType::kBF16 ? bf16_to_float(bits[i])
-                                       : fp16_to_float(bits[i]);
+    rounded[i] = dtype == DType::kBF16 ? bf16_to_float(bits[i]) : fp16_to_float(bits[i]);
   }
   return bits;
 }
 
-ReferenceProblem make_problem(const AttentionFlags& flags,
-                              const CheckShape& shape, SinkMode ref_sinks) {
+ReferenceProblem make_problem(const AttentionFlags& flags, const CheckShape& shape,
+                              SinkMode ref_sinks) {
   ReferenceProblem pr;
   pr.num_seqs = int(shape.seqlens_q.size());
   pr.num_heads_q = shape.num_heads_q;
@@ -105,14 +108,12 @@ ReferenceProblem make_problem(const AttentionFlags& flags,
 }
 
 void compare(const ReferenceProblem& pr, const ReferenceResult& ref,
-             const std::vector<uint16_t>& o_bits,
-             const std::vector<float>& lse, bool with_lse, DType dtype,
-             CheckResult& out) {
+             const std::vector<uint16_t>& o_bits, const std::vector<float>& lse, bool with_lse,
+             DType dtype, CheckResult& out) {
   std::vector<double> o(ref.o.size());
   for (size_t i = 0; i < o.size(); ++i) {
     if (o_bits[i] == 0xFFFF) out.output_written = false;
-    o[i] = dtype == DType::kBF16 ? bf16_to_float(o_bits[i])
-                                 : fp16_to_float(o_bits[i]);
+    o[i] = dtype == DType::kBF16 ? bf16_to_float(o_bits[i]) : fp16_to_float(o_bits[i]);
   }
   out.o_error = relative_error(o, ref.o);
   if (!with_lse) return;
@@ -132,27 +133,22 @@ void compare(const ReferenceProblem& pr, const ReferenceResult& ref,
 }  // namespace
 
 bool CheckResult::passed(double bound) const {
-  return o_error <= bound && lse_error <= 2e-2 && lse_inf_ok &&
-         guard_intact && output_written;
+  return o_error <= bound && lse_error <= 2e-2 && lse_inf_ok && guard_intact && output_written;
 }
 
-double error_bound(DType dtype) {
-  return dtype == DType::kBF16 ? 1e-2 : 3e-3;
-}
+double error_bound(DType dtype) { return dtype == DType::kBF16 ? 1e-2 : 3e-3; }
 
 std::vector<CheckShape> standard_check_shapes(const AttentionFlags& flags) {
   std::vector<CheckShape> shapes;
   // Ragged batch: lengths 0 and 1 and off the tile, GQA 4, a window smaller
   // than a tile, spans at the start, across a tile edge, adjacent.
-  CheckShape ragged{"ragged_gqa4", {0, 1, 77, 200}, {0, 1, 77, 200}, 4, 1,
-                    5, 3, {}, 2.f};
-  ragged.spans = {{}, {{0, 0}}, {{0, 9}, {60, 70}},
-                  {{0, 9}, {60, 70}, {100, 190}, {191, 195}, {196, 199}}};
+  CheckShape ragged{"ragged_gqa4", {0, 1, 77, 200}, {0, 1, 77, 200}, 4, 1, 5, 3, {}, 2.f};
+  ragged.spans = {
+      {}, {{0, 0}}, {{0, 9}, {60, 70}}, {{0, 9}, {60, 70}, {100, 190}, {191, 195}, {196, 199}}};
   shapes.push_back(ragged);
   // q shorter than k (bottom-right), GQA 8, a window of 0 on the left and
   // unbounded on the right, a span longer than the window.
-  CheckShape chunked{"q_shorter_gqa8", {17, 64}, {150, 194}, 8, 1, 0, -1, {},
-                     2.f};
+  CheckShape chunked{"q_shorter_gqa8", {17, 64}, {150, 194}, 8, 1, 0, -1, {}, 2.f};
   chunked.spans = {{{120, 149}}, {{0, 3}, {130, 193}}};
   shapes.push_back(chunked);
   // MHA, one long sequence, a window larger than the sequence.
@@ -160,8 +156,7 @@ std::vector<CheckShape> standard_check_shapes(const AttentionFlags& flags) {
   mha.spans = {{{31, 33}, {64, 127}, {128, 200}}};
   shapes.push_back(mha);
   // Windows of a few tiles on both sides; a sequence with no keys.
-  CheckShape mixed{"window_tiles_empty_k", {5, 140}, {0, 300}, 4, 2, 70, 20,
-                   {}, 2.f};
+  CheckShape mixed{"window_tiles_empty_k", {5, 140}, {0, 300}, 4, 2, 70, 20, {}, 2.f};
   mixed.spans = {{}, {{10, 150}, {290, 299}}};
   shapes.push_back(mixed);
   if (!flags.window) {
@@ -171,10 +166,8 @@ std::vector<CheckShape> standard_check_shapes(const AttentionFlags& flags) {
   return shapes;
 }
 
-CheckResult check_attention(const AttentionFlags& flags,
-                            const CheckShape& shape, uint64_t seed,
-                            KernelCache& cache,
-                            std::optional<SinkMode> reference_sinks,
+CheckResult check_attention(const AttentionFlags& flags, const CheckShape& shape, uint64_t seed,
+                            KernelCache& cache, std::optional<SinkMode> reference_sinks,
                             const std::map<std::string, int64_t>& tuning_overrides) {
   const SinkMode ref_sinks = reference_sinks.value_or(flags.sinks);
   ReferenceProblem pr = make_problem(flags, shape, ref_sinks);
@@ -183,8 +176,10 @@ CheckResult check_attention(const AttentionFlags& flags,
   const int total_k = pr.cu_seqlens_k.back();
   std::mt19937_64 rng(seed);
   const auto q_bits = random_elements(size_t(total_q) * pr.num_heads_q * D, flags.dtype, rng, pr.q);
-  const auto k_bits = random_elements(size_t(total_k) * pr.num_heads_kv * D, flags.dtype, rng, pr.k);
-  const auto v_bits = random_elements(size_t(total_k) * pr.num_heads_kv * D, flags.dtype, rng, pr.v);
+  const auto k_bits =
+      random_elements(size_t(total_k) * pr.num_heads_kv * D, flags.dtype, rng, pr.k);
+  const auto v_bits =
+      random_elements(size_t(total_k) * pr.num_heads_kv * D, flags.dtype, rng, pr.v);
   std::uniform_real_distribution<float> uniform(-1.f, 3.f);
   pr.sinks.resize(pr.num_heads_q);
   for (float& s : pr.sinks) s = uniform(rng);
@@ -201,12 +196,11 @@ CheckResult check_attention(const AttentionFlags& flags,
   constexpr int kGuardRows = 16;
   const size_t o_elems = size_t(total_q) * pr.num_heads_q * D;
   const size_t guard_elems = size_t(kGuardRows) * pr.num_heads_q * D;
-  DeviceBuffer q(q_bits.size() * 2), k(k_bits.size() * 2),
-      v(v_bits.size() * 2), o((o_elems + guard_elems) * 2),
-      lse((size_t(pr.num_heads_q) * total_q + 64) * 4),
+  DeviceBuffer q(q_bits.size() * 2), k(k_bits.size() * 2), v(v_bits.size() * 2),
+      o((o_elems + guard_elems) * 2), lse((size_t(pr.num_heads_q) * total_q + 64) * 4),
       sinks(pr.sinks.size() * 4), cu_q(pr.cu_seqlens_q.size() * 4),
-      cu_k(pr.cu_seqlens_k.size() * 4),
-      offsets(pr.mm_span_offsets.size() * 4), spans(pr.mm_spans.size() * 4 + 8);
+      cu_k(pr.cu_seqlens_k.size() * 4), offsets(pr.mm_span_offsets.size() * 4),
+      spans(pr.mm_spans.size() * 4 + 8);
   q.upload(q_bits);
   k.upload(k_bits);
   v.upload(v_bits);
@@ -278,14 +272,14 @@ uint16_t float_to_fp16(float f) {
   const uint32_t abs = u & 0x7fffffffu;
   if (abs > 0x7f800000u) return uint16_t(sign | 0x7e00u);
   if (abs >= 0x477ff000u) return uint16_t(sign | 0x7c00u);  // overflow -> inf
-  if (abs < 0x38800000u) {  // subnormal or zero in fp16
+  if (abs < 0x38800000u) {                                  // subnormal or zero in fp16
     float a;
     std::memcpy(&a, &abs, 4);
     const float scaled = a * 16777216.f;  // 2^24: units of the smallest subnormal
     return uint16_t(sign | uint32_t(std::nearbyint(scaled)));
   }
   uint32_t m = abs + 0xfffu + ((abs >> 13) & 1u);  // round to nearest even
-  m -= 0x38000000u;                                 // rebias 127 -> 15
+  m -= 0x38000000u;                                // rebias 127 -> 15
   return uint16_t(sign | (m >> 13));
 }
 
@@ -297,8 +291,7 @@ float fp16_to_float(uint16_t h) {
   if (exp == 0) {
     f = std::ldexp(float(mant), -24);
   } else if (exp == 31) {
-    f = mant ? std::numeric_limits<float>::quiet_NaN()
-             : std::numeric_limits<float>::infinity();
+    f = mant ? std::numeric_limits<float>::quiet_NaN() : std::numeric_limits<float>::infinity();
   } else {
     const uint32_t u = ((exp + 112) << 23) | (mant << 13);
     std::memcpy(&f, &u, 4);

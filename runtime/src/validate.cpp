@@ -17,15 +17,15 @@ namespace {
 }
 
 // Formats only on failure, as validate_attention_args does.
-#define ATTNJIT_CHECKED(ok, ...)                 \
-  do {                                           \
-    if (!(ok)) fail(fmt::format(__VA_ARGS__));   \
+#define ATTNJIT_CHECKED(ok, ...)               \
+  do {                                         \
+    if (!(ok)) fail(fmt::format(__VA_ARGS__)); \
   } while (0)
 
 // A CSR offsets array: `count`+1 entries from 0 to `total`, never
 // decreasing.
-void check_offsets(const HostSpan<int32_t>& offsets, const char* name, int count,
-                   int64_t total, const char* total_name) {
+void check_offsets(const HostSpan<int32_t>& offsets, const char* name, int count, int64_t total,
+                   const char* total_name) {
   ATTNJIT_CHECKED(offsets.data != nullptr || offsets.size == 0, "`{}` has {} entries but no data",
                   name, offsets.size);
   ATTNJIT_CHECKED(offsets.size == static_cast<std::size_t>(count) + 1,
@@ -53,8 +53,8 @@ void check_lengths(const HostSpan<int32_t>& cu, const char* name, int count, int
 void check_spans(const AttentionArgs& args, const AttentionMetadata& host) {
   ATTNJIT_CHECKED(host.mm_spans.data != nullptr || host.mm_spans.size == 0,
                   "`mm_spans` has {} entries but no data", host.mm_spans.size);
-  ATTNJIT_CHECKED(host.mm_spans.size % 2 == 0,
-                  "`mm_spans` holds {} values, not pairs [r0, r1]", host.mm_spans.size);
+  ATTNJIT_CHECKED(host.mm_spans.size % 2 == 0, "`mm_spans` holds {} values, not pairs [r0, r1]",
+                  host.mm_spans.size);
   const int64_t spans = static_cast<int64_t>(host.mm_spans.size / 2);
   check_offsets(host.mm_span_offsets, "mm_span_offsets", args.num_seqs, spans,
                 "the number of spans (mm_spans holds 2 values each)");
@@ -64,8 +64,8 @@ void check_spans(const AttentionArgs& args, const AttentionMetadata& host) {
       const int32_t r0 = host.mm_spans[2 * std::size_t(s)];
       const int32_t r1 = host.mm_spans[2 * std::size_t(s) + 1];
       ATTNJIT_CHECKED(r0 >= 0 && r0 <= r1 && r1 < keys,
-                      "span {} [{}, {}] of sequence {} is outside its keys [0, {}) or reversed",
-                      s, r0, r1, b, keys);
+                      "span {} [{}, {}] of sequence {} is outside its keys [0, {}) or reversed", s,
+                      r0, r1, b, keys);
       if (s == host.mm_span_offsets[b]) continue;
       const int32_t previous_r1 = host.mm_spans[2 * std::size_t(s) - 1];
       ATTNJIT_CHECKED(r0 > previous_r1,

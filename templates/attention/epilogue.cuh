@@ -12,10 +12,8 @@ namespace attention {
 
 template <class C, class Softmax, int kOutBlocks, class Map>
 __device__ __forceinline__ void epilogue(const Params<typename C::dtype>& prm,
-                                         const Softmax& softmax,
-                                         const float (&o)[kOutBlocks][4],
-                                         typename C::dtype* stage,
-                                         int q_begin, const Map& map,
+                                         const Softmax& softmax, const float (&o)[kOutBlocks][4],
+                                         typename C::dtype* stage, int q_begin, const Map& map,
                                          int row0, int lane) {
   using T = typename C::dtype;
   constexpr int kStride = SmemRow<C::head_dim>::kStride;
@@ -25,18 +23,16 @@ __device__ __forceinline__ void epilogue(const Params<typename C::dtype>& prm,
 
 #pragma unroll
   for (int r = 0; r < 2; ++r) {
-    unsigned* row = reinterpret_cast<unsigned*>(
-        stage + (lane / 4 + 8 * r) * kStride + 2 * (lane % 4));
+    unsigned* row =
+        reinterpret_cast<unsigned*>(stage + (lane / 4 + 8 * r) * kStride + 2 * (lane % 4));
 #pragma unroll
     for (int db = 0; db < kOutBlocks; ++db) {
-      row[db * 4] = element<T>::pack(o[db][2 * r] * inv[r],
-                                     o[db][2 * r + 1] * inv[r]);
+      row[db * 4] = element<T>::pack(o[db][2 * r] * inv[r], o[db][2 * r + 1] * inv[r]);
     }
   }
   __syncwarp();
-  store_warp_rows<C::head_dim>(prm.o + q_begin * prm.o_row_stride,
-                               prm.o_row_stride, prm.o_head_stride, stage, map,
-                               row0, lane);
+  store_warp_rows<C::head_dim>(prm.o + q_begin * prm.o_row_stride, prm.o_row_stride,
+                               prm.o_head_stride, stage, map, row0, lane);
 
   if constexpr (C::return_lse) {
     if (lane % 4 == 0) {
@@ -44,8 +40,8 @@ __device__ __forceinline__ void epilogue(const Params<typename C::dtype>& prm,
       for (int r = 0; r < 2; ++r) {
         const int row = row0 + lane / 4 + 8 * r;
         if (row < map.rows) {
-          prm.lse[static_cast<long long>(map.head(row)) * prm.total_q +
-                  q_begin + map.position(row)] = lse[r];
+          prm.lse[static_cast<long long>(map.head(row)) * prm.total_q + q_begin +
+                  map.position(row)] = lse[r];
         }
       }
     }

@@ -21,8 +21,7 @@ struct Mask {
   static constexpr bool kWindow = C::window;
   static constexpr bool kPrefix = C::mm_prefix;
   static constexpr bool kClamp = C::mm_clamp;
-  static_assert(!kClamp || (kPrefix && kWindow),
-                "mm_clamp requires mm_prefix and window");
+  static_assert(!kClamp || (kPrefix && kWindow), "mm_clamp requires mm_prefix and window");
 
   int n_k;
   int window_left, window_right;  // -1: unbounded
@@ -82,8 +81,7 @@ struct Mask {
 
   // True when every query in [p0, p1] sees every key of [j0, j0 + n) by the
   // base rule alone and all those keys exist.
-  __device__ __forceinline__ bool interior(int p0, int p1, int j0,
-                                           int n) const {
+  __device__ __forceinline__ bool interior(int p0, int p1, int j0, int n) const {
     const int j1 = j0 + n - 1;
     if (j1 >= n_k) return false;
     if constexpr (kCausal) {
@@ -115,8 +113,7 @@ struct Mask {
   }
 
   // visible(p, j) for a key j of this sequence; span_lo/hi from span_of(p).
-  __device__ __forceinline__ bool visible(int p, int j, int span_lo,
-                                          int span_hi) const {
+  __device__ __forceinline__ bool visible(int p, int j, int span_lo, int span_hi) const {
     if (j >= n_k) return false;
     if (base(p, j)) return true;
     if constexpr (kPrefix) {

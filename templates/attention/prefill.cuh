@@ -37,8 +37,7 @@ struct attention_prefill_traits {
   static constexpr bool kQInRegisters = kHeadDim * kMTiles <= 128;
 
   static constexpr unsigned threads = kWarps * 32;
-  static constexpr unsigned smem_bytes =
-      (kBlockM + 2 * kStages * kBlockN) * kStride * 2;
+  static constexpr unsigned smem_bytes = (kBlockM + 2 * kStages * kBlockN) * kStride * 2;
   static constexpr unsigned min_blocks = C::min_blocks;  // blocks per SM to fit
 };
 
@@ -63,9 +62,9 @@ struct Forward {
   using QFragments = unsigned[kM][Traits::kQInRegisters ? kKSteps : 1][4];
 
   // S = Q K^T for this warp's rows and the BN keys of the K tile.
-  static __device__ __forceinline__ void scores(
-      float (&s)[kM][kScoreBlocks][4], const QFragments& qf,
-      const T* sQ_warp, const T* sK, int lane) {
+  static __device__ __forceinline__ void scores(float (&s)[kM][kScoreBlocks][4],
+                                                const QFragments& qf, const T* sQ_warp, const T* sK,
+                                                int lane) {
 #pragma unroll
     for (int m = 0; m < kM; ++m) {
 #pragma unroll
@@ -101,18 +100,17 @@ struct Forward {
   }
 
   // A fragment of rows 0-15, columns 16kk..16kk+15 of an m16 tile of Q.
-  static __device__ __forceinline__ void load_q_fragment(unsigned (&a)[4],
-                                                         const T* sQ_tile,
-                                                         int kk, int lane) {
+  static __device__ __forceinline__ void load_q_fragment(unsigned (&a)[4], const T* sQ_tile, int kk,
+                                                         int lane) {
     const int row = (lane % 8) + ((lane / 8) % 2) * 8;
     const int col = kk * 16 + (lane / 16) * 8;
     ptx::warp_ldmatrix_x4(a, ptx::smem_addr(sQ_tile + row * kStride + col));
   }
 
   // O += P V, P taken from the probabilities in s (packed to T).
-  static __device__ __forceinline__ void accumulate(
-      float (&o)[kM][kOutBlocks][4], const float (&s)[kM][kScoreBlocks][4],
-      const T* sV, int lane) {
+  static __device__ __forceinline__ void accumulate(float (&o)[kM][kOutBlocks][4],
+                                                    const float (&s)[kM][kScoreBlocks][4],
+                                                    const T* sV, int lane) {
 #pragma unroll
     for (int kk = 0; kk < BN / 16; ++kk) {
       unsigned a[kM][4];
@@ -128,8 +126,7 @@ struct Forward {
         const int key = kk * 16 + (lane % 8) + ((lane / 8) % 2) * 8;
         const int col = db2 * 16 + (lane / 16) * 8;
         unsigned b[4];
-        ptx::warp_ldmatrix_x4_trans(b,
-                                    ptx::smem_addr(sV + key * kStride + col));
+        ptx::warp_ldmatrix_x4_trans(b, ptx::smem_addr(sV + key * kStride + col));
 #pragma unroll
         for (int m = 0; m < kM; ++m) {
           ptx::warp_mma_16816<kBF16>(o[m][2 * db2], a[m], b[0], b[1]);
@@ -145,12 +142,9 @@ struct Forward {
 // thread's row r; span bounds from Mask::span_of.
 template <class C, int kBlocks>
 __device__ __forceinline__ void to_logits(float (&s)[kBlocks][4],
-                                          const Params<typename C::dtype>& prm,
-                                          const Mask<C>& mask,
-                                          const float (&sink2)[2],
-                                          const int (&p)[2],
-                                          const int (&span_lo)[2],
-                                          const int (&span_hi)[2], int j0,
+                                          const Params<typename C::dtype>& prm, const Mask<C>& mask,
+                                          const float (&sink2)[2], const int (&p)[2],
+                                          const int (&span_lo)[2], const int (&span_hi)[2], int j0,
                                           bool edge, int lane) {
   const float scale2 = prm.scale * kLog2e;
   float cap_in = 0.f, cap_out = 0.f;
@@ -197,14 +191,12 @@ __device__ void forward(const Params<typename C::dtype>& prm) {
   const int b = blockIdx.z;
   const int group = prm.num_heads_q / prm.num_heads_kv;
   // grid.y runs over kv heads when packing, else over query heads.
-  const int hk = kPack ? static_cast<int>(blockIdx.y)
-                       : static_cast<int>(blockIdx.y) / group;
+  const int hk = kPack ? static_cast<int>(blockIdx.y) : static_cast<int>(blockIdx.y) / group;
   const int q_begin = prm.cu_seqlens_q[b];
   const int n_q = prm.cu_seqlens_q[b + 1] - q_begin;
   const int k_begin = prm.cu_seqlens_k[b];
   const int n_k = prm.cu_seqlens_k[b + 1] - k_begin;
-  const RowMap<kPack> map{kPack ? group : 1,
-                          kPack ? hk * group : static_cast<int>(blockIdx.y),
+  const RowMap<kPack> map{kPack ? group : 1, kPack ? hk * group : static_cast<int>(blockIdx.y),
                           kPack ? n_q * group : n_q};
   // Longest tiles first: with a causal mask the last query tile has the
   // most keys, so it is scheduled on the first wave.
@@ -233,18 +225,16 @@ __device__ void forward(const Params<typename C::dtype>& prm) {
   const int p_last = map.position(row_end - 1) + shift;
   const KeyRange range = mask.key_range(p_first, p_last, F::BN);
 
-  load_query_rows_async<F::BM, F::D, F::kThreads>(
-      sQ, q, prm.q_row_stride, prm.q_head_stride, map, row0, tid);
+  load_query_rows_async<F::BM, F::D, F::kThreads>(sQ, q, prm.q_row_stride, prm.q_head_stride, map,
+                                                  row0, tid);
   ptx::cp_async_commit();
   for (int st = 0; st < F::kStages - 1; ++st) {
     const int kt = range.first_tile + st;
     if (kt <= range.last_tile) {
-      load_tile_async<F::BN, F::D, F::kThreads>(
-          sK + st * F::BN * F::kStride, k, prm.k_row_stride, kt * F::BN, n_k,
-          tid);
-      load_tile_async<F::BN, F::D, F::kThreads>(
-          sV + st * F::BN * F::kStride, v, prm.v_row_stride, kt * F::BN, n_k,
-          tid);
+      load_tile_async<F::BN, F::D, F::kThreads>(sK + st * F::BN * F::kStride, k, prm.k_row_stride,
+                                                kt * F::BN, n_k, tid);
+      load_tile_async<F::BN, F::D, F::kThreads>(sV + st * F::BN * F::kStride, v, prm.v_row_stride,
+                                                kt * F::BN, n_k, tid);
     }
     ptx::cp_async_commit();
   }
@@ -282,12 +272,10 @@ __device__ void forward(const Params<typename C::dtype>& prm) {
     const int pre = kt + F::kStages - 1;
     if (pre <= range.last_tile) {
       const int st = (it + F::kStages - 1) % F::kStages;
-      load_tile_async<F::BN, F::D, F::kThreads>(
-          sK + st * F::BN * F::kStride, k, prm.k_row_stride, pre * F::BN, n_k,
-          tid);
-      load_tile_async<F::BN, F::D, F::kThreads>(
-          sV + st * F::BN * F::kStride, v, prm.v_row_stride, pre * F::BN, n_k,
-          tid);
+      load_tile_async<F::BN, F::D, F::kThreads>(sK + st * F::BN * F::kStride, k, prm.k_row_stride,
+                                                pre * F::BN, n_k, tid);
+      load_tile_async<F::BN, F::D, F::kThreads>(sV + st * F::BN * F::kStride, v, prm.v_row_stride,
+                                                pre * F::BN, n_k, tid);
     }
     ptx::cp_async_commit();
     ptx::cp_async_wait<F::kStages - 1>();
@@ -298,8 +286,7 @@ __device__ void forward(const Params<typename C::dtype>& prm) {
         for (int m = 0; m < F::kM; ++m) {
 #pragma unroll
           for (int kk = 0; kk < F::kKSteps; ++kk) {
-            F::load_q_fragment(qf[m][kk], sQ_warp + m * 16 * F::kStride, kk,
-                               lane);
+            F::load_q_fragment(qf[m][kk], sQ_warp + m * 16 * F::kStride, kk, lane);
           }
         }
       }
@@ -314,8 +301,7 @@ __device__ void forward(const Params<typename C::dtype>& prm) {
     const bool edge = !mask.interior(p_first, p_last, j0, F::BN);
 #pragma unroll
     for (int m = 0; m < F::kM; ++m) {
-      to_logits<C>(s[m], prm, mask, sink2[m], p[m], span_lo[m], span_hi[m],
-                   j0, edge, lane);
+      to_logits<C>(s[m], prm, mask, sink2[m], p[m], span_lo[m], span_hi[m], j0, edge, lane);
       softmax[m].update(s[m], o[m]);
     }
     F::accumulate(o, s, sV_st, lane);
@@ -327,8 +313,8 @@ __device__ void forward(const Params<typename C::dtype>& prm) {
 
 #pragma unroll
   for (int m = 0; m < F::kM; ++m) {
-    epilogue<C>(prm, softmax[m], o[m], sQ_warp + m * 16 * F::kStride, q_begin,
-                map, row0 + warp_row0 + m * 16, lane);
+    epilogue<C>(prm, softmax[m], o[m], sQ_warp + m * 16 * F::kStride, q_begin, map,
+                row0 + warp_row0 + m * 16, lane);
   }
 }
 
@@ -336,19 +322,38 @@ __device__ void forward(const Params<typename C::dtype>& prm) {
 
 template <class C>
 __device__ __forceinline__ void attention_prefill_body(
-    const typename C::dtype* q, const typename C::dtype* k,
-    const typename C::dtype* v, typename C::dtype* o, float* lse,
-    const float* sinks, const int* cu_seqlens_q, const int* cu_seqlens_k,
-    const int* mm_span_offsets, const int* mm_spans, long long q_row_stride,
-    long long q_head_stride, long long k_row_stride, long long k_head_stride,
-    long long v_row_stride, long long v_head_stride, long long o_row_stride,
-    long long o_head_stride, int num_heads_q, int num_heads_kv, int total_q,
+    const typename C::dtype* q, const typename C::dtype* k, const typename C::dtype* v,
+    typename C::dtype* o, float* lse, const float* sinks, const int* cu_seqlens_q,
+    const int* cu_seqlens_k, const int* mm_span_offsets, const int* mm_spans,
+    long long q_row_stride, long long q_head_stride, long long k_row_stride,
+    long long k_head_stride, long long v_row_stride, long long v_head_stride,
+    long long o_row_stride, long long o_head_stride, int num_heads_q, int num_heads_kv, int total_q,
     float scale, float softcap, int window_left, int window_right) {
-  const attention::Params<typename C::dtype> prm{
-      q, k, v, o, lse, sinks, cu_seqlens_q, cu_seqlens_k, mm_span_offsets,
-      mm_spans, q_row_stride, q_head_stride, k_row_stride, k_head_stride,
-      v_row_stride, v_head_stride, o_row_stride, o_head_stride, num_heads_q,
-      num_heads_kv, total_q, scale, softcap, window_left, window_right};
+  const attention::Params<typename C::dtype> prm{q,
+                                                 k,
+                                                 v,
+                                                 o,
+                                                 lse,
+                                                 sinks,
+                                                 cu_seqlens_q,
+                                                 cu_seqlens_k,
+                                                 mm_span_offsets,
+                                                 mm_spans,
+                                                 q_row_stride,
+                                                 q_head_stride,
+                                                 k_row_stride,
+                                                 k_head_stride,
+                                                 v_row_stride,
+                                                 v_head_stride,
+                                                 o_row_stride,
+                                                 o_head_stride,
+                                                 num_heads_q,
+                                                 num_heads_kv,
+                                                 total_q,
+                                                 scale,
+                                                 softcap,
+                                                 window_left,
+                                                 window_right};
   attention::forward<C>(prm);
 }
 

@@ -16,8 +16,7 @@ struct Sinks {
   static constexpr bool kAny = kNullLogit || kBiasKey0;
 
   // sinks[head] in base 2, for each of this thread's two rows.
-  static __device__ __forceinline__ float logit2(const float* sinks,
-                                                 int head) {
+  static __device__ __forceinline__ float logit2(const float* sinks, int head) {
     if constexpr (kAny) {
       return sinks[head] * kLog2e;
     } else {
@@ -26,9 +25,7 @@ struct Sinks {
   }
 
   template <class Softmax>
-  static __device__ __forceinline__ void init(Softmax& softmax,
-                                              const float (&logit)[2],
-                                              int lane) {
+  static __device__ __forceinline__ void init(Softmax& softmax, const float (&logit)[2], int lane) {
     if constexpr (kNullLogit) {
       softmax.init_with_logit(logit, lane % 4 == 0);
     } else {
@@ -40,8 +37,8 @@ struct Sinks {
   // Column 0 of the tile is key 0 of the sequence when j0 == 0; the lanes
   // with (lane % 4 == 0) hold it in s[0][0] (row g) and s[0][2] (row g+8).
   template <int kBlocks>
-  static __device__ __forceinline__ void add_key0_bias(
-      float (&s)[kBlocks][4], const float (&logit)[2], int j0, int lane) {
+  static __device__ __forceinline__ void add_key0_bias(float (&s)[kBlocks][4],
+                                                       const float (&logit)[2], int j0, int lane) {
     if constexpr (kBiasKey0) {
       if (j0 == 0 && lane % 4 == 0) {
         s[0][0] += logit[0];

@@ -25,8 +25,7 @@ struct OnlineSoftmax {
 
   // One extra logit (base 2) joins the denominator only: it starts the max,
   // and its exp2(logit - max) = 1 is counted once per row (lane 0 of quad).
-  __device__ __forceinline__ void init_with_logit(const float (&logit2)[2],
-                                                  bool owner_lane) {
+  __device__ __forceinline__ void init_with_logit(const float (&logit2)[2], bool owner_lane) {
     row_max[0] = logit2[0];
     row_max[1] = logit2[1];
     row_sum[0] = row_sum[1] = owner_lane ? 1.f : 0.f;
@@ -34,8 +33,7 @@ struct OnlineSoftmax {
 
   // s holds base-2 logits (-inf where masked); replaces them by
   // probabilities relative to the new max and rescales the output.
-  __device__ __forceinline__ void update(float (&s)[kScoreBlocks][4],
-                                         float (&o)[kOutBlocks][4]) {
+  __device__ __forceinline__ void update(float (&s)[kScoreBlocks][4], float (&o)[kOutBlocks][4]) {
 #pragma unroll
     for (int r = 0; r < 2; ++r) {
       float tile_max = s[0][2 * r];
@@ -67,8 +65,7 @@ struct OnlineSoftmax {
 
   // 1 / denominator (0 for a row with no visible key and no sink) and the
   // natural-log LSE (-inf for such a row) of row r.
-  __device__ __forceinline__ void finish(int r, float& inv_sum,
-                                         float& lse) const {
+  __device__ __forceinline__ void finish(int r, float& inv_sum, float& lse) const {
     const float total = ptx::quad_sum(row_sum[r]);
     if (total > 0.f) {
       inv_sum = 1.f / total;

@@ -59,18 +59,14 @@ __device__ __forceinline__ float quad_sum(float x) {
 
 __device__ __forceinline__ unsigned smem_addr(const void* p) {
   unsigned r;
-  asm("{ .reg .u64 t; cvta.to.shared.u64 t, %1; cvt.u32.u64 %0, t; }"
-      : "=r"(r)
-      : "l"(p));
+  asm("{ .reg .u64 t; cvta.to.shared.u64 t, %1; cvt.u32.u64 %0, t; }" : "=r"(r) : "l"(p));
   return r;
 }
 
 // 16-byte global -> shared copy; `valid == false` writes zeros instead.
-__device__ __forceinline__ void cp_async_16(unsigned dst, const void* src,
-                                            bool valid) {
+__device__ __forceinline__ void cp_async_16(unsigned dst, const void* src, bool valid) {
   const int src_bytes = valid ? 16 : 0;
-  asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;" ::"r"(dst),
-               "l"(src), "r"(src_bytes)
+  asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;" ::"r"(dst), "l"(src), "r"(src_bytes)
                : "memory");
 }
 
@@ -84,26 +80,22 @@ __device__ __forceinline__ void cp_async_wait() {
 }
 
 // Four 8x8 b16 matrices; lanes 8i..8i+7 give the row addresses of matrix i.
-__device__ __forceinline__ void warp_ldmatrix_x4(unsigned (&r)[4],
-                                                 unsigned addr) {
+__device__ __forceinline__ void warp_ldmatrix_x4(unsigned (&r)[4], unsigned addr) {
   asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0,%1,%2,%3}, [%4];"
                : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
                : "r"(addr));
 }
 
-__device__ __forceinline__ void warp_ldmatrix_x4_trans(unsigned (&r)[4],
-                                                       unsigned addr) {
-  asm volatile(
-      "ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0,%1,%2,%3}, [%4];"
-      : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
-      : "r"(addr));
+__device__ __forceinline__ void warp_ldmatrix_x4_trans(unsigned (&r)[4], unsigned addr) {
+  asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0,%1,%2,%3}, [%4];"
+               : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
+               : "r"(addr));
 }
 
 // d += a * b for one m16n8k16 tile, fp32 accumulation.
 template <bool kBF16>
-__device__ __forceinline__ void warp_mma_16816(float (&d)[4],
-                                               const unsigned (&a)[4],
-                                               unsigned b0, unsigned b1) {
+__device__ __forceinline__ void warp_mma_16816(float (&d)[4], const unsigned (&a)[4], unsigned b0,
+                                               unsigned b1) {
   if constexpr (kBF16) {
     asm volatile(
         "mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 "

@@ -64,7 +64,8 @@ __device__ void axpy_body(const typename Config::dtype* __restrict__ x,
     if (first + i >= n) break;
     T result = T(a) * values[i];
     if constexpr (Config::accumulate) result += y[first + i];
-    if constexpr (Config::mode == Mode::clamp) result = result < T(-1) ? T(-1) : (result > T(1) ? T(1) : result);
+    if constexpr (Config::mode == Mode::clamp)
+      result = result < T(-1) ? T(-1) : (result > T(1) ? T(1) : result);
     y[first + i] = result;
   }
 }

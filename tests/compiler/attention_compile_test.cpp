@@ -32,7 +32,8 @@ TEST(AttentionCompile, EveryMatrixVariantCompilesForSm80AndSm90a) {
   std::set<std::string> seen;
   for (const char* target : {"sm_80", "sm_90a"}) {
     for (const FlagSet& f : variants) {
-      Signature sig = make_signature(spec, f, CompileOptions::from_environment(parse_target(target)));
+      Signature sig =
+          make_signature(spec, f, CompileOptions::from_environment(parse_target(target)));
       if (seen.insert(sig.canonical()).second) work.push_back(std::move(sig));
     }
   }
@@ -45,7 +46,10 @@ TEST(AttentionCompile, EveryMatrixVariantCompilesForSm80AndSm90a) {
       std::string problem;
       try {
         const CompiledKernel k = compile_source(generate_source(spec, sig), sig.options);
-        if (k.cubin.size() < 4 || k.cubin.compare(0, 4, "\x7f" "ELF") != 0) problem = "no ELF cubin";
+        if (k.cubin.size() < 4 || k.cubin.compare(0, 4,
+                                                  "\x7f"
+                                                  "ELF") != 0)
+          problem = "no ELF cubin";
         if (k.resources.threads <= 0) problem = "no launch info";
         if (k.resources.dynamic_smem > smem_limit(sig.options.target)) {
           problem = "dynamic shared memory " + std::to_string(k.resources.dynamic_smem) +

@@ -111,9 +111,11 @@ TEST(Codegen, ScalarAndPointerArgTypes) {
 TEST(Codegen, NoArgs) {
   const Spec spec = parse_spec("family: f\ntemplate: testing/axpy.cuh\nentry: f\n", "f.yaml");
   const Signature signature = make_signature(spec, resolve_flags(spec, {}), CompileOptions{});
-  EXPECT_NE(generate_source(spec, signature)
-                .text.find("attnjit_traits::min_blocks) f() {\n  ::attnjit::f_body<attnjit_config>();\n}\n"),
-            std::string::npos);
+  EXPECT_NE(
+      generate_source(spec, signature)
+          .text.find(
+              "attnjit_traits::min_blocks) f() {\n  ::attnjit::f_body<attnjit_config>();\n}\n"),
+      std::string::npos);
 }
 
 TEST(Codegen, TemplateMustBeEmbedded) {
@@ -159,8 +161,8 @@ TEST(Codegen, EmbeddedHeaders) {
   for (std::size_t i = 1; i < headers.size(); ++i) EXPECT_LT(headers[i - 1].path, headers[i].path);
   const EmbeddedHeader* axpy = find_embedded_header("testing/axpy.cuh");
   ASSERT_NE(axpy, nullptr);
-  EXPECT_EQ(axpy->contents, testing::read_text(std::string(ATTNJIT_SOURCE_DIR) +
-                                               "/templates/testing/axpy.cuh"));
+  EXPECT_EQ(axpy->contents,
+            testing::read_text(std::string(ATTNJIT_SOURCE_DIR) + "/templates/testing/axpy.cuh"));
   EXPECT_EQ(find_embedded_header("testing/missing.cuh"), nullptr);
   EXPECT_EQ(embedded_headers_digest().size(), 64u);
 }

@@ -48,7 +48,8 @@ TEST(ResolveFlags, Errors) {
   EXPECT_EQ(flags_error(spec, {{"head_dim", int64_t{72}}}),
             "flag 'head_dim': 72 is not one of 64, 80, 96, 128, 192, 256");
   EXPECT_EQ(flags_error(spec, {{"causal", int64_t{1}}}), "flag 'causal' expects a bool");
-  EXPECT_EQ(flags_error(spec, {{"head_dim", std::string("128")}}), "flag 'head_dim' expects an int");
+  EXPECT_EQ(flags_error(spec, {{"head_dim", std::string("128")}}),
+            "flag 'head_dim' expects an int");
   EXPECT_EQ(flags_error(spec, {{"sinks", true}}),
             "flag 'sinks' expects one of none, null_logit, bias_key0");
   EXPECT_EQ(flags_error(spec, {{"sinks", std::string("null_logits")}}),
@@ -62,8 +63,9 @@ TEST(ResolveFlags, Constraints) {
   const Spec spec = load_embedded_spec("attention");
   EXPECT_EQ(flags_error(spec, {{"mm_clamp", true}, {"mm_prefix", true}}),
             "mm_clamp=true requires window=true: the clamp restricts spans to the sliding window");
-  EXPECT_EQ(flags_error(spec, {{"mm_clamp", true}, {"window", true}}),
-            "mm_clamp=true requires mm_prefix=true: the clamp restricts spans to the sliding window");
+  EXPECT_EQ(
+      flags_error(spec, {{"mm_clamp", true}, {"window", true}}),
+      "mm_clamp=true requires mm_prefix=true: the clamp restricts spans to the sliding window");
   EXPECT_NO_THROW(resolve_flags(spec, {{"mm_clamp", true}, {"window", true}, {"mm_prefix", true}}));
 }
 
@@ -116,7 +118,8 @@ TEST(ResolvePreset, KnownAndUnknown) {
 
 TEST(FlagAssignments, TypedByTheSpec) {
   const Spec spec = load_embedded_spec("attention");
-  const auto given = parse_flag_assignments(spec, "causal=true,head_dim=128, sinks = null_logit ,dtype=fp16");
+  const auto given =
+      parse_flag_assignments(spec, "causal=true,head_dim=128, sinks = null_logit ,dtype=fp16");
   EXPECT_EQ(given, (std::map<std::string, FlagValue>{{"causal", true},
                                                      {"head_dim", int64_t{128}},
                                                      {"sinks", std::string("null_logit")},
@@ -140,7 +143,8 @@ TEST(FlagAssignments, Errors) {
   EXPECT_EQ(assignment_error("causal"), "expected name=value, got 'causal' in 'causal'");
   EXPECT_EQ(assignment_error("causal=true,"), "expected name=value, got '' in 'causal=true,'");
   EXPECT_EQ(assignment_error("causal=true,causal=false"), "flag 'causal' is given twice");
-  EXPECT_EQ(assignment_error("sinks=x;y"), "flag 'sinks': 'x;y' is not one of none, null_logit, bias_key0");
+  EXPECT_EQ(assignment_error("sinks=x;y"),
+            "flag 'sinks': 'x;y' is not one of none, null_logit, bias_key0");
 }
 
 // Every value a flag can take, in declaration order.
@@ -224,9 +228,12 @@ TEST(ExpandMatrix, AxpyDropsIllegalAndDuplicateCombinations) {
 TEST(ExpandMatrix, FirstEntryComesFirstLastFlagFastest) {
   const MatrixExpansion expansion = expand_matrix(testing::axpy_spec());
   ASSERT_GE(expansion.variants.size(), 3u);
-  EXPECT_EQ(text_of(expansion.variants[0]), "dtype=f32 vec=1 accumulate=true stage_in_smem=false mode=plain ");
-  EXPECT_EQ(text_of(expansion.variants[1]), "dtype=f32 vec=1 accumulate=true stage_in_smem=false mode=scratch ");
-  EXPECT_EQ(text_of(expansion.variants[2]), "dtype=f32 vec=2 accumulate=true stage_in_smem=false mode=plain ");
+  EXPECT_EQ(text_of(expansion.variants[0]),
+            "dtype=f32 vec=1 accumulate=true stage_in_smem=false mode=plain ");
+  EXPECT_EQ(text_of(expansion.variants[1]),
+            "dtype=f32 vec=1 accumulate=true stage_in_smem=false mode=scratch ");
+  EXPECT_EQ(text_of(expansion.variants[2]),
+            "dtype=f32 vec=2 accumulate=true stage_in_smem=false mode=plain ");
 }
 
 TEST(ExpandMatrix, StableAcrossCalls) {

@@ -77,7 +77,9 @@ TEST_F(NvrtcTest, CompilesForSm80AndSm90a) {
     const CompiledKernel kernel = compile_axpy("", target);
     EXPECT_EQ(kernel.entry, "axpy");
     ASSERT_GT(kernel.cubin.size(), 4u);
-    EXPECT_EQ(kernel.cubin.substr(0, 4), "\x7f" "ELF");
+    EXPECT_EQ(kernel.cubin.substr(0, 4),
+              "\x7f"
+              "ELF");
     EXPECT_NE(kernel.ptx.find(".visible .entry axpy("), std::string::npos);
     EXPECT_NE(kernel.ptx.find(std::string(".target ") + target), std::string::npos);
     EXPECT_NE(kernel.log.find("Compiling entry function 'axpy'"), std::string::npos) << kernel.log;
@@ -121,7 +123,8 @@ TEST_F(NvrtcTest, BrokenSourceIsACompileErrorWithLogOptionsAndDump) {
   const std::string message =
       error_message([&] { compile_source(variant.source, variant.options); }, ErrorKind::kCompile);
   EXPECT_EQ(message.rfind("nvrtc could not compile axpy_ee8da1eb.cu (entry axpy) for sm_80: "
-                          "NVRTC_ERROR_COMPILATION\nsource: " + dir_.string() + "/attnjit-",
+                          "NVRTC_ERROR_COMPILATION\nsource: " +
+                              dir_.string() + "/attnjit-",
                           0),
             0u)
       << message;
@@ -130,7 +133,8 @@ TEST_F(NvrtcTest, BrokenSourceIsACompileErrorWithLogOptionsAndDump) {
             std::string::npos)
       << message;
   const auto bad_line = std::count(variant.source.text.begin(), variant.source.text.end(), '\n');
-  EXPECT_NE(message.find("axpy_ee8da1eb.cu(" + std::to_string(bad_line) + "): error"), std::string::npos)
+  EXPECT_NE(message.find("axpy_ee8da1eb.cu(" + std::to_string(bad_line) + "): error"),
+            std::string::npos)
       << message;
   const std::smatch path = [&] {
     std::smatch match;
@@ -150,7 +154,8 @@ TEST_F(NvrtcTest, TemplateErrorsReachTheMessage) {
   const Spec spec = parse_spec(yaml, "axpy8.yaml");
   CompileOptions options;
   options.target = parse_target("sm_80");
-  const Signature signature = make_signature(spec, resolve_flags(spec, {{"vec", int64_t{8}}}), options);
+  const Signature signature =
+      make_signature(spec, resolve_flags(spec, {{"vec", int64_t{8}}}), options);
   const GeneratedSource source = generate_source(spec, signature);
   const std::string message =
       error_message([&] { compile_source(source, options); }, ErrorKind::kCompile);
@@ -212,7 +217,8 @@ TEST(Resources, LaunchInfo) {
   EXPECT_EQ(bytes.dynamic_smem, 0x19800);
   EXPECT_EQ(bytes.min_blocks, 2);
   ResourceUsage words;
-  ASSERT_TRUE(parse_launch_info(".global .align 4 .u32 k_launch_info[4] = {256, 4096, 1, 0};", "k", words));
+  ASSERT_TRUE(
+      parse_launch_info(".global .align 4 .u32 k_launch_info[4] = {256, 4096, 1, 0};", "k", words));
   EXPECT_EQ(words.threads, 256);
   EXPECT_EQ(words.dynamic_smem, 4096);
   EXPECT_EQ(words.min_blocks, 1);

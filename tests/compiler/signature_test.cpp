@@ -97,14 +97,16 @@ TEST(CompileOptions, FromEnvironment) {
   }
 }
 
-Signature axpy_signature(const std::map<std::string, FlagValue>& given, const CompileOptions& options,
+Signature axpy_signature(const std::map<std::string, FlagValue>& given,
+                         const CompileOptions& options,
                          const std::map<std::string, int64_t>& overrides = {}) {
   const Spec spec = testing::axpy_spec();
   return make_signature(spec, resolve_flags(spec, given), options, overrides);
 }
 
 TEST(Signature, CanonicalGolden) {
-  const Signature signature = axpy_signature({{"mode", std::string("clamp")}}, options_for("sm_90a"));
+  const Signature signature =
+      axpy_signature({{"mode", std::string("clamp")}}, options_for("sm_90a"));
   EXPECT_EQ(signature.canonical(),
             "axpy[dtype=f32,vec=1,accumulate=true,stage_in_smem=false,mode=clamp|block_threads=256]"
             "@sm_90a{emit_ptx=true,fast_math=true,line_info=false,max_registers=0}");
@@ -115,10 +117,12 @@ TEST(Signature, CanonicalGolden) {
 TEST(Signature, CanonicalShapeOfAttention) {
   const Signature signature = attention_signature({{"causal", true}}, options_for("sm_90a"));
   const std::string canonical = signature.canonical();
-  EXPECT_EQ(canonical.rfind("attention_prefill[dtype=bf16,head_dim=128,causal=true,window=false,", 0), 0u)
+  EXPECT_EQ(
+      canonical.rfind("attention_prefill[dtype=bf16,head_dim=128,causal=true,window=false,", 0), 0u)
       << canonical;
   EXPECT_NE(canonical.find("|block_m="), std::string::npos) << canonical;
-  const std::string options = "]@sm_90a{emit_ptx=true,fast_math=true,line_info=false,max_registers=0}";
+  const std::string options =
+      "]@sm_90a{emit_ptx=true,fast_math=true,line_info=false,max_registers=0}";
   EXPECT_EQ(canonical.substr(canonical.size() - options.size()), options);
 }
 
@@ -140,7 +144,8 @@ TEST(Signature, TuningRulesFirstMatchWins) {
       "    - {bm: 64}\n",
       "f.yaml");
   const auto bm = [&](int64_t d) {
-    return make_signature(spec, resolve_flags(spec, {{"d", d}}), options_for("sm_80")).tuning_value("bm");
+    return make_signature(spec, resolve_flags(spec, {{"d", d}}), options_for("sm_80"))
+        .tuning_value("bm");
   };
   EXPECT_EQ(bm(64), 64);
   EXPECT_EQ(bm(128), 32);
@@ -151,17 +156,26 @@ TEST(Signature, TuningRulesFilterByTarget) {
   EXPECT_EQ(axpy_signature({}, options_for("sm_90a")).tuning_value("block_threads"), 256);
   EXPECT_EQ(axpy_signature({}, options_for("sm_80")).tuning_value("block_threads"), 128);
   EXPECT_EQ(axpy_signature({}, options_for("sm_90")).tuning_value("block_threads"), 128);
-  EXPECT_EQ(axpy_signature({{"vec", int64_t{4}}}, options_for("sm_90a")).tuning_value("block_threads"), 128);
+  EXPECT_EQ(
+      axpy_signature({{"vec", int64_t{4}}}, options_for("sm_90a")).tuning_value("block_threads"),
+      128);
 }
 
 TEST(Signature, OverridesWin) {
-  EXPECT_EQ(axpy_signature({}, options_for("sm_90a"), {{"block_threads", 64}}).tuning_value("block_threads"),
+  EXPECT_EQ(axpy_signature({}, options_for("sm_90a"), {{"block_threads", 64}})
+                .tuning_value("block_threads"),
             64);
-  EXPECT_EQ(error_message([&] { axpy_signature({}, options_for("sm_90a"), {{"block_thread", 64}}); },
-                          ErrorKind::kFlags),
+  EXPECT_EQ(error_message(
+                [&] {
+                  axpy_signature({}, options_for("sm_90a"), {{"block_thread", 64}});
+                },
+                ErrorKind::kFlags),
             "unknown tuning param 'block_thread' (did you mean 'block_threads'?)");
-  EXPECT_EQ(error_message([&] { axpy_signature({}, options_for("sm_90a"), {{"block_threads", 1LL << 40}}); },
-                          ErrorKind::kFlags),
+  EXPECT_EQ(error_message(
+                [&] {
+                  axpy_signature({}, options_for("sm_90a"), {{"block_threads", 1LL << 40}});
+                },
+                ErrorKind::kFlags),
             "tuning param 'block_threads': 1099511627776 does not fit in a 32-bit int");
 }
 
@@ -171,29 +185,34 @@ TEST(Signature, UnsetParamsAreErrors) {
       "flags:\n  k: {type: int, values: [1, 2], default: 1}\n"
       "tuning:\n  params: [bm, bn]\n  rules:\n    - {when: {k: 1}, bm: 64}\n",
       "f.yaml");
-  EXPECT_EQ(error_message([&] { make_signature(spec, resolve_flags(spec, {}), options_for("sm_80")); },
-                          ErrorKind::kFlags),
-            "tuning param 'bn' is not set by the tuning rule at f.yaml:9:7 and has no override");
+  EXPECT_EQ(
+      error_message([&] { make_signature(spec, resolve_flags(spec, {}), options_for("sm_80")); },
+                    ErrorKind::kFlags),
+      "tuning param 'bn' is not set by the tuning rule at f.yaml:9:7 and has no override");
   const FlagSet two = resolve_flags(spec, {{"k", int64_t{2}}});
-  EXPECT_EQ(error_message([&] { make_signature(spec, two, options_for("sm_80")); }, ErrorKind::kFlags),
-            "no tuning rule of 'f' matches k=2 on sm_80 and tuning param 'bm' has no override");
-  const Signature overridden = make_signature(spec, two, options_for("sm_80"), {{"bm", 32}, {"bn", 16}});
-  EXPECT_EQ(overridden.canonical(),
-            "f[k=2|bm=32,bn=16]@sm_80{emit_ptx=true,fast_math=true,line_info=false,max_registers=0}");
+  EXPECT_EQ(
+      error_message([&] { make_signature(spec, two, options_for("sm_80")); }, ErrorKind::kFlags),
+      "no tuning rule of 'f' matches k=2 on sm_80 and tuning param 'bm' has no override");
+  const Signature overridden =
+      make_signature(spec, two, options_for("sm_80"), {{"bm", 32}, {"bn", 16}});
+  EXPECT_EQ(
+      overridden.canonical(),
+      "f[k=2|bm=32,bn=16]@sm_80{emit_ptx=true,fast_math=true,line_info=false,max_registers=0}");
 }
 
 TEST(Signature, RejectsAFlagSetOfAnotherSpec) {
   const Spec attention = load_embedded_spec("attention");
   const FlagSet foreign = resolve_flags(attention, {});
-  EXPECT_EQ(error_message([&] { make_signature(testing::axpy_spec(), foreign, options_for("sm_80")); },
-                          ErrorKind::kFlags),
-            "flag set has " + std::to_string(attention.flags.size()) +
-                " flags, spec 'axpy' declares 5");
+  EXPECT_EQ(
+      error_message([&] { make_signature(testing::axpy_spec(), foreign, options_for("sm_80")); },
+                    ErrorKind::kFlags),
+      "flag set has " + std::to_string(attention.flags.size()) + " flags, spec 'axpy' declares 5");
   FlagSet reordered = resolve_flags(testing::axpy_spec(), {});
   std::swap(reordered.values[0], reordered.values[1]);
-  EXPECT_EQ(error_message([&] { make_signature(testing::axpy_spec(), reordered, options_for("sm_80")); },
-                          ErrorKind::kFlags),
-            "flag set does not match spec 'axpy' at flag 'dtype'; build it with resolve_flags()");
+  EXPECT_EQ(
+      error_message([&] { make_signature(testing::axpy_spec(), reordered, options_for("sm_80")); },
+                    ErrorKind::kFlags),
+      "flag set does not match spec 'axpy' at flag 'dtype'; build it with resolve_flags()");
 }
 
 TEST(CacheKey, Sha256) {
@@ -215,7 +234,8 @@ TEST(CacheKey, EveryInputChangesTheKey) {
   std::set<std::string> keys = {make_cache_key(base, "source").hex};
   const auto add = [&](const CacheKey& key) { EXPECT_TRUE(keys.insert(key.hex).second); };
   add(make_cache_key(attention_signature({{"causal", true}}, options_for("sm_90a")), "source"));
-  add(make_cache_key(attention_signature({{"head_dim", int64_t{64}}}, options_for("sm_90a")), "source"));
+  add(make_cache_key(attention_signature({{"head_dim", int64_t{64}}}, options_for("sm_90a")),
+                     "source"));
   add(make_cache_key(attention_signature({}, options_for("sm_90")), "source"));
   add(make_cache_key(attention_signature({}, options_for("sm_80")), "source"));
   for (int option = 0; option < 4; ++option) {

@@ -22,7 +22,8 @@ const std::string kBase = kHead +
 TEST(SpecErrors, BaseIsValid) { EXPECT_NO_THROW(parse_spec(kBase, "t.yaml")); }
 
 TEST(SpecErrors, MalformedYaml) {
-  EXPECT_EQ(spec_error("family: [a, b\n"), "t.yaml:2:1: malformed yaml: end of sequence flow not found");
+  EXPECT_EQ(spec_error("family: [a, b\n"),
+            "t.yaml:2:1: malformed yaml: end of sequence flow not found");
   EXPECT_EQ(spec_error("family: a: b\n"), "t.yaml:1:10: malformed yaml: illegal map value");
   EXPECT_EQ(spec_error(kBase + "args:\n  - {name: x\n"),
             "t.yaml:12:1: malformed yaml: end of map flow not found");
@@ -54,8 +55,10 @@ TEST(SpecErrors, MissingKeys) {
             "t.yaml:1:1: missing key 'entry' in spec");
   EXPECT_EQ(spec_error(kHead + "  causal: {default: false}\n"),
             "t.yaml:5:11: missing key 'type' in flag 'causal'");
-  EXPECT_EQ(spec_error(kBase + "args:\n  - {type: int32}\n"), "t.yaml:11:5: missing key 'name' in arg");
-  EXPECT_EQ(spec_error(kBase + "args:\n  - {name: n}\n"), "t.yaml:11:5: missing key 'type' in arg 'n'");
+  EXPECT_EQ(spec_error(kBase + "args:\n  - {type: int32}\n"),
+            "t.yaml:11:5: missing key 'name' in arg");
+  EXPECT_EQ(spec_error(kBase + "args:\n  - {name: n}\n"),
+            "t.yaml:11:5: missing key 'type' in arg 'n'");
 }
 
 TEST(SpecErrors, DuplicateKeys) {
@@ -78,8 +81,9 @@ TEST(SpecErrors, BadIdentifiers) {
             "t.yaml:3:8: entry '#include <x>' is not an identifier ([A-Za-z_][A-Za-z0-9_]*)");
   EXPECT_EQ(spec_error(kHead + "  class: {type: bool}\n"),
             "t.yaml:5:3: flag name 'class' is a C++ keyword");
-  EXPECT_EQ(spec_error(kHead + "  __x: {type: bool}\n"),
-            "t.yaml:5:3: flag name '__x' is reserved (names starting with '__' or '_' and a capital)");
+  EXPECT_EQ(
+      spec_error(kHead + "  __x: {type: bool}\n"),
+      "t.yaml:5:3: flag name '__x' is reserved (names starting with '__' or '_' and a capital)");
   EXPECT_EQ(spec_error(kHead + "  attnjit_config: {type: bool}\n"),
             "t.yaml:5:3: flag name 'attnjit_config' is reserved (names starting with 'attnjit' "
             "belong to the generator)");
@@ -93,13 +97,15 @@ TEST(SpecErrors, BadIdentifiers) {
             "t.yaml:11:3: preset name 'new' is a C++ keyword");
   EXPECT_EQ(spec_error(kBase + "args:\n  - {name: 'x, int y', type: int32}\n"),
             "t.yaml:11:12: arg name 'x, int y' is not an identifier ([A-Za-z_][A-Za-z0-9_]*)");
-  EXPECT_EQ(spec_error(kBase + "tuning: {params: [block-m]}\n"),
-            "t.yaml:10:19: tuning param name 'block-m' is not an identifier ([A-Za-z_][A-Za-z0-9_]*)");
+  EXPECT_EQ(
+      spec_error(kBase + "tuning: {params: [block-m]}\n"),
+      "t.yaml:10:19: tuning param name 'block-m' is not an identifier ([A-Za-z_][A-Za-z0-9_]*)");
 }
 
 TEST(SpecErrors, CodeInjectionThroughValues) {
-  EXPECT_EQ(spec_error(kHead + "  sinks: {type: enum, values: [none, \"x }; int y; //\"]}\n"),
-            "t.yaml:5:38: enum value 'x }; int y; //' is not an identifier ([A-Za-z_][A-Za-z0-9_]*)");
+  EXPECT_EQ(
+      spec_error(kHead + "  sinks: {type: enum, values: [none, \"x }; int y; //\"]}\n"),
+      "t.yaml:5:38: enum value 'x }; int y; //' is not an identifier ([A-Za-z_][A-Za-z0-9_]*)");
   EXPECT_EQ(spec_error(kHead + "  dtype: {type: type, values: [\"float; asm(\\\"trap;\\\")\"]}\n"),
             "t.yaml:5:32: type value 'float; asm(\"trap;\")' is not an identifier "
             "([A-Za-z_][A-Za-z0-9_]*)");
@@ -120,8 +126,9 @@ TEST(SpecErrors, TemplatePaths) {
   };
   EXPECT_EQ(with_template("../x.cuh"),
             "t.yaml:2:11: template path '../x.cuh' must not contain a '..' component");
-  EXPECT_EQ(with_template("testing/../../etc/x.cuh"),
-            "t.yaml:2:11: template path 'testing/../../etc/x.cuh' must not contain a '..' component");
+  EXPECT_EQ(
+      with_template("testing/../../etc/x.cuh"),
+      "t.yaml:2:11: template path 'testing/../../etc/x.cuh' must not contain a '..' component");
   EXPECT_EQ(with_template("/etc/x.cuh"),
             "t.yaml:2:11: template path '/etc/x.cuh' must be relative to templates/");
   EXPECT_EQ(with_template("'a\"b.cuh'"),
@@ -140,8 +147,9 @@ TEST(SpecErrors, TemplatePaths) {
 }
 
 TEST(SpecErrors, FlagDeclarations) {
-  EXPECT_EQ(spec_error(kHead + "  causal: {type: boolean}\n"),
-            "t.yaml:5:18: flag 'causal': unknown type 'boolean' (expected bool, int, enum or type)");
+  EXPECT_EQ(
+      spec_error(kHead + "  causal: {type: boolean}\n"),
+      "t.yaml:5:18: flag 'causal': unknown type 'boolean' (expected bool, int, enum or type)");
   EXPECT_EQ(spec_error(kHead + "  causal: {type: bool, values: [true]}\n"),
             "t.yaml:5:24: flag 'causal' is a bool and takes no values");
   EXPECT_EQ(spec_error(kHead + "  head_dim: {type: int}\n"),
@@ -197,8 +205,9 @@ TEST(SpecErrors, Constraints) {
             "t.yaml:11:19: flag 'causal' expects a bool");
   EXPECT_EQ(spec_error(kBase + "constraints:\n  - {if: {causal: true}, why: nothing}\n"),
             "t.yaml:11:5: constraint needs 'require' or 'forbid'");
-  EXPECT_EQ(spec_error(kBase + "constraints:\n  - {if: {causal: true}, requires: {window: true}}\n"),
-            "t.yaml:11:26: unknown key 'requires' in constraint (did you mean 'require'?)");
+  EXPECT_EQ(
+      spec_error(kBase + "constraints:\n  - {if: {causal: true}, requires: {window: true}}\n"),
+      "t.yaml:11:26: unknown key 'requires' in constraint (did you mean 'require'?)");
   EXPECT_EQ(spec_error(kBase + "constraints:\n  - {require: {head_dim: [64, 128]}}\n"),
             "t.yaml:11:26: constraint: flag 'head_dim' takes a single value here");
   EXPECT_EQ(spec_error(kBase + "constraints: {if: {causal: true}}\n"),
@@ -230,19 +239,24 @@ TEST(SpecErrors, Tuning) {
             "t.yaml:10:23: tuning param 'bm' is declared twice");
   EXPECT_EQ(spec_error(kBase + "tuning:\n  params: [block_m]\n  rules:\n    - {blok_m: 64}\n"),
             "t.yaml:13:8: unknown key 'blok_m' in tuning rule (did you mean 'block_m'?)");
-  EXPECT_EQ(spec_error(kBase + "tuning:\n  params: [bm]\n  rules:\n    - {targets: [sm_75], bm: 64}\n"),
-            "t.yaml:13:18: unsupported target 'sm_75' (supported: sm_80, sm_86, sm_89, sm_90, sm_90a)");
-  EXPECT_EQ(spec_error(kBase + "tuning:\n  params: [bm]\n  rules:\n    - {when: {head_dim: [72]}, bm: 64}\n"),
-            "t.yaml:13:26: flag 'head_dim': 72 is not one of 64, 128");
-  EXPECT_EQ(spec_error(kBase + "tuning:\n  params: [bm]\n  rules:\n    - {when: {hed_dim: 64}, bm: 64}\n"),
+  EXPECT_EQ(
+      spec_error(kBase + "tuning:\n  params: [bm]\n  rules:\n    - {targets: [sm_75], bm: 64}\n"),
+      "t.yaml:13:18: unsupported target 'sm_75' (supported: sm_80, sm_86, sm_89, sm_90, sm_90a)");
+  EXPECT_EQ(
+      spec_error(kBase +
+                 "tuning:\n  params: [bm]\n  rules:\n    - {when: {head_dim: [72]}, bm: 64}\n"),
+      "t.yaml:13:26: flag 'head_dim': 72 is not one of 64, 128");
+  EXPECT_EQ(spec_error(kBase +
+                       "tuning:\n  params: [bm]\n  rules:\n    - {when: {hed_dim: 64}, bm: 64}\n"),
             "t.yaml:13:15: unknown flag 'hed_dim' in tuning rule (did you mean 'head_dim'?)");
   EXPECT_EQ(spec_error(kBase + "tuning:\n  params: [bm]\n  rules:\n    - {bm: 6.5}\n"),
             "t.yaml:13:12: tuning param 'bm' must be an integer, got '6.5'");
 }
 
 TEST(SpecErrors, Presets) {
-  const std::string with_rule =
-      kBase + "constraints:\n  - {if: {window: true}, require: {causal: true}, why: \"left windows only\"}\n";
+  const std::string with_rule = kBase +
+                                "constraints:\n  - {if: {window: true}, require: {causal: true}, "
+                                "why: \"left windows only\"}\n";
   EXPECT_EQ(spec_error(with_rule + "presets:\n  p: {window: true}\n"),
             "t.yaml:13:3: preset 'p': window=true requires causal=true: left windows only");
   EXPECT_EQ(spec_error(kBase + "presets:\n  p: {causl: true}\n"),

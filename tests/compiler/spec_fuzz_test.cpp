@@ -20,9 +20,15 @@ std::string mutate(std::string text, std::mt19937& random) {
     const std::size_t at = random() % text.size();
     const char c = kAlphabet[random() % kAlphabet.size()];
     switch (random() % 3) {
-      case 0: text.erase(at, 1 + random() % 4); break;
-      case 1: text.insert(at, 1, c); break;
-      default: text[at] = c; break;
+      case 0:
+        text.erase(at, 1 + random() % 4);
+        break;
+      case 1:
+        text.insert(at, 1, c);
+        break;
+      default:
+        text[at] = c;
+        break;
     }
   }
   return text;

@@ -81,7 +81,8 @@ TEST(SpecParse, AttentionConstraintsPutExplicitOnesFirst) {
   EXPECT_EQ(explicit_one.loc.str(), attention_at("{if: {mm_clamp: true}"));
   const Constraint& sugar = spec.constraints.back();
   EXPECT_EQ(sugar.when, (std::map<std::string, FlagValue>{{"mm_clamp", true}}));
-  EXPECT_EQ(sugar.require, (std::map<std::string, FlagValue>{{"mm_prefix", true}, {"window", true}}));
+  EXPECT_EQ(sugar.require,
+            (std::map<std::string, FlagValue>{{"mm_prefix", true}, {"window", true}}));
   EXPECT_TRUE(sugar.forbid.empty());
   EXPECT_TRUE(sugar.why.empty());
   EXPECT_EQ(sugar.loc.str(), attention_at("requires: [mm_prefix, window]"));
@@ -151,8 +152,7 @@ TEST(SpecParse, AxpyFamily) {
             (std::vector<std::string>{"plain", "clamp", "scratch"}));
   ASSERT_EQ(spec.constraints.size(), 2u);
   EXPECT_EQ(spec.constraints[0].forbid, (std::map<std::string, FlagValue>{{"vec", int64_t{4}}}));
-  EXPECT_EQ(spec.constraints[1].require,
-            (std::map<std::string, FlagValue>{{"accumulate", true}}));
+  EXPECT_EQ(spec.constraints[1].require, (std::map<std::string, FlagValue>{{"accumulate", true}}));
   EXPECT_EQ(spec.tuning.rules[1].targets, (std::vector<std::string>{"sm_90a"}));
   ASSERT_EQ(spec.args.size(), 4u);
   EXPECT_EQ(spec.args[3].type, ArgType::kI64);

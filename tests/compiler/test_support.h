@@ -30,8 +30,8 @@ inline std::string position_of(const std::string& text, const std::string& needl
   if (offset == std::string::npos) return "not found: " + needle;
   const std::size_t line_start = text.rfind('\n', offset);
   const std::size_t column = line_start == std::string::npos ? offset + 1 : offset - line_start;
-  const std::size_t line = 1 + static_cast<std::size_t>(
-                                   std::count(text.begin(), text.begin() + offset, '\n'));
+  const std::size_t line =
+      1 + static_cast<std::size_t>(std::count(text.begin(), text.begin() + offset, '\n'));
   return std::to_string(line) + ":" + std::to_string(column);
 }
 

@@ -6,8 +6,7 @@
 #include <string.h>
 
 static int report(attnjit_status status, const char* what) {
-  fprintf(stderr, "%s: %s: %s\n", what, attnjit_status_name(status),
-          attnjit_last_error_message());
+  fprintf(stderr, "%s: %s: %s\n", what, attnjit_status_name(status), attnjit_last_error_message());
   return 1;
 }
 
@@ -39,8 +38,8 @@ int run_c_api(const char* cache_dir, const char* expected_key) {
     attnjit_context_destroy(context);
     return report(status, "attnjit_get_attention_kernel");
   }
-  printf("C API: %s\n  key %s (%s)\n", attnjit_kernel_name(kernel),
-         attnjit_kernel_key(kernel), attnjit_kernel_source(kernel));
+  printf("C API: %s\n  key %s (%s)\n", attnjit_kernel_name(kernel), attnjit_kernel_key(kernel),
+         attnjit_kernel_source(kernel));
   if (strcmp(attnjit_kernel_key(kernel), expected_key) != 0) {
     fprintf(stderr, "the C API found another key than the C++ API\n");
     failed = 1;
@@ -49,8 +48,7 @@ int run_c_api(const char* cache_dir, const char* expected_key) {
   attnjit_cache_stats_init(&stats);
   status = attnjit_cache_stats_get(context, &stats);
   if (status != ATTNJIT_OK) failed |= report(status, "attnjit_cache_stats_get");
-  printf("  stats: %llu disk hits, %llu compiles\n",
-         (unsigned long long)stats.disk_hits,
+  printf("  stats: %llu disk hits, %llu compiles\n", (unsigned long long)stats.disk_hits,
          (unsigned long long)stats.compiles);
   if (stats.disk_hits != 1 || stats.compiles != 0) {
     fprintf(stderr, "expected one disk hit and no compile\n");
@@ -59,8 +57,7 @@ int run_c_api(const char* cache_dir, const char* expected_key) {
 
   flags.head_dim = 72;
   status = attnjit_get_attention_kernel(context, &flags, "sm_80", &kernel);
-  printf("  head_dim 72: %s: %s\n", attnjit_status_name(status),
-         attnjit_last_error_message());
+  printf("  head_dim 72: %s: %s\n", attnjit_status_name(status), attnjit_last_error_message());
   if (status != ATTNJIT_ERROR_FLAGS) failed = 1;
 
   attnjit_context_destroy(context);

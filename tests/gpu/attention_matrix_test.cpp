@@ -37,20 +37,19 @@ TEST_P(AttentionMatrix, MatchesReferenceOnEveryShape) {
   for (const CheckShape& shape : standard_check_shapes(flags)) {
     const uint64_t seed = testing::fresh_seed();
     const CheckResult r = check_attention(flags, shape, seed);
-    const std::string line = fmt::format(
-        "{} {:<22} o_err={:.3e} lse_err={:.3e} written={} guard={} seed={}",
-        testing::flags_name(flags), shape.name, r.o_error, r.lse_error,
-        r.output_written, r.guard_intact, seed);
+    const std::string line =
+        fmt::format("{} {:<22} o_err={:.3e} lse_err={:.3e} written={} guard={} seed={}",
+                    testing::flags_name(flags), shape.name, r.o_error, r.lse_error,
+                    r.output_written, r.guard_intact, seed);
     std::printf("%s\n", line.c_str());
     EXPECT_TRUE(r.passed(bound)) << line;
   }
 }
 
-INSTANTIATE_TEST_SUITE_P(
-    Spec, AttentionMatrix, ::testing::ValuesIn(matrix_flags()),
-    [](const ::testing::TestParamInfo<AttentionFlags>& info) {
-      return testing::flags_name(info.param);
-    });
+INSTANTIATE_TEST_SUITE_P(Spec, AttentionMatrix, ::testing::ValuesIn(matrix_flags()),
+                         [](const ::testing::TestParamInfo<AttentionFlags>& info) {
+                           return testing::flags_name(info.param);
+                         });
 
 }  // namespace
 }  // namespace attnjit

@@ -12,13 +12,12 @@
 
 namespace attnjit::testing {
 
-#define ATTNJIT_REQUIRE_GPU()                                             \
-  do {                                                                    \
-    std::string why;                                                      \
-    if (!::attnjit::Driver::available(&why)) {                            \
-      GTEST_SKIP() << "no GPU here (" << why                              \
-                   << "); GPU tests run on the device machine";           \
-    }                                                                     \
+#define ATTNJIT_REQUIRE_GPU()                                                             \
+  do {                                                                                    \
+    std::string why;                                                                      \
+    if (!::attnjit::Driver::available(&why)) {                                            \
+      GTEST_SKIP() << "no GPU here (" << why << "); GPU tests run on the device machine"; \
+    }                                                                                     \
   } while (0)
 
 inline uint64_t fresh_seed() {
@@ -27,8 +26,7 @@ inline uint64_t fresh_seed() {
 }
 
 inline std::string flags_name(const AttentionFlags& f) {
-  std::string name = std::string(to_string(f.dtype)) + "_d" +
-                     std::to_string(f.head_dim);
+  std::string name = std::string(to_string(f.dtype)) + "_d" + std::to_string(f.head_dim);
   if (f.causal) name += "_causal";
   if (f.window) name += "_window";
   if (f.sinks != SinkMode::kNone) name += std::string("_") + to_string(f.sinks);

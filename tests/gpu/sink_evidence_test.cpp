@@ -38,8 +38,7 @@ std::vector<Problem> problems() {
 
 TEST(SinkEvidence, EachModeMatchesOnlyItsOwnReference) {
   ATTNJIT_REQUIRE_GPU();
-  const SinkMode modes[] = {SinkMode::kNone, SinkMode::kNullLogit,
-                            SinkMode::kBiasKey0};
+  const SinkMode modes[] = {SinkMode::kNone, SinkMode::kNullLogit, SinkMode::kBiasKey0};
   for (const Problem& pr : problems()) {
     std::printf("%s: rows = kernel mode, columns = reference mode\n", pr.name);
     std::printf("%-12s %12s %12s %12s\n", "", "none", "null_logit", "bias_key0");
@@ -51,11 +50,10 @@ TEST(SinkEvidence, EachModeMatchesOnlyItsOwnReference) {
         // One seed per cell is fine: each cell draws the same way, and the
         // kernel reads the same sinks in every mode.
         const uint64_t seed = testing::fresh_seed();
-        err[km][rm] = check_attention(f, pr.shape, seed, KernelCache::global(),
-                                      modes[rm]).o_error;
+        err[km][rm] = check_attention(f, pr.shape, seed, KernelCache::global(), modes[rm]).o_error;
       }
-      std::printf("%-12s %12.3e %12.3e %12.3e\n", to_string(modes[km]),
-                  err[km][0], err[km][1], err[km][2]);
+      std::printf("%-12s %12.3e %12.3e %12.3e\n", to_string(modes[km]), err[km][0], err[km][1],
+                  err[km][2]);
     }
     int own = pr.flags.sinks == SinkMode::kNullLogit ? 1 : 2;
     for (int km = 0; km < 3; ++km) {

@@ -10,8 +10,8 @@ namespace {
 
 TEST(GpuSmoke, CausalPresetMatchesReference) {
   ATTNJIT_REQUIRE_GPU();
-  const AttentionFlags flags = AttentionFlags::from_flag_set(
-      resolve_preset(attention_spec(), "llm_causal"));
+  const AttentionFlags flags =
+      AttentionFlags::from_flag_set(resolve_preset(attention_spec(), "llm_causal"));
   const CheckShape shape{"smoke", {100, 300}, {100, 300}, 4, 2, -1, -1, {}, 0.f};
   const uint64_t seed = testing::fresh_seed();
   const CheckResult r = check_attention(flags, shape, seed);

@@ -40,23 +40,48 @@ std::vector<Case> cases() {
   wide.causal = true;
   wide.mm_prefix = true;
   wide.window = true;
-  const std::map<std::string, int64_t> packed64{{"block_m", 64}, {"warps", 4}, {"block_n", 32},
-                                                {"stages", 2}, {"min_blocks", 1}, {"pack_gqa", 1}};
-  const std::map<std::string, int64_t> packed128{{"block_m", 128}, {"warps", 4}, {"block_n", 64},
-                                                 {"stages", 3}, {"min_blocks", 1}, {"pack_gqa", 1}};
-  const std::map<std::string, int64_t> two_tiles{{"block_m", 64}, {"warps", 2}, {"block_n", 128},
-                                                 {"stages", 2}, {"min_blocks", 1}, {"pack_gqa", 0}};
-  const std::map<std::string, int64_t> one_tile{{"block_m", 128}, {"warps", 8}, {"block_n", 32},
-                                                {"stages", 3}, {"min_blocks", 1}, {"pack_gqa", 0}};
-  return {{oss, packed64}, {oss, packed128}, {mimo, packed64}, {mimo, two_tiles},
-          {spans, packed64}, {spans, one_tile}, {cap, packed128}, {cap, two_tiles},
-          {wide, {{"block_m", 64}, {"warps", 4}, {"block_n", 32}, {"stages", 2},
-                  {"min_blocks", 1}, {"pack_gqa", 1}}},
+  const std::map<std::string, int64_t> packed64{{"block_m", 64},   {"warps", 4},
+                                                {"block_n", 32},   {"stages", 2},
+                                                {"min_blocks", 1}, {"pack_gqa", 1}};
+  const std::map<std::string, int64_t> packed128{{"block_m", 128},  {"warps", 4},
+                                                 {"block_n", 64},   {"stages", 3},
+                                                 {"min_blocks", 1}, {"pack_gqa", 1}};
+  const std::map<std::string, int64_t> two_tiles{{"block_m", 64},   {"warps", 2},
+                                                 {"block_n", 128},  {"stages", 2},
+                                                 {"min_blocks", 1}, {"pack_gqa", 0}};
+  const std::map<std::string, int64_t> one_tile{{"block_m", 128},  {"warps", 8},
+                                                {"block_n", 32},   {"stages", 3},
+                                                {"min_blocks", 1}, {"pack_gqa", 0}};
+  return {{oss, packed64},
+          {oss, packed128},
+          {mimo, packed64},
+          {mimo, two_tiles},
+          {spans, packed64},
+          {spans, one_tile},
+          {cap, packed128},
+          {cap, two_tiles},
+          {wide,
+           {{"block_m", 64},
+            {"warps", 4},
+            {"block_n", 32},
+            {"stages", 2},
+            {"min_blocks", 1},
+            {"pack_gqa", 1}}},
           // The Ampere/Ada rules of the spec (no such GPU to run them on).
-          {wide, {{"block_m", 64}, {"warps", 4}, {"block_n", 16}, {"stages", 2},
-                  {"min_blocks", 1}, {"pack_gqa", 0}}},
-          {spans, {{"block_m", 64}, {"warps", 4}, {"block_n", 32}, {"stages", 2},
-                   {"min_blocks", 1}, {"pack_gqa", 0}}}};
+          {wide,
+           {{"block_m", 64},
+            {"warps", 4},
+            {"block_n", 16},
+            {"stages", 2},
+            {"min_blocks", 1},
+            {"pack_gqa", 0}}},
+          {spans,
+           {{"block_m", 64},
+            {"warps", 4},
+            {"block_n", 32},
+            {"stages", 2},
+            {"min_blocks", 1},
+            {"pack_gqa", 0}}}};
 }
 
 TEST(TileConfigs, EveryConfigMatchesTheReference) {
@@ -68,10 +93,9 @@ TEST(TileConfigs, EveryConfigMatchesTheReference) {
       const uint64_t seed = testing::fresh_seed();
       const CheckResult r =
           check_attention(c.flags, shape, seed, KernelCache::global(), std::nullopt, c.tuning);
-      const std::string line =
-          fmt::format("{} [{}] {:<22} o_err={:.3e} lse_err={:.3e} seed={}",
-                      testing::flags_name(c.flags), config, shape.name, r.o_error,
-                      r.lse_error, seed);
+      const std::string line = fmt::format("{} [{}] {:<22} o_err={:.3e} lse_err={:.3e} seed={}",
+                                           testing::flags_name(c.flags), config, shape.name,
+                                           r.o_error, r.lse_error, seed);
       std::printf("%s\n", line.c_str());
       EXPECT_TRUE(r.passed(error_bound(c.flags.dtype))) << line;
     }

@@ -35,24 +35,18 @@ struct ContextApi {
     // Exported names with the ABI these pointers have (CUDA 12 and 13).
     api.create = reinterpret_cast<Create>(driver.symbol("cuCtxCreate_v2"));
     api.destroy = reinterpret_cast<Destroy>(driver.symbol("cuCtxDestroy_v2"));
-    api.set_current =
-        reinterpret_cast<SetCurrent>(driver.symbol("cuCtxSetCurrent"));
-    api.get_current =
-        reinterpret_cast<GetCurrent>(driver.symbol("cuCtxGetCurrent"));
+    api.set_current = reinterpret_cast<SetCurrent>(driver.symbol("cuCtxSetCurrent"));
+    api.get_current = reinterpret_cast<GetCurrent>(driver.symbol("cuCtxGetCurrent"));
     api.device_get = reinterpret_cast<DeviceGet>(driver.symbol("cuDeviceGet"));
     return api;
   }
-  bool complete() const {
-    return create && destroy && set_current && get_current && device_get;
-  }
+  bool complete() const { return create && destroy && set_current && get_current && device_get; }
 };
 
 // Restores the thread's current context at the end of a test.
 class CurrentContextGuard {
  public:
-  explicit CurrentContextGuard(const ContextApi& api) : api_(api) {
-    api_.get_current(&saved_);
-  }
+  explicit CurrentContextGuard(const ContextApi& api) : api_(api) { api_.get_current(&saved_); }
   ~CurrentContextGuard() { api_.set_current(saved_); }
 
  private:
@@ -69,14 +63,12 @@ CuContext create_context(const ContextApi& api) {
 }
 
 AttentionFlags gpt_oss_flags() {
-  return AttentionFlags::from_flag_set(
-      resolve_preset(attention_spec(), "gpt_oss_sliding"));
+  return AttentionFlags::from_flag_set(resolve_preset(attention_spec(), "gpt_oss_sliding"));
 }
 
 std::string describe(const CheckResult& r) {
-  return r.variant + " on " + r.shape + ": o_err " + std::to_string(r.o_error) +
-         ", lse_err " + std::to_string(r.lse_error) +
-         (r.guard_intact ? "" : ", wrote past total_q") +
+  return r.variant + " on " + r.shape + ": o_err " + std::to_string(r.o_error) + ", lse_err " +
+         std::to_string(r.lse_error) + (r.guard_intact ? "" : ", wrote past total_q") +
          (r.output_written ? "" : ", left rows unwritten");
 }
 
@@ -96,8 +88,7 @@ TEST(TwoContexts, OneVariantLaunchesInEachContext) {
   // Alternate, so that each context launches after the other loaded too.
   for (CuContext ctx : {a, b, a, b}) {
     ASSERT_EQ(api.set_current(ctx), 0);
-    const CheckResult r =
-        check_attention(flags, shape, testing::fresh_seed(), cache);
+    const CheckResult r = check_attention(flags, shape, testing::fresh_seed(), cache);
     EXPECT_TRUE(r.passed(error_bound(flags.dtype)))
         << (ctx == a ? "context a: " : "context b: ") << describe(r);
     auto kernel = AttentionKernel::get(flags, cache);
@@ -135,10 +126,8 @@ TEST(TwoContexts, ConcurrentThreadsEachWithItsContext) {
       for (int round = 0; round < kRounds; ++round) {
         for (const CheckShape& shape : shapes) {
           try {
-            const CheckResult r =
-                check_attention(flags, shape, testing::fresh_seed(), cache);
-            if (!r.passed(error_bound(flags.dtype)))
-              failures[t].push_back(describe(r));
+            const CheckResult r = check_attention(flags, shape, testing::fresh_seed(), cache);
+            if (!r.passed(error_bound(flags.dtype))) failures[t].push_back(describe(r));
           } catch (const std::exception& e) {
             failures[t].push_back(e.what());
           }
@@ -172,8 +161,7 @@ TEST(TwoContexts, AContextCreatedAfterOneWasDestroyed) {
   for (int generation = 0; generation < 3; ++generation) {
     CuContext ctx = create_context(api);
     ASSERT_NE(ctx, nullptr);
-    const CheckResult r =
-        check_attention(flags, shape, testing::fresh_seed(), cache);
+    const CheckResult r = check_attention(flags, shape, testing::fresh_seed(), cache);
     EXPECT_TRUE(r.passed(error_bound(flags.dtype)))
         << "generation " << generation << ": " << describe(r);
     api.set_current(nullptr);

@@ -149,11 +149,9 @@ TEST(Reference, ClampLimitsSpansToTheWindow) {
   p.mm_prefix = true;
   p.mm_span_offsets = {0, 1};
   p.mm_spans = {2, 4};
-  EXPECT_EQ(visible_keys(reference_attention(p), 2, 6),
-            (std::set<int>{1, 2, 3, 4}));
+  EXPECT_EQ(visible_keys(reference_attention(p), 2, 6), (std::set<int>{1, 2, 3, 4}));
   p.mm_clamp = true;
-  EXPECT_EQ(visible_keys(reference_attention(p), 2, 6),
-            (std::set<int>{1, 2, 3}));
+  EXPECT_EQ(visible_keys(reference_attention(p), 2, 6), (std::set<int>{1, 2, 3}));
 }
 
 TEST(Reference, RowsWithNoVisibleKey) {

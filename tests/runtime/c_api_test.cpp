@@ -16,8 +16,7 @@ namespace {
 using attnjit::testing::TempDir;
 
 // Options that ignore the environment's cache settings.
-attnjit_context_options isolated_options(const std::string& cache_dir,
-                                         int no_jit = 0) {
+attnjit_context_options isolated_options(const std::string& cache_dir, int no_jit = 0) {
   static const char* const kNoAotDirs[1] = {nullptr};
   attnjit_context_options options;
   attnjit_context_options_init(&options);
@@ -66,10 +65,8 @@ std::string message() { return attnjit_last_error_message(); }
 TEST(CApi, VersionAndStatusNames) {
   EXPECT_STREQ(attnjit_version(), "0.1.0");
   EXPECT_STREQ(attnjit_status_name(ATTNJIT_OK), "ATTNJIT_OK");
-  EXPECT_STREQ(attnjit_status_name(ATTNJIT_ERROR_NO_JIT),
-               "ATTNJIT_ERROR_NO_JIT");
-  EXPECT_STREQ(attnjit_status_name(static_cast<attnjit_status>(99)),
-               "ATTNJIT_UNKNOWN_STATUS");
+  EXPECT_STREQ(attnjit_status_name(ATTNJIT_ERROR_NO_JIT), "ATTNJIT_ERROR_NO_JIT");
+  EXPECT_STREQ(attnjit_status_name(static_cast<attnjit_status>(99)), "ATTNJIT_UNKNOWN_STATUS");
 }
 
 TEST(CApi, NullArgumentsAreErrorsNotCrashes) {
@@ -80,8 +77,7 @@ TEST(CApi, NullArgumentsAreErrorsNotCrashes) {
   EXPECT_EQ(attnjit_get_attention_kernel(nullptr, &flags, "sm_80", &kernel),
             ATTNJIT_ERROR_ARGUMENT);
   EXPECT_EQ(kernel, nullptr);
-  EXPECT_EQ(attnjit_attention_launch(nullptr, nullptr, nullptr),
-            ATTNJIT_ERROR_ARGUMENT);
+  EXPECT_EQ(attnjit_attention_launch(nullptr, nullptr, nullptr), ATTNJIT_ERROR_ARGUMENT);
   EXPECT_EQ(attnjit_prewarm_wait(nullptr), ATTNJIT_ERROR_ARGUMENT);
   attnjit_cache_stats stats;
   attnjit_cache_stats_init(&stats);
@@ -94,8 +90,7 @@ TEST(CApi, StructSizeIsChecked) {
   attnjit_context_options options = isolated_options(dir.path());
   options.struct_size = sizeof(size_t);
   attnjit_context* context = nullptr;
-  EXPECT_EQ(attnjit_context_create(&options, &context),
-            ATTNJIT_ERROR_ARGUMENT);
+  EXPECT_EQ(attnjit_context_create(&options, &context), ATTNJIT_ERROR_ARGUMENT);
   EXPECT_NE(message().find("struct_size"), std::string::npos) << message();
   EXPECT_EQ(context, nullptr);
 
@@ -105,8 +100,7 @@ TEST(CApi, StructSizeIsChecked) {
   attnjit_kernel* kernel = nullptr;
   EXPECT_EQ(attnjit_get_attention_kernel(ok.get(), &flags, "sm_80", &kernel),
             ATTNJIT_ERROR_ARGUMENT);
-  EXPECT_NE(message().find("flags->struct_size"), std::string::npos)
-      << message();
+  EXPECT_NE(message().find("flags->struct_size"), std::string::npos) << message();
 }
 
 TEST(CApi, OptionsAreChecked) {
@@ -114,14 +108,12 @@ TEST(CApi, OptionsAreChecked) {
   attnjit_context_options options = isolated_options(dir.path());
   options.no_jit = 7;
   attnjit_context* context = nullptr;
-  EXPECT_EQ(attnjit_context_create(&options, &context),
-            ATTNJIT_ERROR_ARGUMENT);
+  EXPECT_EQ(attnjit_context_create(&options, &context), ATTNJIT_ERROR_ARGUMENT);
   EXPECT_NE(message().find("no_jit"), std::string::npos) << message();
   options = isolated_options(dir.path());
   options.aot_dirs = nullptr;
   options.num_aot_dirs = 2;
-  EXPECT_EQ(attnjit_context_create(&options, &context),
-            ATTNJIT_ERROR_ARGUMENT);
+  EXPECT_EQ(attnjit_context_create(&options, &context), ATTNJIT_ERROR_ARGUMENT);
 }
 
 struct BadFlags {
@@ -134,8 +126,7 @@ TEST(CApi, FlagsAreValidated) {
   TempDir dir;
   Context context(isolated_options(dir.path()));
   const BadFlags cases[] = {
-      {"head dim", [](attnjit_attention_flags& f) { f.head_dim = 72; },
-       "72"},
+      {"head dim", [](attnjit_attention_flags& f) { f.head_dim = 72; }, "72"},
       {"clamp without window",
        [](attnjit_attention_flags& f) {
          f.mm_prefix = 1;
@@ -150,19 +141,16 @@ TEST(CApi, FlagsAreValidated) {
     attnjit_attention_flags flags = flags_d64();
     c.edit(flags);
     attnjit_kernel* kernel = nullptr;
-    EXPECT_EQ(
-        attnjit_get_attention_kernel(context.get(), &flags, "sm_80", &kernel),
-        ATTNJIT_ERROR_FLAGS)
+    EXPECT_EQ(attnjit_get_attention_kernel(context.get(), &flags, "sm_80", &kernel),
+              ATTNJIT_ERROR_FLAGS)
         << c.name;
-    EXPECT_NE(message().find(c.expected), std::string::npos)
-        << c.name << ": " << message();
+    EXPECT_NE(message().find(c.expected), std::string::npos) << c.name << ": " << message();
     EXPECT_EQ(kernel, nullptr);
   }
   attnjit_attention_flags flags = flags_d64();
   attnjit_kernel* kernel = nullptr;
-  EXPECT_EQ(
-      attnjit_get_attention_kernel(context.get(), &flags, "sm_75", &kernel),
-      ATTNJIT_ERROR_FLAGS);
+  EXPECT_EQ(attnjit_get_attention_kernel(context.get(), &flags, "sm_75", &kernel),
+            ATTNJIT_ERROR_FLAGS);
   EXPECT_NE(message().find("sm_75"), std::string::npos) << message();
   EXPECT_EQ(context.stats().compiles, 0u);
 }
@@ -172,9 +160,8 @@ TEST(CApi, NoJitMissIsAnError) {
   Context context(isolated_options(dir.path(), /*no_jit=*/1));
   attnjit_attention_flags flags = flags_d64();
   attnjit_kernel* kernel = nullptr;
-  EXPECT_EQ(
-      attnjit_get_attention_kernel(context.get(), &flags, "sm_80", &kernel),
-      ATTNJIT_ERROR_NO_JIT);
+  EXPECT_EQ(attnjit_get_attention_kernel(context.get(), &flags, "sm_80", &kernel),
+            ATTNJIT_ERROR_NO_JIT);
   EXPECT_FALSE(message().empty());
   EXPECT_EQ(kernel, nullptr);
   EXPECT_EQ(context.stats().compiles, 0u);
@@ -187,22 +174,16 @@ TEST(CApi, CompilesOnceThenHitsMemoryThenDisk) {
   {
     Context context(isolated_options(dir.path()));
     attnjit_kernel* first = nullptr;
-    ASSERT_EQ(
-        attnjit_get_attention_kernel(context.get(), &flags, "sm_80", &first),
-        ATTNJIT_OK)
+    ASSERT_EQ(attnjit_get_attention_kernel(context.get(), &flags, "sm_80", &first), ATTNJIT_OK)
         << message();
     EXPECT_EQ(message(), "");
     EXPECT_STREQ(attnjit_kernel_source(first), "compiled");
     key = attnjit_kernel_key(first);
     EXPECT_EQ(key.size(), 64u);
-    EXPECT_NE(std::string(attnjit_kernel_signature(first)).find("@sm_80"),
-              std::string::npos);
-    EXPECT_NE(std::string(attnjit_kernel_name(first)).find("attention_prefill"),
-              std::string::npos);
+    EXPECT_NE(std::string(attnjit_kernel_signature(first)).find("@sm_80"), std::string::npos);
+    EXPECT_NE(std::string(attnjit_kernel_name(first)).find("attention_prefill"), std::string::npos);
     attnjit_kernel* again = nullptr;
-    ASSERT_EQ(
-        attnjit_get_attention_kernel(context.get(), &flags, "sm_80", &again),
-        ATTNJIT_OK);
+    ASSERT_EQ(attnjit_get_attention_kernel(context.get(), &flags, "sm_80", &again), ATTNJIT_OK);
     EXPECT_EQ(again, first);
     const attnjit_cache_stats stats = context.stats();
     EXPECT_EQ(stats.compiles, 1u);
@@ -212,9 +193,7 @@ TEST(CApi, CompilesOnceThenHitsMemoryThenDisk) {
   // A fresh context over the same directory, in strict no-JIT mode.
   Context context(isolated_options(dir.path(), /*no_jit=*/1));
   attnjit_kernel* kernel = nullptr;
-  ASSERT_EQ(
-      attnjit_get_attention_kernel(context.get(), &flags, "sm_80", &kernel),
-      ATTNJIT_OK)
+  ASSERT_EQ(attnjit_get_attention_kernel(context.get(), &flags, "sm_80", &kernel), ATTNJIT_OK)
       << message();
   EXPECT_STREQ(attnjit_kernel_source(kernel), "disk");
   EXPECT_EQ(attnjit_kernel_key(kernel), key);
@@ -258,9 +237,7 @@ TEST(CApi, PrewarmCompilesTwoVariantsInTheBackground) {
   EXPECT_EQ(context.stats().compiles, 2u);
   for (const attnjit_attention_flags& flags : list) {
     attnjit_kernel* kernel = nullptr;
-    ASSERT_EQ(
-        attnjit_get_attention_kernel(context.get(), &flags, "sm_80", &kernel),
-        ATTNJIT_OK)
+    ASSERT_EQ(attnjit_get_attention_kernel(context.get(), &flags, "sm_80", &kernel), ATTNJIT_OK)
         << message();
     EXPECT_STREQ(attnjit_kernel_source(kernel), "compiled");
   }
@@ -285,8 +262,7 @@ TEST(CApi, PrewarmReportsFailuresAtWait) {
   // Bad structs are refused before anything starts.
   list[1] = flags_d64();
   list[1].causal = 3;
-  EXPECT_EQ(attnjit_prewarm(context.get(), list.data(), list.size(), "sm_80",
-                            1, &job),
+  EXPECT_EQ(attnjit_prewarm(context.get(), list.data(), list.size(), "sm_80", 1, &job),
             ATTNJIT_ERROR_FLAGS);
   EXPECT_EQ(job, nullptr);
 }
@@ -308,22 +284,17 @@ TEST(CApi, LaunchChecksArgumentsBeforeTheDriver) {
   Context context(isolated_options(dir.path()));
   attnjit_attention_flags flags = flags_d64();
   attnjit_kernel* kernel = nullptr;
-  ASSERT_EQ(
-      attnjit_get_attention_kernel(context.get(), &flags, "sm_80", &kernel),
-      ATTNJIT_OK)
+  ASSERT_EQ(attnjit_get_attention_kernel(context.get(), &flags, "sm_80", &kernel), ATTNJIT_OK)
       << message();
 
   attnjit_attention_args args;
   attnjit_attention_args_init(&args);
   args.struct_size = 8;
-  EXPECT_EQ(attnjit_attention_launch(kernel, &args, nullptr),
-            ATTNJIT_ERROR_ARGUMENT);
-  EXPECT_EQ(attnjit_attention_launch(kernel, nullptr, nullptr),
-            ATTNJIT_ERROR_ARGUMENT);
+  EXPECT_EQ(attnjit_attention_launch(kernel, &args, nullptr), ATTNJIT_ERROR_ARGUMENT);
+  EXPECT_EQ(attnjit_attention_launch(kernel, nullptr, nullptr), ATTNJIT_ERROR_ARGUMENT);
 
   attnjit_attention_args_init(&args);
-  EXPECT_EQ(attnjit_attention_launch(kernel, &args, nullptr),
-            ATTNJIT_ERROR_ARGUMENT);
+  EXPECT_EQ(attnjit_attention_launch(kernel, &args, nullptr), ATTNJIT_ERROR_ARGUMENT);
   EXPECT_NE(message().find("`q`"), std::string::npos) << message();
 
   std::string why;
@@ -340,20 +311,16 @@ TEST(CApi, LaunchChecksArgumentsBeforeTheDriver) {
   args.cu_seqlens_k = static_cast<const int32_t*>(fake(0x60000));
   args.q_row_stride = args.o_row_stride = 4 * 64;
   args.k_row_stride = args.v_row_stride = 64;
-  args.q_head_stride = args.k_head_stride = args.v_head_stride =
-      args.o_head_stride = 64;
+  args.q_head_stride = args.k_head_stride = args.v_head_stride = args.o_head_stride = 64;
   args.num_seqs = 1;
   args.num_heads_q = 4;
   args.num_heads_kv = 1;
   args.total_q = args.total_k = 16;
   args.max_seqlen_q = args.max_seqlen_k = 16;
-  EXPECT_EQ(attnjit_attention_launch(kernel, &args, nullptr),
-            ATTNJIT_ERROR_DRIVER)
-      << message();
+  EXPECT_EQ(attnjit_attention_launch(kernel, &args, nullptr), ATTNJIT_ERROR_DRIVER) << message();
   attnjit_kernel* on_device = nullptr;
-  EXPECT_EQ(
-      attnjit_get_attention_kernel(context.get(), &flags, nullptr, &on_device),
-      ATTNJIT_ERROR_DRIVER);
+  EXPECT_EQ(attnjit_get_attention_kernel(context.get(), &flags, nullptr, &on_device),
+            ATTNJIT_ERROR_DRIVER);
 }
 
 TEST(CApi, EmptyCacheDirMeansMemoryOnly) {
@@ -361,14 +328,10 @@ TEST(CApi, EmptyCacheDirMeansMemoryOnly) {
   attnjit_attention_flags flags = flags_d64();
   flags.return_lse = 1;
   attnjit_kernel* kernel = nullptr;
-  ASSERT_EQ(
-      attnjit_get_attention_kernel(context.get(), &flags, "sm_80", &kernel),
-      ATTNJIT_OK)
+  ASSERT_EQ(attnjit_get_attention_kernel(context.get(), &flags, "sm_80", &kernel), ATTNJIT_OK)
       << message();
   Context other(isolated_options(""));
-  ASSERT_EQ(
-      attnjit_get_attention_kernel(other.get(), &flags, "sm_80", &kernel),
-      ATTNJIT_OK)
+  ASSERT_EQ(attnjit_get_attention_kernel(other.get(), &flags, "sm_80", &kernel), ATTNJIT_OK)
       << message();
   EXPECT_STREQ(attnjit_kernel_source(kernel), "compiled");
   EXPECT_EQ(other.stats().compiles, 1u);

@@ -39,9 +39,8 @@ class ScopedEnvironment {
 class CacheConfigEnv : public ::testing::Test {
  protected:
   void SetUp() override {
-    for (const char* name :
-         {"ATTNJIT_CACHE_DIR", "XDG_CACHE_HOME", "ATTNJIT_AOT_DIRS",
-          "ATTNJIT_NO_JIT", "ATTNJIT_LOG"})
+    for (const char* name : {"ATTNJIT_CACHE_DIR", "XDG_CACHE_HOME", "ATTNJIT_AOT_DIRS",
+                             "ATTNJIT_NO_JIT", "ATTNJIT_LOG"})
       env_.set(name, nullptr);
     env_.set("HOME", "/home/tester");
   }
@@ -60,8 +59,7 @@ TEST_F(CacheConfigEnv, XdgCacheHomeWinsOverHome) {
   env_.set("XDG_CACHE_HOME", "/xdg");
   EXPECT_EQ(CacheConfig::from_environment().user_dir, "/xdg/attnjit");
   env_.set("XDG_CACHE_HOME", "relative/is/ignored");
-  EXPECT_EQ(CacheConfig::from_environment().user_dir,
-            "/home/tester/.cache/attnjit");
+  EXPECT_EQ(CacheConfig::from_environment().user_dir, "/home/tester/.cache/attnjit");
 }
 
 TEST_F(CacheConfigEnv, CacheDirWinsOverEverything) {
@@ -74,8 +72,7 @@ TEST_F(CacheConfigEnv, CacheDirWinsOverEverything) {
 
 TEST_F(CacheConfigEnv, AotDirsSplitOnColonsSkippingEmptyParts) {
   env_.set("ATTNJIT_AOT_DIRS", "/a::/b/c:");
-  EXPECT_EQ(CacheConfig::from_environment().aot_dirs,
-            (std::vector<std::string>{"/a", "/b/c"}));
+  EXPECT_EQ(CacheConfig::from_environment().aot_dirs, (std::vector<std::string>{"/a", "/b/c"}));
 }
 
 TEST_F(CacheConfigEnv, FlagsAcceptUsualTrueSpellings) {

@@ -28,8 +28,7 @@ using testing::write_bytes;
 std::map<std::string, std::string> snapshot(const std::string& dir) {
   std::map<std::string, std::string> files;
   for (const auto& item : fs::recursive_directory_iterator(dir))
-    if (item.is_regular_file())
-      files[item.path().string()] = read_bytes(item.path().string());
+    if (item.is_regular_file()) files[item.path().string()] = read_bytes(item.path().string());
   return files;
 }
 
@@ -96,9 +95,7 @@ TEST_P(CacheDamage, IsDetectedCountedRecompiledAndReplaced) {
   std::string err = ::testing::internal::GetCapturedStderr();
   EXPECT_EQ(r.source, EntrySource::kCompiled);
   EXPECT_EQ(compiles.load(), 1);
-  EXPECT_EQ(testing::count_substr(
-                err, "attnjit: ignoring bad cache entry " + path + ": "),
-            1)
+  EXPECT_EQ(testing::count_substr(err, "attnjit: ignoring bad cache entry " + path + ": "), 1)
       << err;
   EXPECT_NE(err.find(GetParam().reason), std::string::npos) << err;
   expect_stats(cache.stats(), 0, 0, 0, /*compiles=*/1, /*corrupt=*/1, 0);
@@ -117,18 +114,14 @@ std::string flip_bit(std::string bytes, size_t from_end) {
 INSTANTIATE_TEST_SUITE_P(
     AllKinds, CacheDamage,
     ::testing::Values(
-        Damage{"bit_flip_in_cubin",
-               [](const std::string& g) { return flip_bit(g, 20); },
+        Damage{"bit_flip_in_cubin", [](const std::string& g) { return flip_bit(g, 20); },
                "checksum mismatch"},
         Damage{"bit_flip_in_metadata",
                [](const std::string& g) { return flip_bit(g, g.size() - 140); },
                "checksum mismatch"},
-        Damage{
-            "truncated",
-            [](const std::string& g) { return g.substr(0, g.size() * 2 / 3); },
-            "truncated"},
-        Damage{"empty", [](const std::string&) { return std::string(); },
-               "empty file"},
+        Damage{"truncated", [](const std::string& g) { return g.substr(0, g.size() * 2 / 3); },
+               "truncated"},
+        Damage{"empty", [](const std::string&) { return std::string(); }, "empty file"},
         Damage{"foreign_magic",
                [](const std::string& g) {
                  return "\x7f"
@@ -144,13 +137,9 @@ INSTANTIATE_TEST_SUITE_P(
                },
                "cache format version"},
         Damage{"another_keys_entry",
-               [](const std::string&) {
-                 return testing::encode_entry_of("intruder");
-               },
+               [](const std::string&) { return testing::encode_entry_of("intruder"); },
                "entry is for key"}),
-    [](const ::testing::TestParamInfo<Damage>& info) {
-      return std::string(info.param.name);
-    });
+    [](const ::testing::TestParamInfo<Damage>& info) { return std::string(info.param.name); });
 
 void expect_memory_only_after_one_warning(const std::string& user_dir) {
   KernelCache cache(testing::disk_config(user_dir));
@@ -163,14 +152,8 @@ void expect_memory_only_after_one_warning(const std::string& user_dir) {
   EXPECT_TRUE(cache.disk_disabled());
   EXPECT_EQ(compiles.load(), 2);
   EXPECT_EQ(testing::count_substr(err, "\n"), 1) << err;
-  EXPECT_EQ(
-      err.rfind("attnjit: cache directory " + user_dir + " is not writable (",
-                0),
-      0u)
-      << err;
-  EXPECT_NE(err.find("); continuing with the in-memory cache only\n"),
-            std::string::npos)
-      << err;
+  EXPECT_EQ(err.rfind("attnjit: cache directory " + user_dir + " is not writable (", 0), 0u) << err;
+  EXPECT_NE(err.find("); continuing with the in-memory cache only\n"), std::string::npos) << err;
   // The failed write that disabled the disk is the only one counted.
   expect_stats(cache.stats(), 1, 0, 0, 2, 0, /*write_failures=*/1);
 }
@@ -182,8 +165,7 @@ TEST(CacheDisk, UserDirUnderARegularFileDegradesToMemory) {
 }
 
 TEST(CacheDisk, UserDirUnderProcDegradesToMemory) {
-  expect_memory_only_after_one_warning("/proc/attnjit-test-" +
-                                       std::to_string(::getpid()));
+  expect_memory_only_after_one_warning("/proc/attnjit-test-" + std::to_string(::getpid()));
 }
 
 TEST(CacheDisk, RemovedDirectoryIsRecreatedOnTheNextStore) {
@@ -205,8 +187,8 @@ TEST(CacheDisk, DirectoryRemovedDuringCompileIsRecreated) {
   testing::TempDir dir;
   std::string user_dir = dir / "cache";
   KernelCache cache(testing::disk_config(user_dir));
-  LookupResult r = cache.get_or_compile(
-      fake_key("midway"), "fake[tag=midway]@sm_90a", "fake_midway", [&] {
+  LookupResult r =
+      cache.get_or_compile(fake_key("midway"), "fake[tag=midway]@sm_90a", "fake_midway", [&] {
         fs::remove_all(user_dir);  // under the lock the compile holds
         return fake_kernel("midway");
       });
@@ -272,11 +254,10 @@ TEST(CacheDisk, NoJitMissIsAnErrorNamingEveryPlaceSearched) {
     FAIL() << "no error";
   } catch (const Error& e) {
     EXPECT_EQ(e.kind(), ErrorKind::kNoJit);
-    EXPECT_EQ(std::string(e.what()),
-              "no-JIT mode: fake_missing (" + fake_key("missing").hex +
-                  ") is in no cache (searched: memory, " + aot / "one" + ", " +
-                  aot / "two" + ", " + user.path() +
-                  "); build it with `attnjit build-cache`");
+    EXPECT_EQ(std::string(e.what()), "no-JIT mode: fake_missing (" + fake_key("missing").hex +
+                                         ") is in no cache (searched: memory, " + aot / "one" +
+                                         ", " + aot / "two" + ", " + user.path() +
+                                         "); build it with `attnjit build-cache`");
   }
   EXPECT_EQ(compiles.load(), 0);
   expect_stats(cache.stats(), 0, 0, 0, 0, 0, 0);
@@ -285,10 +266,8 @@ TEST(CacheDisk, NoJitMissIsAnErrorNamingEveryPlaceSearched) {
 
 TEST(CacheDisk, NoJitServesAotAndUserEntries) {
   testing::TempDir aot, user;
-  write_bytes(KernelCache::entry_path(aot.path(), fake_key("a")),
-              testing::encode_entry_of("a"));
-  write_bytes(KernelCache::entry_path(user.path(), fake_key("u")),
-              testing::encode_entry_of("u"));
+  write_bytes(KernelCache::entry_path(aot.path(), fake_key("a")), testing::encode_entry_of("a"));
+  write_bytes(KernelCache::entry_path(user.path(), fake_key("u")), testing::encode_entry_of("u"));
   CacheConfig config = testing::disk_config(user.path());
   config.aot_dirs = {aot.path()};
   config.no_jit = true;

@@ -15,8 +15,7 @@ namespace attnjit {
 namespace {
 
 const Spec& axpy_spec() {
-  static const Spec spec =
-      load_spec_file(ATTNJIT_SOURCE_DIR "/tests/compiler/data/axpy.yaml");
+  static const Spec spec = load_spec_file(ATTNJIT_SOURCE_DIR "/tests/compiler/data/axpy.yaml");
   return spec;
 }
 
@@ -24,8 +23,7 @@ Signature axpy_signature(const std::string& assignments) {
   const Spec& spec = axpy_spec();
   CompileOptions options;
   options.target = parse_target("sm_90a");
-  FlagSet flags =
-      resolve_flags(spec, parse_flag_assignments(spec, assignments));
+  FlagSet flags = resolve_flags(spec, parse_flag_assignments(spec, assignments));
   return make_signature(spec, flags, options);
 }
 
@@ -51,16 +49,14 @@ TEST(CacheGet, CompilesThenHitsMemoryThenDisk) {
   EXPECT_EQ(entry.display_name, signature.display_name());
   EXPECT_EQ(entry.target, "sm_90a");
   EXPECT_EQ(entry.nvrtc_version, nvrtc_version());
-  EXPECT_TRUE(
-      std::filesystem::exists(KernelCache::entry_path(dir.path(), entry.key)));
+  EXPECT_TRUE(std::filesystem::exists(KernelCache::entry_path(dir.path(), entry.key)));
 
   KernelCache next(testing::disk_config(dir.path()));
   LookupResult from_disk = next.get(axpy_spec(), signature);
   EXPECT_EQ(from_disk.source, EntrySource::kDisk);
   EXPECT_EQ(from_disk.entry->key, entry.key);
   EXPECT_EQ(from_disk.entry->kernel.cubin, entry.kernel.cubin);
-  EXPECT_EQ(from_disk.entry->kernel.resources.registers,
-            entry.kernel.resources.registers);
+  EXPECT_EQ(from_disk.entry->kernel.resources.registers, entry.kernel.resources.registers);
   testing::expect_stats(next.stats(), 0, 1, 0, 0, 0, 0);
 }
 
@@ -83,9 +79,7 @@ TEST(CacheGet, NoJitMissNamesTheVariant) {
     FAIL() << "no error";
   } catch (const Error& e) {
     EXPECT_EQ(e.kind(), ErrorKind::kNoJit);
-    EXPECT_EQ(std::string(e.what()).rfind(
-                  "no-JIT mode: " + signature.display_name() + " (", 0),
-              0u)
+    EXPECT_EQ(std::string(e.what()).rfind("no-JIT mode: " + signature.display_name() + " (", 0), 0u)
         << e.what();
   }
   EXPECT_EQ(cache.stats().compiles, 0u);

@@ -46,12 +46,11 @@ TEST(CacheMemory, ManyThreadsOnOneKeyCompileOnce) {
   for (int i = 0; i < kThreads; ++i) {
     results.push_back(std::async(std::launch::async, [&] {
       start.wait();
-      return cache.get_or_compile(
-          fake_key("shared"), "fake[shared]@sm_90a", "fake_shared", [&] {
-            ++compiles;
-            std::this_thread::sleep_for(std::chrono::milliseconds(100));
-            return fake_kernel("shared");
-          });
+      return cache.get_or_compile(fake_key("shared"), "fake[shared]@sm_90a", "fake_shared", [&] {
+        ++compiles;
+        std::this_thread::sleep_for(std::chrono::milliseconds(100));
+        return fake_kernel("shared");
+      });
     }));
   }
   go.set_value();
@@ -74,17 +73,15 @@ void check_hit_does_not_wait(KernelCache& cache) {
   std::promise<void> started, release;
   std::shared_future<void> released = release.get_future().share();
   auto slow = std::async(std::launch::async, [&] {
-    return cache.get_or_compile(fake_key("slow"), "fake[slow]@sm_90a",
-                                "fake_slow", [&] {
-                                  started.set_value();
-                                  released.wait();
-                                  return fake_kernel("slow");
-                                });
+    return cache.get_or_compile(fake_key("slow"), "fake[slow]@sm_90a", "fake_slow", [&] {
+      started.set_value();
+      released.wait();
+      return fake_kernel("slow");
+    });
   });
   started.get_future().wait();
   // A waiter on the slow key stays blocked ...
-  auto waiter =
-      std::async(std::launch::async, [&] { return get_fake(cache, "slow"); });
+  auto waiter = std::async(std::launch::async, [&] { return get_fake(cache, "slow"); });
   // ... while the other key compiles and then hits, both without waiting.
   auto fast = std::async(std::launch::async, [&] {
     get_fake(cache, "fast");
@@ -93,10 +90,8 @@ void check_hit_does_not_wait(KernelCache& cache) {
   ASSERT_EQ(fast.wait_for(std::chrono::seconds(10)), std::future_status::ready)
       << "a lookup of another key waited behind the slow compile";
   EXPECT_EQ(fast.get().source, EntrySource::kMemory);
-  EXPECT_EQ(waiter.wait_for(std::chrono::milliseconds(50)),
-            std::future_status::timeout);
-  EXPECT_EQ(slow.wait_for(std::chrono::milliseconds(0)),
-            std::future_status::timeout);
+  EXPECT_EQ(waiter.wait_for(std::chrono::milliseconds(50)), std::future_status::timeout);
+  EXPECT_EQ(slow.wait_for(std::chrono::milliseconds(0)), std::future_status::timeout);
   release.set_value();
   EXPECT_EQ(slow.get().source, EntrySource::kCompiled);
   EXPECT_EQ(waiter.get().source, EntrySource::kMemory);
@@ -132,10 +127,9 @@ TEST(CacheMemory, FailedCompileReachesEveryWaiterAndIsRetried) {
   // it arrive only after the failure (a very slow machine) it compiles and
   // fails the same way, so the test does not depend on timing.
   auto follower = std::async(std::launch::async, [&] {
-    return cache.get_or_compile(fake_key("bad"), "fake[bad]@sm_90a", "fake_bad",
-                                []() -> CompiledKernel {
-                                  throw Error(ErrorKind::kCompile, "nvrtc: no");
-                                });
+    return cache.get_or_compile(
+        fake_key("bad"), "fake[bad]@sm_90a", "fake_bad",
+        []() -> CompiledKernel { throw Error(ErrorKind::kCompile, "nvrtc: no"); });
   });
   std::this_thread::sleep_for(std::chrono::milliseconds(200));
   release.set_value();
@@ -159,8 +153,7 @@ TEST(CacheMemory, MalformedKeyIsRejected) {
   KernelCache cache(testing::memory_config());
   for (const char* bad : {"", "../../etc/passwd", "ABCDEF"}) {
     try {
-      cache.get_or_compile(CacheKey{bad}, "sig", "name",
-                           [] { return fake_kernel("x"); });
+      cache.get_or_compile(CacheKey{bad}, "sig", "name", [] { return fake_kernel("x"); });
       ADD_FAILURE() << "accepted key '" << bad << "'";
     } catch (const Error& e) {
       EXPECT_EQ(e.kind(), ErrorKind::kCache);
@@ -198,8 +191,8 @@ TEST(CacheMemory, DescriptionOverloadRecordsTargetAndNvrtcVersion) {
   description.display_name = "fake_x";
   description.target = "sm_89";
   description.nvrtc_version = "13.0";
-  LookupResult r = cache.get_or_compile(fake_key("described"), description,
-                                        [] { return fake_kernel("x"); });
+  LookupResult r =
+      cache.get_or_compile(fake_key("described"), description, [] { return fake_kernel("x"); });
   EXPECT_EQ(r.entry->target, "sm_89");
   EXPECT_EQ(r.entry->nvrtc_version, "13.0");
   EXPECT_EQ(r.entry->canonical_signature, "fake[x]@sm_80");

@@ -41,14 +41,13 @@ bool flock_works(const std::string& dir) {
 
 // Runs in a forked child: waits for the start signal, then looks the key
 // up in its own cache. Never returns.
-[[noreturn]] void race(const std::string& user_dir, const std::string& log,
-                       int start_fd) {
+[[noreturn]] void race(const std::string& user_dir, const std::string& log, int start_fd) {
   char go = 0;
   if (::read(start_fd, &go, 1) != 1) ::_exit(kChildThrew);
   try {
     KernelCache cache(testing::disk_config(user_dir));
-    LookupResult r = cache.get_or_compile(
-        fake_key("raced"), "fake[tag=raced]@sm_90a", "fake_raced", [&] {
+    LookupResult r =
+        cache.get_or_compile(fake_key("raced"), "fake[tag=raced]@sm_90a", "fake_raced", [&] {
           int fd = ::open(log.c_str(), O_WRONLY | O_APPEND | O_CREAT, 0644);
           if (fd >= 0) {
             (void)!::write(fd, "compile\n", 8);
@@ -57,8 +56,7 @@ bool flock_works(const std::string& dir) {
           std::this_thread::sleep_for(std::chrono::milliseconds(300));
           return fake_kernel("raced");
         });
-    if (r.entry->kernel.cubin != fake_kernel("raced").cubin)
-      ::_exit(kChildWrongEntry);
+    if (r.entry->kernel.cubin != fake_kernel("raced").cubin) ::_exit(kChildWrongEntry);
     if (r.source == EntrySource::kCompiled) ::_exit(kChildCompiled);
     if (r.source == EntrySource::kDisk) ::_exit(kChildDiskHit);
     ::_exit(kChildOther);
@@ -94,8 +92,7 @@ TEST(CacheProcesses, TwoProcessesRacingOnOneKeyCompileItOnce) {
     ASSERT_EQ(::waitpid(pid, &status, 0), pid);
     ASSERT_TRUE(WIFEXITED(status));
     int code = WEXITSTATUS(status);
-    EXPECT_TRUE(code == kChildCompiled || code == kChildDiskHit)
-        << "child exit code " << code;
+    EXPECT_TRUE(code == kChildCompiled || code == kChildDiskHit) << "child exit code " << code;
     compiled += code == kChildCompiled;
     disk_hits += code == kChildDiskHit;
   }
@@ -110,8 +107,7 @@ TEST(CacheProcesses, TwoProcessesRacingOnOneKeyCompileItOnce) {
     EXPECT_EQ(disk_hits, kProcesses - 1);
   }
   CacheEntry entry = decode_entry(
-      testing::read_bytes(KernelCache::entry_path(user_dir, fake_key("raced"))),
-      fake_key("raced"));
+      testing::read_bytes(KernelCache::entry_path(user_dir, fake_key("raced"))), fake_key("raced"));
   EXPECT_EQ(entry.kernel.cubin, fake_kernel("raced").cubin);
 }
 
@@ -127,12 +123,9 @@ TEST(CacheProcesses, TwoCachesOnOneDirectoryCompileOnce) {
     std::this_thread::sleep_for(std::chrono::milliseconds(200));
     return fake_kernel("twin");
   };
-  std::thread other([&] {
-    b.get_or_compile(fake_key("twin"), "fake[tag=twin]@sm_90a", "fake_twin",
-                     slow);
-  });
-  a.get_or_compile(fake_key("twin"), "fake[tag=twin]@sm_90a", "fake_twin",
-                   slow);
+  std::thread other(
+      [&] { b.get_or_compile(fake_key("twin"), "fake[tag=twin]@sm_90a", "fake_twin", slow); });
+  a.get_or_compile(fake_key("twin"), "fake[tag=twin]@sm_90a", "fake_twin", slow);
   other.join();
   if (flock_works(dir.path())) {
     EXPECT_EQ(compiles.load(), 1);

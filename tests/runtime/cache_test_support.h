@@ -21,8 +21,8 @@ class TempDir {
  public:
   TempDir() {
     const char* base = std::getenv("TMPDIR");
-    std::string pattern = std::string(base && *base ? base : "/tmp") +
-                          "/attnjit-runtime-test-XXXXXX";
+    std::string pattern =
+        std::string(base && *base ? base : "/tmp") + "/attnjit-runtime-test-XXXXXX";
     if (!::mkdtemp(&pattern[0])) ADD_FAILURE() << "mkdtemp failed";
     path_ = pattern;
   }
@@ -34,9 +34,7 @@ class TempDir {
   TempDir& operator=(const TempDir&) = delete;
 
   const std::string& path() const { return path_; }
-  std::string operator/(const std::string& name) const {
-    return path_ + "/" + name;
-  }
+  std::string operator/(const std::string& name) const { return path_ + "/" + name; }
 
  private:
   std::string path_;
@@ -88,9 +86,7 @@ inline CacheEntry fake_entry(const std::string& tag) {
   return entry;
 }
 
-inline std::string encode_entry_of(const std::string& tag) {
-  return encode_entry(fake_entry(tag));
-}
+inline std::string encode_entry_of(const std::string& tag) { return encode_entry(fake_entry(tag)); }
 
 inline CacheConfig disk_config(const std::string& user_dir) {
   CacheConfig config;
@@ -103,11 +99,10 @@ inline CacheConfig memory_config() { return CacheConfig{}; }
 // get_or_compile with the fake kernel of `tag`, counting compiles.
 inline LookupResult get_fake(KernelCache& cache, const std::string& tag,
                              std::atomic<int>* compiles = nullptr) {
-  return cache.get_or_compile(fake_key(tag), "fake[tag=" + tag + "]@sm_90a",
-                              "fake_" + tag, [&] {
-                                if (compiles) ++*compiles;
-                                return fake_kernel(tag);
-                              });
+  return cache.get_or_compile(fake_key(tag), "fake[tag=" + tag + "]@sm_90a", "fake_" + tag, [&] {
+    if (compiles) ++*compiles;
+    return fake_kernel(tag);
+  });
 }
 
 inline std::string read_bytes(const std::string& path) {
@@ -118,23 +113,20 @@ inline std::string read_bytes(const std::string& path) {
 }
 
 inline void write_bytes(const std::string& path, const std::string& bytes) {
-  std::filesystem::create_directories(
-      std::filesystem::path(path).parent_path());
+  std::filesystem::create_directories(std::filesystem::path(path).parent_path());
   std::ofstream out(path, std::ios::binary | std::ios::trunc);
   out.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
 }
 
 inline int count_substr(const std::string& text, const std::string& what) {
   int count = 0;
-  for (size_t at = text.find(what); at != std::string::npos;
-       at = text.find(what, at + what.size()))
+  for (size_t at = text.find(what); at != std::string::npos; at = text.find(what, at + what.size()))
     ++count;
   return count;
 }
 
-inline void expect_stats(const CacheStats& s, uint64_t memory_hits,
-                         uint64_t disk_hits, uint64_t aot_hits,
-                         uint64_t compiles, uint64_t corrupt_entries,
+inline void expect_stats(const CacheStats& s, uint64_t memory_hits, uint64_t disk_hits,
+                         uint64_t aot_hits, uint64_t compiles, uint64_t corrupt_entries,
                          uint64_t write_failures) {
   EXPECT_EQ(s.memory_hits, memory_hits) << "memory_hits";
   EXPECT_EQ(s.disk_hits, disk_hits) << "disk_hits";

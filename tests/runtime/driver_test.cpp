@@ -32,9 +32,7 @@ TEST(DriverWithoutLibcuda, IsNotAvailableAndSaysWhy) {
   EXPECT_FALSE(Driver::available(&why));
   EXPECT_FALSE(Driver::available());  // the failure is remembered
   EXPECT_FALSE(Driver::loaded());
-  EXPECT_NE(why.find("cannot load the CUDA driver (libcuda.so"),
-            std::string::npos)
-      << why;
+  EXPECT_NE(why.find("cannot load the CUDA driver (libcuda.so"), std::string::npos) << why;
   EXPECT_NE(why.find(std::string("): ") + kHint), std::string::npos) << why;
 }
 
@@ -45,9 +43,7 @@ TEST(DriverWithoutLibcuda, GetThrowsADriverError) {
     FAIL() << "no error";
   } catch (const Error& e) {
     EXPECT_EQ(e.kind(), ErrorKind::kDriver);
-    EXPECT_EQ(std::string(e.what()).rfind("cannot load the CUDA driver (", 0),
-              0u)
-        << e.what();
+    EXPECT_EQ(std::string(e.what()).rfind("cannot load the CUDA driver (", 0), 0u) << e.what();
   }
 }
 
@@ -84,8 +80,7 @@ TEST(DriverWithoutLibcuda, NothingLinksLibcuda) {
 
 TEST(DriverWithoutLibcuda, KernelLaunchFailsCleanlyAndDestructs) {
   if (libcuda_present()) GTEST_SKIP() << "this machine has a CUDA driver";
-  auto entry =
-      std::make_shared<const CacheEntry>(testing::fake_entry("nodriver"));
+  auto entry = std::make_shared<const CacheEntry>(testing::fake_entry("nodriver"));
   Kernel kernel(entry);
   EXPECT_EQ(kernel.name(), "fake_nodriver");
   try {

@@ -48,9 +48,9 @@
 namespace attnjit {
 
 struct GeneratedSource {
-  std::string name;      // "<display_name>.cu", for NVRTC and dumps
-  std::string text;      // the translation unit
-  std::string entry;     // extern "C" kernel name
+  std::string name;   // "<display_name>.cu", for NVRTC and dumps
+  std::string text;   // the translation unit
+  std::string entry;  // extern "C" kernel name
 };
 
 // Throws Error(kCodegen) if the template is not embedded.
@@ -58,7 +58,7 @@ GeneratedSource generate_source(const Spec& spec, const Signature& signature);
 
 // The embedded template headers (templates/**, captured at build time).
 struct EmbeddedHeader {
-  std::string path;      // relative to templates/, e.g. "attention/mask.cuh"
+  std::string path;  // relative to templates/, e.g. "attention/mask.cuh"
   std::string contents;
 };
 const std::vector<EmbeddedHeader>& embedded_headers();

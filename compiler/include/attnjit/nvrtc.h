@@ -14,31 +14,29 @@ namespace attnjit {
 // log (--ptxas-options=-v); the last three from the initializer of
 // `<entry>_launch_info` in the PTX.
 struct ResourceUsage {
-  int registers = -1;       // per thread
-  int static_smem = -1;     // bytes
-  int spill_stores = -1;    // bytes
-  int spill_loads = -1;     // bytes
-  int stack_frame = -1;     // bytes
-  int dynamic_smem = -1;    // bytes, from the launch info in the source
-  int threads = -1;         // per block, from the launch info
-  int min_blocks = -1;      // per SM (launch bounds), from the launch info
+  int registers = -1;     // per thread
+  int static_smem = -1;   // bytes
+  int spill_stores = -1;  // bytes
+  int spill_loads = -1;   // bytes
+  int stack_frame = -1;   // bytes
+  int dynamic_smem = -1;  // bytes, from the launch info in the source
+  int threads = -1;       // per block, from the launch info
+  int min_blocks = -1;    // per SM (launch bounds), from the launch info
 };
 
 // The parsers compile_source() uses, exposed for tests and tools.
 // Fills registers, static_smem, spills and stack_frame for `entry`; fields
 // the log does not mention stay -1.
-void parse_ptxas_report(const std::string& log, const std::string& entry,
-                        ResourceUsage& usage);
+void parse_ptxas_report(const std::string& log, const std::string& entry, ResourceUsage& usage);
 // Fills threads, dynamic_smem and min_blocks; false if the PTX holds no
 // initialized `<entry>_launch_info`.
-bool parse_launch_info(const std::string& ptx, const std::string& entry,
-                       ResourceUsage& usage);
+bool parse_launch_info(const std::string& ptx, const std::string& entry, ResourceUsage& usage);
 
 struct CompiledKernel {
   std::string entry;
-  std::string cubin;        // ELF bytes
-  std::string ptx;          // empty unless options.emit_ptx
-  std::string log;          // NVRTC's log, kept also on success
+  std::string cubin;  // ELF bytes
+  std::string ptx;    // empty unless options.emit_ptx
+  std::string log;    // NVRTC's log, kept also on success
   ResourceUsage resources;
   double compile_seconds = 0;
 };
@@ -54,7 +52,6 @@ std::string nvrtc_version();
 // there too (<name>.cu, <name>.ptx, <name>.log). PTX is always produced
 // (NVRTC gives it beside the cubin for a real sm_ target) and kept when
 // options.emit_ptx.
-CompiledKernel compile_source(const GeneratedSource& source,
-                              const CompileOptions& options);
+CompiledKernel compile_source(const GeneratedSource& source, const CompileOptions& options);
 
 }  // namespace attnjit

@@ -18,10 +18,10 @@ namespace attnjit {
 // nowhere else.
 struct CompileOptions {
   Target target;
-  bool line_info = false;     // -lineinfo
-  bool fast_math = true;      // --use_fast_math
-  int max_registers = 0;      // 0: no cap
-  bool emit_ptx = true;       // keep PTX beside the cubin
+  bool line_info = false;  // -lineinfo
+  bool fast_math = true;   // --use_fast_math
+  int max_registers = 0;   // 0: no cap
+  bool emit_ptx = true;    // keep PTX beside the cubin
 
   std::vector<std::string> nvrtc_flags() const;  // sorted, deterministic
   // "sm_90a{emit_ptx=true,fast_math=true,line_info=false,max_registers=0}"
@@ -53,8 +53,7 @@ struct Signature {
 // Applies the spec's tuning rules. Throws Error(kFlags) when no rule
 // matches or a rule leaves a param unset. `overrides` (param -> value)
 // win over the rules, for the autotuner.
-Signature make_signature(const Spec& spec, const FlagSet& flags,
-                         const CompileOptions& options,
+Signature make_signature(const Spec& spec, const FlagSet& flags, const CompileOptions& options,
                          const std::map<std::string, int64_t>& overrides = {});
 
 // Bumped whenever the on-disk entry layout changes.
@@ -70,8 +69,7 @@ struct CacheKey {
 // SHA-256 over: the expanded source, the bytes of every embedded header it
 // may include, the canonical signature, the target, NVRTC's version, the
 // sorted options and kCacheFormatVersion. No path, no time, no host name.
-CacheKey make_cache_key(const Signature& signature,
-                        const std::string& generated_source);
+CacheKey make_cache_key(const Signature& signature, const std::string& generated_source);
 
 // The same key with every input spelled out; make_cache_key() fills
 // nvrtc_version() and embedded_headers_digest(). Each field is hashed with
@@ -84,8 +82,7 @@ struct CacheKeyInputs {
   std::string generated_source;
   std::string headers_digest;
 };
-CacheKeyInputs cache_key_inputs(const Signature& signature,
-                                const std::string& generated_source);
+CacheKeyInputs cache_key_inputs(const Signature& signature, const std::string& generated_source);
 CacheKey hash_cache_key(const CacheKeyInputs& inputs);
 
 std::string sha256_hex(const std::string& bytes);

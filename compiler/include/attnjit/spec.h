@@ -16,9 +16,9 @@
 namespace attnjit {
 
 struct SourceLocation {
-  std::string file;  // as given to parse_spec (display only, never hashed)
-  int line = 0;      // 1-based; 0 when unknown
-  int column = 0;    // 1-based
+  std::string file;         // as given to parse_spec (display only, never hashed)
+  int line = 0;             // 1-based; 0 when unknown
+  int column = 0;           // 1-based
   std::string str() const;  // "file:line:column"
 };
 
@@ -36,8 +36,8 @@ enum class FlagType {
 struct FlagDecl {
   std::string name;
   FlagType type = FlagType::kBool;
-  std::vector<int64_t> int_values;       // kInt: the domain
-  std::vector<std::string> enum_values;  // kEnum, kType: the domain, in order
+  std::vector<int64_t> int_values;         // kInt: the domain
+  std::vector<std::string> enum_values;    // kEnum, kType: the domain, in order
   std::optional<FlagValue> default_value;  // absent: the flag must be given
   std::string doc;
   SourceLocation loc;
@@ -111,11 +111,11 @@ struct MatrixEntry {
 };
 
 struct Spec {
-  std::string family;        // identifier
+  std::string family;  // identifier
   std::string description;
-  std::string template_path;  // relative to templates/, e.g. attention/prefill.cuh
+  std::string template_path;    // relative to templates/, e.g. attention/prefill.cuh
   SourceLocation template_loc;  // where the spec names it (for "not embedded")
-  std::string entry;          // identifier: the kernel's extern "C" name
+  std::string entry;            // identifier: the kernel's extern "C" name
   std::vector<FlagDecl> flags;  // declaration order is the canonical order
   std::vector<Constraint> constraints;
   Tuning tuning;
@@ -133,7 +133,7 @@ Spec parse_spec(const std::string& yaml_text, const std::string& source_name);
 Spec load_spec_file(const std::string& path);
 
 // Specs compiled into the library (specs/*.yaml at build time).
-std::vector<std::string> embedded_spec_names();          // e.g. "attention"
+std::vector<std::string> embedded_spec_names();                  // e.g. "attention"
 const std::string* find_embedded_spec(const std::string& name);  // YAML text
 Spec load_embedded_spec(const std::string& name);
 
@@ -150,14 +150,12 @@ struct FlagSet {
 // declared flags. Throws Error(kFlags) "unknown flag 'causl'",
 // "flag 'head_dim': 72 is not one of 64, 80, ...",
 // "mm_clamp=true requires window=true: <why>".
-FlagSet resolve_flags(const Spec& spec,
-                      const std::map<std::string, FlagValue>& given);
+FlagSet resolve_flags(const Spec& spec, const std::map<std::string, FlagValue>& given);
 FlagSet resolve_preset(const Spec& spec, const std::string& preset);
 
 // Parses "causal=true,head_dim=128,sinks=null_logit" (values typed by the
 // spec's declarations). Throws Error(kFlags).
-std::map<std::string, FlagValue> parse_flag_assignments(
-    const Spec& spec, const std::string& text);
+std::map<std::string, FlagValue> parse_flag_assignments(const Spec& spec, const std::string& text);
 
 struct MatrixExpansion {
   std::vector<FlagSet> variants;  // deduplicated, in a stable order

@@ -7,14 +7,12 @@
 namespace attnjit {
 
 struct Target {
-  int sm = 90;                  // compute capability major*10 + minor
-  bool arch_specific = false;   // the 'a' suffix (sm_90a: wgmma, setmaxnreg)
+  int sm = 90;                 // compute capability major*10 + minor
+  bool arch_specific = false;  // the 'a' suffix (sm_90a: wgmma, setmaxnreg)
 
   std::string name() const;          // "sm_90a"
   std::string virtual_arch() const;  // "compute_90a"
-  bool operator==(const Target& o) const {
-    return sm == o.sm && arch_specific == o.arch_specific;
-  }
+  bool operator==(const Target& o) const { return sm == o.sm && arch_specific == o.arch_specific; }
   bool operator!=(const Target& o) const { return !(*this == o); }
 };
 

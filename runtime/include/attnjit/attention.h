@@ -25,10 +25,10 @@ struct AttentionFlags {
   DType dtype = DType::kBF16;
   int head_dim = 128;
   bool causal = false;
-  bool window = false;      // window_left / window_right are runtime args
+  bool window = false;  // window_left / window_right are runtime args
   SinkMode sinks = SinkMode::kNone;
-  bool mm_prefix = false;   // multimodal spans attend bidirectionally
-  bool mm_clamp = false;    // ... but only inside the window
+  bool mm_prefix = false;  // multimodal spans attend bidirectionally
+  bool mm_clamp = false;   // ... but only inside the window
   bool softcap = false;
   bool return_lse = false;
 
@@ -38,11 +38,11 @@ struct AttentionFlags {
 
 // Runtime arguments. Pointers are device pointers. Strides are in elements.
 struct AttentionArgs {
-  const void* q = nullptr;   // [total_q, Hq, D]
-  const void* k = nullptr;   // [total_k, Hkv, D]
-  const void* v = nullptr;   // [total_k, Hkv, D]
-  void* o = nullptr;         // [total_q, Hq, D]
-  float* lse = nullptr;      // [Hq, total_q], when return_lse
+  const void* q = nullptr;                // [total_q, Hq, D]
+  const void* k = nullptr;                // [total_k, Hkv, D]
+  const void* v = nullptr;                // [total_k, Hkv, D]
+  void* o = nullptr;                      // [total_q, Hq, D]
+  float* lse = nullptr;                   // [Hq, total_q], when return_lse
   const float* sinks = nullptr;           // [Hq], when sinks != none
   const int32_t* cu_seqlens_q = nullptr;  // [B+1]
   const int32_t* cu_seqlens_k = nullptr;  // [B+1]
@@ -75,8 +75,7 @@ struct AttentionArgs {
 // need, alignment (16 bytes for q/k/v/o, 4 for the rest), strides (last
 // dimension contiguous, row strides a multiple of 8 elements), Hq % Hkv,
 // scale and softcap values. Throws Error(kArgument) naming the argument.
-void validate_attention_args(const AttentionFlags& flags,
-                             const AttentionArgs& args);
+void validate_attention_args(const AttentionFlags& flags, const AttentionArgs& args);
 
 class AttentionKernel {
  public:
@@ -84,7 +83,7 @@ class AttentionKernel {
   // Error(kFlags)), then gets the variant through `cache`.
   static std::shared_ptr<AttentionKernel> get(
       const AttentionFlags& flags, KernelCache& cache = KernelCache::global(),
-      const Target* target = nullptr,  // null: the current device's
+      const Target* target = nullptr,                                // null: the current device's
       const std::map<std::string, int64_t>& tuning_overrides = {});  // autotuner
 
   const AttentionFlags& flags() const { return flags_; }

@@ -82,8 +82,7 @@ typedef struct attnjit_context_options {
 } attnjit_context_options;
 
 /* Everything from the environment. */
-static inline void attnjit_context_options_init(
-    attnjit_context_options* options) {
+static inline void attnjit_context_options_init(attnjit_context_options* options) {
   memset(options, 0, sizeof(*options));
   options->struct_size = sizeof(*options);
   options->no_jit = ATTNJIT_FROM_ENV;
@@ -92,8 +91,8 @@ static inline void attnjit_context_options_init(
 
 /* options may be NULL (everything from the environment). Works without a
  * GPU. */
-ATTNJIT_API attnjit_status attnjit_context_create(
-    const attnjit_context_options* options, attnjit_context** out);
+ATTNJIT_API attnjit_status attnjit_context_create(const attnjit_context_options* options,
+                                                  attnjit_context** out);
 /* Frees the context and its kernels. Prewarm jobs still running keep what
  * they need alive and finish on their own. NULL is ignored. */
 ATTNJIT_API void attnjit_context_destroy(attnjit_context* context);
@@ -101,12 +100,12 @@ ATTNJIT_API void attnjit_context_destroy(attnjit_context* context);
 typedef struct attnjit_cache_stats {
   size_t struct_size;
   uint64_t memory_hits;
-  uint64_t disk_hits;       /* user dir or AOT dir */
-  uint64_t aot_hits;        /* of which from an AOT dir */
+  uint64_t disk_hits; /* user dir or AOT dir */
+  uint64_t aot_hits;  /* of which from an AOT dir */
   uint64_t compiles;
   uint64_t corrupt_entries; /* found, rejected, recompiled */
   uint64_t write_failures;
-  int32_t disk_disabled;    /* 1 once the user dir proved unwritable */
+  int32_t disk_disabled; /* 1 once the user dir proved unwritable */
 } attnjit_cache_stats;
 
 static inline void attnjit_cache_stats_init(attnjit_cache_stats* stats) {
@@ -115,15 +114,12 @@ static inline void attnjit_cache_stats_init(attnjit_cache_stats* stats) {
 }
 
 /* The counters of the context's cache (out->struct_size must be set). */
-ATTNJIT_API attnjit_status attnjit_cache_stats_get(
-    const attnjit_context* context, attnjit_cache_stats* out);
+ATTNJIT_API attnjit_status attnjit_cache_stats_get(const attnjit_context* context,
+                                                   attnjit_cache_stats* out);
 
 /* ---- the attention family (specs/attention.yaml) ---------------------- */
 
-typedef enum attnjit_dtype {
-  ATTNJIT_DTYPE_BF16 = 0,
-  ATTNJIT_DTYPE_FP16 = 1
-} attnjit_dtype;
+typedef enum attnjit_dtype { ATTNJIT_DTYPE_BF16 = 0, ATTNJIT_DTYPE_FP16 = 1 } attnjit_dtype;
 
 typedef enum attnjit_sinks {
   ATTNJIT_SINKS_NONE = 0,
@@ -134,8 +130,8 @@ typedef enum attnjit_sinks {
 /* The constexpr flags of one variant. Booleans are 0 or 1. */
 typedef struct attnjit_attention_flags {
   size_t struct_size;
-  int32_t dtype;     /* attnjit_dtype */
-  int32_t head_dim;  /* 64, 80, 96, 128, 192, 256 */
+  int32_t dtype;    /* attnjit_dtype */
+  int32_t head_dim; /* 64, 80, 96, 128, 192, 256 */
   int32_t causal;
   int32_t window;    /* window_left / window_right are launch arguments */
   int32_t sinks;     /* attnjit_sinks */
@@ -146,8 +142,7 @@ typedef struct attnjit_attention_flags {
 } attnjit_attention_flags;
 
 /* bf16, head_dim 128, every mode off. */
-static inline void attnjit_attention_flags_init(
-    attnjit_attention_flags* flags) {
+static inline void attnjit_attention_flags_init(attnjit_attention_flags* flags) {
   memset(flags, 0, sizeof(*flags));
   flags->struct_size = sizeof(*flags);
   flags->dtype = ATTNJIT_DTYPE_BF16;
@@ -158,19 +153,19 @@ static inline void attnjit_attention_flags_init(
  * and the last dimension of q, k, v and o is contiguous. */
 typedef struct attnjit_attention_args {
   size_t struct_size;
-  const void* q;                   /* [total_q, Hq, D] */
-  const void* k;                   /* [total_k, Hkv, D] */
-  const void* v;                   /* [total_k, Hkv, D] */
-  void* o;                         /* [total_q, Hq, D] */
-  float* lse;                      /* [Hq, total_q], when return_lse */
-  const float* sinks;              /* [Hq], when sinks != none */
-  const int32_t* cu_seqlens_q;     /* [B+1] */
-  const int32_t* cu_seqlens_k;     /* [B+1] */
+  const void* q;               /* [total_q, Hq, D] */
+  const void* k;               /* [total_k, Hkv, D] */
+  const void* v;               /* [total_k, Hkv, D] */
+  void* o;                     /* [total_q, Hq, D] */
+  float* lse;                  /* [Hq, total_q], when return_lse */
+  const float* sinks;          /* [Hq], when sinks != none */
+  const int32_t* cu_seqlens_q; /* [B+1] */
+  const int32_t* cu_seqlens_k; /* [B+1] */
   /* Multimodal spans in CSR form, when mm_prefix: the spans of sequence b
    * are mm_spans[2s], mm_spans[2s+1] (inclusive key positions) for s in
    * [mm_span_offsets[b], mm_span_offsets[b+1]), sorted and disjoint. */
-  const int32_t* mm_span_offsets;  /* [B+1] */
-  const int32_t* mm_spans;         /* [R, 2] */
+  const int32_t* mm_span_offsets; /* [B+1] */
+  const int32_t* mm_spans;        /* [R, 2] */
   int64_t q_row_stride, q_head_stride;
   int64_t k_row_stride, k_head_stride;
   int64_t v_row_stride, v_head_stride;
@@ -182,9 +177,9 @@ typedef struct attnjit_attention_args {
   int32_t total_k;
   int32_t max_seqlen_q; /* >= every query length; bounds the grid */
   int32_t max_seqlen_k;
-  float scale;          /* <= 0: 1/sqrt(D) */
-  float softcap;        /* > 0, used when the softcap flag is on */
-  int32_t window_left;  /* used when the window flag is on; -1: unbounded */
+  float scale;         /* <= 0: 1/sqrt(D) */
+  float softcap;       /* > 0, used when the softcap flag is on */
+  int32_t window_left; /* used when the window flag is on; -1: unbounded */
   int32_t window_right;
 } attnjit_attention_args;
 
@@ -203,17 +198,18 @@ static inline void attnjit_attention_args_init(attnjit_attention_args* args) {
  * context (the primary context of device 0 when none is current). With an
  * explicit target no GPU is needed. The kernel is owned by the context and
  * valid until it is destroyed; asking again returns the same handle. */
-ATTNJIT_API attnjit_status attnjit_get_attention_kernel(
-    attnjit_context* context, const attnjit_attention_flags* flags,
-    const char* target, attnjit_kernel** out);
+ATTNJIT_API attnjit_status attnjit_get_attention_kernel(attnjit_context* context,
+                                                        const attnjit_attention_flags* flags,
+                                                        const char* target, attnjit_kernel** out);
 
 /* Checks the arguments on the host, then launches on `stream` (a CUstream
  * or cudaStream_t; NULL is the legacy default stream) in the calling
  * thread's current CUDA context, loading the module there on first use.
  * No synchronization and, after the first launch in a context, no
  * allocation: safe inside CUDA graph capture once warmed up. */
-ATTNJIT_API attnjit_status attnjit_attention_launch(
-    attnjit_kernel* kernel, const attnjit_attention_args* args, void* stream);
+ATTNJIT_API attnjit_status attnjit_attention_launch(attnjit_kernel* kernel,
+                                                    const attnjit_attention_args* args,
+                                                    void* stream);
 
 /* Owned by the kernel: "attention_prefill_16a7b034". */
 ATTNJIT_API const char* attnjit_kernel_name(const attnjit_kernel* kernel);
@@ -234,14 +230,14 @@ ATTNJIT_API const char* attnjit_kernel_source(const attnjit_kernel* kernel);
  * in the background and are reported by attnjit_prewarm_wait. target NULL
  * resolves the current device now, on the calling thread. Prewarmed
  * variants are then memory hits for attnjit_get_attention_kernel. */
-ATTNJIT_API attnjit_status attnjit_prewarm(
-    attnjit_context* context, const attnjit_attention_flags* flags,
-    size_t num_flags, const char* target, int threads,
-    attnjit_prewarm_job** out);
+ATTNJIT_API attnjit_status attnjit_prewarm(attnjit_context* context,
+                                           const attnjit_attention_flags* flags, size_t num_flags,
+                                           const char* target, int threads,
+                                           attnjit_prewarm_job** out);
 
 /* Variants finished so far (succeeded or failed), without blocking. */
-ATTNJIT_API attnjit_status attnjit_prewarm_progress(
-    const attnjit_prewarm_job* prewarm, size_t* done, size_t* total);
+ATTNJIT_API attnjit_status attnjit_prewarm_progress(const attnjit_prewarm_job* prewarm,
+                                                    size_t* done, size_t* total);
 
 /* Blocks until every variant is done, frees the handle (call it exactly
  * once per handle) and returns ATTNJIT_OK, or the status of the first

@@ -46,8 +46,8 @@ struct CacheConfig {
 
 struct CacheStats {
   uint64_t memory_hits = 0;
-  uint64_t disk_hits = 0;      // user dir or AOT dir
-  uint64_t aot_hits = 0;       // of which from an AOT dir
+  uint64_t disk_hits = 0;  // user dir or AOT dir
+  uint64_t aot_hits = 0;   // of which from an AOT dir
   uint64_t compiles = 0;
   uint64_t corrupt_entries = 0;  // found, rejected, recompiled
   uint64_t write_failures = 0;
@@ -101,12 +101,10 @@ class KernelCache {
   // Counting: a caller that waited for another caller's compile of the
   // same key counts as a memory hit. A failed compile is not counted and is
   // rethrown to every caller waiting for it; the next call tries again.
-  LookupResult get_or_compile(
-      const CacheKey& key, const std::string& canonical_signature,
-      const std::string& display_name,
-      const std::function<CompiledKernel()>& compile);
-  LookupResult get_or_compile(const CacheKey& key,
-                              const EntryDescription& description,
+  LookupResult get_or_compile(const CacheKey& key, const std::string& canonical_signature,
+                              const std::string& display_name,
+                              const std::function<CompiledKernel()>& compile);
+  LookupResult get_or_compile(const CacheKey& key, const EntryDescription& description,
                               const std::function<CompiledKernel()>& compile);
 
   CacheStats stats() const;

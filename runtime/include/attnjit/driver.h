@@ -59,13 +59,12 @@ class Driver {
   void unload_module(CuContext ctx, CuModule module) noexcept;
   CuFunction get_function(CuModule module, const std::string& name);
   // Reads a small __device__ global (launch info) from a loaded module.
-  void read_global(CuContext ctx, CuModule module, const std::string& name,
-                   void* dst, size_t bytes);
+  void read_global(CuContext ctx, CuModule module, const std::string& name, void* dst,
+                   size_t bytes);
   void set_max_dynamic_smem(CuFunction fn, int bytes);
   // cuLaunchKernelEx on `stream`; no synchronization, no allocation.
-  void launch(CuFunction fn, unsigned grid_x, unsigned grid_y,
-              unsigned grid_z, unsigned block_x, unsigned smem_bytes,
-              CuStream stream, void** args);
+  void launch(CuFunction fn, unsigned grid_x, unsigned grid_y, unsigned grid_z, unsigned block_x,
+              unsigned smem_bytes, CuStream stream, void** args);
 
   // For tests, benchmarks and the reference check (never on the launch path).
   CuDevicePtr mem_alloc(size_t bytes);

@@ -10,16 +10,16 @@ namespace attnjit {
 struct ReferenceProblem {
   int num_seqs = 0, num_heads_q = 0, num_heads_kv = 0, head_dim = 0;
   std::vector<int32_t> cu_seqlens_q, cu_seqlens_k;  // [B+1]
-  std::vector<float> q, k, v;  // [total, H, D], contiguous
-  std::vector<float> sinks;    // [Hq] or empty
+  std::vector<float> q, k, v;                       // [total, H, D], contiguous
+  std::vector<float> sinks;                         // [Hq] or empty
   enum class Sinks { kNone, kNullLogit, kBiasKey0 } sink_mode = Sinks::kNone;
   bool causal = false;
   int window_left = -1, window_right = -1;  // -1: unbounded
   bool mm_prefix = false, mm_clamp = false;
   std::vector<int32_t> mm_span_offsets;  // [B+1]
   std::vector<int32_t> mm_spans;         // [R, 2] inclusive key positions
-  double scale = 0;    // <= 0: 1/sqrt(D)
-  double softcap = 0;  // > 0: enabled
+  double scale = 0;                      // <= 0: 1/sqrt(D)
+  double softcap = 0;                    // > 0: enabled
 };
 
 struct ReferenceResult {
@@ -30,7 +30,6 @@ struct ReferenceResult {
 ReferenceResult reference_attention(const ReferenceProblem& problem);
 
 // ||a - b|| / ||b|| over all elements; NaN if any element of a is NaN.
-double relative_error(const std::vector<double>& a,
-                      const std::vector<double>& b);
+double relative_error(const std::vector<double>& a, const std::vector<double>& b);
 
 }  // namespace attnjit

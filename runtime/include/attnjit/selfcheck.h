@@ -26,13 +26,13 @@ struct CheckShape {
 };
 
 struct CheckResult {
-  std::string variant;        // display name of the kernel
+  std::string variant;  // display name of the kernel
   std::string shape;
-  double o_error = 0;         // relative error of o (NaN if any NaN)
-  double lse_error = 0;       // max |lse - ref| over finite refs (0 if off)
-  bool lse_inf_ok = true;     // -inf exactly where the reference has -inf
-  bool guard_intact = true;   // rows past total_q untouched
-  bool output_written = true; // no poison left in o
+  double o_error = 0;          // relative error of o (NaN if any NaN)
+  double lse_error = 0;        // max |lse - ref| over finite refs (0 if off)
+  bool lse_inf_ok = true;      // -inf exactly where the reference has -inf
+  bool guard_intact = true;    // rows past total_q untouched
+  bool output_written = true;  // no poison left in o
   EntrySource source = EntrySource::kCompiled;
   bool passed(double bound) const;
 };
@@ -46,11 +46,10 @@ std::vector<CheckShape> standard_check_shapes(const AttentionFlags& flags);
 
 // `reference_sinks` compares against another sink mode's reference (the
 // seed evidence); by default the reference matches the kernel's flags.
-CheckResult check_attention(
-    const AttentionFlags& flags, const CheckShape& shape, uint64_t seed,
-    KernelCache& cache = KernelCache::global(),
-    std::optional<SinkMode> reference_sinks = std::nullopt,
-    const std::map<std::string, int64_t>& tuning_overrides = {});
+CheckResult check_attention(const AttentionFlags& flags, const CheckShape& shape, uint64_t seed,
+                            KernelCache& cache = KernelCache::global(),
+                            std::optional<SinkMode> reference_sinks = std::nullopt,
+                            const std::map<std::string, int64_t>& tuning_overrides = {});
 
 // Error bound for a dtype (SEMANTICS.md "Error measure").
 double error_bound(DType dtype);

@@ -61,8 +61,7 @@ struct AttentionMetadata {
 //   sorted and disjoint (r0 of one > r1 of the one before);
 // - with a sink mode: sinks holds exactly Hq values, all finite.
 // Throws Error(kArgument) naming the array, the index and the values.
-void validate_attention_metadata(const AttentionFlags& flags,
-                                 const AttentionArgs& args,
+void validate_attention_metadata(const AttentionFlags& flags, const AttentionArgs& args,
                                  const AttentionMetadata& host);
 
 }  // namespace attnjit
