@@ -148,6 +148,8 @@ bool is_transient(int error) {
     case ENOSPC:
     case EDQUOT:
     case EFBIG:  // this file over a size limit (RLIMIT_FSIZE); others fit
+    case EISDIR:     // something else occupies this one entry's path:
+    case ENOTEMPTY:  // the publish rename fails for it alone
     case EIO:
     case EINTR:
     case EAGAIN:

@@ -493,6 +493,11 @@ TEST(NotAnEntry, DirectoryOrDeviceAtTheEntryPathIsSkipped) {
   const std::string err = ::testing::internal::GetCapturedStderr();
   EXPECT_NE(err.find("not a regular file"), std::string::npos) << err;
   EXPECT_EQ(get_fake(cache, "d").source, EntrySource::kMemory);
+  // The occupied path costs that one entry's write, not the disk cache.
+  EXPECT_FALSE(cache.disk_disabled());
+  EXPECT_EQ(get_fake(cache, "e").source, EntrySource::kCompiled);
+  KernelCache fresh(testing::disk_config(dir.path()));
+  EXPECT_EQ(get_fake(fresh, "e").source, EntrySource::kDisk);
 }
 
 }  // namespace
