@@ -19,6 +19,7 @@
 
 #include "attnjit/attention.h"
 #include "attnjit/large_stack.h"
+#include "attnjit/validate.h"
 #include "attnjit/error.h"
 
 namespace {
@@ -401,6 +402,26 @@ attnjit_status attnjit_attention_launch(attnjit_kernel* kernel, const attnjit_at
   return guarded([&] {
     require(kernel != nullptr, ErrorKind::kArgument, "kernel is null");
     kernel->kernel->launch(to_args(args), static_cast<attnjit::CuStream>(stream));
+  });
+}
+
+attnjit_status attnjit_validate_attention_metadata(
+    const attnjit_attention_flags* flags, const attnjit_attention_args* args,
+    const int32_t* cu_seqlens_q, const int32_t* cu_seqlens_k, const int32_t* mm_span_offsets,
+    const int32_t* mm_spans, size_t num_spans, const float* sinks) {
+  return guarded([&] {
+    const AttentionFlags typed = to_flags(flags);
+    const attnjit::AttentionArgs a = to_args(args);
+    require(a.num_seqs >= 0 && a.num_heads_q >= 0, ErrorKind::kArgument,
+            "num_seqs and num_heads_q must be >= 0");
+    const size_t seqs = size_t(a.num_seqs) + 1;
+    attnjit::AttentionMetadata host;
+    if (cu_seqlens_q) host.cu_seqlens_q = {cu_seqlens_q, seqs};
+    if (cu_seqlens_k) host.cu_seqlens_k = {cu_seqlens_k, seqs};
+    if (mm_span_offsets) host.mm_span_offsets = {mm_span_offsets, seqs};
+    if (mm_spans) host.mm_spans = {mm_spans, 2 * num_spans};
+    if (sinks) host.sinks = {sinks, size_t(a.num_heads_q)};
+    attnjit::validate_attention_metadata(typed, a, host);
   });
 }
 

@@ -338,3 +338,45 @@ TEST(CApi, EmptyCacheDirMeansMemoryOnly) {
 }
 
 }  // namespace
+
+namespace {
+
+TEST(CApi, CheckedModeValidatesHostMetadata) {
+  attnjit_attention_flags flags;
+  attnjit_attention_flags_init(&flags);
+  flags.head_dim = 64;
+  attnjit_attention_args args;
+  attnjit_attention_args_init(&args);
+  args.num_seqs = 2;
+  args.num_heads_q = 4;
+  args.num_heads_kv = 1;
+  args.total_q = args.total_k = 10;
+  args.max_seqlen_q = args.max_seqlen_k = 7;
+  // Device pointers are only checked for presence and alignment here.
+  auto fake = [](uintptr_t address) { return reinterpret_cast<void*>(address); };
+  args.q = fake(0x10000);
+  args.k = fake(0x20000);
+  args.v = fake(0x30000);
+  args.o = fake(0x40000);
+  args.cu_seqlens_q = static_cast<const int32_t*>(fake(0x50000));
+  args.cu_seqlens_k = static_cast<const int32_t*>(fake(0x60000));
+  args.q_row_stride = args.o_row_stride = 4 * 64;
+  args.k_row_stride = args.v_row_stride = 64;
+  args.q_head_stride = args.k_head_stride = args.v_head_stride = args.o_head_stride = 64;
+  const int32_t good[] = {0, 3, 10};
+  EXPECT_EQ(
+      attnjit_validate_attention_metadata(&flags, &args, good, good, nullptr, nullptr, 0, nullptr),
+      ATTNJIT_OK)
+      << attnjit_last_error_message();
+  const int32_t decreasing[] = {0, 8, 3};
+  EXPECT_EQ(attnjit_validate_attention_metadata(&flags, &args, decreasing, good, nullptr, nullptr,
+                                                0, nullptr),
+            ATTNJIT_ERROR_ARGUMENT);
+  EXPECT_NE(std::string(attnjit_last_error_message()).find("cu_seqlens_q"), std::string::npos)
+      << attnjit_last_error_message();
+  EXPECT_EQ(
+      attnjit_validate_attention_metadata(nullptr, &args, good, good, nullptr, nullptr, 0, nullptr),
+      ATTNJIT_ERROR_ARGUMENT);
+}
+
+}  // namespace

@@ -211,6 +211,20 @@ ATTNJIT_API attnjit_status attnjit_attention_launch(attnjit_kernel* kernel,
                                                     const attnjit_attention_args* args,
                                                     void* stream);
 
+/* The checked mode: validates the launch metadata from HOST copies before
+ * a launch - cu_seqlens (start at 0, non-decreasing, ending at total_q /
+ * total_k, no length above max_seqlen), the spans (inside their sequence's
+ * keys, sorted, disjoint) and the sinks (Hq finite values) - with an
+ * ATTNJIT_ERROR_ARGUMENT naming the array, index and values. A host pass
+ * over the metadata: for debug builds, and for engines that build it on the
+ * host anyway. Sizes come from `args` (num_seqs + 1 cu_seqlens and span
+ * offsets, num_heads_q sinks) and `num_spans`; arrays the flags do not use
+ * may be NULL. */
+ATTNJIT_API attnjit_status attnjit_validate_attention_metadata(
+    const attnjit_attention_flags* flags, const attnjit_attention_args* args,
+    const int32_t* cu_seqlens_q, const int32_t* cu_seqlens_k, const int32_t* mm_span_offsets,
+    const int32_t* mm_spans, size_t num_spans, const float* sinks);
+
 /* Owned by the kernel: "attention_prefill_16a7b034". */
 ATTNJIT_API const char* attnjit_kernel_name(const attnjit_kernel* kernel);
 /* The cache key: 64 lowercase hex digits. */
