@@ -27,20 +27,6 @@ int run_inspect(const std::string& dir_arg, bool quiet) {
   return bad == 0 ? 0 : 1;
 }
 
-const char* type_name(FlagType t) {
-  switch (t) {
-    case FlagType::kBool:
-      return "bool";
-    case FlagType::kInt:
-      return "int";
-    case FlagType::kEnum:
-      return "enum";
-    case FlagType::kType:
-      return "type";
-  }
-  return "?";
-}
-
 int run_specs() {
   for (const std::string& name : embedded_spec_names()) {
     const Spec spec = load_embedded_spec(name);
@@ -50,7 +36,7 @@ int run_specs() {
       std::string domain;
       for (auto v : f.int_values) domain += std::to_string(v) + " ";
       for (const auto& v : f.enum_values) domain += v + " ";
-      std::printf("  flag   %-12s %-5s %-32s default %s\n", f.name.c_str(), type_name(f.type),
+      std::printf("  flag   %-12s %-5s %-32s default %s\n", f.name.c_str(), to_string(f.type),
                   domain.c_str(), f.default_value ? to_string(*f.default_value).c_str() : "-");
     }
     for (const Preset& p : spec.presets) {

@@ -11,8 +11,6 @@
 
 namespace attnjit::detail {
 
-const char* type_name(FlagType type);
-
 // "flag 'causal' expects a bool" when the value has the wrong type,
 // "flag 'head_dim': 72 is not one of 64, 80, ..." when it is outside the
 // domain, nullopt when `decl` accepts it.

@@ -60,20 +60,6 @@ std::string assignments_text(const std::map<std::string, FlagValue>& assignments
 
 }  // namespace
 
-const char* type_name(FlagType type) {
-  switch (type) {
-    case FlagType::kBool:
-      return "bool";
-    case FlagType::kInt:
-      return "int";
-    case FlagType::kEnum:
-      return "enum";
-    case FlagType::kType:
-      return "type";
-  }
-  return "?";
-}
-
 std::string type_expectation(const FlagDecl& decl) {
   const std::string prefix = "flag " + quoted(decl.name) + " expects ";
   switch (decl.type) {
@@ -152,6 +138,20 @@ std::vector<std::string> flag_names(const Spec& spec) {
 }
 
 }  // namespace detail
+
+const char* to_string(FlagType type) {
+  switch (type) {
+    case FlagType::kBool:
+      return "bool";
+    case FlagType::kInt:
+      return "int";
+    case FlagType::kEnum:
+      return "enum";
+    case FlagType::kType:
+      return "type";
+  }
+  return "?";
+}
 
 std::string to_string(const FlagValue& value) {
   if (const auto* flag = std::get_if<bool>(&value)) return *flag ? "true" : "false";

@@ -55,7 +55,7 @@ void parse_domain(const SpecReader& reader, FlagDecl& decl, const YAML::Node& fl
     return;
   }
   if (values == nullptr) {
-    reader.fail(flag_node, what + " of type " + type_name(decl.type) + " needs values");
+    reader.fail(flag_node, what + " of type " + to_string(decl.type) + " needs values");
   }
   const std::vector<YAML::Node> items = reader.items(values->value, what + ": values");
   if (items.empty()) reader.fail(values->value, what + " needs at least one value");

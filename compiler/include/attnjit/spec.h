@@ -32,6 +32,7 @@ enum class FlagType {
   kEnum,  // enum class <name>_t { ... }; constexpr <name>_t <name>
   kType,  // using <name> = ::attnjit::types::<value>;  (element types)
 };
+const char* to_string(FlagType type);  // "bool", "int", "enum", "type"
 
 struct FlagDecl {
   std::string name;
