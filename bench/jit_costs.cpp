@@ -63,12 +63,7 @@ int main(int argc, char** argv) {
   const std::string dir = (std::filesystem::temp_directory_path() / "attnjit-jit-costs").string();
   std::filesystem::remove_all(dir);
   const bool gpu = Driver::available();
-  Target target = parse_target("sm_90a");
-  if (gpu) {
-    Driver& d = Driver::get();
-    const DeviceInfo info = d.device_of(d.current_or_primary_context());
-    target = target_for_device(info.major, info.minor);
-  }
+  const Target target = gpu ? current_device_target() : parse_target("sm_90a");
   nlohmann::json out = {{"target", target.name()}, {"nvrtc", nvrtc_version()}};
 
   // Cold compiles: NVRTC on the generated source of each variant (what a

@@ -33,7 +33,7 @@ int main(int argc, char** argv) {
   Driver& d = Driver::get();
   CuContext ctx = d.current_or_primary_context();
   const DeviceInfo info = d.device_of(ctx);
-  const Target target = target_for_device(info.major, info.minor);
+  const Target target = current_device_target();
 
   GeneratedSource empty{
       "empty.cu",

@@ -28,10 +28,8 @@ std::vector<Target> targets_or_default(const std::vector<std::string>& names, bo
   for (const auto& n : names) targets.push_back(parse_target(n));
   if (!targets.empty()) return targets;
   if (Driver::available()) {
-    Driver& d = Driver::get();
-    const DeviceInfo info = d.device_of(d.current_or_primary_context());
     if (from_gpu) *from_gpu = true;
-    return {target_for_device(info.major, info.minor)};
+    return {current_device_target()};
   }
   return {parse_target("sm_80"), parse_target("sm_90a")};
 }

@@ -76,9 +76,7 @@ std::shared_ptr<AttentionKernel> get_kernel(const std::string& dtype, int head_d
     resolved = parse_target(*target);
   } else {
     // The caller's current context decides (the compile thread has none).
-    Driver& driver = Driver::get();
-    const DeviceInfo info = driver.device_of(driver.current_or_primary_context());
-    resolved = target_for_device(info.major, info.minor);
+    resolved = attnjit::current_device_target();
   }
   // A miss compiles for a few hundred milliseconds: let other threads run.
   nb::gil_scoped_release release;

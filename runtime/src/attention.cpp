@@ -246,23 +246,7 @@ void validate_attention_args(const AttentionFlags& flags, const AttentionArgs& a
 std::shared_ptr<AttentionKernel> AttentionKernel::get(
     const AttentionFlags& flags, KernelCache& cache, const Target* target,
     const std::map<std::string, int64_t>& tuning_overrides) {
-  Target t;
-  if (target != nullptr) {
-    t = *target;
-  } else {
-    // The device query costs microseconds; the memory-hit path must not pay
-    // it on every call, so each thread remembers its last context's target.
-    thread_local CuContext last_ctx = nullptr;
-    thread_local Target last_target;
-    Driver& driver = Driver::get();
-    const CuContext ctx = driver.current_or_primary_context();
-    if (ctx != last_ctx) {
-      const DeviceInfo info = driver.device_of(ctx);
-      last_target = target_for_device(info.major, info.minor);
-      last_ctx = ctx;
-    }
-    t = last_target;
-  }
+  const Target t = target != nullptr ? *target : current_device_target();
   // Never destroyed: at process exit the driver may already be torn down
   // (or a context destroyed), and unloading modules then can crash.
   static std::mutex& mutex = *new std::mutex;

@@ -159,9 +159,7 @@ void check_against_spec(const AttentionFlags& flags) {
 
 Target resolve_target(const char* name) {
   if (name != nullptr) return attnjit::parse_target(name);
-  attnjit::Driver& driver = attnjit::Driver::get();
-  const attnjit::DeviceInfo info = driver.device_of(driver.current_or_primary_context());
-  return attnjit::target_for_device(info.major, info.minor);
+  return attnjit::current_device_target();
 }
 
 }  // namespace

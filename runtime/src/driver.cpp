@@ -431,4 +431,18 @@ unsigned long long Driver::context_id(CuContext ctx) {
   return id;
 }
 
+Target current_device_target() {
+  thread_local unsigned long long last_id = 0;  // context ids start at 1
+  thread_local Target last_target;
+  Driver& driver = Driver::get();
+  const CuContext ctx = driver.current_or_primary_context();
+  const unsigned long long id = driver.context_id(ctx);
+  if (id != last_id) {
+    const DeviceInfo info = driver.device_of(ctx);
+    last_target = target_for_device(info.major, info.minor);
+    last_id = id;
+  }
+  return last_target;
+}
+
 }  // namespace attnjit

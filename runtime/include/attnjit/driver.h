@@ -10,6 +10,8 @@
 #include <cstdint>
 #include <string>
 
+#include "attnjit/target.h"
+
 // The driver's own opaque handle types, declared at global scope as
 // <cuda.h> does, so that CuStream is CUstream (and cudaStream_t) itself.
 struct CUctx_st;
@@ -82,5 +84,11 @@ class Driver {
   struct Impl;
   Impl* impl_;  // never freed: the driver lives as long as the process
 };
+
+// The target that the calling thread's current context (the primary context
+// of device 0 when there is none) runs best, e.g. sm_90a on an H100/H200.
+// Remembered per thread and context: the device query costs microseconds
+// and the kernel memory-hit path must not pay it. Throws Error(kDriver).
+Target current_device_target();
 
 }  // namespace attnjit
