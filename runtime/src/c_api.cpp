@@ -95,11 +95,14 @@ void require(bool ok, ErrorKind kind, const std::string& message) {
 // will accept this size and default the fields appended after it.
 template <class T>
 void require_struct(const T* value, const char* what) {
-  require(value != nullptr, ErrorKind::kArgument, fmt::format("{} is null", what));
-  require(value->struct_size >= sizeof(T), ErrorKind::kArgument,
-          fmt::format("{}->struct_size is {}, expected at least {} (set it "
-                      "with the header's *_init function)",
-                      what, value->struct_size, sizeof(T)));
+  // Runs on every attnjit_attention_launch: messages are formatted only when
+  // a check fails.
+  if (value == nullptr) throw Error(ErrorKind::kArgument, fmt::format("{} is null", what));
+  if (value->struct_size < sizeof(T)) {
+    throw Error(ErrorKind::kArgument, fmt::format("{}->struct_size is {}, expected at least {} "
+                                                  "(set it with the header's *_init function)",
+                                                  what, value->struct_size, sizeof(T)));
+  }
 }
 
 bool read_bool(int32_t value, const char* name) {
