@@ -49,18 +49,14 @@ struct WorkItem {
 };
 
 std::vector<FlagSet> variants_of(const Spec& spec, bool presets_only) {
-  std::vector<FlagSet> all;
+  if (!presets_only) return matrix_and_presets(spec);
+  std::vector<FlagSet> presets;
   std::set<std::string> seen;
-  auto add = [&](FlagSet f) {
-    std::string text;
-    for (const auto& [name, value] : f.values) text += name + "=" + to_string(value) + ",";
-    if (seen.insert(text).second) all.push_back(std::move(f));
-  };
-  if (!presets_only) {
-    for (auto& f : expand_matrix(spec).variants) add(std::move(f));
+  for (const Preset& p : spec.presets) {
+    FlagSet flags = resolve_preset(spec, p.name);
+    if (seen.insert(flags.str()).second) presets.push_back(std::move(flags));
   }
-  for (const Preset& p : spec.presets) add(resolve_preset(spec, p.name));
-  return all;
+  return presets;
 }
 
 void run_items(std::vector<WorkItem>& items, KernelCache& cache, int jobs) {
@@ -179,21 +175,11 @@ int check_presets(const std::vector<const Spec*>& specs, KernelCache& cache) {
   for (const Spec* s : specs) has_attention |= s->family == attention_spec().family;
   if (!has_attention) return 0;
   std::printf("\nchecking the attention presets on the GPU against the CPU reference\n");
-  std::printf("%-26s %-22s %10s %10s %s\n", "preset", "shape", "o rel err", "bound", "result");
-  int failures = 0;
-  uint64_t seed = uint64_t(std::chrono::steady_clock::now().time_since_epoch().count());
+  std::vector<std::pair<std::string, FlagSet>> presets;
   for (const Preset& p : attention_spec().presets) {
-    const AttentionFlags flags =
-        AttentionFlags::from_flag_set(resolve_preset(attention_spec(), p.name));
-    for (const CheckShape& shape : standard_check_shapes(flags)) {
-      const CheckResult r = check_attention(flags, shape, ++seed, cache);
-      const bool ok = r.passed(error_bound(flags.dtype));
-      failures += !ok;
-      std::printf("%-26s %-22s %10.2e %10.0e %s\n", p.name.c_str(), shape.name.c_str(), r.o_error,
-                  error_bound(flags.dtype), ok ? "ok" : "FAILED");
-    }
+    presets.emplace_back(p.name, resolve_preset(attention_spec(), p.name));
   }
-  return failures == 0 ? 0 : 1;
+  return check_on_gpu(presets, cache) == 0 ? 0 : 1;
 }
 
 int run_build_cache(const BuildArgs& a) {

@@ -8,6 +8,7 @@
 
 #include <CLI/CLI.hpp>
 
+#include "attnjit/cache.h"
 #include "attnjit/spec.h"
 #include "attnjit/target.h"
 
@@ -20,6 +21,11 @@ Runner add_build_cache(CLI::App& app);
 Runner add_inspect(CLI::App& app);
 Runner add_specs(CLI::App& app);
 Runner add_check(CLI::App& app);
+
+// Runs each (label, flags) on the standard shapes on the local GPU against
+// the CPU reference, printing a table (an empty label shows the kernel's
+// name); returns the number of failed checks.
+int check_on_gpu(const std::vector<std::pair<std::string, FlagSet>>& variants, KernelCache& cache);
 
 // A spec by embedded name ("attention") or by path ("my/spec.yaml").
 Spec load_spec_argument(const std::string& name_or_path);

@@ -8,12 +8,6 @@
 namespace attnjit {
 namespace {
 
-std::string identity(const FlagSet& flags) {
-  std::string text;
-  for (const auto& [name, value] : flags.values) text += name + "=" + to_string(value) + ",";
-  return text;
-}
-
 // The axes of one entry in the spec's flag order, so that the product is
 // enumerated the same way whatever order the YAML lists them in; the last
 // axis varies fastest.
@@ -44,7 +38,7 @@ MatrixExpansion expand_matrix(const Spec& spec) {
       }
       try {
         FlagSet flags = resolve_flags(spec, given);
-        if (seen.insert(identity(flags)).second) expansion.variants.push_back(std::move(flags));
+        if (seen.insert(flags.str()).second) expansion.variants.push_back(std::move(flags));
       } catch (const Error& error) {
         if (error.kind() != ErrorKind::kFlags) throw;
         ++expansion.dropped_illegal;
@@ -61,6 +55,26 @@ MatrixExpansion expand_matrix(const Spec& spec) {
     }
   }
   return expansion;
+}
+
+std::vector<FlagSet> matrix_and_presets(const Spec& spec) {
+  std::vector<FlagSet> all = expand_matrix(spec).variants;
+  std::set<std::string> seen;
+  for (const FlagSet& flags : all) seen.insert(flags.str());
+  for (const Preset& preset : spec.presets) {
+    FlagSet flags = resolve_preset(spec, preset.name);
+    if (seen.insert(flags.str()).second) all.push_back(std::move(flags));
+  }
+  return all;
+}
+
+std::string FlagSet::str() const {
+  std::string text;
+  for (const auto& [name, value] : values) {
+    if (!text.empty()) text += ',';
+    text += name + "=" + to_string(value);
+  }
+  return text;
 }
 
 }  // namespace attnjit

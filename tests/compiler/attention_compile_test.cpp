@@ -5,7 +5,6 @@
 
 #include <atomic>
 #include <mutex>
-#include <set>
 #include <thread>
 
 #include "attnjit/codegen.h"
@@ -26,15 +25,12 @@ int smem_limit(const Target& t) {
 
 TEST(AttentionCompile, EveryMatrixVariantCompilesForSm80AndSm90a) {
   const Spec spec = load_embedded_spec("attention");
-  std::vector<FlagSet> variants = expand_matrix(spec).variants;
-  for (const Preset& p : spec.presets) variants.push_back(resolve_preset(spec, p.name));
+  const std::vector<FlagSet> variants = matrix_and_presets(spec);
   std::vector<Signature> work;
-  std::set<std::string> seen;
   for (const char* target : {"sm_80", "sm_90a"}) {
     for (const FlagSet& f : variants) {
-      Signature sig =
-          make_signature(spec, f, CompileOptions::from_environment(parse_target(target)));
-      if (seen.insert(sig.canonical()).second) work.push_back(std::move(sig));
+      work.push_back(
+          make_signature(spec, f, CompileOptions::from_environment(parse_target(target))));
     }
   }
   std::atomic<size_t> next{0};

@@ -11,20 +11,10 @@ namespace attnjit {
 namespace {
 
 std::vector<AttentionFlags> matrix_flags() {
-  const Spec& spec = attention_spec();
   std::vector<AttentionFlags> all;
-  std::vector<std::string> seen;
-  auto add = [&](const FlagSet& set) {
-    const AttentionFlags f = AttentionFlags::from_flag_set(set);
-    const std::string name = testing::flags_name(f);
-    for (const auto& s : seen) {
-      if (s == name) return;
-    }
-    seen.push_back(name);
-    all.push_back(f);
-  };
-  for (const FlagSet& set : expand_matrix(spec).variants) add(set);
-  for (const Preset& preset : spec.presets) add(resolve_preset(spec, preset.name));
+  for (const FlagSet& set : matrix_and_presets(attention_spec())) {
+    all.push_back(AttentionFlags::from_flag_set(set));
+  }
   return all;
 }
 

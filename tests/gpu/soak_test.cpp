@@ -16,12 +16,9 @@ namespace attnjit {
 namespace {
 
 std::vector<AttentionFlags> all_flags() {
-  const Spec& spec = attention_spec();
   std::vector<AttentionFlags> out;
-  for (const FlagSet& f : expand_matrix(spec).variants)
+  for (const FlagSet& f : matrix_and_presets(attention_spec())) {
     out.push_back(AttentionFlags::from_flag_set(f));
-  for (const Preset& p : spec.presets) {
-    out.push_back(AttentionFlags::from_flag_set(resolve_preset(spec, p.name)));
   }
   return out;
 }

@@ -145,6 +145,9 @@ struct FlagSet {
   bool get_bool(const std::string& name) const;
   int64_t get_int(const std::string& name) const;
   const std::string& get_name(const std::string& name) const;
+  // "dtype=bf16,head_dim=128,..." in the spec's flag order: equal text,
+  // equal assignment.
+  std::string str() const;
 };
 
 // Fills defaults, checks domains and constraints. `given` may name only
@@ -163,5 +166,9 @@ struct MatrixExpansion {
   int dropped_illegal = 0;
 };
 MatrixExpansion expand_matrix(const Spec& spec);
+
+// The matrix's variants followed by the presets not already among them: what
+// an offline cache build compiles and the GPU test matrix runs.
+std::vector<FlagSet> matrix_and_presets(const Spec& spec);
 
 }  // namespace attnjit
