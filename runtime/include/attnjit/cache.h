@@ -121,15 +121,14 @@ class KernelCache {
   // so that processes sharing a user directory compile a key once.
   static std::string lock_path(const std::string& dir, const CacheKey& key);
 
+  // Unique for the process lifetime (never reused, unlike an address).
+  uint64_t instance_id() const { return instance_id_; }
+
   struct Impl;
 
  private:
   std::unique_ptr<Impl> impl_;
   uint64_t instance_id_;
-
- public:
-  // Unique for the process lifetime (never reused, unlike an address).
-  uint64_t instance_id() const { return instance_id_; }
 };
 
 // Serialization of one entry (magic, format version, key, checksum,
