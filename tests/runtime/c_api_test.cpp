@@ -36,6 +36,29 @@ attnjit_attention_flags flags_d64(bool causal = false) {
   return flags;
 }
 
+// Well-formed arguments for 4 query heads on 1 kv head, D 64, with fake
+// device pointers that nothing dereferences.
+attnjit_attention_args fake_args(int num_seqs, int total, int max_seqlen) {
+  auto fake = [](uintptr_t address) { return reinterpret_cast<void*>(address); };
+  attnjit_attention_args args;
+  attnjit_attention_args_init(&args);
+  args.q = fake(0x10000);
+  args.k = fake(0x20000);
+  args.v = fake(0x30000);
+  args.o = fake(0x40000);
+  args.cu_seqlens_q = static_cast<const int32_t*>(fake(0x50000));
+  args.cu_seqlens_k = static_cast<const int32_t*>(fake(0x60000));
+  args.q_row_stride = args.o_row_stride = 4 * 64;
+  args.k_row_stride = args.v_row_stride = 64;
+  args.q_head_stride = args.k_head_stride = args.v_head_stride = args.o_head_stride = 64;
+  args.num_seqs = num_seqs;
+  args.num_heads_q = 4;
+  args.num_heads_kv = 1;
+  args.total_q = args.total_k = total;
+  args.max_seqlen_q = args.max_seqlen_k = max_seqlen;
+  return args;
+}
+
 // A context that destroys itself.
 class Context {
  public:
@@ -302,21 +325,7 @@ TEST(CApi, LaunchChecksArgumentsBeforeTheDriver) {
     GTEST_SKIP() << "a GPU is here: the no-driver half runs elsewhere";
   }
   // Well-formed arguments (never dereferenced): the driver is what fails.
-  auto fake = [](uintptr_t address) { return reinterpret_cast<void*>(address); };
-  args.q = fake(0x10000);
-  args.k = fake(0x20000);
-  args.v = fake(0x30000);
-  args.o = fake(0x40000);
-  args.cu_seqlens_q = static_cast<const int32_t*>(fake(0x50000));
-  args.cu_seqlens_k = static_cast<const int32_t*>(fake(0x60000));
-  args.q_row_stride = args.o_row_stride = 4 * 64;
-  args.k_row_stride = args.v_row_stride = 64;
-  args.q_head_stride = args.k_head_stride = args.v_head_stride = args.o_head_stride = 64;
-  args.num_seqs = 1;
-  args.num_heads_q = 4;
-  args.num_heads_kv = 1;
-  args.total_q = args.total_k = 16;
-  args.max_seqlen_q = args.max_seqlen_k = 16;
+  args = fake_args(/*num_seqs=*/1, /*total=*/16, /*max_seqlen=*/16);
   EXPECT_EQ(attnjit_attention_launch(kernel, &args, nullptr), ATTNJIT_ERROR_DRIVER) << message();
   attnjit_kernel* on_device = nullptr;
   EXPECT_EQ(attnjit_get_attention_kernel(context.get(), &flags, nullptr, &on_device),
@@ -337,32 +346,12 @@ TEST(CApi, EmptyCacheDirMeansMemoryOnly) {
   EXPECT_EQ(other.stats().compiles, 1u);
 }
 
-}  // namespace
-
-namespace {
-
 TEST(CApi, CheckedModeValidatesHostMetadata) {
   attnjit_attention_flags flags;
   attnjit_attention_flags_init(&flags);
   flags.head_dim = 64;
-  attnjit_attention_args args;
-  attnjit_attention_args_init(&args);
-  args.num_seqs = 2;
-  args.num_heads_q = 4;
-  args.num_heads_kv = 1;
-  args.total_q = args.total_k = 10;
-  args.max_seqlen_q = args.max_seqlen_k = 7;
   // Device pointers are only checked for presence and alignment here.
-  auto fake = [](uintptr_t address) { return reinterpret_cast<void*>(address); };
-  args.q = fake(0x10000);
-  args.k = fake(0x20000);
-  args.v = fake(0x30000);
-  args.o = fake(0x40000);
-  args.cu_seqlens_q = static_cast<const int32_t*>(fake(0x50000));
-  args.cu_seqlens_k = static_cast<const int32_t*>(fake(0x60000));
-  args.q_row_stride = args.o_row_stride = 4 * 64;
-  args.k_row_stride = args.v_row_stride = 64;
-  args.q_head_stride = args.k_head_stride = args.v_head_stride = args.o_head_stride = 64;
+  const attnjit_attention_args args = fake_args(/*num_seqs=*/2, /*total=*/10, /*max_seqlen=*/7);
   const int32_t good[] = {0, 3, 10};
   EXPECT_EQ(
       attnjit_validate_attention_metadata(&flags, &args, good, good, nullptr, nullptr, 0, nullptr),
