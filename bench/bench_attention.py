@@ -16,26 +16,18 @@ Triton-generated). Prints a table; writes JSON (--out).
 import argparse
 import datetime
 import json
-import math
 import os
-import subprocess
 import sys
 
 import torch
 import triton.testing
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from problems import PROBLEMS  # noqa: E402
+
 import attnjit  # noqa: E402  (pip install ./python, or PYTHONPATH=<build>/python)
 from attnjit.reference import varlen_attention_reference, relative_error  # noqa: E402
 
-PROBLEMS = [
-    # name, batch, seqlen, hq, hkv, d, causal, window (left, right), sinks, spans
-    ("full_d80", 4, 4096, 16, 16, 80, False, (-1, -1), "none", False),
-    ("causal_gqa_d128", 8, 2048, 32, 8, 128, True, (-1, -1), "none", False),
-    ("causal_long_d128", 1, 16384, 32, 32, 128, True, (-1, -1), "none", False),
-    ("mimo_window64_key0", 4, 4096, 16, 16, 80, False, (64, 64), "bias_key0", False),
-    ("gpt_oss_window127_null", 4, 4096, 64, 8, 64, True, (127, 0), "null_logit", False),
-    ("gemma4_window1023_spans", 2, 8192, 16, 8, 256, True, (1023, 0), "none", True),
-]
 COPY_BW = 4.24e12    # bytes/s, DEVICE.md (measured device copy)
 MATMUL = 793e12      # bf16 FLOP/s, DEVICE.md (measured matmul)
 

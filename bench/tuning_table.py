@@ -9,19 +9,13 @@ hand: rules are ordered, and general rules come last).
 """
 
 import json
+import os
 import sys
 
-# The flags each benchmark problem is run with (bench/problems.h).
-PROBLEM_FLAGS = {
-    "full_d80": {"head_dim": 80},
-    "causal_gqa_d128": {"head_dim": 128, "causal": True},
-    "causal_long_d128": {"head_dim": 128, "causal": True},
-    "mimo_window64_key0": {"head_dim": 80, "window": True, "sinks": "bias_key0"},
-    "gpt_oss_window127_null": {"head_dim": 64, "causal": True, "window": True,
-                               "sinks": "null_logit"},
-    "gemma4_window1023_spans": {"head_dim": 256, "causal": True, "window": True,
-                                "mm_prefix": True, "mm_clamp": True},
-}
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from problems import PROBLEMS, flags_of  # noqa: E402
+
+PROBLEM_FLAGS = {p[0]: flags_of(p) for p in PROBLEMS}
 PARAMS = ["block_m", "block_n", "warps", "stages", "min_blocks", "pack_gqa"]
 
 
