@@ -1,0 +1,37 @@
+#!/usr/bin/env bash
+# One call on the GPU machine: build, GPU tests, Python tests and examples,
+# the side-by-side benchmark. Logs go to $OUT (or ./device-out).
+#   STAGES="build gpu python bench" bash bench/device_run.sh
+set -uo pipefail
+OUT=${OUT:-$PWD/device-out}; mkdir -p "$OUT"
+STAGES=${STAGES:-build gpu python bench}
+export PATH=/opt/torch/.venv/bin:$PATH
+export ATTNJIT_CACHE_DIR=$PWD/build-gpu/kcache
+export PYTHONPATH=$PWD/build-gpu/python
+commit=${ATTNJIT_COMMIT:-$(git rev-parse --short HEAD 2>/dev/null || echo unknown)}
+status=0
+stage() { [[ " $STAGES " == *" $1 "* ]]; }
+if stage build; then
+  cmake -S . -B build-gpu -G Ninja -DCMAKE_BUILD_TYPE=Release -DATTNJIT_BUILD_PYTHON=ON \
+    >"$OUT/cmake.log" 2>&1 && cmake --build build-gpu -j16 >"$OUT/build.log" 2>&1 \
+    || { tail -50 "$OUT/build.log"; exit 1; }
+fi
+if stage gpu; then
+  ./build-gpu/tests/attnjit_gpu_tests ${GTEST_FILTER:+--gtest_filter=$GTEST_FILTER} \
+    >"$OUT/gpu-tests.log" 2>&1 || status=1
+  grep -E "^\[  (PASSED|FAILED) |FAILED|tests ran" "$OUT/gpu-tests.log" | tail -20
+fi
+if stage python; then
+  python3 -m pytest -q python/tests >"$OUT/pytest.log" 2>&1 || status=1
+  tail -3 "$OUT/pytest.log"
+  for ex in python/examples/*.py; do
+    python3 "$ex" >"$OUT/$(basename "$ex" .py).log" 2>&1 || status=1
+    echo "$ex: $(tail -2 "$OUT/$(basename "$ex" .py).log" | tr '\n' ' ')"
+  done
+fi
+if stage bench; then
+  python3 bench/bench_attention.py --commit "$commit" --out "$OUT/bench.json" \
+    >"$OUT/bench.txt" 2>&1 || status=1
+  cat "$OUT/bench.txt" | tail -30
+fi
+exit $status
