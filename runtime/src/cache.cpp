@@ -99,7 +99,11 @@ struct KernelCache::Impl {
   std::atomic<uint64_t> write_failures{0};
   std::atomic<bool> disk_disabled{false};
 
-  bool user_dir_enabled() const { return !config.user_dir.empty() && !disk_disabled.load(); }
+  // Writes (and the compile locks) stop once the user dir proves unwritable;
+  // its existing entries are still read: a full or read-only disk costs the
+  // new kernels their disk copy, not the old ones.
+  bool user_dir_readable() const { return !config.user_dir.empty(); }
+  bool user_dir_writable() const { return user_dir_readable() && !disk_disabled.load(); }
 
   LookupResult wait_for(Flight& flight);
   void finish(const CacheKey& key, Flight& flight, std::shared_ptr<const CacheEntry> entry,
@@ -157,9 +161,8 @@ LookupResult KernelCache::Impl::resolve(const CacheKey& key, const EntryDescript
       return LookupResult{entry, EntrySource::kAot};
     }
   }
-  const bool use_user_dir = user_dir_enabled();
   bool user_corrupt = false;
-  if (use_user_dir) {
+  if (user_dir_readable()) {
     auto entry =
         load_from(config.user_dir, key, description, /*report_corrupt=*/true, &user_corrupt);
     if (entry) {
@@ -172,7 +175,7 @@ LookupResult KernelCache::Impl::resolve(const CacheKey& key, const EntryDescript
   // Another process may be compiling this key: wait for it, then look again.
   cache_disk::FileLock lock;
   std::string shard = config.user_dir + "/" + key.hex.substr(0, 2);
-  if (use_user_dir && cache_disk::ensure_directory(shard).ok()) {
+  if (user_dir_writable() && cache_disk::ensure_directory(shard).ok()) {
     lock =
         cache_disk::FileLock::acquire(KernelCache::lock_path(config.user_dir, key), kLockWaitLimit);
     if (lock.held()) {
@@ -186,7 +189,7 @@ LookupResult KernelCache::Impl::resolve(const CacheKey& key, const EntryDescript
     }
   }
   auto entry = compile_entry(key, description, compile);
-  if (user_dir_enabled()) publish(*entry);
+  if (user_dir_writable()) publish(*entry);
   return LookupResult{entry, EntrySource::kCompiled};
 }
 
@@ -275,7 +278,7 @@ void KernelCache::Impl::disable_disk(const std::string& reason) {
   if (disk_disabled.exchange(true)) return;
   warn(
       fmt::format("attnjit: cache directory {} is not writable ({}); "
-                  "continuing with the in-memory cache only",
+                  "new kernels stay in memory, existing entries are still read",
                   config.user_dir, reason));
 }
 
@@ -285,7 +288,7 @@ Error KernelCache::Impl::no_jit_error(const CacheKey& key,
   for (const std::string& dir : config.aot_dirs) searched += ", " + dir;
   if (!config.user_dir.empty()) {
     searched += ", " + config.user_dir;
-    if (disk_disabled.load()) searched += " (disabled)";
+    if (disk_disabled.load()) searched += " (read-only)";
   }
   return Error(ErrorKind::kNoJit, fmt::format("no-JIT mode: {} ({}) is in no cache (searched: "
                                               "{}); build it with `attnjit build-cache`",

@@ -313,10 +313,15 @@ TEST(ReadOnlyFilesystem, ServesItsEntriesAndDegradesToMemoryWithOneWarning) {
     CHILD_EXPECT(cache.disk_disabled());
     CHILD_EXPECT(testing::count_substr(err, "is not writable") == 1);
     CHILD_EXPECT(err.find("Read-only file system") != std::string::npos);
-    // Once disabled, the directory is not read either (memory only, as
-    // DESIGN.md decision 5 says); the right kernel comes back regardless.
-    LookupResult again = get_fake(cache, "kept", &compiles);
+    // Once writes are off the directory is still read: a variant that is on
+    // disk but not yet in this cache's memory is a disk hit, not a compile.
+    KernelCache fresh(testing::disk_config(mnt));
+    CHILD_EXPECT(get_fake(fresh, "new3", &compiles).source == EntrySource::kCompiled);
+    CHILD_EXPECT(fresh.disk_disabled());
+    LookupResult again = get_fake(fresh, "kept", &compiles);
+    CHILD_EXPECT(again.source == EntrySource::kDisk);
     CHILD_EXPECT(again.entry->kernel.cubin == fake_kernel("kept").cubin);
+    CHILD_EXPECT(compiles.load() == 3);
     std::fprintf(out,
                  "[ rofs     ] read-only tmpfs: 1 entry served from disk, 2 variants "
                  "compiled into memory, 1 warning\ndone\n");
