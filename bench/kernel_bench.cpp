@@ -46,25 +46,48 @@ long long visible_count(const bench::Problem& pr, int p, int n,
 
 }  // namespace
 
-// The autotuner's search space: every config whose shared memory fits the
-// blocks-per-SM it asks for (227 KiB per SM on Hopper).
-std::vector<std::map<std::string, int64_t>> tuning_grid(int head_dim, bool gqa) {
+// The autotuner's search space: mma.sync configs (any target) and, on
+// sm_90a, warpgroup configs (64 rows per warpgroup), each kept only if its
+// shared memory fits the blocks per SM it asks for (227 KiB per SM on
+// Hopper) and, for wgmma, its accumulators (S: BN/2, P: BN/4, O: D/2
+// registers per thread, plus about 40) fit the register file.
+std::vector<std::map<std::string, int64_t>> tuning_grid(int head_dim, bool gqa, bool hopper) {
   std::vector<std::map<std::string, int64_t>> grid;
-  for (auto [bm, warps] :
-       {std::pair{64, 4}, std::pair{128, 8}, std::pair{128, 4}, std::pair{64, 2}}) {
+  auto add = [&](int bm, int warps, int bn, int stages, int min_blocks, int wgmma) {
+    for (int pack = 0; pack <= (gqa ? 1 : 0); ++pack) {
+      grid.push_back({{"block_m", bm},
+                      {"warps", warps},
+                      {"block_n", bn},
+                      {"stages", stages},
+                      {"min_blocks", min_blocks},
+                      {"pack_gqa", pack},
+                      {"wgmma", wgmma}});
+    }
+  };
+  const long smem_limit = 227 * 1024;
+  for (auto [bm, warps] : {std::pair{64, 4}, std::pair{128, 8}, std::pair{128, 4}, std::pair{64, 2}}) {
     for (int bn : {32, 64, 128}) {
       for (int stages : {2, 3}) {
         for (int min_blocks : {1, 2}) {
           const long smem = long(bm + 2 * stages * bn) * (head_dim + 8) * 2;
-          if (smem * min_blocks > 227 * 1024 - min_blocks * 1024) continue;
-          for (int pack = 0; pack <= (gqa ? 1 : 0); ++pack) {
-            grid.push_back({{"block_m", bm},
-                            {"warps", warps},
-                            {"block_n", bn},
-                            {"stages", stages},
-                            {"min_blocks", min_blocks},
-                            {"pack_gqa", pack}});
-          }
+          if (smem * min_blocks > smem_limit - min_blocks * 1024) continue;
+          add(bm, warps, bn, stages, min_blocks, 0);
+        }
+      }
+    }
+  }
+  if (!hopper) return grid;
+  for (int bm : {64, 128, 192}) {
+    for (int bn : {32, 64, 96, 128, 176}) {
+      for (int stages : {2, 3}) {
+        for (int min_blocks : {1, 2}) {
+          const long smem = 1024 + std::max<long>(long(bm + 2 * stages * bn) * head_dim * 2,
+                                                  long(bm) * (head_dim + 8) * 2);
+          if (smem * min_blocks > smem_limit - min_blocks * 1024) continue;
+          const int threads = bm * 2;
+          const int regs = std::min(255, 65536 / (threads * min_blocks));
+          if (bn / 2 + bn / 4 + head_dim / 2 + 40 > regs) continue;
+          add(bm, bm / 16, bn, stages, min_blocks, 1);
         }
       }
     }
@@ -171,7 +194,8 @@ int main(int argc, char** argv) {
     double ms = time_ms(*kernel);
     nlohmann::json tuned = nlohmann::json::array();
     if (tune) {
-      const auto configs = tuning_grid(pr.head_dim, pr.heads_q != pr.heads_kv);
+      const auto configs = tuning_grid(pr.head_dim, pr.heads_q != pr.heads_kv,
+                                       current_device_target() == parse_target("sm_90a"));
       std::vector<std::shared_ptr<AttentionKernel>> kernels(configs.size());
       std::vector<std::thread> pool;
       std::atomic<size_t> next{0};

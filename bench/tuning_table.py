@@ -16,7 +16,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from problems import PROBLEMS, flags_of  # noqa: E402
 
 PROBLEM_FLAGS = {p[0]: flags_of(p) for p in PROBLEMS}
-PARAMS = ["block_m", "block_n", "warps", "stages", "min_blocks", "pack_gqa"]
+PARAMS = ["block_m", "block_n", "warps", "stages", "min_blocks", "pack_gqa", "wgmma"]
 
 
 def yaml_value(v):
@@ -37,7 +37,7 @@ def main(path):
         gain = run["ms"] / best["ms"]
         print(f"# {run['problem']}: {best['ms']:.3f} ms, spec's rule {run['ms']:.3f} ms "
               f"({gain:.2f}x), {len(configs)} configs tried")
-        print(f"- {{when: {{{when}}}, {values}}}")
+        print(f"- {{targets: [sm_90a], when: {{{when}}}, {values}}}")
 
 
 if __name__ == "__main__":

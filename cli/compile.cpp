@@ -1,6 +1,7 @@
 // `attnjit compile`: one variant, from a preset or flag assignments.
 #include <cstdio>
 #include <fstream>
+#include <map>
 
 #include <fmt/format.h>
 
@@ -17,6 +18,7 @@ struct CompileArgs {
   std::string spec = "attention";
   std::string preset;
   std::string flags;
+  std::string tuning;
   std::string target = "sm_90a";
   std::string emit = "none";
   std::string out;
@@ -42,12 +44,44 @@ void print_resources(const CompiledKernel& k) {
       r.stack_frame);
 }
 
+// "block_m=128,wgmma=1" -> overrides of the spec's tuning rule (checked
+// against the spec's params by make_signature).
+std::map<std::string, int64_t> parse_tuning(const std::string& text) {
+  std::map<std::string, int64_t> out;
+  size_t at = 0;
+  while (at < text.size()) {
+    size_t end = text.find(',', at);
+    if (end == std::string::npos) end = text.size();
+    const std::string item = text.substr(at, end - at);
+    const size_t eq = item.find('=');
+    size_t used = 0;
+    int64_t value = 0;
+    bool ok = eq != std::string::npos && eq > 0 && eq + 1 < item.size();
+    if (ok) {
+      try {
+        value = std::stoll(item.substr(eq + 1), &used);
+      } catch (const std::exception&) {
+        ok = false;
+      }
+      ok = ok && used == item.size() - eq - 1;
+    }
+    if (!ok) {
+      throw Error(ErrorKind::kArgument,
+                  fmt::format("--tuning: '{}' is not name=integer (e.g. block_m=128)", item));
+    }
+    out[item.substr(0, eq)] = value;
+    at = end + 1;
+  }
+  return out;
+}
+
 int run_compile(const CompileArgs& a) {
   const Spec spec = load_spec_argument(a.spec);
   FlagSet flags = !a.preset.empty() ? resolve_preset(spec, a.preset)
                                     : resolve_flags(spec, parse_flag_assignments(spec, a.flags));
   const Target target = parse_target(a.target);
-  const Signature sig = make_signature(spec, flags, CompileOptions::from_environment(target));
+  const Signature sig = make_signature(spec, flags, CompileOptions::from_environment(target),
+                                       parse_tuning(a.tuning));
   const GeneratedSource source = generate_source(spec, sig);
   const CacheKey key = make_cache_key(sig, source.text);
   std::FILE* info = a.out.empty() && a.emit != "none" ? stderr : stdout;
@@ -88,6 +122,8 @@ Runner add_compile(CLI::App& app) {
   auto* preset = app.add_option("--preset", a->preset, "A preset of the spec");
   app.add_option("--flags", a->flags, "Flag assignments, e.g. \"head_dim=128,causal=true\"")
       ->excludes(preset);
+  app.add_option("--tuning", a->tuning,
+                 "Override the spec's tile configuration, e.g. \"block_m=64,wgmma=1\"");
   app.add_option("--target", a->target, "sm_80, sm_86, sm_89, sm_90a")->capture_default_str();
   app.add_option("--emit", a->emit, "none, source, ptx or cubin")
       ->check(CLI::IsMember({"none", "source", "ptx", "cubin"}))

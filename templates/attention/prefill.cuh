@@ -1,11 +1,15 @@
-// Varlen prefill attention on tensor cores (mma.sync m16n8k16), one block
-// per (query tile, query head, sequence). Each warp owns 16 query rows; K
-// and V tiles stream through a cp.async pipeline of C::stages buffers.
-// Entry points for the generated unit (specs/README.md, "template
-// contract"): attention_prefill_traits<C> and attention_prefill_body<C>.
+// Varlen prefill attention on tensor cores, one block per (query tile,
+// query head, sequence). Two forward paths share the tiling, masks, sinks,
+// softmax and epilogue: mma.sync m16n8k16 (sm_80 and later; each warp owns
+// 16 or 32 query rows, K and V tiles stream through a cp.async pipeline)
+// and, with the tuning parameter wgmma = 1 on sm_90a, warpgroup MMAs
+// (prefill_sm90.cuh). Entry points for the generated unit (specs/README.md,
+// "template contract"): attention_prefill_traits<C> and
+// attention_prefill_body<C>.
 #pragma once
 
 #include "attention/epilogue.cuh"
+#include "attention/logits.cuh"
 #include "attention/mask.cuh"
 #include "attention/params.cuh"
 #include "attention/rows.cuh"
@@ -14,10 +18,18 @@
 #include "attention/tile_io.cuh"
 #include "common/ptx.cuh"
 #include "common/types.cuh"
+// The warpgroup path (and its 60 KB of generated wrappers) only where it
+// can run: NVRTC defines the feature macro for sm_90a.
+#if defined(__CUDA_ARCH_FEAT_SM90_ALL)
+#define ATTNJIT_HAS_WGMMA 1
+#include "attention/prefill_sm90.cuh"
+#else
+#define ATTNJIT_HAS_WGMMA 0
+#endif
 
 namespace attnjit {
 
-template <class C>
+template <class C, bool kWgmma = (C::wgmma != 0)>
 struct attention_prefill_traits {
   static constexpr int kHeadDim = C::head_dim;
   static constexpr int kBlockM = C::block_m;
@@ -39,6 +51,20 @@ struct attention_prefill_traits {
   static constexpr unsigned threads = kWarps * 32;
   static constexpr unsigned smem_bytes = (kBlockM + 2 * kStages * kBlockN) * kStride * 2;
   static constexpr unsigned min_blocks = C::min_blocks;  // blocks per SM to fit
+};
+
+// The warpgroup path: 64 query rows per warpgroup, swizzled tiles.
+template <class C>
+struct attention_prefill_traits<C, true> {
+  static_assert(ATTNJIT_HAS_WGMMA || C::wgmma == 0, "wgmma = 1 needs the sm_90a target");
+#if ATTNJIT_HAS_WGMMA
+  static constexpr unsigned threads = C::warps * 32;
+  static constexpr unsigned smem_bytes = attention::WarpgroupLayout<C>::smem_bytes;
+#else
+  static constexpr unsigned threads = 32;
+  static constexpr unsigned smem_bytes = 0;
+#endif
+  static constexpr unsigned min_blocks = C::min_blocks;
 };
 
 namespace attention {
@@ -136,47 +162,6 @@ struct Forward {
     }
   }
 };
-
-// Scores -> base-2 logits: scale (or soft-cap), the key-0 sink bias, and
-// on edge tiles the visibility mask. `p[r]` is the key position of this
-// thread's row r; span bounds from Mask::span_of.
-template <class C, int kBlocks>
-__device__ __forceinline__ void to_logits(float (&s)[kBlocks][4],
-                                          const Params<typename C::dtype>& prm, const Mask<C>& mask,
-                                          const float (&sink2)[2], const int (&p)[2],
-                                          const int (&span_lo)[2], const int (&span_hi)[2], int j0,
-                                          bool edge, int lane) {
-  const float scale2 = prm.scale * kLog2e;
-  float cap_in = 0.f, cap_out = 0.f;
-  if constexpr (C::softcap) {
-    cap_in = prm.scale / prm.softcap;
-    cap_out = prm.softcap * kLog2e;
-  }
-#pragma unroll
-  for (int nb = 0; nb < kBlocks; ++nb) {
-#pragma unroll
-    for (int e = 0; e < 4; ++e) {
-      if constexpr (C::softcap) {
-        s[nb][e] = cap_out * ptx::tanh(s[nb][e] * cap_in);
-      } else {
-        s[nb][e] *= scale2;
-      }
-    }
-  }
-  Sinks<C>::add_key0_bias(s, sink2, j0, lane);
-  if (!edge) return;
-#pragma unroll
-  for (int nb = 0; nb < kBlocks; ++nb) {
-#pragma unroll
-    for (int e = 0; e < 4; ++e) {
-      const int r = e / 2;
-      const int j = j0 + nb * 8 + 2 * (lane % 4) + (e % 2);
-      if (!mask.visible(p[r], j, span_lo[r], span_hi[r])) {
-        s[nb][e] = ptx::neg_inf();
-      }
-    }
-  }
-}
 
 template <class C>
 __device__ void forward(const Params<typename C::dtype>& prm) {
@@ -354,7 +339,13 @@ __device__ __forceinline__ void attention_prefill_body(
                                                  softcap,
                                                  window_left,
                                                  window_right};
-  attention::forward<C>(prm);
+#if ATTNJIT_HAS_WGMMA
+  if constexpr (C::wgmma != 0) {
+    attention::forward_sm90<C>(prm);
+    return;
+  }
+#endif
+  if constexpr (C::wgmma == 0) attention::forward<C>(prm);
 }
 
 }  // namespace attnjit

@@ -1,7 +1,7 @@
 // Tile configurations the spec's rules may not pick today but the autotuner
 // can: GQA packing, two m16 tiles per warp, narrow and wide key tiles,
-// three pipeline stages. Each runs the standard shapes against the
-// reference, so a tuning-table change can never select an untested path.
+// three pipeline stages, and on sm_90a the warpgroup path's shapes. Each runs the standard shapes
+// against the reference, so a tuning-table change can never select an untested path.
 #include <gtest/gtest.h>
 
 #include <fmt/format.h>
@@ -40,48 +40,66 @@ std::vector<Case> cases() {
   wide.causal = true;
   wide.mm_prefix = true;
   wide.window = true;
-  const std::map<std::string, int64_t> packed64{{"block_m", 64},   {"warps", 4},
-                                                {"block_n", 32},   {"stages", 2},
-                                                {"min_blocks", 1}, {"pack_gqa", 1}};
-  const std::map<std::string, int64_t> packed128{{"block_m", 128},  {"warps", 4},
-                                                 {"block_n", 64},   {"stages", 3},
-                                                 {"min_blocks", 1}, {"pack_gqa", 1}};
-  const std::map<std::string, int64_t> two_tiles{{"block_m", 64},   {"warps", 2},
-                                                 {"block_n", 128},  {"stages", 2},
-                                                 {"min_blocks", 1}, {"pack_gqa", 0}};
-  const std::map<std::string, int64_t> one_tile{{"block_m", 128},  {"warps", 8},
-                                                {"block_n", 32},   {"stages", 3},
-                                                {"min_blocks", 1}, {"pack_gqa", 0}};
-  return {{oss, packed64},
-          {oss, packed128},
-          {mimo, packed64},
-          {mimo, two_tiles},
-          {spans, packed64},
-          {spans, one_tile},
-          {cap, packed128},
-          {cap, two_tiles},
-          {wide,
-           {{"block_m", 64},
-            {"warps", 4},
-            {"block_n", 32},
-            {"stages", 2},
-            {"min_blocks", 1},
-            {"pack_gqa", 1}}},
-          // The Ampere/Ada rules of the spec (no such GPU to run them on).
-          {wide,
-           {{"block_m", 64},
-            {"warps", 4},
-            {"block_n", 16},
-            {"stages", 2},
-            {"min_blocks", 1},
-            {"pack_gqa", 0}}},
-          {spans,
-           {{"block_m", 64},
-            {"warps", 4},
-            {"block_n", 32},
-            {"stages", 2},
-            {"min_blocks", 1},
-            {"pack_gqa", 0}}}};
+  const std::map<std::string, int64_t> packed64{{"block_m", 64}, {"warps", 4},      {"block_n", 32},
+                                                {"stages", 2},   {"min_blocks", 1}, {"pack_gqa", 1},
+                                                {"wgmma", 0}};
+  const std::map<std::string, int64_t> packed128{
+      {"block_m", 128},  {"warps", 4},    {"block_n", 64}, {"stages", 3},
+      {"min_blocks", 1}, {"pack_gqa", 1}, {"wgmma", 0}};
+  const std::map<std::string, int64_t> two_tiles{
+      {"block_m", 64},   {"warps", 2},    {"block_n", 128}, {"stages", 2},
+      {"min_blocks", 1}, {"pack_gqa", 0}, {"wgmma", 0}};
+  const std::map<std::string, int64_t> one_tile{
+      {"block_m", 128},  {"warps", 8},    {"block_n", 32}, {"stages", 3},
+      {"min_blocks", 1}, {"pack_gqa", 0}, {"wgmma", 0}};
+  // The sm_90a warpgroup path: one to three warpgroups, key tiles of 16 to
+  // 176 (N not a power of two), three stages, packing.
+  auto wg = [](int bm, int bn, int stages, int pack) {
+    return std::map<std::string, int64_t>{
+        {"block_m", bm},   {"warps", bm / 16}, {"block_n", bn}, {"stages", stages},
+        {"min_blocks", 1}, {"pack_gqa", pack}, {"wgmma", 1}};
+  };
+  std::vector<Case> hopper = {
+      {oss, wg(64, 128, 3, 1)},  {oss, wg(192, 64, 2, 0)}, {mimo, wg(192, 32, 2, 0)},
+      {mimo, wg(128, 16, 3, 0)}, {cap, wg(128, 96, 3, 0)}, {spans, wg(128, 176, 2, 0)},
+      {spans, wg(64, 64, 2, 1)}, {wide, wg(64, 32, 2, 0)}, {wide, wg(128, 64, 2, 1)}};
+  std::vector<Case> all = {{oss, packed64},
+                           {oss, packed128},
+                           {mimo, packed64},
+                           {mimo, two_tiles},
+                           {spans, packed64},
+                           {spans, one_tile},
+                           {cap, packed128},
+                           {cap, two_tiles},
+                           {wide,
+                            {{"block_m", 64},
+                             {"warps", 4},
+                             {"block_n", 32},
+                             {"stages", 2},
+                             {"min_blocks", 1},
+                             {"pack_gqa", 1},
+                             {"wgmma", 0}}},
+                           // The Ampere/Ada rules of the spec (no such GPU to run them on).
+                           {wide,
+                            {{"block_m", 64},
+                             {"warps", 4},
+                             {"block_n", 16},
+                             {"stages", 2},
+                             {"min_blocks", 1},
+                             {"pack_gqa", 0},
+                             {"wgmma", 0}}},
+                           {spans,
+                            {{"block_m", 64},
+                             {"warps", 4},
+                             {"block_n", 32},
+                             {"stages", 2},
+                             {"min_blocks", 1},
+                             {"pack_gqa", 0},
+                             {"wgmma", 0}}}};
+  if (current_device_target() == parse_target("sm_90a")) {
+    all.insert(all.end(), hopper.begin(), hopper.end());
+  }
+  return all;
 }
 
 TEST(TileConfigs, EveryConfigMatchesTheReference) {

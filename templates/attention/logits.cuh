@@ -1,0 +1,57 @@
+// Scores -> base-2 logits for one warp's 16 query rows of a key tile,
+// shared by both forward paths (their accumulators have the same m16n8
+// fragment layout): scale (or soft-cap), the key-0 sink bias, and on edge
+// tiles the visibility mask.
+#pragma once
+
+#include "attention/mask.cuh"
+#include "attention/params.cuh"
+#include "attention/sinks.cuh"
+#include "attention/softmax.cuh"
+#include "common/ptx.cuh"
+
+namespace attnjit {
+namespace attention {
+
+// `p[r]` is the key position of this thread's row r (g and g + 8 of the
+// fragment), span bounds from Mask::span_of, j0 the tile's first key.
+template <class C, int kBlocks>
+__device__ __forceinline__ void to_logits(float (&s)[kBlocks][4],
+                                          const Params<typename C::dtype>& prm, const Mask<C>& mask,
+                                          const float (&sink2)[2], const int (&p)[2],
+                                          const int (&span_lo)[2], const int (&span_hi)[2], int j0,
+                                          bool edge, int lane) {
+  const float scale2 = prm.scale * kLog2e;
+  float cap_in = 0.f, cap_out = 0.f;
+  if constexpr (C::softcap) {
+    cap_in = prm.scale / prm.softcap;
+    cap_out = prm.softcap * kLog2e;
+  }
+#pragma unroll
+  for (int nb = 0; nb < kBlocks; ++nb) {
+#pragma unroll
+    for (int e = 0; e < 4; ++e) {
+      if constexpr (C::softcap) {
+        s[nb][e] = cap_out * ptx::tanh(s[nb][e] * cap_in);
+      } else {
+        s[nb][e] *= scale2;
+      }
+    }
+  }
+  Sinks<C>::add_key0_bias(s, sink2, j0, lane);
+  if (!edge) return;
+#pragma unroll
+  for (int nb = 0; nb < kBlocks; ++nb) {
+#pragma unroll
+    for (int e = 0; e < 4; ++e) {
+      const int r = e / 2;
+      const int j = j0 + nb * 8 + 2 * (lane % 4) + (e % 2);
+      if (!mask.visible(p[r], j, span_lo[r], span_hi[r])) {
+        s[nb][e] = ptx::neg_inf();
+      }
+    }
+  }
+}
+
+}  // namespace attention
+}  // namespace attnjit
