@@ -98,6 +98,9 @@ __device__ void forward_sm90(const Params<typename C::dtype>& prm) {
   const int p_last = map.position(row_end - 1) + shift;
   const KeyRange range = mask.key_range(p_first, p_last, BN);
 
+  // cp.async groups: the first holds Q and the first key tile, then one
+  // group per key tile (empty past the last), so waiting for tile t is
+  // waiting until at most (tiles issued after t) groups are pending.
   Rows::template load_async<BM, kThreads, T>(
       sQ,
       [&](int r, const T*& src) {
@@ -110,9 +113,10 @@ __device__ void forward_sm90(const Params<typename C::dtype>& prm) {
         return true;
       },
       tid);
-  ptx::cp_async_commit();
-  auto load_kv = [&](int kt, int st) {
+  auto load_tile = [&](int kt) {
+    if (kt > range.last_tile) return;
     const int key0 = kt * BN;
+    const int st = (kt - range.first_tile) % kStages;
     auto rows_of = [&](const T* base, long long stride) {
       return [=](int r, const T*& src) {
         const bool valid = key0 + r < n_k;
@@ -125,10 +129,7 @@ __device__ void forward_sm90(const Params<typename C::dtype>& prm) {
     Rows::template load_async<BN, kThreads, T>(sV + st * L::kTileBytes,
                                                rows_of(v, prm.v_row_stride), tid);
   };
-  for (int st = 0; st < kStages - 1; ++st) {
-    if (range.first_tile + st <= range.last_tile) load_kv(range.first_tile + st, st);
-    ptx::cp_async_commit();
-  }
+  auto slot_of = [&](int kt) { return ((kt - range.first_tile) % kStages) * L::kTileBytes; };
 
   // This thread's two rows (g, g + 8 of its warp's 16).
   const int warp_row = row0 + warp * 16;
@@ -148,34 +149,32 @@ __device__ void forward_sm90(const Params<typename C::dtype>& prm) {
   for (int db = 0; db < kOutBlocks; ++db) o[db][0] = o[db][1] = o[db][2] = o[db][3] = 0.f;
   const int wg_row0 = (warp / 4) * 64;  // this warpgroup's first row in the Q tile
 
-  for (int kt = range.first_tile, it = 0; kt <= range.last_tile; ++kt, ++it) {
-    const int pre = kt + kStages - 1;
-    if (pre <= range.last_tile) load_kv(pre, (it + kStages - 1) % kStages);
-    ptx::cp_async_commit();
-    ptx::cp_async_wait<kStages - 1>();
-    ptx::fence_proxy_async_shared();
-    __syncthreads();
-    const int st = it % kStages;
-    const unsigned sK_st = sK + st * L::kTileBytes;
-    const unsigned sV_st = sV + st * L::kTileBytes;
-    const int j0 = kt * BN;
-
-    float s[kScoreBlocks][4];
-    ptx::warpgroup_arrive();
+  // S = Q K^T of tile kt, issued (not waited for).
+  auto issue_scores = [&](float(&s)[kScoreBlocks][4], int kt) {
+    const unsigned tile = sK + slot_of(kt);
 #pragma unroll
     for (int kk = 0; kk < D / 16; ++kk) {
       ptx::WarpgroupMma<BN>::template ss<kBF16>(s, Rows::template k_major<BM>(sQ, wg_row0, kk),
-                                                Rows::template k_major<BN>(sK_st, 0, kk), kk > 0);
+                                                Rows::template k_major<BN>(tile, 0, kk), kk > 0);
     }
-    ptx::warpgroup_commit();
-    ptx::warpgroup_wait<0>();
-    ptx::fence_operands(s);
-
+  };
+  // O += P V of tile kt, issued.
+  auto issue_pv = [&](const unsigned(&a)[BN / 16][4], int kt) {
+    const unsigned tile = sV + slot_of(kt);
+#pragma unroll
+    for (int kk = 0; kk < BN / 16; ++kk) {
+      ptx::WarpgroupMma<D>::template rs<kBF16>(o, a[kk], Rows::template mn_major<BN>(tile, kk), 1);
+    }
+  };
+  // Scores of tile kt -> probabilities, and the output's rescale factor.
+  auto softmax_tile = [&](float(&s)[kScoreBlocks][4], int kt, float(&correction)[2]) {
+    const int j0 = kt * BN;
     const bool edge = !mask.interior(p_first, p_last, j0, BN);
     to_logits<C>(s, prm, mask, sink2, p, span_lo, span_hi, j0, edge, lane);
-    softmax.update(s, o);
-
-    unsigned a[BN / 16][4];
+    softmax.update_scores(s, correction);
+  };
+  // Probabilities -> the A fragments of P V.
+  auto pack_p = [&](unsigned(&a)[BN / 16][4], const float(&s)[kScoreBlocks][4]) {
 #pragma unroll
     for (int kk = 0; kk < BN / 16; ++kk) {
       a[kk][0] = element<T>::pack(s[2 * kk][0], s[2 * kk][1]);
@@ -183,17 +182,94 @@ __device__ void forward_sm90(const Params<typename C::dtype>& prm) {
       a[kk][2] = element<T>::pack(s[2 * kk + 1][0], s[2 * kk + 1][1]);
       a[kk][3] = element<T>::pack(s[2 * kk + 1][2], s[2 * kk + 1][3]);
     }
-    ptx::fence_operands(o);
-    ptx::warpgroup_arrive();
-#pragma unroll
-    for (int kk = 0; kk < BN / 16; ++kk) {
-      ptx::WarpgroupMma<D>::template rs<kBF16>(o, a[kk], Rows::template mn_major<BN>(sV_st, kk),
-                                               1);
+  };
+
+  if constexpr (kStages == 2) {
+    // Two buffers: each tile's two products run back to back.
+    load_tile(range.first_tile);
+    ptx::cp_async_commit();
+    for (int kt = range.first_tile; kt <= range.last_tile; ++kt) {
+      load_tile(kt + 1);
+      ptx::cp_async_commit();
+      ptx::cp_async_wait<1>();
+      ptx::fence_proxy_async_shared();
+      __syncthreads();
+      float s[kScoreBlocks][4];
+      ptx::warpgroup_arrive();
+      issue_scores(s, kt);
+      ptx::warpgroup_commit();
+      ptx::warpgroup_wait<0>();
+      ptx::fence_operands(s);
+      float correction[2];
+      softmax_tile(s, kt, correction);
+      Softmax::rescale(o, correction);
+      unsigned a[BN / 16][4];
+      pack_p(a, s);
+      ptx::fence_operands(o);
+      ptx::warpgroup_arrive();
+      issue_pv(a, kt);
+      ptx::warpgroup_commit();
+      ptx::warpgroup_wait<0>();
+      ptx::fence_operands(o);
+      __syncthreads();
     }
-    ptx::warpgroup_commit();
-    ptx::warpgroup_wait<0>();
-    ptx::fence_operands(o);
-    __syncthreads();
+  } else {
+    // Three or more buffers: Q K^T of tile t and P V of tile t - 1 are in
+    // flight together, and the softmax of tile t overlaps P V (t - 1); the
+    // output is rescaled once that has landed. Tiles t - 1 and t are
+    // resident, tile t + kStages - 2 is loading.
+    for (int st = 0; st < kStages - 1; ++st) {
+      load_tile(range.first_tile + st);
+      ptx::cp_async_commit();
+    }
+    unsigned a[BN / 16][4];
+    if (range.first_tile <= range.last_tile) {
+      ptx::cp_async_wait<kStages - 2>();
+      ptx::fence_proxy_async_shared();
+      __syncthreads();
+      float s[kScoreBlocks][4];
+      ptx::warpgroup_arrive();
+      issue_scores(s, range.first_tile);
+      ptx::warpgroup_commit();
+      ptx::warpgroup_wait<0>();
+      ptx::fence_operands(s);
+      float correction[2];
+      softmax_tile(s, range.first_tile, correction);  // o is still 0
+      pack_p(a, s);
+    }
+    for (int kt = range.first_tile + 1; kt <= range.last_tile; ++kt) {
+      ptx::cp_async_wait<kStages - 3>();
+      ptx::fence_proxy_async_shared();
+      __syncthreads();  // every warpgroup is done with tile kt - 2's buffer
+      load_tile(kt + kStages - 2);
+      ptx::cp_async_commit();
+      float s[kScoreBlocks][4];
+      ptx::fence_operands(o);
+      ptx::fence_operands(a);
+      ptx::warpgroup_arrive();
+      issue_scores(s, kt);
+      ptx::warpgroup_commit();
+      issue_pv(a, kt - 1);
+      ptx::warpgroup_commit();
+      ptx::warpgroup_wait<1>();
+      ptx::fence_operands(s);
+      float correction[2];
+      softmax_tile(s, kt, correction);
+      ptx::warpgroup_wait<0>();
+      ptx::fence_operands(o);
+      ptx::fence_operands(a);
+      Softmax::rescale(o, correction);
+      pack_p(a, s);
+    }
+    if (range.first_tile <= range.last_tile) {
+      ptx::fence_operands(o);
+      ptx::fence_operands(a);
+      ptx::warpgroup_arrive();
+      issue_pv(a, range.last_tile);
+      ptx::warpgroup_commit();
+      ptx::warpgroup_wait<0>();
+      ptx::fence_operands(o);
+    }
   }
   ptx::cp_async_wait<0>();
   __syncthreads();

@@ -34,6 +34,17 @@ struct OnlineSoftmax {
   // s holds base-2 logits (-inf where masked); replaces them by
   // probabilities relative to the new max and rescales the output.
   __device__ __forceinline__ void update(float (&s)[kScoreBlocks][4], float (&o)[kOutBlocks][4]) {
+    float correction[2];
+    update_scores(s, correction);
+    rescale(o, correction);
+  }
+
+  // The first half of update(): the new running max and sum, s turned into
+  // probabilities, and the factor the output must be rescaled by (apart so
+  // the warpgroup path can rescale once the P V of the previous tile, still
+  // in flight, has landed).
+  __device__ __forceinline__ void update_scores(float (&s)[kScoreBlocks][4],
+                                                float (&correction)[2]) {
 #pragma unroll
     for (int r = 0; r < 2; ++r) {
       float tile_max = s[0][2 * r];
@@ -45,7 +56,7 @@ struct OnlineSoftmax {
       // A row that has seen nothing yet keeps -inf; subtract 0 then so
       // exp2 gives 0 and never NaN.
       const float base = new_max == ptx::neg_inf() ? 0.f : new_max;
-      const float correction = ptx::exp2(row_max[r] - base);
+      correction[r] = ptx::exp2(row_max[r] - base);
       row_max[r] = new_max;
       float sum = 0.f;
 #pragma unroll
@@ -54,12 +65,18 @@ struct OnlineSoftmax {
         s[nb][2 * r + 1] = ptx::exp2(s[nb][2 * r + 1] - base);
         sum += s[nb][2 * r] + s[nb][2 * r + 1];
       }
-      row_sum[r] = row_sum[r] * correction + sum;
+      row_sum[r] = row_sum[r] * correction[r] + sum;
+    }
+  }
+
+  static __device__ __forceinline__ void rescale(float (&o)[kOutBlocks][4],
+                                                 const float (&correction)[2]) {
 #pragma unroll
-      for (int db = 0; db < kOutBlocks; ++db) {
-        o[db][2 * r] *= correction;
-        o[db][2 * r + 1] *= correction;
-      }
+    for (int db = 0; db < kOutBlocks; ++db) {
+      o[db][0] *= correction[0];
+      o[db][1] *= correction[0];
+      o[db][2] *= correction[1];
+      o[db][3] *= correction[1];
     }
   }
 

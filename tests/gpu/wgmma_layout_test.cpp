@@ -34,8 +34,9 @@ void run_probe(int d, int bn, uint64_t seed) {
       "extern \"C\" __global__ void __launch_bounds__(128) wgmma_probe(const T* q, const T* k,\n"
       "    const T* v, const T* p, float* s, float* o) {{\n"
       "  ::attnjit::testing::wgmma_probe<{}, {}, T>(q, k, v, p, s, o);\n"
-      "}}\n",
-      d, bn);
+      "}}\n"
+      "extern \"C\" __device__ const unsigned wgmma_probe_launch_info[4] = {{128, {}, 1, 0}};\n",
+      d, bn, 1024 + (64 + 2 * bn) * d * 2);
   CompileOptions options;
   options.target = parse_target("sm_90a");
   const CompiledKernel compiled = compile_source(source, options);
