@@ -65,7 +65,8 @@ std::vector<std::map<std::string, int64_t>> tuning_grid(int head_dim, bool gqa, 
     }
   };
   const long smem_limit = 227 * 1024;
-  for (auto [bm, warps] : {std::pair{64, 4}, std::pair{128, 8}, std::pair{128, 4}, std::pair{64, 2}}) {
+  for (auto [bm, warps] :
+       {std::pair{64, 4}, std::pair{128, 8}, std::pair{128, 4}, std::pair{64, 2}}) {
     for (int bn : {32, 64, 128}) {
       for (int stages : {2, 3}) {
         for (int min_blocks : {1, 2}) {
@@ -78,9 +79,12 @@ std::vector<std::map<std::string, int64_t>> tuning_grid(int head_dim, bool gqa, 
   }
   if (!hopper) return grid;
   for (int bm : {64, 128, 192}) {
-    for (int bn : {32, 64, 80, 96, 128, 176}) {
-      for (int stages : {2, 3}) {
-        for (int min_blocks : {1, 2}) {
+    for (int bn : {16, 32, 64, 80, 96, 128, 176}) {
+      // Deep pipelines let a short (windowed) block have all its key tiles
+      // in flight at once.
+      for (int stages : {2, 3, 4, 6, 8}) {
+        for (int min_blocks : {1, 2, 4}) {
+          if (bn == 16 && stages < 4) continue;
           const long smem = 1024 + std::max<long>(long(bm + 2 * stages * bn) * head_dim * 2,
                                                   long(bm) * (head_dim + 8) * 2);
           if (smem * min_blocks > smem_limit - min_blocks * 1024) continue;

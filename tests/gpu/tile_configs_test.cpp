@@ -53,7 +53,7 @@ std::vector<Case> cases() {
       {"block_m", 128},  {"warps", 8},    {"block_n", 32}, {"stages", 3},
       {"min_blocks", 1}, {"pack_gqa", 0}, {"wgmma", 0}};
   // The sm_90a warpgroup path: one to three warpgroups, key tiles of 16 to
-  // 176 (N not a power of two), three stages, packing.
+  // 176 (N not a power of two), three to eight stages, packing.
   auto wg = [](int bm, int bn, int stages, int pack) {
     return std::map<std::string, int64_t>{
         {"block_m", bm},   {"warps", bm / 16}, {"block_n", bn}, {"stages", stages},
@@ -62,7 +62,8 @@ std::vector<Case> cases() {
   std::vector<Case> hopper = {
       {oss, wg(64, 128, 3, 1)},  {oss, wg(192, 64, 2, 0)}, {mimo, wg(192, 32, 2, 0)},
       {mimo, wg(128, 16, 3, 0)}, {cap, wg(128, 96, 3, 0)}, {spans, wg(128, 176, 2, 0)},
-      {spans, wg(64, 64, 2, 1)}, {wide, wg(64, 32, 2, 0)}, {wide, wg(128, 64, 2, 1)}};
+      {spans, wg(64, 64, 2, 1)}, {wide, wg(64, 32, 2, 0)}, {wide, wg(128, 64, 2, 1)},
+      {oss, wg(64, 32, 6, 1)},   {mimo, wg(64, 16, 8, 0)}};
   std::vector<Case> all = {{oss, packed64},
                            {oss, packed128},
                            {mimo, packed64},
