@@ -13,6 +13,20 @@
 namespace attnjit {
 namespace attention {
 
+// Without a soft-cap or a key-0 bias the scale is folded into the softmax
+// instead (one FMA per score inside exp2, as FlashAttention does): the
+// scores stay raw, scale > 0 keeps their order, and
+// OnlineSoftmax::update_scores multiplies by score_multiplier().
+template <class C>
+struct LogitScale {
+  static constexpr bool kFolded = !C::softcap && !Sinks<C>::kBiasKey0;
+  // What the softmax multiplies the scores it gets by (1 when to_logits
+  // already produced base-2 logits).
+  static __device__ __forceinline__ float score_multiplier(float scale) {
+    return kFolded ? scale * kLog2e : 1.f;
+  }
+};
+
 // `p[r]` is the key position of this thread's row r (g and g + 8 of the
 // fragment), span bounds from Mask::span_of, j0 the tile's first key.
 template <class C, int kBlocks>
@@ -33,7 +47,7 @@ __device__ __forceinline__ void to_logits(float (&s)[kBlocks][4],
     for (int e = 0; e < 4; ++e) {
       if constexpr (C::softcap) {
         s[nb][e] = cap_out * ptx::tanh(s[nb][e] * cap_in);
-      } else {
+      } else if constexpr (!LogitScale<C>::kFolded) {
         s[nb][e] *= scale2;
       }
     }

@@ -287,7 +287,7 @@ __device__ void forward(const Params<typename C::dtype>& prm) {
 #pragma unroll
     for (int m = 0; m < F::kM; ++m) {
       to_logits<C>(s[m], prm, mask, sink2[m], p[m], span_lo[m], span_hi[m], j0, edge, lane);
-      softmax[m].update(s[m], o[m]);
+      softmax[m].update(s[m], o[m], LogitScale<C>::score_multiplier(prm.scale));
     }
     F::accumulate(o, s, sV_st, lane);
     __syncthreads();

@@ -166,12 +166,13 @@ __device__ void forward_sm90(const Params<typename C::dtype>& prm) {
       ptx::WarpgroupMma<D>::template rs<kBF16>(o, a[kk], Rows::template mn_major<BN>(tile, kk), 1);
     }
   };
+  const float multiplier = LogitScale<C>::score_multiplier(prm.scale);
   // Scores of tile kt -> probabilities, and the output's rescale factor.
   auto softmax_tile = [&](float(&s)[kScoreBlocks][4], int kt, float(&correction)[2]) {
     const int j0 = kt * BN;
     const bool edge = !mask.interior(p_first, p_last, j0, BN);
     to_logits<C>(s, prm, mask, sink2, p, span_lo, span_hi, j0, edge, lane);
-    softmax.update_scores(s, correction);
+    softmax.update_scores(s, correction, multiplier);
   };
   // Probabilities -> the A fragments of P V.
   auto pack_p = [&](unsigned(&a)[BN / 16][4], const float(&s)[kScoreBlocks][4]) {

@@ -33,9 +33,12 @@ struct OnlineSoftmax {
 
   // s holds base-2 logits (-inf where masked); replaces them by
   // probabilities relative to the new max and rescales the output.
-  __device__ __forceinline__ void update(float (&s)[kScoreBlocks][4], float (&o)[kOutBlocks][4]) {
+  // `multiplier` turns the scores into base-2 logits (1 when they already
+  // are; the folded scale otherwise, see LogitScale in logits.cuh).
+  __device__ __forceinline__ void update(float (&s)[kScoreBlocks][4], float (&o)[kOutBlocks][4],
+                                         float multiplier) {
     float correction[2];
-    update_scores(s, correction);
+    update_scores(s, correction, multiplier);
     rescale(o, correction);
   }
 
@@ -44,7 +47,7 @@ struct OnlineSoftmax {
   // the warpgroup path can rescale once the P V of the previous tile, still
   // in flight, has landed).
   __device__ __forceinline__ void update_scores(float (&s)[kScoreBlocks][4],
-                                                float (&correction)[2]) {
+                                                float (&correction)[2], float multiplier) {
 #pragma unroll
     for (int r = 0; r < 2; ++r) {
       float tile_max = s[0][2 * r];
@@ -52,7 +55,8 @@ struct OnlineSoftmax {
       for (int nb = 0; nb < kScoreBlocks; ++nb) {
         tile_max = ptx::max(tile_max, ptx::max(s[nb][2 * r], s[nb][2 * r + 1]));
       }
-      const float new_max = ptx::max(row_max[r], ptx::quad_max(tile_max));
+      // multiplier > 0, so the max of the logits is the logit of the max.
+      const float new_max = ptx::max(row_max[r], ptx::quad_max(tile_max) * multiplier);
       // A row that has seen nothing yet keeps -inf; subtract 0 then so
       // exp2 gives 0 and never NaN.
       const float base = new_max == ptx::neg_inf() ? 0.f : new_max;
@@ -61,8 +65,8 @@ struct OnlineSoftmax {
       float sum = 0.f;
 #pragma unroll
       for (int nb = 0; nb < kScoreBlocks; ++nb) {
-        s[nb][2 * r] = ptx::exp2(s[nb][2 * r] - base);
-        s[nb][2 * r + 1] = ptx::exp2(s[nb][2 * r + 1] - base);
+        s[nb][2 * r] = ptx::exp2(ptx::fma(s[nb][2 * r], multiplier, -base));
+        s[nb][2 * r + 1] = ptx::exp2(ptx::fma(s[nb][2 * r + 1], multiplier, -base));
         sum += s[nb][2 * r] + s[nb][2 * r + 1];
       }
       row_sum[r] = row_sum[r] * correction[r] + sum;

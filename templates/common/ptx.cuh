@@ -43,6 +43,13 @@ __device__ __forceinline__ float rcp(float x) {
   return y;
 }
 
+// a * b + c, rounded once.
+__device__ __forceinline__ float fma(float a, float b, float c) {
+  float d;
+  asm("fma.rn.f32 %0, %1, %2, %3;" : "=f"(d) : "f"(a), "f"(b), "f"(c));
+  return d;
+}
+
 __device__ __forceinline__ float max(float a, float b) { return a > b ? a : b; }
 __device__ __forceinline__ int imin(int a, int b) { return a < b ? a : b; }
 __device__ __forceinline__ int imax(int a, int b) { return a > b ? a : b; }
