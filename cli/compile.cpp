@@ -80,8 +80,8 @@ int run_compile(const CompileArgs& a) {
   FlagSet flags = !a.preset.empty() ? resolve_preset(spec, a.preset)
                                     : resolve_flags(spec, parse_flag_assignments(spec, a.flags));
   const Target target = parse_target(a.target);
-  const Signature sig = make_signature(spec, flags, CompileOptions::from_environment(target),
-                                       parse_tuning(a.tuning));
+  const Signature sig =
+      make_signature(spec, flags, CompileOptions::from_environment(target), parse_tuning(a.tuning));
   const GeneratedSource source = generate_source(spec, sig);
   const CacheKey key = make_cache_key(sig, source.text);
   std::FILE* info = a.out.empty() && a.emit != "none" ? stderr : stdout;

@@ -8,6 +8,7 @@
 // attention_prefill_body<C>.
 #pragma once
 
+#include "attention/block.cuh"
 #include "attention/epilogue.cuh"
 #include "attention/logits.cuh"
 #include "attention/mask.cuh"
@@ -172,43 +173,17 @@ __device__ void forward(const Params<typename C::dtype>& prm) {
   T* sK = sQ + F::BM * F::kStride;
   T* sV = sK + F::kStages * F::BN * F::kStride;
 
-  constexpr bool kPack = C::pack_gqa != 0;
-  const int b = blockIdx.z;
-  const int group = prm.num_heads_q / prm.num_heads_kv;
-  // grid.y runs over kv heads when packing, else over query heads.
-  const int hk = kPack ? static_cast<int>(blockIdx.y) : static_cast<int>(blockIdx.y) / group;
-  const int q_begin = prm.cu_seqlens_q[b];
-  const int n_q = prm.cu_seqlens_q[b + 1] - q_begin;
-  const int k_begin = prm.cu_seqlens_k[b];
-  const int n_k = prm.cu_seqlens_k[b + 1] - k_begin;
-  const RowMap<kPack> map{kPack ? group : 1, kPack ? hk * group : static_cast<int>(blockIdx.y),
-                          kPack ? n_q * group : n_q};
-  // Longest tiles first: with a causal mask the last query tile has the
-  // most keys, so it is scheduled on the first wave.
-  const int m_tiles = (map.rows + F::BM - 1) / F::BM;
-  const int m_tile = m_tiles - 1 - static_cast<int>(blockIdx.x);
-  if (m_tile < 0) return;
-
+  BlockWork<C, F::BM, F::BN> work;
+  if (!work.init(prm)) return;
   const int tid = threadIdx.x;
   const int warp = tid / 32;
   const int lane = tid % 32;
-  const int row0 = m_tile * F::BM;  // first (packed) row of the block
-  const int row_end = ptx::imin(row0 + F::BM, map.rows);
-  const int shift = n_k - n_q;  // bottom-right alignment: p(i) = i + shift
-
-  const T* q = prm.q + q_begin * prm.q_row_stride;
-  const T* k = prm.k + k_begin * prm.k_row_stride + hk * prm.k_head_stride;
-  const T* v = prm.v + k_begin * prm.v_row_stride + hk * prm.v_head_stride;
-
-  Mask<C> mask{n_k, prm.window_left, prm.window_right, nullptr, 0};
-  if constexpr (C::mm_prefix) {
-    const int s0 = prm.mm_span_offsets[b];
-    mask.spans = prm.mm_spans + 2 * s0;
-    mask.span_count = prm.mm_span_offsets[b + 1] - s0;
-  }
-  const int p_first = map.position(row0) + shift;
-  const int p_last = map.position(row_end - 1) + shift;
-  const KeyRange range = mask.key_range(p_first, p_last, F::BN);
+  const auto& map = work.map;
+  const Mask<C>& mask = work.mask;
+  const KeyRange range = work.range;
+  const int q_begin = work.q_begin, n_k = work.n_k, row0 = work.row0, shift = work.shift;
+  const int p_first = work.p_first, p_last = work.p_last;
+  const T *q = work.q, *k = work.k, *v = work.v;
 
   load_query_rows_async<F::BM, F::D, F::kThreads>(sQ, q, prm.q_row_stride, prm.q_head_stride, map,
                                                   row0, tid);

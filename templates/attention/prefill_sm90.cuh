@@ -7,6 +7,7 @@
 // buffers, written in the swizzled layout (smem_sm90.cuh).
 #pragma once
 
+#include "attention/block.cuh"
 #include "attention/epilogue.cuh"
 #include "attention/logits.cuh"
 #include "attention/mask.cuh"
@@ -30,7 +31,8 @@ struct WarpgroupLayout {
   static constexpr int BN = C::block_n;
   static constexpr int kStages = C::stages;
   static constexpr int kWarpgroups = C::warps / 4;
-  static_assert(C::warps % 4 == 0 && C::warps >= 4, "wgmma needs whole warpgroups (warps % 4 == 0)");
+  static_assert(C::warps % 4 == 0 && C::warps >= 4,
+                "wgmma needs whole warpgroups (warps % 4 == 0)");
   static_assert(BM == 64 * kWarpgroups, "wgmma: block_m must be 64 rows per warpgroup");
   static_assert(BN % 16 == 0 && BN <= 256, "wgmma: block_n must be a multiple of 16, at most 256");
   static_assert(kStages >= 2, "the pipeline needs at least two stages");
@@ -63,40 +65,17 @@ __device__ void forward_sm90(const Params<typename C::dtype>& prm) {
   const unsigned sK = sQ + L::kQBytes;
   const unsigned sV = sK + kStages * L::kTileBytes;
 
-  constexpr bool kPack = C::pack_gqa != 0;
-  const int b = blockIdx.z;
-  const int group = prm.num_heads_q / prm.num_heads_kv;
-  const int hk = kPack ? static_cast<int>(blockIdx.y) : static_cast<int>(blockIdx.y) / group;
-  const int q_begin = prm.cu_seqlens_q[b];
-  const int n_q = prm.cu_seqlens_q[b + 1] - q_begin;
-  const int k_begin = prm.cu_seqlens_k[b];
-  const int n_k = prm.cu_seqlens_k[b + 1] - k_begin;
-  const RowMap<kPack> map{kPack ? group : 1, kPack ? hk * group : static_cast<int>(blockIdx.y),
-                          kPack ? n_q * group : n_q};
-  const int m_tiles = (map.rows + BM - 1) / BM;
-  const int m_tile = m_tiles - 1 - static_cast<int>(blockIdx.x);  // longest tiles first
-  if (m_tile < 0) return;
-
+  BlockWork<C, BM, BN> work;
+  if (!work.init(prm)) return;
   const int tid = threadIdx.x;
   const int warp = tid / 32;
   const int lane = tid % 32;
-  const int row0 = m_tile * BM;
-  const int row_end = ptx::imin(row0 + BM, map.rows);
-  const int shift = n_k - n_q;  // bottom-right alignment
-
-  const T* q = prm.q + q_begin * prm.q_row_stride;
-  const T* k = prm.k + k_begin * prm.k_row_stride + hk * prm.k_head_stride;
-  const T* v = prm.v + k_begin * prm.v_row_stride + hk * prm.v_head_stride;
-
-  Mask<C> mask{n_k, prm.window_left, prm.window_right, nullptr, 0};
-  if constexpr (C::mm_prefix) {
-    const int s0 = prm.mm_span_offsets[b];
-    mask.spans = prm.mm_spans + 2 * s0;
-    mask.span_count = prm.mm_span_offsets[b + 1] - s0;
-  }
-  const int p_first = map.position(row0) + shift;
-  const int p_last = map.position(row_end - 1) + shift;
-  const KeyRange range = mask.key_range(p_first, p_last, BN);
+  const auto& map = work.map;
+  const Mask<C>& mask = work.mask;
+  const KeyRange range = work.range;
+  const int q_begin = work.q_begin, n_k = work.n_k, row0 = work.row0, shift = work.shift;
+  const int p_first = work.p_first, p_last = work.p_last;
+  const T *q = work.q, *k = work.k, *v = work.v;
 
   // cp.async groups: the first holds Q and the first key tile, then one
   // group per key tile (empty past the last), so waiting for tile t is

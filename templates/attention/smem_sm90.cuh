@@ -36,8 +36,8 @@ struct SwizzledRows {
   template <int kRows>
   static __device__ __forceinline__ unsigned long long k_major(unsigned tile, int row0, int kk) {
     const int col = kk * 16;
-    const unsigned start = tile + (col / kChunk) * kRows * kSwizzleBytes + row0 * kSwizzleBytes +
-                           (col % kChunk) * 2;
+    const unsigned start =
+        tile + (col / kChunk) * kRows * kSwizzleBytes + row0 * kSwizzleBytes + (col % kChunk) * 2;
     return ptx::smem_descriptor<kSwizzleBytes>(start, 16, 8 * kSwizzleBytes);
   }
 

@@ -46,8 +46,8 @@ struct OnlineSoftmax {
   // probabilities, and the factor the output must be rescaled by (apart so
   // the warpgroup path can rescale once the P V of the previous tile, still
   // in flight, has landed).
-  __device__ __forceinline__ void update_scores(float (&s)[kScoreBlocks][4],
-                                                float (&correction)[2], float multiplier) {
+  __device__ __forceinline__ void update_scores(float (&s)[kScoreBlocks][4], float (&correction)[2],
+                                                float multiplier) {
 #pragma unroll
     for (int r = 0; r < 2; ++r) {
       float tile_max = s[0][2 * r];

@@ -1,0 +1,67 @@
+// What one block of either forward path works on. The grid is (query tiles,
+// heads, sequences): grid.y runs over kv heads when packing GQA, else over
+// query heads; blockIdx.x counts query tiles from the last, so with a causal
+// mask the tiles with the most keys go in the first wave.
+#pragma once
+
+#include "attention/mask.cuh"
+#include "attention/params.cuh"
+#include "attention/rows.cuh"
+#include "common/ptx.cuh"
+
+namespace attnjit {
+namespace attention {
+
+template <class C, int kBlockM, int kBlockN>
+struct BlockWork {
+  using T = typename C::dtype;
+
+  int hk;       // kv head
+  int q_begin;  // first token of the sequence in q / o
+  int n_q, n_k;
+  RowMap<C::pack_gqa != 0> map;
+  int row0, row_end;  // the block's (packed) rows [row0, row_end)
+  int shift;          // bottom-right alignment: p(i) = i + shift
+  const T* q;         // the sequence's first q row
+  const T* k;         // the sequence's first k row of head hk
+  const T* v;
+  Mask<C> mask;
+  int p_first, p_last;  // key positions of the block's first and last rows
+  KeyRange range;       // key tiles to visit
+
+  // False when the sequence has no query tile for this block.
+  __device__ __forceinline__ bool init(const Params<T>& prm) {
+    constexpr bool kPack = C::pack_gqa != 0;
+    const int b = blockIdx.z;
+    const int group = prm.num_heads_q / prm.num_heads_kv;
+    hk = kPack ? static_cast<int>(blockIdx.y) : static_cast<int>(blockIdx.y) / group;
+    q_begin = prm.cu_seqlens_q[b];
+    n_q = prm.cu_seqlens_q[b + 1] - q_begin;
+    const int k_begin = prm.cu_seqlens_k[b];
+    n_k = prm.cu_seqlens_k[b + 1] - k_begin;
+    map = RowMap<kPack>{kPack ? group : 1, kPack ? hk * group : static_cast<int>(blockIdx.y),
+                        kPack ? n_q * group : n_q};
+    const int m_tiles = (map.rows + kBlockM - 1) / kBlockM;
+    const int m_tile = m_tiles - 1 - static_cast<int>(blockIdx.x);
+    if (m_tile < 0) return false;
+    row0 = m_tile * kBlockM;
+    row_end = ptx::imin(row0 + kBlockM, map.rows);
+    shift = n_k - n_q;
+    q = prm.q + q_begin * prm.q_row_stride;
+    k = prm.k + k_begin * prm.k_row_stride + hk * prm.k_head_stride;
+    v = prm.v + k_begin * prm.v_row_stride + hk * prm.v_head_stride;
+    mask = Mask<C>{n_k, prm.window_left, prm.window_right, nullptr, 0};
+    if constexpr (C::mm_prefix) {
+      const int s0 = prm.mm_span_offsets[b];
+      mask.spans = prm.mm_spans + 2 * s0;
+      mask.span_count = prm.mm_span_offsets[b + 1] - s0;
+    }
+    p_first = map.position(row0) + shift;
+    p_last = map.position(row_end - 1) + shift;
+    range = mask.key_range(p_first, p_last, kBlockN);
+    return true;
+  }
+};
+
+}  // namespace attention
+}  // namespace attnjit
