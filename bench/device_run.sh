@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # One call on the GPU machine: build, GPU tests, Python tests and examples,
 # the side-by-side benchmark. Logs go to $OUT (or ./device-out).
-#   STAGES="build gpu python bench" bash bench/device_run.sh
+#   STAGES="build gpu python bench jit profile" bash bench/device_run.sh
+#   PROFILE_PROBLEMS=gpt_oss_window127_null,causal_gqa_d128 (profile stage)
 set -uo pipefail
 OUT=${OUT:-$PWD/device-out}; mkdir -p "$OUT"
 STAGES=${STAGES:-build gpu python bench}
@@ -33,5 +34,22 @@ if stage bench; then
   python3 bench/bench_attention.py --commit "$commit" --out "$OUT/bench.json" \
     >"$OUT/bench.txt" 2>&1 || status=1
   cat "$OUT/bench.txt" | tail -30
+fi
+if stage jit; then
+  ./build-gpu/bench/attnjit_jit_costs "$OUT/jit.json" >"$OUT/jit.txt" 2>&1 || status=1
+  ./build-gpu/bench/attnjit_launch_overhead "$OUT/launch.json" >"$OUT/launch.txt" 2>&1 || status=1
+  tail -5 "$OUT/jit.txt"; tail -3 "$OUT/launch.txt"
+fi
+if stage profile; then
+  # One launch of each problem's kernel under ncu (clocks left alone).
+  IFS=, read -ra problems <<<"${PROFILE_PROBLEMS:-gpt_oss_window127_null,causal_gqa_d128}"
+  for pr in "${problems[@]}"; do
+    ncu --clock-control none --kernel-name attention_prefill --launch-skip 3 --launch-count 1 \
+      --section SpeedOfLight --section Occupancy --section LaunchStats \
+      --section WarpStateStats --section SchedulerStats --section MemoryWorkloadAnalysis \
+      ./build-gpu/bench/attnjit_kernel_bench "$OUT/profile-$pr.json" --no-tune "$pr" \
+      >"$OUT/ncu-$pr.txt" 2>&1 || status=1
+    grep -E "Duration|Throughput|Occupancy|Warp Cycles|Issued" "$OUT/ncu-$pr.txt" | head -20
+  done
 fi
 exit $status

@@ -1,7 +1,11 @@
 // Times attnjit's kernels on the peer problems (DEVICE.md) with CUDA events:
-// median of 30 launches after warm-up, useful TFLOP/s over unmasked pairs
+// median of 20 launches after 3 warm-up ones, useful TFLOP/s over unmasked pairs
 // only, the memory floor at the measured copy bandwidth. Peers are timed by
 // bench/bench_attention.py in the same run. Writes JSON (argv[1]).
+//   attnjit_kernel_bench OUT.json [--tune | --no-tune] [problem,problem,...]
+// --tune also times every config of tuning_grid() per problem (the spec's
+// rules are built from that, bench/tuning_table.py); the problem list
+// restricts the run (bench/device_run.sh's profile stage uses one).
 #include <algorithm>
 #include <atomic>
 #include <map>
