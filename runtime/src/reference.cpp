@@ -20,15 +20,7 @@ bool in_window(const ReferenceProblem& pr, int p, int j) {
 }
 
 bool visible(const ReferenceProblem& pr, const Sequence& seq, int p, int j) {
-  const bool base = (!pr.causal || j <= p) && in_window(pr, p, j);
-  if (base) return true;
-  if (!pr.mm_prefix) return false;
-  for (const auto& [r0, r1] : seq.spans) {
-    if (r0 <= p && p <= r1 && r0 <= j && j <= r1) {
-      return !pr.mm_clamp || in_window(pr, p, j);
-    }
-  }
-  return false;
+  return key_visible(pr, seq.spans, p, j);
 }
 
 Sequence sequence(const ReferenceProblem& pr, int b) {
@@ -44,6 +36,23 @@ Sequence sequence(const ReferenceProblem& pr, int b) {
   }
   return s;
 }
+
+}  // namespace
+
+bool key_visible(const ReferenceProblem& pr, const std::vector<std::pair<int, int>>& spans, int p,
+                 int j) {
+  const bool base = (!pr.causal || j <= p) && in_window(pr, p, j);
+  if (base) return true;
+  if (!pr.mm_prefix) return false;
+  for (const auto& [r0, r1] : spans) {
+    if (r0 <= p && p <= r1 && r0 <= j && j <= r1) {
+      return !pr.mm_clamp || in_window(pr, p, j);
+    }
+  }
+  return false;
+}
+
+namespace {
 
 // One query row of one head: fills o (D values) and returns the LSE.
 double attend_row(const ReferenceProblem& pr, const Sequence& seq, int h, int i, double* o) {

@@ -28,13 +28,13 @@ struct LogitScale {
   }
 };
 
-// `p[r]` is the key position of this thread's row r (g and g + 8 of the
-// fragment), span bounds from Mask::span_of, j0 the tile's first key.
+// keys[r]: the keys this thread's row r (g and g + 8 of the fragment) sees
+// (Mask::row_keys, once per row); j0: the tile's first key.
 template <class C, int kBlocks>
 __device__ __forceinline__ void to_logits(float (&s)[kBlocks][4],
-                                          const Params<typename C::dtype>& prm, const Mask<C>& mask,
-                                          const float (&sink2)[2], const int (&p)[2],
-                                          const int (&span_lo)[2], const int (&span_hi)[2], int j0,
+                                          const Params<typename C::dtype>& prm,
+                                          const float (&sink2)[2],
+                                          const typename Mask<C>::RowKeys (&keys)[2], int j0,
                                           bool edge, int lane) {
   const float scale2 = prm.scale * kLog2e;
   float cap_in = 0.f, cap_out = 0.f;
@@ -61,7 +61,7 @@ __device__ __forceinline__ void to_logits(float (&s)[kBlocks][4],
     for (int e = 0; e < 4; ++e) {
       const int r = e / 2;
       const int j = j0 + nb * 8 + 2 * (lane % 4) + (e % 2);
-      if (!mask.visible(p[r], j, span_lo[r], span_hi[r])) {
+      if (!Mask<C>::visible_in(keys[r], j)) {
         s[nb][e] = ptx::neg_inf();
       }
     }

@@ -41,6 +41,21 @@ struct Mask {
     return (!kCausal || j <= p) && in_window(p, j);
   }
 
+  // The first and last key of [0, n_k) inside the window of position p
+  // (lo > hi when none). 64-bit: p +- a window of up to INT_MAX must not
+  // wrap (it did, and dropped every key, before tests/reference/
+  // device_mask_test.cpp).
+  __device__ __forceinline__ int window_lo(int p) const {
+    if (!kWindow || window_left < 0) return 0;
+    const long long l = static_cast<long long>(p) - window_left;
+    return l <= 0 ? 0 : l >= n_k ? n_k : static_cast<int>(l);
+  }
+  __device__ __forceinline__ int window_hi(int p) const {
+    if (!kWindow || window_right < 0) return n_k - 1;
+    const long long h = static_cast<long long>(p) + window_right;
+    return h >= n_k - 1 ? n_k - 1 : h < -1 ? -1 : static_cast<int>(h);
+  }
+
   // Key tiles that queries at positions [p0, p1] may see: the base range,
   // widened by every span that holds one of those queries (clamped to the
   // window when mm_clamp is on). The hull of the union is returned; tiles
@@ -50,8 +65,8 @@ struct Mask {
     int hi = n_k - 1;
     if constexpr (kCausal) hi = ptx::imin(hi, p1);
     if constexpr (kWindow) {
-      if (window_left >= 0) lo = ptx::imax(lo, p0 - window_left);
-      if (window_right >= 0) hi = ptx::imin(hi, p1 + window_right);
+      lo = window_lo(p0);
+      hi = ptx::imin(hi, window_hi(p1));
     }
     if constexpr (kPrefix) {
       for (int s = 0; s < span_count; ++s) {
@@ -62,8 +77,8 @@ struct Mask {
         int span_lo = ptx::imax(r0, 0);
         int span_hi = ptx::imin(r1, n_k - 1);
         if constexpr (kClamp) {
-          if (window_left >= 0) span_lo = ptx::imax(span_lo, p0 - window_left);
-          if (window_right >= 0) span_hi = ptx::imin(span_hi, p1 + window_right);
+          span_lo = ptx::imax(span_lo, window_lo(p0));
+          span_hi = ptx::imin(span_hi, window_hi(p1));
         }
         if (span_lo > span_hi) continue;
         if (lo > hi) {
@@ -125,6 +140,39 @@ struct Mask {
       }
     } else {
       return false;
+    }
+  }
+
+  // The keys row p sees, as at most two intervals computed once per row:
+  // the base rule's [lo, hi] and, with mm_prefix, the part of its span it
+  // sees [span_lo, span_hi] (clamped to the window with mm_clamp). Empty
+  // intervals have lo > hi. visible_in(row_keys(p, ...), j) == visible(p, j,
+  // ...) for every key j >= 0 (tests/reference/device_mask_test.cpp); the
+  // edge tiles then cost two or four compares per score.
+  struct RowKeys {
+    int lo, hi, span_lo, span_hi;
+  };
+
+  __device__ __forceinline__ RowKeys row_keys(int p, int span_lo, int span_hi) const {
+    RowKeys keys{window_lo(p), window_hi(p), 1, 0};
+    if constexpr (kCausal) keys.hi = ptx::imin(keys.hi, p);
+    if constexpr (kPrefix) {
+      keys.span_lo = span_lo;
+      keys.span_hi = ptx::imin(span_hi, n_k - 1);
+      if constexpr (kClamp) {
+        keys.span_lo = ptx::imax(keys.span_lo, window_lo(p));
+        keys.span_hi = ptx::imin(keys.span_hi, window_hi(p));
+      }
+    }
+    return keys;
+  }
+
+  static __device__ __forceinline__ bool visible_in(const RowKeys& keys, int j) {
+    const bool base = keys.lo <= j && j <= keys.hi;
+    if constexpr (kPrefix) {
+      return base || (keys.span_lo <= j && j <= keys.span_hi);
+    } else {
+      return base;
     }
   }
 };

@@ -200,17 +200,19 @@ __device__ void forward(const Params<typename C::dtype>& prm) {
   }
 
   // This thread's rows: g and g + 8 of each of the warp's m16 tiles, with
-  // their key positions, spans and sink logits.
+  // the keys they see and their sink logits.
   const int warp_row0 = warp * 16 * F::kM;
-  int p[F::kM][2], span_lo[F::kM][2], span_hi[F::kM][2];
+  typename Mask<C>::RowKeys keys[F::kM][2];
   float sink2[F::kM][2];
 #pragma unroll
   for (int m = 0; m < F::kM; ++m) {
 #pragma unroll
     for (int r = 0; r < 2; ++r) {
       const int row = row0 + warp_row0 + m * 16 + lane / 4 + 8 * r;
-      p[m][r] = map.position(row) + shift;
-      mask.span_of(p[m][r], span_lo[m][r], span_hi[m][r]);
+      const int p = map.position(row) + shift;
+      int span_lo, span_hi;
+      mask.span_of(p, span_lo, span_hi);
+      keys[m][r] = mask.row_keys(p, span_lo, span_hi);
       sink2[m][r] = Sinks<C>::logit2(prm.sinks, map.head(row));
     }
   }
@@ -261,7 +263,7 @@ __device__ void forward(const Params<typename C::dtype>& prm) {
     const bool edge = !mask.interior(p_first, p_last, j0, F::BN);
 #pragma unroll
     for (int m = 0; m < F::kM; ++m) {
-      to_logits<C>(s[m], prm, mask, sink2[m], p[m], span_lo[m], span_hi[m], j0, edge, lane);
+      to_logits<C>(s[m], prm, sink2[m], keys[m], j0, edge, lane);
       softmax[m].update(s[m], o[m], LogitScale<C>::score_multiplier(prm.scale));
     }
     F::accumulate(o, s, sV_st, lane);

@@ -112,13 +112,15 @@ __device__ void forward_sm90(const Params<typename C::dtype>& prm) {
 
   // This thread's two rows (g, g + 8 of its warp's 16).
   const int warp_row = row0 + warp * 16;
-  int p[2], span_lo[2], span_hi[2];
+  typename Mask<C>::RowKeys keys[2];  // the keys each row sees
   float sink2[2];
 #pragma unroll
   for (int r = 0; r < 2; ++r) {
     const int row = warp_row + lane / 4 + 8 * r;
-    p[r] = map.position(row) + shift;
-    mask.span_of(p[r], span_lo[r], span_hi[r]);
+    const int p = map.position(row) + shift;
+    int span_lo, span_hi;
+    mask.span_of(p, span_lo, span_hi);
+    keys[r] = mask.row_keys(p, span_lo, span_hi);
     sink2[r] = Sinks<C>::logit2(prm.sinks, map.head(row));
   }
   Softmax softmax;
@@ -150,7 +152,7 @@ __device__ void forward_sm90(const Params<typename C::dtype>& prm) {
   auto softmax_tile = [&](float(&s)[kScoreBlocks][4], int kt, float(&correction)[2]) {
     const int j0 = kt * BN;
     const bool edge = !mask.interior(p_first, p_last, j0, BN);
-    to_logits<C>(s, prm, mask, sink2, p, span_lo, span_hi, j0, edge, lane);
+    to_logits<C>(s, prm, sink2, keys, j0, edge, lane);
     softmax.update_scores(s, correction, multiplier);
   };
   // Probabilities -> the A fragments of P V.

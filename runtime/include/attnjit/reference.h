@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstdint>
+#include <utility>
 #include <vector>
 
 namespace attnjit {
@@ -28,6 +29,13 @@ struct ReferenceResult {
 };
 
 ReferenceResult reference_attention(const ReferenceProblem& problem);
+
+// SEMANTICS.md "Visibility", literally: may the query at key position p of a
+// sequence see key j of it (0 <= j < n_k)? spans: that sequence's inclusive
+// [r0, r1] pairs (used only with mm_prefix). The reference and the tests of
+// the kernels' mask arithmetic share it.
+bool key_visible(const ReferenceProblem& rule, const std::vector<std::pair<int, int>>& spans, int p,
+                 int j);
 
 // ||a - b|| / ||b|| over all elements; NaN if any element of a is NaN.
 double relative_error(const std::vector<double>& a, const std::vector<double>& b);

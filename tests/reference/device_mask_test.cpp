@@ -1,0 +1,123 @@
+// The kernels' mask arithmetic (templates/attention/mask.cuh), compiled for
+// the host and checked exhaustively against SEMANTICS.md's rule as the CPU
+// reference states it (key_visible), without a GPU: per-element visibility
+// (visible and the per-row intervals visible_in(row_keys)), the key-tile
+// range a query tile visits (every visible key inside it) and the interior
+// test (an interior tile really has every pair visible).
+#include <gtest/gtest.h>
+
+#include <climits>
+#include <random>
+#include <vector>
+
+#include <fmt/format.h>
+
+#include "attnjit/reference.h"
+
+// The device qualifiers mean nothing on the host; the warp shuffle is never
+// called by the mask.
+#define __device__
+#define __forceinline__ inline
+inline float __shfl_xor_sync(unsigned, float value, int) { return value; }
+#include "attention/mask.cuh"
+#undef __device__
+#undef __forceinline__
+
+namespace attnjit {
+namespace {
+
+template <bool kCausal, bool kWindow, bool kPrefix, bool kClamp>
+struct Config {
+  static constexpr bool causal = kCausal;
+  static constexpr bool window = kWindow;
+  static constexpr bool mm_prefix = kPrefix;
+  static constexpr bool mm_clamp = kClamp;
+};
+
+template <class C>
+void check_config(uint64_t seed) {
+  using Mask = attention::Mask<C>;
+  std::mt19937_64 rng(seed);
+  const int windows[] = {-1, 0, 1, 3, 7, 64, 1000, INT_MAX};
+  long long pairs = 0;
+  for (int trial = 0; trial < 400; ++trial) {
+    const int n_k = int(rng() % 70);
+    ReferenceProblem rule;
+    rule.causal = C::causal;
+    rule.mm_prefix = C::mm_prefix;
+    rule.mm_clamp = C::mm_clamp;
+    rule.window_left = C::window ? windows[rng() % 8] : -1;
+    rule.window_right = C::window ? windows[rng() % 8] : -1;
+    // Sorted, disjoint spans, some reaching past the keys.
+    std::vector<std::pair<int, int>> spans;
+    std::vector<int> flat;
+    for (int at = int(rng() % 5); C::mm_prefix && at < n_k + 4 && spans.size() < 4;) {
+      const int len = 1 + int(rng() % 12);
+      spans.emplace_back(at, at + len - 1);
+      flat.push_back(at);
+      flat.push_back(at + len - 1);
+      at += len + int(rng() % 6);
+    }
+    Mask mask{n_k, rule.window_left, rule.window_right, flat.data(), int(spans.size())};
+    const std::string what = fmt::format("n_k={} window=({}, {}) spans={} seed={}", n_k,
+                                         rule.window_left, rule.window_right, spans.size(), seed);
+    // Query positions may lie before the keys (q longer than k) or past them.
+    for (int p = -8; p < n_k + 8; ++p) {
+      int span_lo, span_hi;
+      mask.span_of(p, span_lo, span_hi);
+      const typename Mask::RowKeys keys = mask.row_keys(p, span_lo, span_hi);
+      for (int j = 0; j < n_k; ++j) {
+        const bool want = key_visible(rule, spans, p, j);
+        ASSERT_EQ(mask.visible(p, j, span_lo, span_hi), want) << what << " p=" << p << " j=" << j;
+        ASSERT_EQ(Mask::visible_in(keys, j), want) << what << " p=" << p << " j=" << j;
+        ++pairs;
+      }
+      for (int j = n_k; j < n_k + 3; ++j) {
+        ASSERT_FALSE(mask.visible(p, j, span_lo, span_hi)) << what << " p=" << p << " j=" << j;
+        ASSERT_FALSE(Mask::visible_in(keys, j)) << what << " p=" << p << " j=" << j;
+      }
+    }
+    // Query tiles [p0, p1] against key tiles of several widths.
+    for (int block_n : {1, 4, 16, 64}) {
+      for (int p0 = -8; p0 < n_k + 8; p0 += 1 + int(rng() % 5)) {
+        const int p1 = p0 + int(rng() % 20);
+        const attention::KeyRange range = mask.key_range(p0, p1, block_n);
+        for (int p = p0; p <= p1; ++p) {
+          for (int j = 0; j < n_k; ++j) {
+            if (!key_visible(rule, spans, p, j)) continue;
+            ASSERT_GE(j / block_n, range.first_tile) << what << " p=" << p << " j=" << j;
+            ASSERT_LE(j / block_n, range.last_tile) << what << " p=" << p << " j=" << j;
+          }
+        }
+        for (int t = range.first_tile; t <= range.last_tile; ++t) {
+          if (!mask.interior(p0, p1, t * block_n, block_n)) continue;
+          for (int p = p0; p <= p1; ++p) {
+            for (int j = t * block_n; j < (t + 1) * block_n; ++j) {
+              ASSERT_LT(j, n_k) << what;
+              ASSERT_TRUE(key_visible(rule, spans, p, j))
+                  << what << " interior tile " << t << " p=" << p << " j=" << j;
+            }
+          }
+        }
+      }
+    }
+  }
+  EXPECT_GT(pairs, 10000);
+}
+
+TEST(DeviceMask, MatchesTheReferenceRuleForEveryMode) {
+  const uint64_t seed = std::random_device{}();
+  check_config<Config<false, false, false, false>>(seed);
+  check_config<Config<true, false, false, false>>(seed);
+  check_config<Config<false, true, false, false>>(seed);
+  check_config<Config<true, true, false, false>>(seed);
+  check_config<Config<false, false, true, false>>(seed);
+  check_config<Config<true, false, true, false>>(seed);
+  check_config<Config<false, true, true, false>>(seed);
+  check_config<Config<true, true, true, false>>(seed);
+  check_config<Config<false, true, true, true>>(seed);
+  check_config<Config<true, true, true, true>>(seed);
+}
+
+}  // namespace
+}  // namespace attnjit
