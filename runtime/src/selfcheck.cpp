@@ -1,5 +1,7 @@
 #include "attnjit/selfcheck.h"
 
+#include <climits>
+
 #include <cmath>
 #include <cstring>
 #include <limits>
@@ -152,8 +154,9 @@ std::vector<CheckShape> standard_check_shapes(const AttentionFlags& flags) {
   CheckShape chunked{"q_shorter_gqa8", {17, 64}, {150, 194}, 8, 1, 0, -1, {}, 2.f};
   chunked.spans = {{{120, 149}}, {{0, 3}, {130, 193}}};
   shapes.push_back(chunked);
-  // MHA, one long sequence, a window larger than the sequence.
-  CheckShape mha{"mha_long_window", {257}, {257}, 2, 2, 300, 300, {}, 2.f};
+  // MHA, one long sequence, windows larger than the sequence, the right one
+  // INT_MAX (position + window must not wrap in the kernel's tile range).
+  CheckShape mha{"mha_long_window", {257}, {257}, 2, 2, 300, INT_MAX, {}, 2.f};
   mha.spans = {{{31, 33}, {64, 127}, {128, 200}}};
   shapes.push_back(mha);
   // Windows of a few tiles on both sides; a sequence with no keys.
