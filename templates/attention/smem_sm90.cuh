@@ -55,9 +55,14 @@ struct SwizzledRows {
   template <int kRows, int kThreads, class T, class RowSource>
   static __device__ __forceinline__ void load_async(unsigned tile, const RowSource& row_source,
                                                     int tid) {
+    // A fixed trip count (the unit count over the threads, rounded up), so
+    // the loop unrolls instead of testing c < kTotal per 16-byte unit.
     constexpr int kTotal = kRows * kUnitsPerRow;
+    constexpr int kIters = (kTotal + kThreads - 1) / kThreads;
 #pragma unroll
-    for (int c = tid; c < kTotal; c += kThreads) {
+    for (int i = 0; i < kIters; ++i) {
+      const int c = tid + i * kThreads;
+      if (kTotal % kThreads != 0 && c >= kTotal) break;
       const int r = c / kUnitsPerRow;
       const int u = c % kUnitsPerRow;
       const T* src = nullptr;
