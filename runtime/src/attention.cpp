@@ -310,12 +310,19 @@ void AttentionKernel::launch(const AttentionArgs& a, CuStream stream) {
                            const_cast<float*>(&softcap),
                            const_cast<int*>(&window_left),
                            const_cast<int*>(&window_right)};
+  const LaunchGrid grid = attention_grid(a, block_m_, pack_gqa_);
+  kernel_->launch(grid.x, grid.y, grid.z, stream, args);
+}
+
+LaunchGrid attention_grid(const AttentionArgs& a, int block_m, bool pack_gqa) {
   // With GQA packing a block holds the Hq / Hkv heads of one kv head.
-  const int64_t group = pack_gqa_ ? a.num_heads_q / a.num_heads_kv : 1;
+  const int64_t group = pack_gqa ? a.num_heads_q / a.num_heads_kv : 1;
   const int64_t rows = int64_t(a.max_seqlen_q) * group;
-  const unsigned m_tiles = unsigned((rows + block_m_ - 1) / block_m_);
-  const unsigned heads = unsigned(pack_gqa_ ? a.num_heads_kv : a.num_heads_q);
-  kernel_->launch(m_tiles, heads, unsigned(a.num_seqs), stream, args);
+  LaunchGrid grid;
+  grid.x = unsigned((rows + block_m - 1) / block_m);
+  grid.y = unsigned(pack_gqa ? a.num_heads_kv : a.num_heads_q);
+  grid.z = unsigned(a.num_seqs);
+  return grid;
 }
 
 }  // namespace attnjit

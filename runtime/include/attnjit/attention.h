@@ -77,6 +77,16 @@ struct AttentionArgs {
 // scale and softcap values. Throws Error(kArgument) naming the argument.
 void validate_attention_args(const AttentionFlags& flags, const AttentionArgs& args);
 
+// The grid of one launch: x query tiles of block_m (packed) rows over the
+// longest sequence, y heads (kv heads when packing GQA, else query heads),
+// z sequences. The kernels' block setup (templates/attention/block.cuh)
+// maps each block to its rows; tests/reference/device_grid_test.cpp checks
+// the two together write every output row exactly once.
+struct LaunchGrid {
+  unsigned x = 0, y = 0, z = 0;
+};
+LaunchGrid attention_grid(const AttentionArgs& args, int block_m, bool pack_gqa);
+
 class AttentionKernel {
  public:
   // Resolves the flags against the spec (illegal combinations throw
