@@ -92,10 +92,11 @@ __device__ void forward_sm90(const Params<typename C::dtype>& prm) {
         return true;
       },
       tid);
+  // Tile kt's K and V buffers: slot (kt - first) mod kStages.
+  auto slot_of = [&](int kt) { return ((kt - range.first_tile) % kStages) * L::kTileBytes; };
   auto load_tile = [&](int kt) {
     if (kt > range.last_tile) return;
     const int key0 = kt * BN;
-    const int st = (kt - range.first_tile) % kStages;
     auto rows_of = [&](const T* base, long long stride) {
       return [=](int r, const T*& src) {
         const bool valid = key0 + r < n_k;
@@ -103,12 +104,11 @@ __device__ void forward_sm90(const Params<typename C::dtype>& prm) {
         return valid;
       };
     };
-    Rows::template load_async<BN, kThreads, T>(sK + st * L::kTileBytes,
-                                               rows_of(k, prm.k_row_stride), tid);
-    Rows::template load_async<BN, kThreads, T>(sV + st * L::kTileBytes,
-                                               rows_of(v, prm.v_row_stride), tid);
+    Rows::template load_async<BN, kThreads, T>(sK + slot_of(kt), rows_of(k, prm.k_row_stride),
+                                               tid);
+    Rows::template load_async<BN, kThreads, T>(sV + slot_of(kt), rows_of(v, prm.v_row_stride),
+                                               tid);
   };
-  auto slot_of = [&](int kt) { return ((kt - range.first_tile) % kStages) * L::kTileBytes; };
 
   // This thread's two rows (g, g + 8 of its warp's 16).
   const int warp_row = row0 + warp * 16;
