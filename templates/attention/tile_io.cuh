@@ -18,42 +18,59 @@ struct SmemRow {
   static_assert(kHeadDim % 16 == 0, "head dim must be a multiple of 16");
 };
 
-// Loads rows [row0, row0 + kRows) of a [rows, stride] matrix into shared
-// memory; rows at or past `row_end` become zeros.
-template <int kRows, int kHeadDim, int kThreads, class T>
-__device__ __forceinline__ void load_tile_async(T* smem, const T* base, long long row_stride,
-                                                int row0, int row_end, int tid) {
+// cp.async of kRows rows into padded shared rows. row_source(r, ptr) sets
+// row r's global address and returns false past the end (those rows become
+// zeros; ptr must still be a valid address). A fixed trip count (units over
+// threads, rounded up) lets the loop unroll.
+template <int kRows, int kHeadDim, int kThreads, class T, class RowSource>
+__device__ __forceinline__ void load_rows_async(T* smem, const RowSource& row_source, int tid) {
   using Row = SmemRow<kHeadDim>;
   constexpr int kTotal = kRows * Row::kChunks;
+  constexpr int kIters = (kTotal + kThreads - 1) / kThreads;
 #pragma unroll
-  for (int c = tid; c < kTotal; c += kThreads) {
+  for (int i = 0; i < kIters; ++i) {
+    const int c = tid + i * kThreads;
+    if (kTotal % kThreads != 0 && c >= kTotal) break;
     const int r = c / Row::kChunks;
     const int chunk = c % Row::kChunks;
-    const bool valid = row0 + r < row_end;
-    const T* src = valid ? base + (row0 + r) * row_stride + chunk * 8 : base;
-    ptx::cp_async_16(ptx::smem_addr(smem + r * Row::kStride + chunk * 8), src, valid);
+    const T* src = nullptr;
+    const bool valid = row_source(r, src);
+    ptx::cp_async_16(ptx::smem_addr(smem + r * Row::kStride + chunk * 8),
+                     valid ? src + chunk * 8 : src, valid);
   }
 }
 
-// Loads the query rows [row0, row0 + kRows) of a block, each at its own
+// Rows [row0, row0 + kRows) of a [rows, stride] matrix; rows at or past
+// `row_end` become zeros.
+template <int kRows, int kHeadDim, int kThreads, class T>
+__device__ __forceinline__ void load_tile_async(T* smem, const T* base, long long row_stride,
+                                                int row0, int row_end, int tid) {
+  load_rows_async<kRows, kHeadDim, kThreads>(
+      smem,
+      [=](int r, const T*& src) {
+        const bool valid = row0 + r < row_end;
+        src = valid ? base + (row0 + r) * row_stride : base;
+        return valid;
+      },
+      tid);
+}
+
+// The query rows [row0, row0 + kRows) of a block, each at its own
 // (position, head) (rows.cuh); rows at or past map.rows become zeros.
 template <int kRows, int kHeadDim, int kThreads, class T, class Map>
 __device__ __forceinline__ void load_query_rows_async(T* smem, const T* seq_base,
                                                       long long row_stride, long long head_stride,
                                                       const Map& map, int row0, int tid) {
-  using Row = SmemRow<kHeadDim>;
-  constexpr int kTotal = kRows * Row::kChunks;
-#pragma unroll
-  for (int c = tid; c < kTotal; c += kThreads) {
-    const int r = c / Row::kChunks;
-    const int chunk = c % Row::kChunks;
-    const int row = row0 + r;
-    const bool valid = row < map.rows;
-    const T* src =
-        valid ? seq_base + map.position(row) * row_stride + map.head(row) * head_stride + chunk * 8
-              : seq_base;
-    ptx::cp_async_16(ptx::smem_addr(smem + r * Row::kStride + chunk * 8), src, valid);
-  }
+  load_rows_async<kRows, kHeadDim, kThreads>(
+      smem,
+      [&](int r, const T*& src) {
+        const int row = row0 + r;
+        const bool valid = row < map.rows;
+        src = valid ? seq_base + map.position(row) * row_stride + map.head(row) * head_stride
+                    : seq_base;
+        return valid;
+      },
+      tid);
 }
 
 // Copies a warp's 16 staged rows from shared to global memory, 16 bytes per
