@@ -7,6 +7,7 @@
 #include "attention/mask.cuh"
 #include "attention/params.cuh"
 #include "attention/rows.cuh"
+#include "attention/sinks.cuh"
 #include "common/ptx.cuh"
 
 namespace attnjit {
@@ -60,6 +61,17 @@ struct BlockWork {
     p_last = map.position(row_end - 1) + shift;
     range = mask.key_range(p_first, p_last, kBlockN);
     return true;
+  }
+
+  // Per query row, once: the keys it sees (edge-tile masks) and its sink
+  // logit in base 2.
+  __device__ __forceinline__ void row_setup(const Params<T>& prm, int row,
+                                            typename Mask<C>::RowKeys& keys, float& sink2) const {
+    const int p = map.position(row) + shift;
+    int span_lo, span_hi;
+    mask.span_of(p, span_lo, span_hi);
+    keys = mask.row_keys(p, span_lo, span_hi);
+    sink2 = Sinks<C>::logit2(prm.sinks, map.head(row));
   }
 };
 

@@ -179,10 +179,8 @@ __device__ void forward(const Params<typename C::dtype>& prm) {
   const int warp = tid / 32;
   const int lane = tid % 32;
   const auto& map = work.map;
-  const Mask<C>& mask = work.mask;
   const KeyRange range = work.range;
-  const int q_begin = work.q_begin, n_k = work.n_k, row0 = work.row0, shift = work.shift;
-  const int p_first = work.p_first, p_last = work.p_last;
+  const int q_begin = work.q_begin, n_k = work.n_k, row0 = work.row0;
   const T *q = work.q, *k = work.k, *v = work.v;
 
   load_query_rows_async<F::BM, F::D, F::kThreads>(sQ, q, prm.q_row_stride, prm.q_head_stride, map,
@@ -208,12 +206,7 @@ __device__ void forward(const Params<typename C::dtype>& prm) {
   for (int m = 0; m < F::kM; ++m) {
 #pragma unroll
     for (int r = 0; r < 2; ++r) {
-      const int row = row0 + warp_row0 + m * 16 + lane / 4 + 8 * r;
-      const int p = map.position(row) + shift;
-      int span_lo, span_hi;
-      mask.span_of(p, span_lo, span_hi);
-      keys[m][r] = mask.row_keys(p, span_lo, span_hi);
-      sink2[m][r] = Sinks<C>::logit2(prm.sinks, map.head(row));
+      work.row_setup(prm, row0 + warp_row0 + m * 16 + lane / 4 + 8 * r, keys[m][r], sink2[m][r]);
     }
   }
 
@@ -260,7 +253,7 @@ __device__ void forward(const Params<typename C::dtype>& prm) {
 
     float s[F::kM][F::kScoreBlocks][4];
     F::scores(s, qf, sQ_warp, sK_st, lane);
-    const bool edge = !mask.interior(p_first, p_last, j0, F::BN);
+    const bool edge = !work.mask.interior(work.p_first, work.p_last, j0, F::BN);
 #pragma unroll
     for (int m = 0; m < F::kM; ++m) {
       to_logits<C>(s[m], prm, sink2[m], keys[m], j0, edge, lane);

@@ -71,10 +71,8 @@ __device__ void forward_sm90(const Params<typename C::dtype>& prm) {
   const int warp = tid / 32;
   const int lane = tid % 32;
   const auto& map = work.map;
-  const Mask<C>& mask = work.mask;
   const KeyRange range = work.range;
-  const int q_begin = work.q_begin, n_k = work.n_k, row0 = work.row0, shift = work.shift;
-  const int p_first = work.p_first, p_last = work.p_last;
+  const int q_begin = work.q_begin, n_k = work.n_k, row0 = work.row0;
   const T *q = work.q, *k = work.k, *v = work.v;
 
   // cp.async groups: the first holds Q and the first key tile, then one
@@ -104,10 +102,8 @@ __device__ void forward_sm90(const Params<typename C::dtype>& prm) {
         return valid;
       };
     };
-    Rows::template load_async<BN, kThreads, T>(sK + slot_of(kt), rows_of(k, prm.k_row_stride),
-                                               tid);
-    Rows::template load_async<BN, kThreads, T>(sV + slot_of(kt), rows_of(v, prm.v_row_stride),
-                                               tid);
+    Rows::template load_async<BN, kThreads, T>(sK + slot_of(kt), rows_of(k, prm.k_row_stride), tid);
+    Rows::template load_async<BN, kThreads, T>(sV + slot_of(kt), rows_of(v, prm.v_row_stride), tid);
   };
 
   // This thread's two rows (g, g + 8 of its warp's 16).
@@ -116,12 +112,7 @@ __device__ void forward_sm90(const Params<typename C::dtype>& prm) {
   float sink2[2];
 #pragma unroll
   for (int r = 0; r < 2; ++r) {
-    const int row = warp_row + lane / 4 + 8 * r;
-    const int p = map.position(row) + shift;
-    int span_lo, span_hi;
-    mask.span_of(p, span_lo, span_hi);
-    keys[r] = mask.row_keys(p, span_lo, span_hi);
-    sink2[r] = Sinks<C>::logit2(prm.sinks, map.head(row));
+    work.row_setup(prm, warp_row + lane / 4 + 8 * r, keys[r], sink2[r]);
   }
   Softmax softmax;
   Sinks<C>::init(softmax, sink2, lane);
@@ -151,7 +142,7 @@ __device__ void forward_sm90(const Params<typename C::dtype>& prm) {
   // Scores of tile kt -> probabilities, and the output's rescale factor.
   auto softmax_tile = [&](float(&s)[kScoreBlocks][4], int kt, float(&correction)[2]) {
     const int j0 = kt * BN;
-    const bool edge = !mask.interior(p_first, p_last, j0, BN);
+    const bool edge = !work.mask.interior(work.p_first, work.p_last, j0, BN);
     to_logits<C>(s, prm, sink2, keys, j0, edge, lane);
     softmax.update_scores(s, correction, multiplier);
   };
