@@ -4,6 +4,7 @@
 // the count (default 2000).
 #include <gtest/gtest.h>
 
+#include <climits>
 #include <cstdlib>
 #include <random>
 
@@ -52,9 +53,9 @@ CheckShape random_shape(std::mt19937_64& rng) {
   const auto heads = kHeads[rng() % 5];
   s.num_heads_q = heads.first;
   s.num_heads_kv = heads.second;
-  static const int kWindows[] = {-1, 0, 1, 5, 31, 64, 127, 300};
-  s.window_left = kWindows[rng() % 8];
-  s.window_right = kWindows[rng() % 8];
+  static const int kWindows[] = {-1, 0, 1, 5, 31, 64, 127, 300, INT_MAX};
+  s.window_left = kWindows[rng() % 9];
+  s.window_right = kWindows[rng() % 9];
   s.softcap = 1.f + float(rng() % 30);
   return s;
 }
