@@ -8,7 +8,8 @@ relative error against the fp32 PyTorch reference on a reduced instance of
 the same problem (one sequence of at most 2048 tokens, every head, fresh
 inputs, output poisoned with NaN first). Peers: PyTorch SDPA (flash and
 cuDNN backends) where the mask is expressible, and FlexAttention (compiled;
-Triton-generated). Prints a table; writes JSON (--out).
+Triton-generated), and a hand-written Triton kernel (bench/triton_peer.py,
+not for spans). Prints a table; writes JSON (--out).
 
     python3 bench/bench_attention.py --out bench/results/DATE-h200-COMMIT.json
 """
@@ -24,6 +25,7 @@ import triton.testing
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from problems import PROBLEMS  # noqa: E402
+from triton_peer import triton_peer  # noqa: E402
 
 import attnjit  # noqa: E402  (pip install ./python, or PYTHONPATH=<build>/python)
 from attnjit.reference import varlen_attention_reference, relative_error  # noqa: E402
@@ -211,6 +213,8 @@ def main():
         except Exception as e:
             print(f"    (flex: {type(e).__name__}: {str(e).splitlines()[0][:100]})")
             times["flex"] = None
+        fn = triton_peer(pr, q, k, v, sinks)
+        times["triton"] = time_ms(fn) if fn else None
         err = check_error(pr)
         row = {"problem": name, "shape": f"{batch}x{seqlen} Hq{hq}/Hkv{hkv} D{d}",
                "useful_pairs": pairs, "useful_flops": flops, "bytes": bytes_,
@@ -220,7 +224,7 @@ def main():
         del q, k, v, q4, k4, v4, out
         torch.cuda.empty_cache()
 
-    peers = ["attnjit", "sdpa_flash", "sdpa_cudnn", "flex"]
+    peers = ["attnjit", "sdpa_flash", "sdpa_cudnn", "flex", "triton"]
     print(f"\n{'problem':<25}" + "".join(f"{p:>19}" for p in peers) + f"{'floor ms':>10}{'x floor':>9}{'err':>10}")
     for r in rows:
         cells = []

@@ -31,6 +31,8 @@ if stage python; then
   done
 fi
 if stage bench; then
+  python3 bench/triton_peer.py >"$OUT/triton-peer-check.txt" 2>&1 || status=1
+  tail -1 "$OUT/triton-peer-check.txt"
   python3 bench/bench_attention.py --commit "$commit" --out "$OUT/bench.json" \
     >"$OUT/bench.txt" 2>&1 || status=1
   cat "$OUT/bench.txt" | tail -30
