@@ -1,0 +1,78 @@
+// The sm_90a path's shared-memory layout (templates/attention/smem_sm90.cuh,
+// compiled for the host): every (row, 16-byte unit) of a tile has its own
+// 16-byte slot inside the tile, and the slot is the hardware's swizzle
+// (address bits [4, 4 + B) XOR bits [7, 7 + B), B = log2(row bytes / 16))
+// of the plain chunked layout, for every head dim and tile height; the
+// descriptors point at the right chunk and carry the right byte offsets.
+// The GPU test WgmmaLayout checks the same layout against the tensor cores.
+#include <gtest/gtest.h>
+
+#include <set>
+
+#define __device__
+#define __forceinline__ inline
+inline float __shfl_xor_sync(unsigned, float value, int) { return value; }
+#include "attention/smem_sm90.cuh"
+#undef __device__
+#undef __forceinline__
+
+namespace attnjit {
+namespace {
+
+template <int D, int kRows>
+void check_layout() {
+  using Rows = attention::SwizzledRows<D>;
+  SCOPED_TRACE(testing::Message() << "D=" << D << " rows=" << kRows);
+  constexpr int kBits = Rows::kUnits == 8 ? 3 : Rows::kUnits == 4 ? 2 : 1;
+  std::set<unsigned> slots;
+  for (int r = 0; r < kRows; ++r) {
+    for (int u = 0; u < Rows::kUnitsPerRow; ++u) {
+      const unsigned got = Rows::template offset<kRows>(r, u);
+      const unsigned plain = unsigned((u / Rows::kUnits) * kRows * Rows::kSwizzleBytes +
+                                      r * Rows::kSwizzleBytes + (u % Rows::kUnits) * 16);
+      const unsigned swizzled = plain ^ (((plain >> 7) & ((1u << kBits) - 1)) << 4);
+      ASSERT_EQ(got, swizzled) << "r=" << r << " u=" << u;
+      ASSERT_EQ(got % 16, 0u);
+      ASSERT_LT(got, unsigned(kRows * D * 2));
+      ASSERT_TRUE(slots.insert(got).second) << "r=" << r << " u=" << u;
+    }
+  }
+  // Descriptors: start address (>> 4) at the chunk of k-step kk, leading
+  // and stride byte offsets (>> 4), swizzle mode in the top bits.
+  const unsigned tile = 4096;  // 1024-aligned
+  for (int kk = 0; kk < D / 16; ++kk) {
+    const unsigned long long desc = Rows::template k_major<kRows>(tile, 0, kk);
+    const unsigned start = tile + (kk * 16 / Rows::kChunk) * kRows * Rows::kSwizzleBytes +
+                           (kk * 16 % Rows::kChunk) * 2;
+    ASSERT_EQ(desc & 0x3FFF, start >> 4) << "kk=" << kk;
+    ASSERT_EQ((desc >> 32) & 0x3FFF, unsigned(8 * Rows::kSwizzleBytes) >> 4);
+    ASSERT_EQ(desc >> 62, Rows::kUnits == 8 ? 1u : Rows::kUnits == 4 ? 2u : 3u);
+  }
+  for (int kk = 0; kk < kRows / 16; ++kk) {
+    const unsigned long long desc = Rows::template mn_major<kRows>(tile, kk);
+    ASSERT_EQ(desc & 0x3FFF, (tile + kk * 16 * Rows::kSwizzleBytes) >> 4);
+    ASSERT_EQ((desc >> 16) & 0x3FFF, unsigned(kRows * Rows::kSwizzleBytes) >> 4);
+    ASSERT_EQ((desc >> 32) & 0x3FFF, unsigned(8 * Rows::kSwizzleBytes) >> 4);
+  }
+}
+
+template <int D>
+void check_heights() {
+  check_layout<D, 16>();
+  check_layout<D, 64>();
+  check_layout<D, 128>();
+  check_layout<D, 176>();
+  check_layout<D, 192>();
+}
+
+TEST(DeviceSwizzle, TilesAreTheHardwareSwizzleOfTheChunkedLayout) {
+  check_heights<64>();
+  check_heights<80>();
+  check_heights<96>();
+  check_heights<128>();
+  check_heights<192>();
+  check_heights<256>();
+}
+
+}  // namespace
+}  // namespace attnjit
