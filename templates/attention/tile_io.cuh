@@ -27,7 +27,9 @@ __device__ __forceinline__ void load_rows_async(T* smem, const RowSource& row_so
   using Row = SmemRow<kHeadDim>;
   constexpr int kTotal = kRows * Row::kChunks;
   constexpr int kIters = (kTotal + kThreads - 1) / kThreads;
-#pragma unroll
+  // Unrolled only for a few units per thread (short tiles): longer unrolls
+  // keep more addresses live and spill in the D 128 mma.sync variants.
+#pragma unroll(kIters <= 4 ? kIters : 1)
   for (int i = 0; i < kIters; ++i) {
     const int c = tid + i * kThreads;
     if (kTotal % kThreads != 0 && c >= kTotal) break;
