@@ -3,6 +3,7 @@
 #include "attnjit/attention.h"
 
 #include <cmath>
+#include <cstdint>
 #include <cstring>
 #include <mutex>
 #include <utility>
@@ -226,6 +227,12 @@ void validate_attention_args(const AttentionFlags& flags, const AttentionArgs& a
                   a.num_heads_q, a.num_heads_kv);
   ATTNJIT_REQUIRE(a.total_q >= 0 && a.total_k >= 0 && a.max_seqlen_q >= 0 && a.max_seqlen_k >= 0,
                   "attention: totals and max sequence lengths must be >= 0");
+  // The kernels index a sequence's (packed) query rows with 32-bit ints:
+  // with GQA packing a block row is (position, one of the Hq / Hkv heads).
+  ATTNJIT_REQUIRE(int64_t(a.max_seqlen_q) * (a.num_heads_q / a.num_heads_kv) <= INT32_MAX,
+                  "attention: max_seqlen_q {} x {} query heads per kv head is over 2^31 - 1 "
+                  "rows; split the sequence",
+                  a.max_seqlen_q, a.num_heads_q / a.num_heads_kv);
   const int64_t d = flags.head_dim;
   require_layout("q", a.total_q, a.q_row_stride, a.num_heads_q, a.q_head_stride, d);
   require_layout("k", a.total_k, a.k_row_stride, a.num_heads_kv, a.k_head_stride, d);

@@ -218,6 +218,13 @@ const std::vector<ArgCase>& arg_cases() {
        "num_heads_q"},
       {"negative_total_q", [](F&, A& a) { a.total_q = -1; }, "must be >= 0"},
       {"negative_max_seqlen_k", [](F&, A& a) { a.max_seqlen_k = -5; }, "must be >= 0"},
+      {"packed_rows_over_int32",
+       [](F&, A& a) {
+         a.num_heads_q = 8;
+         a.num_heads_kv = 1;
+         a.max_seqlen_q = 300000000;
+       },
+       "over 2^31 - 1 rows"},
       // Scalars.
       {"scale_nan", [](F&, A& a) { a.scale = kNaN; }, "scale nan is not finite"},
       {"scale_inf", [](F&, A& a) { a.scale = kInf; }, "scale inf is not finite"},
