@@ -13,17 +13,11 @@
 
 #include "attnjit/attention.h"
 
-// The host stand-ins for the device qualifiers and the block index.
-#define __device__
-#define __forceinline__ inline
-inline float __shfl_xor_sync(unsigned, float value, int) { return value; }
-struct HostDim3 {
-  unsigned x, y, z;
-};
-static HostDim3 blockIdx;
+// clang-format off
+#include "host_device.h"
 #include "attention/block.cuh"
-#undef __device__
-#undef __forceinline__
+#include "host_device_end.h"
+// clang-format on
 
 namespace attnjit {
 namespace {

@@ -14,14 +14,11 @@
 
 #include "attnjit/reference.h"
 
-// The device qualifiers mean nothing on the host; the warp shuffle is never
-// called by the mask.
-#define __device__
-#define __forceinline__ inline
-inline float __shfl_xor_sync(unsigned, float value, int) { return value; }
+// clang-format off
+#include "host_device.h"
 #include "attention/mask.cuh"
-#undef __device__
-#undef __forceinline__
+#include "host_device_end.h"
+// clang-format on
 
 namespace attnjit {
 namespace {

@@ -9,12 +9,11 @@
 
 #include <set>
 
-#define __device__
-#define __forceinline__ inline
-inline float __shfl_xor_sync(unsigned, float value, int) { return value; }
+// clang-format off
+#include "host_device.h"
 #include "attention/smem_sm90.cuh"
-#undef __device__
-#undef __forceinline__
+#include "host_device_end.h"
+// clang-format on
 
 namespace attnjit {
 namespace {

@@ -1,0 +1,14 @@
+// Compiles device headers of templates/ for the host, so their arithmetic
+// can be tested without a GPU: the device qualifiers mean nothing here, the
+// block index is a global the test sets, and the warp shuffle (never called
+// by the code under test) is declared. Include this, then the headers, then
+// host_device_end.h.
+#pragma once
+
+#define __device__
+#define __forceinline__ inline
+inline float __shfl_xor_sync(unsigned, float value, int) { return value; }
+struct HostDim3 {
+  unsigned x, y, z;
+};
+inline HostDim3 blockIdx;

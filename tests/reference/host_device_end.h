@@ -1,0 +1,3 @@
+// Ends a host_device.h section: later code sees the normal meanings again.
+#undef __device__
+#undef __forceinline__
