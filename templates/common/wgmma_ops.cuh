@@ -7,6 +7,13 @@
 #pragma once
 
 #define AJ_WG_D4(d, i) "+f"(d[i][0]), "+f"(d[i][1]), "+f"(d[i][2]), "+f"(d[i][3])
+// Each wrapper defines AJ_WG_MMA(TY), its instruction for element type TY.
+#define AJ_WG_BY_TYPE   \
+  if constexpr (kBF16) { \
+    AJ_WG_MMA("bf16");  \
+  } else {              \
+    AJ_WG_MMA("f16");   \
+  }
 
 namespace attnjit {
 namespace ptx {
@@ -22,45 +29,27 @@ struct WarpgroupMma<16> {
   static constexpr int N = 16;
   template <bool kBF16>
   static __device__ __forceinline__ void ss(float (&d)[N / 8][4], unsigned long long a_desc, unsigned long long b_desc, int accumulate) {
-    if constexpr (kBF16) {
-      asm volatile(
-          "{ .reg .pred p; setp.ne.b32 p, %10, 0; "
-          "wgmma.mma_async.sync.aligned.m64n16k16.f32.bf16.bf16 "
-          "{%0, %1, %2, %3, %4, %5, %6, %7}, "
-          "%8, %9, p, 1, 1, 0, 0; }"
-          : AJ_WG_D4(d, 0), AJ_WG_D4(d, 1)
-          : "l"(a_desc), "l"(b_desc), "r"(accumulate));
-    }
-    else {
-      asm volatile(
-          "{ .reg .pred p; setp.ne.b32 p, %10, 0; "
-          "wgmma.mma_async.sync.aligned.m64n16k16.f32.f16.f16 "
-          "{%0, %1, %2, %3, %4, %5, %6, %7}, "
-          "%8, %9, p, 1, 1, 0, 0; }"
-          : AJ_WG_D4(d, 0), AJ_WG_D4(d, 1)
-          : "l"(a_desc), "l"(b_desc), "r"(accumulate));
-    }
+#define AJ_WG_MMA(TY)                                            \
+  asm volatile("{ .reg .pred p; setp.ne.b32 p, %10, 0; "        \
+               "wgmma.mma_async.sync.aligned.m64n16k16.f32." TY "." TY " " \
+               "{%0, %1, %2, %3, %4, %5, %6, %7}, "  \
+               "%8, %9, p, 1, 1, 0, 0; }"  \
+               : AJ_WG_D4(d, 0), AJ_WG_D4(d, 1)  \
+               : "l"(a_desc), "l"(b_desc), "r"(accumulate))
+    AJ_WG_BY_TYPE;
+#undef AJ_WG_MMA
   }
   template <bool kBF16>
   static __device__ __forceinline__ void rs(float (&d)[N / 8][4], const unsigned (&a)[4], unsigned long long b_desc, int accumulate) {
-    if constexpr (kBF16) {
-      asm volatile(
-          "{ .reg .pred p; setp.ne.b32 p, %13, 0; "
-          "wgmma.mma_async.sync.aligned.m64n16k16.f32.bf16.bf16 "
-          "{%0, %1, %2, %3, %4, %5, %6, %7}, "
-          "{%8, %9, %10, %11}, %12, p, 1, 1, 1; }"
-          : AJ_WG_D4(d, 0), AJ_WG_D4(d, 1)
-          : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(b_desc), "r"(accumulate));
-    }
-    else {
-      asm volatile(
-          "{ .reg .pred p; setp.ne.b32 p, %13, 0; "
-          "wgmma.mma_async.sync.aligned.m64n16k16.f32.f16.f16 "
-          "{%0, %1, %2, %3, %4, %5, %6, %7}, "
-          "{%8, %9, %10, %11}, %12, p, 1, 1, 1; }"
-          : AJ_WG_D4(d, 0), AJ_WG_D4(d, 1)
-          : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(b_desc), "r"(accumulate));
-    }
+#define AJ_WG_MMA(TY)                                            \
+  asm volatile("{ .reg .pred p; setp.ne.b32 p, %13, 0; "        \
+               "wgmma.mma_async.sync.aligned.m64n16k16.f32." TY "." TY " " \
+               "{%0, %1, %2, %3, %4, %5, %6, %7}, "  \
+               "{%8, %9, %10, %11}, %12, p, 1, 1, 1; }"  \
+               : AJ_WG_D4(d, 0), AJ_WG_D4(d, 1)  \
+               : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(b_desc), "r"(accumulate))
+    AJ_WG_BY_TYPE;
+#undef AJ_WG_MMA
   }
 };
 
@@ -69,45 +58,27 @@ struct WarpgroupMma<32> {
   static constexpr int N = 32;
   template <bool kBF16>
   static __device__ __forceinline__ void ss(float (&d)[N / 8][4], unsigned long long a_desc, unsigned long long b_desc, int accumulate) {
-    if constexpr (kBF16) {
-      asm volatile(
-          "{ .reg .pred p; setp.ne.b32 p, %18, 0; "
-          "wgmma.mma_async.sync.aligned.m64n32k16.f32.bf16.bf16 "
-          "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15}, "
-          "%16, %17, p, 1, 1, 0, 0; }"
-          : AJ_WG_D4(d, 0), AJ_WG_D4(d, 1), AJ_WG_D4(d, 2), AJ_WG_D4(d, 3)
-          : "l"(a_desc), "l"(b_desc), "r"(accumulate));
-    }
-    else {
-      asm volatile(
-          "{ .reg .pred p; setp.ne.b32 p, %18, 0; "
-          "wgmma.mma_async.sync.aligned.m64n32k16.f32.f16.f16 "
-          "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15}, "
-          "%16, %17, p, 1, 1, 0, 0; }"
-          : AJ_WG_D4(d, 0), AJ_WG_D4(d, 1), AJ_WG_D4(d, 2), AJ_WG_D4(d, 3)
-          : "l"(a_desc), "l"(b_desc), "r"(accumulate));
-    }
+#define AJ_WG_MMA(TY)                                            \
+  asm volatile("{ .reg .pred p; setp.ne.b32 p, %18, 0; "        \
+               "wgmma.mma_async.sync.aligned.m64n32k16.f32." TY "." TY " " \
+               "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15}, "  \
+               "%16, %17, p, 1, 1, 0, 0; }"  \
+               : AJ_WG_D4(d, 0), AJ_WG_D4(d, 1), AJ_WG_D4(d, 2), AJ_WG_D4(d, 3)  \
+               : "l"(a_desc), "l"(b_desc), "r"(accumulate))
+    AJ_WG_BY_TYPE;
+#undef AJ_WG_MMA
   }
   template <bool kBF16>
   static __device__ __forceinline__ void rs(float (&d)[N / 8][4], const unsigned (&a)[4], unsigned long long b_desc, int accumulate) {
-    if constexpr (kBF16) {
-      asm volatile(
-          "{ .reg .pred p; setp.ne.b32 p, %21, 0; "
-          "wgmma.mma_async.sync.aligned.m64n32k16.f32.bf16.bf16 "
-          "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15}, "
-          "{%16, %17, %18, %19}, %20, p, 1, 1, 1; }"
-          : AJ_WG_D4(d, 0), AJ_WG_D4(d, 1), AJ_WG_D4(d, 2), AJ_WG_D4(d, 3)
-          : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(b_desc), "r"(accumulate));
-    }
-    else {
-      asm volatile(
-          "{ .reg .pred p; setp.ne.b32 p, %21, 0; "
-          "wgmma.mma_async.sync.aligned.m64n32k16.f32.f16.f16 "
-          "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15}, "
-          "{%16, %17, %18, %19}, %20, p, 1, 1, 1; }"
-          : AJ_WG_D4(d, 0), AJ_WG_D4(d, 1), AJ_WG_D4(d, 2), AJ_WG_D4(d, 3)
-          : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(b_desc), "r"(accumulate));
-    }
+#define AJ_WG_MMA(TY)                                            \
+  asm volatile("{ .reg .pred p; setp.ne.b32 p, %21, 0; "        \
+               "wgmma.mma_async.sync.aligned.m64n32k16.f32." TY "." TY " " \
+               "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15}, "  \
+               "{%16, %17, %18, %19}, %20, p, 1, 1, 1; }"  \
+               : AJ_WG_D4(d, 0), AJ_WG_D4(d, 1), AJ_WG_D4(d, 2), AJ_WG_D4(d, 3)  \
+               : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(b_desc), "r"(accumulate))
+    AJ_WG_BY_TYPE;
+#undef AJ_WG_MMA
   }
 };
 
@@ -116,45 +87,27 @@ struct WarpgroupMma<48> {
   static constexpr int N = 48;
   template <bool kBF16>
   static __device__ __forceinline__ void ss(float (&d)[N / 8][4], unsigned long long a_desc, unsigned long long b_desc, int accumulate) {
-    if constexpr (kBF16) {
-      asm volatile(
-          "{ .reg .pred p; setp.ne.b32 p, %26, 0; "
-          "wgmma.mma_async.sync.aligned.m64n48k16.f32.bf16.bf16 "
-          "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23}, "
-          "%24, %25, p, 1, 1, 0, 0; }"
-          : AJ_WG_D4(d, 0), AJ_WG_D4(d, 1), AJ_WG_D4(d, 2), AJ_WG_D4(d, 3), AJ_WG_D4(d, 4), AJ_WG_D4(d, 5)
-          : "l"(a_desc), "l"(b_desc), "r"(accumulate));
-    }
-    else {
-      asm volatile(
-          "{ .reg .pred p; setp.ne.b32 p, %26, 0; "
-          "wgmma.mma_async.sync.aligned.m64n48k16.f32.f16.f16 "
-          "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23}, "
-          "%24, %25, p, 1, 1, 0, 0; }"
-          : AJ_WG_D4(d, 0), AJ_WG_D4(d, 1), AJ_WG_D4(d, 2), AJ_WG_D4(d, 3), AJ_WG_D4(d, 4), AJ_WG_D4(d, 5)
-          : "l"(a_desc), "l"(b_desc), "r"(accumulate));
-    }
+#define AJ_WG_MMA(TY)                                            \
+  asm volatile("{ .reg .pred p; setp.ne.b32 p, %26, 0; "        \
+               "wgmma.mma_async.sync.aligned.m64n48k16.f32." TY "." TY " " \
+               "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23}, "  \
+               "%24, %25, p, 1, 1, 0, 0; }"  \
+               : AJ_WG_D4(d, 0), AJ_WG_D4(d, 1), AJ_WG_D4(d, 2), AJ_WG_D4(d, 3), AJ_WG_D4(d, 4), AJ_WG_D4(d, 5)  \
+               : "l"(a_desc), "l"(b_desc), "r"(accumulate))
+    AJ_WG_BY_TYPE;
+#undef AJ_WG_MMA
   }
   template <bool kBF16>
   static __device__ __forceinline__ void rs(float (&d)[N / 8][4], const unsigned (&a)[4], unsigned long long b_desc, int accumulate) {
-    if constexpr (kBF16) {
-      asm volatile(
-          "{ .reg .pred p; setp.ne.b32 p, %29, 0; "
-          "wgmma.mma_async.sync.aligned.m64n48k16.f32.bf16.bf16 "
-          "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23}, "
-          "{%24, %25, %26, %27}, %28, p, 1, 1, 1; }"
-          : AJ_WG_D4(d, 0), AJ_WG_D4(d, 1), AJ_WG_D4(d, 2), AJ_WG_D4(d, 3), AJ_WG_D4(d, 4), AJ_WG_D4(d, 5)
-          : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(b_desc), "r"(accumulate));
-    }
-    else {
-      asm volatile(
-          "{ .reg .pred p; setp.ne.b32 p, %29, 0; "
-          "wgmma.mma_async.sync.aligned.m64n48k16.f32.f16.f16 "
-          "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23}, "
-          "{%24, %25, %26, %27}, %28, p, 1, 1, 1; }"
-          : AJ_WG_D4(d, 0), AJ_WG_D4(d, 1), AJ_WG_D4(d, 2), AJ_WG_D4(d, 3), AJ_WG_D4(d, 4), AJ_WG_D4(d, 5)
-          : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(b_desc), "r"(accumulate));
-    }
+#define AJ_WG_MMA(TY)                                            \
+  asm volatile("{ .reg .pred p; setp.ne.b32 p, %29, 0; "        \
+               "wgmma.mma_async.sync.aligned.m64n48k16.f32." TY "." TY " " \
+               "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23}, "  \
+               "{%24, %25, %26, %27}, %28, p, 1, 1, 1; }"  \
+               : AJ_WG_D4(d, 0), AJ_WG_D4(d, 1), AJ_WG_D4(d, 2), AJ_WG_D4(d, 3), AJ_WG_D4(d, 4), AJ_WG_D4(d, 5)  \
+               : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(b_desc), "r"(accumulate))
+    AJ_WG_BY_TYPE;
+#undef AJ_WG_MMA
   }
 };
 
@@ -163,45 +116,27 @@ struct WarpgroupMma<64> {
   static constexpr int N = 64;
   template <bool kBF16>
   static __device__ __forceinline__ void ss(float (&d)[N / 8][4], unsigned long long a_desc, unsigned long long b_desc, int accumulate) {
-    if constexpr (kBF16) {
-      asm volatile(
-          "{ .reg .pred p; setp.ne.b32 p, %34, 0; "
-          "wgmma.mma_async.sync.aligned.m64n64k16.f32.bf16.bf16 "
-          "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31}, "
-          "%32, %33, p, 1, 1, 0, 0; }"
-          : AJ_WG_D4(d, 0), AJ_WG_D4(d, 1), AJ_WG_D4(d, 2), AJ_WG_D4(d, 3), AJ_WG_D4(d, 4), AJ_WG_D4(d, 5), AJ_WG_D4(d, 6), AJ_WG_D4(d, 7)
-          : "l"(a_desc), "l"(b_desc), "r"(accumulate));
-    }
-    else {
-      asm volatile(
-          "{ .reg .pred p; setp.ne.b32 p, %34, 0; "
-          "wgmma.mma_async.sync.aligned.m64n64k16.f32.f16.f16 "
-          "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31}, "
-          "%32, %33, p, 1, 1, 0, 0; }"
-          : AJ_WG_D4(d, 0), AJ_WG_D4(d, 1), AJ_WG_D4(d, 2), AJ_WG_D4(d, 3), AJ_WG_D4(d, 4), AJ_WG_D4(d, 5), AJ_WG_D4(d, 6), AJ_WG_D4(d, 7)
-          : "l"(a_desc), "l"(b_desc), "r"(accumulate));
-    }
+#define AJ_WG_MMA(TY)                                            \
+  asm volatile("{ .reg .pred p; setp.ne.b32 p, %34, 0; "        \
+               "wgmma.mma_async.sync.aligned.m64n64k16.f32." TY "." TY " " \
+               "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31}, "  \
+               "%32, %33, p, 1, 1, 0, 0; }"  \
+               : AJ_WG_D4(d, 0), AJ_WG_D4(d, 1), AJ_WG_D4(d, 2), AJ_WG_D4(d, 3), AJ_WG_D4(d, 4), AJ_WG_D4(d, 5), AJ_WG_D4(d, 6), AJ_WG_D4(d, 7)  \
+               : "l"(a_desc), "l"(b_desc), "r"(accumulate))
+    AJ_WG_BY_TYPE;
+#undef AJ_WG_MMA
   }
   template <bool kBF16>
   static __device__ __forceinline__ void rs(float (&d)[N / 8][4], const unsigned (&a)[4], unsigned long long b_desc, int accumulate) {
-    if constexpr (kBF16) {
-      asm volatile(
-          "{ .reg .pred p; setp.ne.b32 p, %37, 0; "
-          "wgmma.mma_async.sync.aligned.m64n64k16.f32.bf16.bf16 "
-          "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31}, "
-          "{%32, %33, %34, %35}, %36, p, 1, 1, 1; }"
-          : AJ_WG_D4(d, 0), AJ_WG_D4(d, 1), AJ_WG_D4(d, 2), AJ_WG_D4(d, 3), AJ_WG_D4(d, 4), AJ_WG_D4(d, 5), AJ_WG_D4(d, 6), AJ_WG_D4(d, 7)
-          : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(b_desc), "r"(accumulate));
-    }
-    else {
-      asm volatile(
-          "{ .reg .pred p; setp.ne.b32 p, %37, 0; "
-          "wgmma.mma_async.sync.aligned.m64n64k16.f32.f16.f16 "
-          "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31}, "
-          "{%32, %33, %34, %35}, %36, p, 1, 1, 1; }"
-          : AJ_WG_D4(d, 0), AJ_WG_D4(d, 1), AJ_WG_D4(d, 2), AJ_WG_D4(d, 3), AJ_WG_D4(d, 4), AJ_WG_D4(d, 5), AJ_WG_D4(d, 6), AJ_WG_D4(d, 7)
-          : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(b_desc), "r"(accumulate));
-    }
+#define AJ_WG_MMA(TY)                                            \
+  asm volatile("{ .reg .pred p; setp.ne.b32 p, %37, 0; "        \
+               "wgmma.mma_async.sync.aligned.m64n64k16.f32." TY "." TY " " \
+               "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31}, "  \
+               "{%32, %33, %34, %35}, %36, p, 1, 1, 1; }"  \
+               : AJ_WG_D4(d, 0), AJ_WG_D4(d, 1), AJ_WG_D4(d, 2), AJ_WG_D4(d, 3), AJ_WG_D4(d, 4), AJ_WG_D4(d, 5), AJ_WG_D4(d, 6), AJ_WG_D4(d, 7)  \
+               : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(b_desc), "r"(accumulate))
+    AJ_WG_BY_TYPE;
+#undef AJ_WG_MMA
   }
 };
 
@@ -210,45 +145,27 @@ struct WarpgroupMma<80> {
   static constexpr int N = 80;
   template <bool kBF16>
   static __device__ __forceinline__ void ss(float (&d)[N / 8][4], unsigned long long a_desc, unsigned long long b_desc, int accumulate) {
-    if constexpr (kBF16) {
-      asm volatile(
-          "{ .reg .pred p; setp.ne.b32 p, %42, 0; "
-          "wgmma.mma_async.sync.aligned.m64n80k16.f32.bf16.bf16 "
-          "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, %32, %33, %34, %35, %36, %37, %38, %39}, "
-          "%40, %41, p, 1, 1, 0, 0; }"
-          : AJ_WG_D4(d, 0), AJ_WG_D4(d, 1), AJ_WG_D4(d, 2), AJ_WG_D4(d, 3), AJ_WG_D4(d, 4), AJ_WG_D4(d, 5), AJ_WG_D4(d, 6), AJ_WG_D4(d, 7), AJ_WG_D4(d, 8), AJ_WG_D4(d, 9)
-          : "l"(a_desc), "l"(b_desc), "r"(accumulate));
-    }
-    else {
-      asm volatile(
-          "{ .reg .pred p; setp.ne.b32 p, %42, 0; "
-          "wgmma.mma_async.sync.aligned.m64n80k16.f32.f16.f16 "
-          "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, %32, %33, %34, %35, %36, %37, %38, %39}, "
-          "%40, %41, p, 1, 1, 0, 0; }"
-          : AJ_WG_D4(d, 0), AJ_WG_D4(d, 1), AJ_WG_D4(d, 2), AJ_WG_D4(d, 3), AJ_WG_D4(d, 4), AJ_WG_D4(d, 5), AJ_WG_D4(d, 6), AJ_WG_D4(d, 7), AJ_WG_D4(d, 8), AJ_WG_D4(d, 9)
-          : "l"(a_desc), "l"(b_desc), "r"(accumulate));
-    }
+#define AJ_WG_MMA(TY)                                            \
+  asm volatile("{ .reg .pred p; setp.ne.b32 p, %42, 0; "        \
+               "wgmma.mma_async.sync.aligned.m64n80k16.f32." TY "." TY " " \
+               "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, %32, %33, %34, %35, %36, %37, %38, %39}, "  \
+               "%40, %41, p, 1, 1, 0, 0; }"  \
+               : AJ_WG_D4(d, 0), AJ_WG_D4(d, 1), AJ_WG_D4(d, 2), AJ_WG_D4(d, 3), AJ_WG_D4(d, 4), AJ_WG_D4(d, 5), AJ_WG_D4(d, 6), AJ_WG_D4(d, 7), AJ_WG_D4(d, 8), AJ_WG_D4(d, 9)  \
+               : "l"(a_desc), "l"(b_desc), "r"(accumulate))
+    AJ_WG_BY_TYPE;
+#undef AJ_WG_MMA
   }
   template <bool kBF16>
   static __device__ __forceinline__ void rs(float (&d)[N / 8][4], const unsigned (&a)[4], unsigned long long b_desc, int accumulate) {
-    if constexpr (kBF16) {
-      asm volatile(
-          "{ .reg .pred p; setp.ne.b32 p, %45, 0; "
-          "wgmma.mma_async.sync.aligned.m64n80k16.f32.bf16.bf16 "
-          "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, %32, %33, %34, %35, %36, %37, %38, %39}, "
-          "{%40, %41, %42, %43}, %44, p, 1, 1, 1; }"
-          : AJ_WG_D4(d, 0), AJ_WG_D4(d, 1), AJ_WG_D4(d, 2), AJ_WG_D4(d, 3), AJ_WG_D4(d, 4), AJ_WG_D4(d, 5), AJ_WG_D4(d, 6), AJ_WG_D4(d, 7), AJ_WG_D4(d, 8), AJ_WG_D4(d, 9)
-          : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(b_desc), "r"(accumulate));
-    }
-    else {
-      asm volatile(
-          "{ .reg .pred p; setp.ne.b32 p, %45, 0; "
-          "wgmma.mma_async.sync.aligned.m64n80k16.f32.f16.f16 "
-          "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, %32, %33, %34, %35, %36, %37, %38, %39}, "
-          "{%40, %41, %42, %43}, %44, p, 1, 1, 1; }"
-          : AJ_WG_D4(d, 0), AJ_WG_D4(d, 1), AJ_WG_D4(d, 2), AJ_WG_D4(d, 3), AJ_WG_D4(d, 4), AJ_WG_D4(d, 5), AJ_WG_D4(d, 6), AJ_WG_D4(d, 7), AJ_WG_D4(d, 8), AJ_WG_D4(d, 9)
-          : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(b_desc), "r"(accumulate));
-    }
+#define AJ_WG_MMA(TY)                                            \
+  asm volatile("{ .reg .pred p; setp.ne.b32 p, %45, 0; "        \
+               "wgmma.mma_async.sync.aligned.m64n80k16.f32." TY "." TY " " \
+               "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, %32, %33, %34, %35, %36, %37, %38, %39}, "  \
+               "{%40, %41, %42, %43}, %44, p, 1, 1, 1; }"  \
+               : AJ_WG_D4(d, 0), AJ_WG_D4(d, 1), AJ_WG_D4(d, 2), AJ_WG_D4(d, 3), AJ_WG_D4(d, 4), AJ_WG_D4(d, 5), AJ_WG_D4(d, 6), AJ_WG_D4(d, 7), AJ_WG_D4(d, 8), AJ_WG_D4(d, 9)  \
+               : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(b_desc), "r"(accumulate))
+    AJ_WG_BY_TYPE;
+#undef AJ_WG_MMA
   }
 };
 
@@ -257,45 +174,27 @@ struct WarpgroupMma<96> {
   static constexpr int N = 96;
   template <bool kBF16>
   static __device__ __forceinline__ void ss(float (&d)[N / 8][4], unsigned long long a_desc, unsigned long long b_desc, int accumulate) {
-    if constexpr (kBF16) {
-      asm volatile(
-          "{ .reg .pred p; setp.ne.b32 p, %50, 0; "
-          "wgmma.mma_async.sync.aligned.m64n96k16.f32.bf16.bf16 "
-          "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, %32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47}, "
-          "%48, %49, p, 1, 1, 0, 0; }"
-          : AJ_WG_D4(d, 0), AJ_WG_D4(d, 1), AJ_WG_D4(d, 2), AJ_WG_D4(d, 3), AJ_WG_D4(d, 4), AJ_WG_D4(d, 5), AJ_WG_D4(d, 6), AJ_WG_D4(d, 7), AJ_WG_D4(d, 8), AJ_WG_D4(d, 9), AJ_WG_D4(d, 10), AJ_WG_D4(d, 11)
-          : "l"(a_desc), "l"(b_desc), "r"(accumulate));
-    }
-    else {
-      asm volatile(
-          "{ .reg .pred p; setp.ne.b32 p, %50, 0; "
-          "wgmma.mma_async.sync.aligned.m64n96k16.f32.f16.f16 "
-          "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, %32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47}, "
-          "%48, %49, p, 1, 1, 0, 0; }"
-          : AJ_WG_D4(d, 0), AJ_WG_D4(d, 1), AJ_WG_D4(d, 2), AJ_WG_D4(d, 3), AJ_WG_D4(d, 4), AJ_WG_D4(d, 5), AJ_WG_D4(d, 6), AJ_WG_D4(d, 7), AJ_WG_D4(d, 8), AJ_WG_D4(d, 9), AJ_WG_D4(d, 10), AJ_WG_D4(d, 11)
-          : "l"(a_desc), "l"(b_desc), "r"(accumulate));
-    }
+#define AJ_WG_MMA(TY)                                            \
+  asm volatile("{ .reg .pred p; setp.ne.b32 p, %50, 0; "        \
+               "wgmma.mma_async.sync.aligned.m64n96k16.f32." TY "." TY " " \
+               "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, %32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47}, "  \
+               "%48, %49, p, 1, 1, 0, 0; }"  \
+               : AJ_WG_D4(d, 0), AJ_WG_D4(d, 1), AJ_WG_D4(d, 2), AJ_WG_D4(d, 3), AJ_WG_D4(d, 4), AJ_WG_D4(d, 5), AJ_WG_D4(d, 6), AJ_WG_D4(d, 7), AJ_WG_D4(d, 8), AJ_WG_D4(d, 9), AJ_WG_D4(d, 10), AJ_WG_D4(d, 11)  \
+               : "l"(a_desc), "l"(b_desc), "r"(accumulate))
+    AJ_WG_BY_TYPE;
+#undef AJ_WG_MMA
   }
   template <bool kBF16>
   static __device__ __forceinline__ void rs(float (&d)[N / 8][4], const unsigned (&a)[4], unsigned long long b_desc, int accumulate) {
-    if constexpr (kBF16) {
-      asm volatile(
-          "{ .reg .pred p; setp.ne.b32 p, %53, 0; "
-          "wgmma.mma_async.sync.aligned.m64n96k16.f32.bf16.bf16 "
-          "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, %32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47}, "
-          "{%48, %49, %50, %51}, %52, p, 1, 1, 1; }"
-          : AJ_WG_D4(d, 0), AJ_WG_D4(d, 1), AJ_WG_D4(d, 2), AJ_WG_D4(d, 3), AJ_WG_D4(d, 4), AJ_WG_D4(d, 5), AJ_WG_D4(d, 6), AJ_WG_D4(d, 7), AJ_WG_D4(d, 8), AJ_WG_D4(d, 9), AJ_WG_D4(d, 10), AJ_WG_D4(d, 11)
-          : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(b_desc), "r"(accumulate));
-    }
-    else {
-      asm volatile(
-          "{ .reg .pred p; setp.ne.b32 p, %53, 0; "
-          "wgmma.mma_async.sync.aligned.m64n96k16.f32.f16.f16 "
-          "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, %32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47}, "
-          "{%48, %49, %50, %51}, %52, p, 1, 1, 1; }"
-          : AJ_WG_D4(d, 0), AJ_WG_D4(d, 1), AJ_WG_D4(d, 2), AJ_WG_D4(d, 3), AJ_WG_D4(d, 4), AJ_WG_D4(d, 5), AJ_WG_D4(d, 6), AJ_WG_D4(d, 7), AJ_WG_D4(d, 8), AJ_WG_D4(d, 9), AJ_WG_D4(d, 10), AJ_WG_D4(d, 11)
-          : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(b_desc), "r"(accumulate));
-    }
+#define AJ_WG_MMA(TY)                                            \
+  asm volatile("{ .reg .pred p; setp.ne.b32 p, %53, 0; "        \
+               "wgmma.mma_async.sync.aligned.m64n96k16.f32." TY "." TY " " \
+               "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, %32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47}, "  \
+               "{%48, %49, %50, %51}, %52, p, 1, 1, 1; }"  \
+               : AJ_WG_D4(d, 0), AJ_WG_D4(d, 1), AJ_WG_D4(d, 2), AJ_WG_D4(d, 3), AJ_WG_D4(d, 4), AJ_WG_D4(d, 5), AJ_WG_D4(d, 6), AJ_WG_D4(d, 7), AJ_WG_D4(d, 8), AJ_WG_D4(d, 9), AJ_WG_D4(d, 10), AJ_WG_D4(d, 11)  \
+               : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(b_desc), "r"(accumulate))
+    AJ_WG_BY_TYPE;
+#undef AJ_WG_MMA
   }
 };
 
@@ -304,45 +203,27 @@ struct WarpgroupMma<112> {
   static constexpr int N = 112;
   template <bool kBF16>
   static __device__ __forceinline__ void ss(float (&d)[N / 8][4], unsigned long long a_desc, unsigned long long b_desc, int accumulate) {
-    if constexpr (kBF16) {
-      asm volatile(
-          "{ .reg .pred p; setp.ne.b32 p, %58, 0; "
-          "wgmma.mma_async.sync.aligned.m64n112k16.f32.bf16.bf16 "
-          "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, %32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, %48, %49, %50, %51, %52, %53, %54, %55}, "
-          "%56, %57, p, 1, 1, 0, 0; }"
-          : AJ_WG_D4(d, 0), AJ_WG_D4(d, 1), AJ_WG_D4(d, 2), AJ_WG_D4(d, 3), AJ_WG_D4(d, 4), AJ_WG_D4(d, 5), AJ_WG_D4(d, 6), AJ_WG_D4(d, 7), AJ_WG_D4(d, 8), AJ_WG_D4(d, 9), AJ_WG_D4(d, 10), AJ_WG_D4(d, 11), AJ_WG_D4(d, 12), AJ_WG_D4(d, 13)
-          : "l"(a_desc), "l"(b_desc), "r"(accumulate));
-    }
-    else {
-      asm volatile(
-          "{ .reg .pred p; setp.ne.b32 p, %58, 0; "
-          "wgmma.mma_async.sync.aligned.m64n112k16.f32.f16.f16 "
-          "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, %32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, %48, %49, %50, %51, %52, %53, %54, %55}, "
-          "%56, %57, p, 1, 1, 0, 0; }"
-          : AJ_WG_D4(d, 0), AJ_WG_D4(d, 1), AJ_WG_D4(d, 2), AJ_WG_D4(d, 3), AJ_WG_D4(d, 4), AJ_WG_D4(d, 5), AJ_WG_D4(d, 6), AJ_WG_D4(d, 7), AJ_WG_D4(d, 8), AJ_WG_D4(d, 9), AJ_WG_D4(d, 10), AJ_WG_D4(d, 11), AJ_WG_D4(d, 12), AJ_WG_D4(d, 13)
-          : "l"(a_desc), "l"(b_desc), "r"(accumulate));
-    }
+#define AJ_WG_MMA(TY)                                            \
+  asm volatile("{ .reg .pred p; setp.ne.b32 p, %58, 0; "        \
+               "wgmma.mma_async.sync.aligned.m64n112k16.f32." TY "." TY " " \
+               "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, %32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, %48, %49, %50, %51, %52, %53, %54, %55}, "  \
+               "%56, %57, p, 1, 1, 0, 0; }"  \
+               : AJ_WG_D4(d, 0), AJ_WG_D4(d, 1), AJ_WG_D4(d, 2), AJ_WG_D4(d, 3), AJ_WG_D4(d, 4), AJ_WG_D4(d, 5), AJ_WG_D4(d, 6), AJ_WG_D4(d, 7), AJ_WG_D4(d, 8), AJ_WG_D4(d, 9), AJ_WG_D4(d, 10), AJ_WG_D4(d, 11), AJ_WG_D4(d, 12), AJ_WG_D4(d, 13)  \
+               : "l"(a_desc), "l"(b_desc), "r"(accumulate))
+    AJ_WG_BY_TYPE;
+#undef AJ_WG_MMA
   }
   template <bool kBF16>
   static __device__ __forceinline__ void rs(float (&d)[N / 8][4], const unsigned (&a)[4], unsigned long long b_desc, int accumulate) {
-    if constexpr (kBF16) {
-      asm volatile(
-          "{ .reg .pred p; setp.ne.b32 p, %61, 0; "
-          "wgmma.mma_async.sync.aligned.m64n112k16.f32.bf16.bf16 "
-          "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, %32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, %48, %49, %50, %51, %52, %53, %54, %55}, "
-          "{%56, %57, %58, %59}, %60, p, 1, 1, 1; }"
-          : AJ_WG_D4(d, 0), AJ_WG_D4(d, 1), AJ_WG_D4(d, 2), AJ_WG_D4(d, 3), AJ_WG_D4(d, 4), AJ_WG_D4(d, 5), AJ_WG_D4(d, 6), AJ_WG_D4(d, 7), AJ_WG_D4(d, 8), AJ_WG_D4(d, 9), AJ_WG_D4(d, 10), AJ_WG_D4(d, 11), AJ_WG_D4(d, 12), AJ_WG_D4(d, 13)
-          : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(b_desc), "r"(accumulate));
-    }
-    else {
-      asm volatile(
-          "{ .reg .pred p; setp.ne.b32 p, %61, 0; "
-          "wgmma.mma_async.sync.aligned.m64n112k16.f32.f16.f16 "
-          "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, %32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, %48, %49, %50, %51, %52, %53, %54, %55}, "
-          "{%56, %57, %58, %59}, %60, p, 1, 1, 1; }"
-          : AJ_WG_D4(d, 0), AJ_WG_D4(d, 1), AJ_WG_D4(d, 2), AJ_WG_D4(d, 3), AJ_WG_D4(d, 4), AJ_WG_D4(d, 5), AJ_WG_D4(d, 6), AJ_WG_D4(d, 7), AJ_WG_D4(d, 8), AJ_WG_D4(d, 9), AJ_WG_D4(d, 10), AJ_WG_D4(d, 11), AJ_WG_D4(d, 12), AJ_WG_D4(d, 13)
-          : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(b_desc), "r"(accumulate));
-    }
+#define AJ_WG_MMA(TY)                                            \
+  asm volatile("{ .reg .pred p; setp.ne.b32 p, %61, 0; "        \
+               "wgmma.mma_async.sync.aligned.m64n112k16.f32." TY "." TY " " \
+               "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, %32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, %48, %49, %50, %51, %52, %53, %54, %55}, "  \
+               "{%56, %57, %58, %59}, %60, p, 1, 1, 1; }"  \
+               : AJ_WG_D4(d, 0), AJ_WG_D4(d, 1), AJ_WG_D4(d, 2), AJ_WG_D4(d, 3), AJ_WG_D4(d, 4), AJ_WG_D4(d, 5), AJ_WG_D4(d, 6), AJ_WG_D4(d, 7), AJ_WG_D4(d, 8), AJ_WG_D4(d, 9), AJ_WG_D4(d, 10), AJ_WG_D4(d, 11), AJ_WG_D4(d, 12), AJ_WG_D4(d, 13)  \
+               : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(b_desc), "r"(accumulate))
+    AJ_WG_BY_TYPE;
+#undef AJ_WG_MMA
   }
 };
 
@@ -351,45 +232,27 @@ struct WarpgroupMma<128> {
   static constexpr int N = 128;
   template <bool kBF16>
   static __device__ __forceinline__ void ss(float (&d)[N / 8][4], unsigned long long a_desc, unsigned long long b_desc, int accumulate) {
-    if constexpr (kBF16) {
-      asm volatile(
-          "{ .reg .pred p; setp.ne.b32 p, %66, 0; "
-          "wgmma.mma_async.sync.aligned.m64n128k16.f32.bf16.bf16 "
-          "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, %32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, %48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63}, "
-          "%64, %65, p, 1, 1, 0, 0; }"
-          : AJ_WG_D4(d, 0), AJ_WG_D4(d, 1), AJ_WG_D4(d, 2), AJ_WG_D4(d, 3), AJ_WG_D4(d, 4), AJ_WG_D4(d, 5), AJ_WG_D4(d, 6), AJ_WG_D4(d, 7), AJ_WG_D4(d, 8), AJ_WG_D4(d, 9), AJ_WG_D4(d, 10), AJ_WG_D4(d, 11), AJ_WG_D4(d, 12), AJ_WG_D4(d, 13), AJ_WG_D4(d, 14), AJ_WG_D4(d, 15)
-          : "l"(a_desc), "l"(b_desc), "r"(accumulate));
-    }
-    else {
-      asm volatile(
-          "{ .reg .pred p; setp.ne.b32 p, %66, 0; "
-          "wgmma.mma_async.sync.aligned.m64n128k16.f32.f16.f16 "
-          "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, %32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, %48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63}, "
-          "%64, %65, p, 1, 1, 0, 0; }"
-          : AJ_WG_D4(d, 0), AJ_WG_D4(d, 1), AJ_WG_D4(d, 2), AJ_WG_D4(d, 3), AJ_WG_D4(d, 4), AJ_WG_D4(d, 5), AJ_WG_D4(d, 6), AJ_WG_D4(d, 7), AJ_WG_D4(d, 8), AJ_WG_D4(d, 9), AJ_WG_D4(d, 10), AJ_WG_D4(d, 11), AJ_WG_D4(d, 12), AJ_WG_D4(d, 13), AJ_WG_D4(d, 14), AJ_WG_D4(d, 15)
-          : "l"(a_desc), "l"(b_desc), "r"(accumulate));
-    }
+#define AJ_WG_MMA(TY)                                            \
+  asm volatile("{ .reg .pred p; setp.ne.b32 p, %66, 0; "        \
+               "wgmma.mma_async.sync.aligned.m64n128k16.f32." TY "." TY " " \
+               "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, %32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, %48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63}, "  \
+               "%64, %65, p, 1, 1, 0, 0; }"  \
+               : AJ_WG_D4(d, 0), AJ_WG_D4(d, 1), AJ_WG_D4(d, 2), AJ_WG_D4(d, 3), AJ_WG_D4(d, 4), AJ_WG_D4(d, 5), AJ_WG_D4(d, 6), AJ_WG_D4(d, 7), AJ_WG_D4(d, 8), AJ_WG_D4(d, 9), AJ_WG_D4(d, 10), AJ_WG_D4(d, 11), AJ_WG_D4(d, 12), AJ_WG_D4(d, 13), AJ_WG_D4(d, 14), AJ_WG_D4(d, 15)  \
+               : "l"(a_desc), "l"(b_desc), "r"(accumulate))
+    AJ_WG_BY_TYPE;
+#undef AJ_WG_MMA
   }
   template <bool kBF16>
   static __device__ __forceinline__ void rs(float (&d)[N / 8][4], const unsigned (&a)[4], unsigned long long b_desc, int accumulate) {
-    if constexpr (kBF16) {
-      asm volatile(
-          "{ .reg .pred p; setp.ne.b32 p, %69, 0; "
-          "wgmma.mma_async.sync.aligned.m64n128k16.f32.bf16.bf16 "
-          "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, %32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, %48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63}, "
-          "{%64, %65, %66, %67}, %68, p, 1, 1, 1; }"
-          : AJ_WG_D4(d, 0), AJ_WG_D4(d, 1), AJ_WG_D4(d, 2), AJ_WG_D4(d, 3), AJ_WG_D4(d, 4), AJ_WG_D4(d, 5), AJ_WG_D4(d, 6), AJ_WG_D4(d, 7), AJ_WG_D4(d, 8), AJ_WG_D4(d, 9), AJ_WG_D4(d, 10), AJ_WG_D4(d, 11), AJ_WG_D4(d, 12), AJ_WG_D4(d, 13), AJ_WG_D4(d, 14), AJ_WG_D4(d, 15)
-          : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(b_desc), "r"(accumulate));
-    }
-    else {
-      asm volatile(
-          "{ .reg .pred p; setp.ne.b32 p, %69, 0; "
-          "wgmma.mma_async.sync.aligned.m64n128k16.f32.f16.f16 "
-          "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, %32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, %48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63}, "
-          "{%64, %65, %66, %67}, %68, p, 1, 1, 1; }"
-          : AJ_WG_D4(d, 0), AJ_WG_D4(d, 1), AJ_WG_D4(d, 2), AJ_WG_D4(d, 3), AJ_WG_D4(d, 4), AJ_WG_D4(d, 5), AJ_WG_D4(d, 6), AJ_WG_D4(d, 7), AJ_WG_D4(d, 8), AJ_WG_D4(d, 9), AJ_WG_D4(d, 10), AJ_WG_D4(d, 11), AJ_WG_D4(d, 12), AJ_WG_D4(d, 13), AJ_WG_D4(d, 14), AJ_WG_D4(d, 15)
-          : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(b_desc), "r"(accumulate));
-    }
+#define AJ_WG_MMA(TY)                                            \
+  asm volatile("{ .reg .pred p; setp.ne.b32 p, %69, 0; "        \
+               "wgmma.mma_async.sync.aligned.m64n128k16.f32." TY "." TY " " \
+               "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, %32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, %48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63}, "  \
+               "{%64, %65, %66, %67}, %68, p, 1, 1, 1; }"  \
+               : AJ_WG_D4(d, 0), AJ_WG_D4(d, 1), AJ_WG_D4(d, 2), AJ_WG_D4(d, 3), AJ_WG_D4(d, 4), AJ_WG_D4(d, 5), AJ_WG_D4(d, 6), AJ_WG_D4(d, 7), AJ_WG_D4(d, 8), AJ_WG_D4(d, 9), AJ_WG_D4(d, 10), AJ_WG_D4(d, 11), AJ_WG_D4(d, 12), AJ_WG_D4(d, 13), AJ_WG_D4(d, 14), AJ_WG_D4(d, 15)  \
+               : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(b_desc), "r"(accumulate))
+    AJ_WG_BY_TYPE;
+#undef AJ_WG_MMA
   }
 };
 
@@ -398,45 +261,27 @@ struct WarpgroupMma<144> {
   static constexpr int N = 144;
   template <bool kBF16>
   static __device__ __forceinline__ void ss(float (&d)[N / 8][4], unsigned long long a_desc, unsigned long long b_desc, int accumulate) {
-    if constexpr (kBF16) {
-      asm volatile(
-          "{ .reg .pred p; setp.ne.b32 p, %74, 0; "
-          "wgmma.mma_async.sync.aligned.m64n144k16.f32.bf16.bf16 "
-          "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, %32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, %48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63, %64, %65, %66, %67, %68, %69, %70, %71}, "
-          "%72, %73, p, 1, 1, 0, 0; }"
-          : AJ_WG_D4(d, 0), AJ_WG_D4(d, 1), AJ_WG_D4(d, 2), AJ_WG_D4(d, 3), AJ_WG_D4(d, 4), AJ_WG_D4(d, 5), AJ_WG_D4(d, 6), AJ_WG_D4(d, 7), AJ_WG_D4(d, 8), AJ_WG_D4(d, 9), AJ_WG_D4(d, 10), AJ_WG_D4(d, 11), AJ_WG_D4(d, 12), AJ_WG_D4(d, 13), AJ_WG_D4(d, 14), AJ_WG_D4(d, 15), AJ_WG_D4(d, 16), AJ_WG_D4(d, 17)
-          : "l"(a_desc), "l"(b_desc), "r"(accumulate));
-    }
-    else {
-      asm volatile(
-          "{ .reg .pred p; setp.ne.b32 p, %74, 0; "
-          "wgmma.mma_async.sync.aligned.m64n144k16.f32.f16.f16 "
-          "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, %32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, %48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63, %64, %65, %66, %67, %68, %69, %70, %71}, "
-          "%72, %73, p, 1, 1, 0, 0; }"
-          : AJ_WG_D4(d, 0), AJ_WG_D4(d, 1), AJ_WG_D4(d, 2), AJ_WG_D4(d, 3), AJ_WG_D4(d, 4), AJ_WG_D4(d, 5), AJ_WG_D4(d, 6), AJ_WG_D4(d, 7), AJ_WG_D4(d, 8), AJ_WG_D4(d, 9), AJ_WG_D4(d, 10), AJ_WG_D4(d, 11), AJ_WG_D4(d, 12), AJ_WG_D4(d, 13), AJ_WG_D4(d, 14), AJ_WG_D4(d, 15), AJ_WG_D4(d, 16), AJ_WG_D4(d, 17)
-          : "l"(a_desc), "l"(b_desc), "r"(accumulate));
-    }
+#define AJ_WG_MMA(TY)                                            \
+  asm volatile("{ .reg .pred p; setp.ne.b32 p, %74, 0; "        \
+               "wgmma.mma_async.sync.aligned.m64n144k16.f32." TY "." TY " " \
+               "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, %32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, %48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63, %64, %65, %66, %67, %68, %69, %70, %71}, "  \
+               "%72, %73, p, 1, 1, 0, 0; }"  \
+               : AJ_WG_D4(d, 0), AJ_WG_D4(d, 1), AJ_WG_D4(d, 2), AJ_WG_D4(d, 3), AJ_WG_D4(d, 4), AJ_WG_D4(d, 5), AJ_WG_D4(d, 6), AJ_WG_D4(d, 7), AJ_WG_D4(d, 8), AJ_WG_D4(d, 9), AJ_WG_D4(d, 10), AJ_WG_D4(d, 11), AJ_WG_D4(d, 12), AJ_WG_D4(d, 13), AJ_WG_D4(d, 14), AJ_WG_D4(d, 15), AJ_WG_D4(d, 16), AJ_WG_D4(d, 17)  \
+               : "l"(a_desc), "l"(b_desc), "r"(accumulate))
+    AJ_WG_BY_TYPE;
+#undef AJ_WG_MMA
   }
   template <bool kBF16>
   static __device__ __forceinline__ void rs(float (&d)[N / 8][4], const unsigned (&a)[4], unsigned long long b_desc, int accumulate) {
-    if constexpr (kBF16) {
-      asm volatile(
-          "{ .reg .pred p; setp.ne.b32 p, %77, 0; "
-          "wgmma.mma_async.sync.aligned.m64n144k16.f32.bf16.bf16 "
-          "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, %32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, %48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63, %64, %65, %66, %67, %68, %69, %70, %71}, "
-          "{%72, %73, %74, %75}, %76, p, 1, 1, 1; }"
-          : AJ_WG_D4(d, 0), AJ_WG_D4(d, 1), AJ_WG_D4(d, 2), AJ_WG_D4(d, 3), AJ_WG_D4(d, 4), AJ_WG_D4(d, 5), AJ_WG_D4(d, 6), AJ_WG_D4(d, 7), AJ_WG_D4(d, 8), AJ_WG_D4(d, 9), AJ_WG_D4(d, 10), AJ_WG_D4(d, 11), AJ_WG_D4(d, 12), AJ_WG_D4(d, 13), AJ_WG_D4(d, 14), AJ_WG_D4(d, 15), AJ_WG_D4(d, 16), AJ_WG_D4(d, 17)
-          : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(b_desc), "r"(accumulate));
-    }
-    else {
-      asm volatile(
-          "{ .reg .pred p; setp.ne.b32 p, %77, 0; "
-          "wgmma.mma_async.sync.aligned.m64n144k16.f32.f16.f16 "
-          "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, %32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, %48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63, %64, %65, %66, %67, %68, %69, %70, %71}, "
-          "{%72, %73, %74, %75}, %76, p, 1, 1, 1; }"
-          : AJ_WG_D4(d, 0), AJ_WG_D4(d, 1), AJ_WG_D4(d, 2), AJ_WG_D4(d, 3), AJ_WG_D4(d, 4), AJ_WG_D4(d, 5), AJ_WG_D4(d, 6), AJ_WG_D4(d, 7), AJ_WG_D4(d, 8), AJ_WG_D4(d, 9), AJ_WG_D4(d, 10), AJ_WG_D4(d, 11), AJ_WG_D4(d, 12), AJ_WG_D4(d, 13), AJ_WG_D4(d, 14), AJ_WG_D4(d, 15), AJ_WG_D4(d, 16), AJ_WG_D4(d, 17)
-          : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(b_desc), "r"(accumulate));
-    }
+#define AJ_WG_MMA(TY)                                            \
+  asm volatile("{ .reg .pred p; setp.ne.b32 p, %77, 0; "        \
+               "wgmma.mma_async.sync.aligned.m64n144k16.f32." TY "." TY " " \
+               "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, %32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, %48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63, %64, %65, %66, %67, %68, %69, %70, %71}, "  \
+               "{%72, %73, %74, %75}, %76, p, 1, 1, 1; }"  \
+               : AJ_WG_D4(d, 0), AJ_WG_D4(d, 1), AJ_WG_D4(d, 2), AJ_WG_D4(d, 3), AJ_WG_D4(d, 4), AJ_WG_D4(d, 5), AJ_WG_D4(d, 6), AJ_WG_D4(d, 7), AJ_WG_D4(d, 8), AJ_WG_D4(d, 9), AJ_WG_D4(d, 10), AJ_WG_D4(d, 11), AJ_WG_D4(d, 12), AJ_WG_D4(d, 13), AJ_WG_D4(d, 14), AJ_WG_D4(d, 15), AJ_WG_D4(d, 16), AJ_WG_D4(d, 17)  \
+               : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(b_desc), "r"(accumulate))
+    AJ_WG_BY_TYPE;
+#undef AJ_WG_MMA
   }
 };
 
@@ -445,45 +290,27 @@ struct WarpgroupMma<160> {
   static constexpr int N = 160;
   template <bool kBF16>
   static __device__ __forceinline__ void ss(float (&d)[N / 8][4], unsigned long long a_desc, unsigned long long b_desc, int accumulate) {
-    if constexpr (kBF16) {
-      asm volatile(
-          "{ .reg .pred p; setp.ne.b32 p, %82, 0; "
-          "wgmma.mma_async.sync.aligned.m64n160k16.f32.bf16.bf16 "
-          "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, %32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, %48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63, %64, %65, %66, %67, %68, %69, %70, %71, %72, %73, %74, %75, %76, %77, %78, %79}, "
-          "%80, %81, p, 1, 1, 0, 0; }"
-          : AJ_WG_D4(d, 0), AJ_WG_D4(d, 1), AJ_WG_D4(d, 2), AJ_WG_D4(d, 3), AJ_WG_D4(d, 4), AJ_WG_D4(d, 5), AJ_WG_D4(d, 6), AJ_WG_D4(d, 7), AJ_WG_D4(d, 8), AJ_WG_D4(d, 9), AJ_WG_D4(d, 10), AJ_WG_D4(d, 11), AJ_WG_D4(d, 12), AJ_WG_D4(d, 13), AJ_WG_D4(d, 14), AJ_WG_D4(d, 15), AJ_WG_D4(d, 16), AJ_WG_D4(d, 17), AJ_WG_D4(d, 18), AJ_WG_D4(d, 19)
-          : "l"(a_desc), "l"(b_desc), "r"(accumulate));
-    }
-    else {
-      asm volatile(
-          "{ .reg .pred p; setp.ne.b32 p, %82, 0; "
-          "wgmma.mma_async.sync.aligned.m64n160k16.f32.f16.f16 "
-          "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, %32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, %48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63, %64, %65, %66, %67, %68, %69, %70, %71, %72, %73, %74, %75, %76, %77, %78, %79}, "
-          "%80, %81, p, 1, 1, 0, 0; }"
-          : AJ_WG_D4(d, 0), AJ_WG_D4(d, 1), AJ_WG_D4(d, 2), AJ_WG_D4(d, 3), AJ_WG_D4(d, 4), AJ_WG_D4(d, 5), AJ_WG_D4(d, 6), AJ_WG_D4(d, 7), AJ_WG_D4(d, 8), AJ_WG_D4(d, 9), AJ_WG_D4(d, 10), AJ_WG_D4(d, 11), AJ_WG_D4(d, 12), AJ_WG_D4(d, 13), AJ_WG_D4(d, 14), AJ_WG_D4(d, 15), AJ_WG_D4(d, 16), AJ_WG_D4(d, 17), AJ_WG_D4(d, 18), AJ_WG_D4(d, 19)
-          : "l"(a_desc), "l"(b_desc), "r"(accumulate));
-    }
+#define AJ_WG_MMA(TY)                                            \
+  asm volatile("{ .reg .pred p; setp.ne.b32 p, %82, 0; "        \
+               "wgmma.mma_async.sync.aligned.m64n160k16.f32." TY "." TY " " \
+               "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, %32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, %48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63, %64, %65, %66, %67, %68, %69, %70, %71, %72, %73, %74, %75, %76, %77, %78, %79}, "  \
+               "%80, %81, p, 1, 1, 0, 0; }"  \
+               : AJ_WG_D4(d, 0), AJ_WG_D4(d, 1), AJ_WG_D4(d, 2), AJ_WG_D4(d, 3), AJ_WG_D4(d, 4), AJ_WG_D4(d, 5), AJ_WG_D4(d, 6), AJ_WG_D4(d, 7), AJ_WG_D4(d, 8), AJ_WG_D4(d, 9), AJ_WG_D4(d, 10), AJ_WG_D4(d, 11), AJ_WG_D4(d, 12), AJ_WG_D4(d, 13), AJ_WG_D4(d, 14), AJ_WG_D4(d, 15), AJ_WG_D4(d, 16), AJ_WG_D4(d, 17), AJ_WG_D4(d, 18), AJ_WG_D4(d, 19)  \
+               : "l"(a_desc), "l"(b_desc), "r"(accumulate))
+    AJ_WG_BY_TYPE;
+#undef AJ_WG_MMA
   }
   template <bool kBF16>
   static __device__ __forceinline__ void rs(float (&d)[N / 8][4], const unsigned (&a)[4], unsigned long long b_desc, int accumulate) {
-    if constexpr (kBF16) {
-      asm volatile(
-          "{ .reg .pred p; setp.ne.b32 p, %85, 0; "
-          "wgmma.mma_async.sync.aligned.m64n160k16.f32.bf16.bf16 "
-          "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, %32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, %48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63, %64, %65, %66, %67, %68, %69, %70, %71, %72, %73, %74, %75, %76, %77, %78, %79}, "
-          "{%80, %81, %82, %83}, %84, p, 1, 1, 1; }"
-          : AJ_WG_D4(d, 0), AJ_WG_D4(d, 1), AJ_WG_D4(d, 2), AJ_WG_D4(d, 3), AJ_WG_D4(d, 4), AJ_WG_D4(d, 5), AJ_WG_D4(d, 6), AJ_WG_D4(d, 7), AJ_WG_D4(d, 8), AJ_WG_D4(d, 9), AJ_WG_D4(d, 10), AJ_WG_D4(d, 11), AJ_WG_D4(d, 12), AJ_WG_D4(d, 13), AJ_WG_D4(d, 14), AJ_WG_D4(d, 15), AJ_WG_D4(d, 16), AJ_WG_D4(d, 17), AJ_WG_D4(d, 18), AJ_WG_D4(d, 19)
-          : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(b_desc), "r"(accumulate));
-    }
-    else {
-      asm volatile(
-          "{ .reg .pred p; setp.ne.b32 p, %85, 0; "
-          "wgmma.mma_async.sync.aligned.m64n160k16.f32.f16.f16 "
-          "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, %32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, %48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63, %64, %65, %66, %67, %68, %69, %70, %71, %72, %73, %74, %75, %76, %77, %78, %79}, "
-          "{%80, %81, %82, %83}, %84, p, 1, 1, 1; }"
-          : AJ_WG_D4(d, 0), AJ_WG_D4(d, 1), AJ_WG_D4(d, 2), AJ_WG_D4(d, 3), AJ_WG_D4(d, 4), AJ_WG_D4(d, 5), AJ_WG_D4(d, 6), AJ_WG_D4(d, 7), AJ_WG_D4(d, 8), AJ_WG_D4(d, 9), AJ_WG_D4(d, 10), AJ_WG_D4(d, 11), AJ_WG_D4(d, 12), AJ_WG_D4(d, 13), AJ_WG_D4(d, 14), AJ_WG_D4(d, 15), AJ_WG_D4(d, 16), AJ_WG_D4(d, 17), AJ_WG_D4(d, 18), AJ_WG_D4(d, 19)
-          : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(b_desc), "r"(accumulate));
-    }
+#define AJ_WG_MMA(TY)                                            \
+  asm volatile("{ .reg .pred p; setp.ne.b32 p, %85, 0; "        \
+               "wgmma.mma_async.sync.aligned.m64n160k16.f32." TY "." TY " " \
+               "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, %32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, %48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63, %64, %65, %66, %67, %68, %69, %70, %71, %72, %73, %74, %75, %76, %77, %78, %79}, "  \
+               "{%80, %81, %82, %83}, %84, p, 1, 1, 1; }"  \
+               : AJ_WG_D4(d, 0), AJ_WG_D4(d, 1), AJ_WG_D4(d, 2), AJ_WG_D4(d, 3), AJ_WG_D4(d, 4), AJ_WG_D4(d, 5), AJ_WG_D4(d, 6), AJ_WG_D4(d, 7), AJ_WG_D4(d, 8), AJ_WG_D4(d, 9), AJ_WG_D4(d, 10), AJ_WG_D4(d, 11), AJ_WG_D4(d, 12), AJ_WG_D4(d, 13), AJ_WG_D4(d, 14), AJ_WG_D4(d, 15), AJ_WG_D4(d, 16), AJ_WG_D4(d, 17), AJ_WG_D4(d, 18), AJ_WG_D4(d, 19)  \
+               : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(b_desc), "r"(accumulate))
+    AJ_WG_BY_TYPE;
+#undef AJ_WG_MMA
   }
 };
 
@@ -492,45 +319,27 @@ struct WarpgroupMma<176> {
   static constexpr int N = 176;
   template <bool kBF16>
   static __device__ __forceinline__ void ss(float (&d)[N / 8][4], unsigned long long a_desc, unsigned long long b_desc, int accumulate) {
-    if constexpr (kBF16) {
-      asm volatile(
-          "{ .reg .pred p; setp.ne.b32 p, %90, 0; "
-          "wgmma.mma_async.sync.aligned.m64n176k16.f32.bf16.bf16 "
-          "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, %32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, %48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63, %64, %65, %66, %67, %68, %69, %70, %71, %72, %73, %74, %75, %76, %77, %78, %79, %80, %81, %82, %83, %84, %85, %86, %87}, "
-          "%88, %89, p, 1, 1, 0, 0; }"
-          : AJ_WG_D4(d, 0), AJ_WG_D4(d, 1), AJ_WG_D4(d, 2), AJ_WG_D4(d, 3), AJ_WG_D4(d, 4), AJ_WG_D4(d, 5), AJ_WG_D4(d, 6), AJ_WG_D4(d, 7), AJ_WG_D4(d, 8), AJ_WG_D4(d, 9), AJ_WG_D4(d, 10), AJ_WG_D4(d, 11), AJ_WG_D4(d, 12), AJ_WG_D4(d, 13), AJ_WG_D4(d, 14), AJ_WG_D4(d, 15), AJ_WG_D4(d, 16), AJ_WG_D4(d, 17), AJ_WG_D4(d, 18), AJ_WG_D4(d, 19), AJ_WG_D4(d, 20), AJ_WG_D4(d, 21)
-          : "l"(a_desc), "l"(b_desc), "r"(accumulate));
-    }
-    else {
-      asm volatile(
-          "{ .reg .pred p; setp.ne.b32 p, %90, 0; "
-          "wgmma.mma_async.sync.aligned.m64n176k16.f32.f16.f16 "
-          "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, %32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, %48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63, %64, %65, %66, %67, %68, %69, %70, %71, %72, %73, %74, %75, %76, %77, %78, %79, %80, %81, %82, %83, %84, %85, %86, %87}, "
-          "%88, %89, p, 1, 1, 0, 0; }"
-          : AJ_WG_D4(d, 0), AJ_WG_D4(d, 1), AJ_WG_D4(d, 2), AJ_WG_D4(d, 3), AJ_WG_D4(d, 4), AJ_WG_D4(d, 5), AJ_WG_D4(d, 6), AJ_WG_D4(d, 7), AJ_WG_D4(d, 8), AJ_WG_D4(d, 9), AJ_WG_D4(d, 10), AJ_WG_D4(d, 11), AJ_WG_D4(d, 12), AJ_WG_D4(d, 13), AJ_WG_D4(d, 14), AJ_WG_D4(d, 15), AJ_WG_D4(d, 16), AJ_WG_D4(d, 17), AJ_WG_D4(d, 18), AJ_WG_D4(d, 19), AJ_WG_D4(d, 20), AJ_WG_D4(d, 21)
-          : "l"(a_desc), "l"(b_desc), "r"(accumulate));
-    }
+#define AJ_WG_MMA(TY)                                            \
+  asm volatile("{ .reg .pred p; setp.ne.b32 p, %90, 0; "        \
+               "wgmma.mma_async.sync.aligned.m64n176k16.f32." TY "." TY " " \
+               "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, %32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, %48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63, %64, %65, %66, %67, %68, %69, %70, %71, %72, %73, %74, %75, %76, %77, %78, %79, %80, %81, %82, %83, %84, %85, %86, %87}, "  \
+               "%88, %89, p, 1, 1, 0, 0; }"  \
+               : AJ_WG_D4(d, 0), AJ_WG_D4(d, 1), AJ_WG_D4(d, 2), AJ_WG_D4(d, 3), AJ_WG_D4(d, 4), AJ_WG_D4(d, 5), AJ_WG_D4(d, 6), AJ_WG_D4(d, 7), AJ_WG_D4(d, 8), AJ_WG_D4(d, 9), AJ_WG_D4(d, 10), AJ_WG_D4(d, 11), AJ_WG_D4(d, 12), AJ_WG_D4(d, 13), AJ_WG_D4(d, 14), AJ_WG_D4(d, 15), AJ_WG_D4(d, 16), AJ_WG_D4(d, 17), AJ_WG_D4(d, 18), AJ_WG_D4(d, 19), AJ_WG_D4(d, 20), AJ_WG_D4(d, 21)  \
+               : "l"(a_desc), "l"(b_desc), "r"(accumulate))
+    AJ_WG_BY_TYPE;
+#undef AJ_WG_MMA
   }
   template <bool kBF16>
   static __device__ __forceinline__ void rs(float (&d)[N / 8][4], const unsigned (&a)[4], unsigned long long b_desc, int accumulate) {
-    if constexpr (kBF16) {
-      asm volatile(
-          "{ .reg .pred p; setp.ne.b32 p, %93, 0; "
-          "wgmma.mma_async.sync.aligned.m64n176k16.f32.bf16.bf16 "
-          "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, %32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, %48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63, %64, %65, %66, %67, %68, %69, %70, %71, %72, %73, %74, %75, %76, %77, %78, %79, %80, %81, %82, %83, %84, %85, %86, %87}, "
-          "{%88, %89, %90, %91}, %92, p, 1, 1, 1; }"
-          : AJ_WG_D4(d, 0), AJ_WG_D4(d, 1), AJ_WG_D4(d, 2), AJ_WG_D4(d, 3), AJ_WG_D4(d, 4), AJ_WG_D4(d, 5), AJ_WG_D4(d, 6), AJ_WG_D4(d, 7), AJ_WG_D4(d, 8), AJ_WG_D4(d, 9), AJ_WG_D4(d, 10), AJ_WG_D4(d, 11), AJ_WG_D4(d, 12), AJ_WG_D4(d, 13), AJ_WG_D4(d, 14), AJ_WG_D4(d, 15), AJ_WG_D4(d, 16), AJ_WG_D4(d, 17), AJ_WG_D4(d, 18), AJ_WG_D4(d, 19), AJ_WG_D4(d, 20), AJ_WG_D4(d, 21)
-          : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(b_desc), "r"(accumulate));
-    }
-    else {
-      asm volatile(
-          "{ .reg .pred p; setp.ne.b32 p, %93, 0; "
-          "wgmma.mma_async.sync.aligned.m64n176k16.f32.f16.f16 "
-          "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, %32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, %48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63, %64, %65, %66, %67, %68, %69, %70, %71, %72, %73, %74, %75, %76, %77, %78, %79, %80, %81, %82, %83, %84, %85, %86, %87}, "
-          "{%88, %89, %90, %91}, %92, p, 1, 1, 1; }"
-          : AJ_WG_D4(d, 0), AJ_WG_D4(d, 1), AJ_WG_D4(d, 2), AJ_WG_D4(d, 3), AJ_WG_D4(d, 4), AJ_WG_D4(d, 5), AJ_WG_D4(d, 6), AJ_WG_D4(d, 7), AJ_WG_D4(d, 8), AJ_WG_D4(d, 9), AJ_WG_D4(d, 10), AJ_WG_D4(d, 11), AJ_WG_D4(d, 12), AJ_WG_D4(d, 13), AJ_WG_D4(d, 14), AJ_WG_D4(d, 15), AJ_WG_D4(d, 16), AJ_WG_D4(d, 17), AJ_WG_D4(d, 18), AJ_WG_D4(d, 19), AJ_WG_D4(d, 20), AJ_WG_D4(d, 21)
-          : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(b_desc), "r"(accumulate));
-    }
+#define AJ_WG_MMA(TY)                                            \
+  asm volatile("{ .reg .pred p; setp.ne.b32 p, %93, 0; "        \
+               "wgmma.mma_async.sync.aligned.m64n176k16.f32." TY "." TY " " \
+               "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, %32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, %48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63, %64, %65, %66, %67, %68, %69, %70, %71, %72, %73, %74, %75, %76, %77, %78, %79, %80, %81, %82, %83, %84, %85, %86, %87}, "  \
+               "{%88, %89, %90, %91}, %92, p, 1, 1, 1; }"  \
+               : AJ_WG_D4(d, 0), AJ_WG_D4(d, 1), AJ_WG_D4(d, 2), AJ_WG_D4(d, 3), AJ_WG_D4(d, 4), AJ_WG_D4(d, 5), AJ_WG_D4(d, 6), AJ_WG_D4(d, 7), AJ_WG_D4(d, 8), AJ_WG_D4(d, 9), AJ_WG_D4(d, 10), AJ_WG_D4(d, 11), AJ_WG_D4(d, 12), AJ_WG_D4(d, 13), AJ_WG_D4(d, 14), AJ_WG_D4(d, 15), AJ_WG_D4(d, 16), AJ_WG_D4(d, 17), AJ_WG_D4(d, 18), AJ_WG_D4(d, 19), AJ_WG_D4(d, 20), AJ_WG_D4(d, 21)  \
+               : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(b_desc), "r"(accumulate))
+    AJ_WG_BY_TYPE;
+#undef AJ_WG_MMA
   }
 };
 
@@ -539,45 +348,27 @@ struct WarpgroupMma<192> {
   static constexpr int N = 192;
   template <bool kBF16>
   static __device__ __forceinline__ void ss(float (&d)[N / 8][4], unsigned long long a_desc, unsigned long long b_desc, int accumulate) {
-    if constexpr (kBF16) {
-      asm volatile(
-          "{ .reg .pred p; setp.ne.b32 p, %98, 0; "
-          "wgmma.mma_async.sync.aligned.m64n192k16.f32.bf16.bf16 "
-          "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, %32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, %48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63, %64, %65, %66, %67, %68, %69, %70, %71, %72, %73, %74, %75, %76, %77, %78, %79, %80, %81, %82, %83, %84, %85, %86, %87, %88, %89, %90, %91, %92, %93, %94, %95}, "
-          "%96, %97, p, 1, 1, 0, 0; }"
-          : AJ_WG_D4(d, 0), AJ_WG_D4(d, 1), AJ_WG_D4(d, 2), AJ_WG_D4(d, 3), AJ_WG_D4(d, 4), AJ_WG_D4(d, 5), AJ_WG_D4(d, 6), AJ_WG_D4(d, 7), AJ_WG_D4(d, 8), AJ_WG_D4(d, 9), AJ_WG_D4(d, 10), AJ_WG_D4(d, 11), AJ_WG_D4(d, 12), AJ_WG_D4(d, 13), AJ_WG_D4(d, 14), AJ_WG_D4(d, 15), AJ_WG_D4(d, 16), AJ_WG_D4(d, 17), AJ_WG_D4(d, 18), AJ_WG_D4(d, 19), AJ_WG_D4(d, 20), AJ_WG_D4(d, 21), AJ_WG_D4(d, 22), AJ_WG_D4(d, 23)
-          : "l"(a_desc), "l"(b_desc), "r"(accumulate));
-    }
-    else {
-      asm volatile(
-          "{ .reg .pred p; setp.ne.b32 p, %98, 0; "
-          "wgmma.mma_async.sync.aligned.m64n192k16.f32.f16.f16 "
-          "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, %32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, %48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63, %64, %65, %66, %67, %68, %69, %70, %71, %72, %73, %74, %75, %76, %77, %78, %79, %80, %81, %82, %83, %84, %85, %86, %87, %88, %89, %90, %91, %92, %93, %94, %95}, "
-          "%96, %97, p, 1, 1, 0, 0; }"
-          : AJ_WG_D4(d, 0), AJ_WG_D4(d, 1), AJ_WG_D4(d, 2), AJ_WG_D4(d, 3), AJ_WG_D4(d, 4), AJ_WG_D4(d, 5), AJ_WG_D4(d, 6), AJ_WG_D4(d, 7), AJ_WG_D4(d, 8), AJ_WG_D4(d, 9), AJ_WG_D4(d, 10), AJ_WG_D4(d, 11), AJ_WG_D4(d, 12), AJ_WG_D4(d, 13), AJ_WG_D4(d, 14), AJ_WG_D4(d, 15), AJ_WG_D4(d, 16), AJ_WG_D4(d, 17), AJ_WG_D4(d, 18), AJ_WG_D4(d, 19), AJ_WG_D4(d, 20), AJ_WG_D4(d, 21), AJ_WG_D4(d, 22), AJ_WG_D4(d, 23)
-          : "l"(a_desc), "l"(b_desc), "r"(accumulate));
-    }
+#define AJ_WG_MMA(TY)                                            \
+  asm volatile("{ .reg .pred p; setp.ne.b32 p, %98, 0; "        \
+               "wgmma.mma_async.sync.aligned.m64n192k16.f32." TY "." TY " " \
+               "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, %32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, %48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63, %64, %65, %66, %67, %68, %69, %70, %71, %72, %73, %74, %75, %76, %77, %78, %79, %80, %81, %82, %83, %84, %85, %86, %87, %88, %89, %90, %91, %92, %93, %94, %95}, "  \
+               "%96, %97, p, 1, 1, 0, 0; }"  \
+               : AJ_WG_D4(d, 0), AJ_WG_D4(d, 1), AJ_WG_D4(d, 2), AJ_WG_D4(d, 3), AJ_WG_D4(d, 4), AJ_WG_D4(d, 5), AJ_WG_D4(d, 6), AJ_WG_D4(d, 7), AJ_WG_D4(d, 8), AJ_WG_D4(d, 9), AJ_WG_D4(d, 10), AJ_WG_D4(d, 11), AJ_WG_D4(d, 12), AJ_WG_D4(d, 13), AJ_WG_D4(d, 14), AJ_WG_D4(d, 15), AJ_WG_D4(d, 16), AJ_WG_D4(d, 17), AJ_WG_D4(d, 18), AJ_WG_D4(d, 19), AJ_WG_D4(d, 20), AJ_WG_D4(d, 21), AJ_WG_D4(d, 22), AJ_WG_D4(d, 23)  \
+               : "l"(a_desc), "l"(b_desc), "r"(accumulate))
+    AJ_WG_BY_TYPE;
+#undef AJ_WG_MMA
   }
   template <bool kBF16>
   static __device__ __forceinline__ void rs(float (&d)[N / 8][4], const unsigned (&a)[4], unsigned long long b_desc, int accumulate) {
-    if constexpr (kBF16) {
-      asm volatile(
-          "{ .reg .pred p; setp.ne.b32 p, %101, 0; "
-          "wgmma.mma_async.sync.aligned.m64n192k16.f32.bf16.bf16 "
-          "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, %32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, %48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63, %64, %65, %66, %67, %68, %69, %70, %71, %72, %73, %74, %75, %76, %77, %78, %79, %80, %81, %82, %83, %84, %85, %86, %87, %88, %89, %90, %91, %92, %93, %94, %95}, "
-          "{%96, %97, %98, %99}, %100, p, 1, 1, 1; }"
-          : AJ_WG_D4(d, 0), AJ_WG_D4(d, 1), AJ_WG_D4(d, 2), AJ_WG_D4(d, 3), AJ_WG_D4(d, 4), AJ_WG_D4(d, 5), AJ_WG_D4(d, 6), AJ_WG_D4(d, 7), AJ_WG_D4(d, 8), AJ_WG_D4(d, 9), AJ_WG_D4(d, 10), AJ_WG_D4(d, 11), AJ_WG_D4(d, 12), AJ_WG_D4(d, 13), AJ_WG_D4(d, 14), AJ_WG_D4(d, 15), AJ_WG_D4(d, 16), AJ_WG_D4(d, 17), AJ_WG_D4(d, 18), AJ_WG_D4(d, 19), AJ_WG_D4(d, 20), AJ_WG_D4(d, 21), AJ_WG_D4(d, 22), AJ_WG_D4(d, 23)
-          : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(b_desc), "r"(accumulate));
-    }
-    else {
-      asm volatile(
-          "{ .reg .pred p; setp.ne.b32 p, %101, 0; "
-          "wgmma.mma_async.sync.aligned.m64n192k16.f32.f16.f16 "
-          "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, %32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, %48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63, %64, %65, %66, %67, %68, %69, %70, %71, %72, %73, %74, %75, %76, %77, %78, %79, %80, %81, %82, %83, %84, %85, %86, %87, %88, %89, %90, %91, %92, %93, %94, %95}, "
-          "{%96, %97, %98, %99}, %100, p, 1, 1, 1; }"
-          : AJ_WG_D4(d, 0), AJ_WG_D4(d, 1), AJ_WG_D4(d, 2), AJ_WG_D4(d, 3), AJ_WG_D4(d, 4), AJ_WG_D4(d, 5), AJ_WG_D4(d, 6), AJ_WG_D4(d, 7), AJ_WG_D4(d, 8), AJ_WG_D4(d, 9), AJ_WG_D4(d, 10), AJ_WG_D4(d, 11), AJ_WG_D4(d, 12), AJ_WG_D4(d, 13), AJ_WG_D4(d, 14), AJ_WG_D4(d, 15), AJ_WG_D4(d, 16), AJ_WG_D4(d, 17), AJ_WG_D4(d, 18), AJ_WG_D4(d, 19), AJ_WG_D4(d, 20), AJ_WG_D4(d, 21), AJ_WG_D4(d, 22), AJ_WG_D4(d, 23)
-          : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(b_desc), "r"(accumulate));
-    }
+#define AJ_WG_MMA(TY)                                            \
+  asm volatile("{ .reg .pred p; setp.ne.b32 p, %101, 0; "        \
+               "wgmma.mma_async.sync.aligned.m64n192k16.f32." TY "." TY " " \
+               "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, %32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, %48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63, %64, %65, %66, %67, %68, %69, %70, %71, %72, %73, %74, %75, %76, %77, %78, %79, %80, %81, %82, %83, %84, %85, %86, %87, %88, %89, %90, %91, %92, %93, %94, %95}, "  \
+               "{%96, %97, %98, %99}, %100, p, 1, 1, 1; }"  \
+               : AJ_WG_D4(d, 0), AJ_WG_D4(d, 1), AJ_WG_D4(d, 2), AJ_WG_D4(d, 3), AJ_WG_D4(d, 4), AJ_WG_D4(d, 5), AJ_WG_D4(d, 6), AJ_WG_D4(d, 7), AJ_WG_D4(d, 8), AJ_WG_D4(d, 9), AJ_WG_D4(d, 10), AJ_WG_D4(d, 11), AJ_WG_D4(d, 12), AJ_WG_D4(d, 13), AJ_WG_D4(d, 14), AJ_WG_D4(d, 15), AJ_WG_D4(d, 16), AJ_WG_D4(d, 17), AJ_WG_D4(d, 18), AJ_WG_D4(d, 19), AJ_WG_D4(d, 20), AJ_WG_D4(d, 21), AJ_WG_D4(d, 22), AJ_WG_D4(d, 23)  \
+               : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(b_desc), "r"(accumulate))
+    AJ_WG_BY_TYPE;
+#undef AJ_WG_MMA
   }
 };
 
@@ -586,45 +377,27 @@ struct WarpgroupMma<208> {
   static constexpr int N = 208;
   template <bool kBF16>
   static __device__ __forceinline__ void ss(float (&d)[N / 8][4], unsigned long long a_desc, unsigned long long b_desc, int accumulate) {
-    if constexpr (kBF16) {
-      asm volatile(
-          "{ .reg .pred p; setp.ne.b32 p, %106, 0; "
-          "wgmma.mma_async.sync.aligned.m64n208k16.f32.bf16.bf16 "
-          "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, %32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, %48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63, %64, %65, %66, %67, %68, %69, %70, %71, %72, %73, %74, %75, %76, %77, %78, %79, %80, %81, %82, %83, %84, %85, %86, %87, %88, %89, %90, %91, %92, %93, %94, %95, %96, %97, %98, %99, %100, %101, %102, %103}, "
-          "%104, %105, p, 1, 1, 0, 0; }"
-          : AJ_WG_D4(d, 0), AJ_WG_D4(d, 1), AJ_WG_D4(d, 2), AJ_WG_D4(d, 3), AJ_WG_D4(d, 4), AJ_WG_D4(d, 5), AJ_WG_D4(d, 6), AJ_WG_D4(d, 7), AJ_WG_D4(d, 8), AJ_WG_D4(d, 9), AJ_WG_D4(d, 10), AJ_WG_D4(d, 11), AJ_WG_D4(d, 12), AJ_WG_D4(d, 13), AJ_WG_D4(d, 14), AJ_WG_D4(d, 15), AJ_WG_D4(d, 16), AJ_WG_D4(d, 17), AJ_WG_D4(d, 18), AJ_WG_D4(d, 19), AJ_WG_D4(d, 20), AJ_WG_D4(d, 21), AJ_WG_D4(d, 22), AJ_WG_D4(d, 23), AJ_WG_D4(d, 24), AJ_WG_D4(d, 25)
-          : "l"(a_desc), "l"(b_desc), "r"(accumulate));
-    }
-    else {
-      asm volatile(
-          "{ .reg .pred p; setp.ne.b32 p, %106, 0; "
-          "wgmma.mma_async.sync.aligned.m64n208k16.f32.f16.f16 "
-          "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, %32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, %48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63, %64, %65, %66, %67, %68, %69, %70, %71, %72, %73, %74, %75, %76, %77, %78, %79, %80, %81, %82, %83, %84, %85, %86, %87, %88, %89, %90, %91, %92, %93, %94, %95, %96, %97, %98, %99, %100, %101, %102, %103}, "
-          "%104, %105, p, 1, 1, 0, 0; }"
-          : AJ_WG_D4(d, 0), AJ_WG_D4(d, 1), AJ_WG_D4(d, 2), AJ_WG_D4(d, 3), AJ_WG_D4(d, 4), AJ_WG_D4(d, 5), AJ_WG_D4(d, 6), AJ_WG_D4(d, 7), AJ_WG_D4(d, 8), AJ_WG_D4(d, 9), AJ_WG_D4(d, 10), AJ_WG_D4(d, 11), AJ_WG_D4(d, 12), AJ_WG_D4(d, 13), AJ_WG_D4(d, 14), AJ_WG_D4(d, 15), AJ_WG_D4(d, 16), AJ_WG_D4(d, 17), AJ_WG_D4(d, 18), AJ_WG_D4(d, 19), AJ_WG_D4(d, 20), AJ_WG_D4(d, 21), AJ_WG_D4(d, 22), AJ_WG_D4(d, 23), AJ_WG_D4(d, 24), AJ_WG_D4(d, 25)
-          : "l"(a_desc), "l"(b_desc), "r"(accumulate));
-    }
+#define AJ_WG_MMA(TY)                                            \
+  asm volatile("{ .reg .pred p; setp.ne.b32 p, %106, 0; "        \
+               "wgmma.mma_async.sync.aligned.m64n208k16.f32." TY "." TY " " \
+               "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, %32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, %48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63, %64, %65, %66, %67, %68, %69, %70, %71, %72, %73, %74, %75, %76, %77, %78, %79, %80, %81, %82, %83, %84, %85, %86, %87, %88, %89, %90, %91, %92, %93, %94, %95, %96, %97, %98, %99, %100, %101, %102, %103}, "  \
+               "%104, %105, p, 1, 1, 0, 0; }"  \
+               : AJ_WG_D4(d, 0), AJ_WG_D4(d, 1), AJ_WG_D4(d, 2), AJ_WG_D4(d, 3), AJ_WG_D4(d, 4), AJ_WG_D4(d, 5), AJ_WG_D4(d, 6), AJ_WG_D4(d, 7), AJ_WG_D4(d, 8), AJ_WG_D4(d, 9), AJ_WG_D4(d, 10), AJ_WG_D4(d, 11), AJ_WG_D4(d, 12), AJ_WG_D4(d, 13), AJ_WG_D4(d, 14), AJ_WG_D4(d, 15), AJ_WG_D4(d, 16), AJ_WG_D4(d, 17), AJ_WG_D4(d, 18), AJ_WG_D4(d, 19), AJ_WG_D4(d, 20), AJ_WG_D4(d, 21), AJ_WG_D4(d, 22), AJ_WG_D4(d, 23), AJ_WG_D4(d, 24), AJ_WG_D4(d, 25)  \
+               : "l"(a_desc), "l"(b_desc), "r"(accumulate))
+    AJ_WG_BY_TYPE;
+#undef AJ_WG_MMA
   }
   template <bool kBF16>
   static __device__ __forceinline__ void rs(float (&d)[N / 8][4], const unsigned (&a)[4], unsigned long long b_desc, int accumulate) {
-    if constexpr (kBF16) {
-      asm volatile(
-          "{ .reg .pred p; setp.ne.b32 p, %109, 0; "
-          "wgmma.mma_async.sync.aligned.m64n208k16.f32.bf16.bf16 "
-          "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, %32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, %48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63, %64, %65, %66, %67, %68, %69, %70, %71, %72, %73, %74, %75, %76, %77, %78, %79, %80, %81, %82, %83, %84, %85, %86, %87, %88, %89, %90, %91, %92, %93, %94, %95, %96, %97, %98, %99, %100, %101, %102, %103}, "
-          "{%104, %105, %106, %107}, %108, p, 1, 1, 1; }"
-          : AJ_WG_D4(d, 0), AJ_WG_D4(d, 1), AJ_WG_D4(d, 2), AJ_WG_D4(d, 3), AJ_WG_D4(d, 4), AJ_WG_D4(d, 5), AJ_WG_D4(d, 6), AJ_WG_D4(d, 7), AJ_WG_D4(d, 8), AJ_WG_D4(d, 9), AJ_WG_D4(d, 10), AJ_WG_D4(d, 11), AJ_WG_D4(d, 12), AJ_WG_D4(d, 13), AJ_WG_D4(d, 14), AJ_WG_D4(d, 15), AJ_WG_D4(d, 16), AJ_WG_D4(d, 17), AJ_WG_D4(d, 18), AJ_WG_D4(d, 19), AJ_WG_D4(d, 20), AJ_WG_D4(d, 21), AJ_WG_D4(d, 22), AJ_WG_D4(d, 23), AJ_WG_D4(d, 24), AJ_WG_D4(d, 25)
-          : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(b_desc), "r"(accumulate));
-    }
-    else {
-      asm volatile(
-          "{ .reg .pred p; setp.ne.b32 p, %109, 0; "
-          "wgmma.mma_async.sync.aligned.m64n208k16.f32.f16.f16 "
-          "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, %32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, %48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63, %64, %65, %66, %67, %68, %69, %70, %71, %72, %73, %74, %75, %76, %77, %78, %79, %80, %81, %82, %83, %84, %85, %86, %87, %88, %89, %90, %91, %92, %93, %94, %95, %96, %97, %98, %99, %100, %101, %102, %103}, "
-          "{%104, %105, %106, %107}, %108, p, 1, 1, 1; }"
-          : AJ_WG_D4(d, 0), AJ_WG_D4(d, 1), AJ_WG_D4(d, 2), AJ_WG_D4(d, 3), AJ_WG_D4(d, 4), AJ_WG_D4(d, 5), AJ_WG_D4(d, 6), AJ_WG_D4(d, 7), AJ_WG_D4(d, 8), AJ_WG_D4(d, 9), AJ_WG_D4(d, 10), AJ_WG_D4(d, 11), AJ_WG_D4(d, 12), AJ_WG_D4(d, 13), AJ_WG_D4(d, 14), AJ_WG_D4(d, 15), AJ_WG_D4(d, 16), AJ_WG_D4(d, 17), AJ_WG_D4(d, 18), AJ_WG_D4(d, 19), AJ_WG_D4(d, 20), AJ_WG_D4(d, 21), AJ_WG_D4(d, 22), AJ_WG_D4(d, 23), AJ_WG_D4(d, 24), AJ_WG_D4(d, 25)
-          : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(b_desc), "r"(accumulate));
-    }
+#define AJ_WG_MMA(TY)                                            \
+  asm volatile("{ .reg .pred p; setp.ne.b32 p, %109, 0; "        \
+               "wgmma.mma_async.sync.aligned.m64n208k16.f32." TY "." TY " " \
+               "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, %32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, %48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63, %64, %65, %66, %67, %68, %69, %70, %71, %72, %73, %74, %75, %76, %77, %78, %79, %80, %81, %82, %83, %84, %85, %86, %87, %88, %89, %90, %91, %92, %93, %94, %95, %96, %97, %98, %99, %100, %101, %102, %103}, "  \
+               "{%104, %105, %106, %107}, %108, p, 1, 1, 1; }"  \
+               : AJ_WG_D4(d, 0), AJ_WG_D4(d, 1), AJ_WG_D4(d, 2), AJ_WG_D4(d, 3), AJ_WG_D4(d, 4), AJ_WG_D4(d, 5), AJ_WG_D4(d, 6), AJ_WG_D4(d, 7), AJ_WG_D4(d, 8), AJ_WG_D4(d, 9), AJ_WG_D4(d, 10), AJ_WG_D4(d, 11), AJ_WG_D4(d, 12), AJ_WG_D4(d, 13), AJ_WG_D4(d, 14), AJ_WG_D4(d, 15), AJ_WG_D4(d, 16), AJ_WG_D4(d, 17), AJ_WG_D4(d, 18), AJ_WG_D4(d, 19), AJ_WG_D4(d, 20), AJ_WG_D4(d, 21), AJ_WG_D4(d, 22), AJ_WG_D4(d, 23), AJ_WG_D4(d, 24), AJ_WG_D4(d, 25)  \
+               : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(b_desc), "r"(accumulate))
+    AJ_WG_BY_TYPE;
+#undef AJ_WG_MMA
   }
 };
 
@@ -633,45 +406,27 @@ struct WarpgroupMma<224> {
   static constexpr int N = 224;
   template <bool kBF16>
   static __device__ __forceinline__ void ss(float (&d)[N / 8][4], unsigned long long a_desc, unsigned long long b_desc, int accumulate) {
-    if constexpr (kBF16) {
-      asm volatile(
-          "{ .reg .pred p; setp.ne.b32 p, %114, 0; "
-          "wgmma.mma_async.sync.aligned.m64n224k16.f32.bf16.bf16 "
-          "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, %32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, %48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63, %64, %65, %66, %67, %68, %69, %70, %71, %72, %73, %74, %75, %76, %77, %78, %79, %80, %81, %82, %83, %84, %85, %86, %87, %88, %89, %90, %91, %92, %93, %94, %95, %96, %97, %98, %99, %100, %101, %102, %103, %104, %105, %106, %107, %108, %109, %110, %111}, "
-          "%112, %113, p, 1, 1, 0, 0; }"
-          : AJ_WG_D4(d, 0), AJ_WG_D4(d, 1), AJ_WG_D4(d, 2), AJ_WG_D4(d, 3), AJ_WG_D4(d, 4), AJ_WG_D4(d, 5), AJ_WG_D4(d, 6), AJ_WG_D4(d, 7), AJ_WG_D4(d, 8), AJ_WG_D4(d, 9), AJ_WG_D4(d, 10), AJ_WG_D4(d, 11), AJ_WG_D4(d, 12), AJ_WG_D4(d, 13), AJ_WG_D4(d, 14), AJ_WG_D4(d, 15), AJ_WG_D4(d, 16), AJ_WG_D4(d, 17), AJ_WG_D4(d, 18), AJ_WG_D4(d, 19), AJ_WG_D4(d, 20), AJ_WG_D4(d, 21), AJ_WG_D4(d, 22), AJ_WG_D4(d, 23), AJ_WG_D4(d, 24), AJ_WG_D4(d, 25), AJ_WG_D4(d, 26), AJ_WG_D4(d, 27)
-          : "l"(a_desc), "l"(b_desc), "r"(accumulate));
-    }
-    else {
-      asm volatile(
-          "{ .reg .pred p; setp.ne.b32 p, %114, 0; "
-          "wgmma.mma_async.sync.aligned.m64n224k16.f32.f16.f16 "
-          "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, %32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, %48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63, %64, %65, %66, %67, %68, %69, %70, %71, %72, %73, %74, %75, %76, %77, %78, %79, %80, %81, %82, %83, %84, %85, %86, %87, %88, %89, %90, %91, %92, %93, %94, %95, %96, %97, %98, %99, %100, %101, %102, %103, %104, %105, %106, %107, %108, %109, %110, %111}, "
-          "%112, %113, p, 1, 1, 0, 0; }"
-          : AJ_WG_D4(d, 0), AJ_WG_D4(d, 1), AJ_WG_D4(d, 2), AJ_WG_D4(d, 3), AJ_WG_D4(d, 4), AJ_WG_D4(d, 5), AJ_WG_D4(d, 6), AJ_WG_D4(d, 7), AJ_WG_D4(d, 8), AJ_WG_D4(d, 9), AJ_WG_D4(d, 10), AJ_WG_D4(d, 11), AJ_WG_D4(d, 12), AJ_WG_D4(d, 13), AJ_WG_D4(d, 14), AJ_WG_D4(d, 15), AJ_WG_D4(d, 16), AJ_WG_D4(d, 17), AJ_WG_D4(d, 18), AJ_WG_D4(d, 19), AJ_WG_D4(d, 20), AJ_WG_D4(d, 21), AJ_WG_D4(d, 22), AJ_WG_D4(d, 23), AJ_WG_D4(d, 24), AJ_WG_D4(d, 25), AJ_WG_D4(d, 26), AJ_WG_D4(d, 27)
-          : "l"(a_desc), "l"(b_desc), "r"(accumulate));
-    }
+#define AJ_WG_MMA(TY)                                            \
+  asm volatile("{ .reg .pred p; setp.ne.b32 p, %114, 0; "        \
+               "wgmma.mma_async.sync.aligned.m64n224k16.f32." TY "." TY " " \
+               "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, %32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, %48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63, %64, %65, %66, %67, %68, %69, %70, %71, %72, %73, %74, %75, %76, %77, %78, %79, %80, %81, %82, %83, %84, %85, %86, %87, %88, %89, %90, %91, %92, %93, %94, %95, %96, %97, %98, %99, %100, %101, %102, %103, %104, %105, %106, %107, %108, %109, %110, %111}, "  \
+               "%112, %113, p, 1, 1, 0, 0; }"  \
+               : AJ_WG_D4(d, 0), AJ_WG_D4(d, 1), AJ_WG_D4(d, 2), AJ_WG_D4(d, 3), AJ_WG_D4(d, 4), AJ_WG_D4(d, 5), AJ_WG_D4(d, 6), AJ_WG_D4(d, 7), AJ_WG_D4(d, 8), AJ_WG_D4(d, 9), AJ_WG_D4(d, 10), AJ_WG_D4(d, 11), AJ_WG_D4(d, 12), AJ_WG_D4(d, 13), AJ_WG_D4(d, 14), AJ_WG_D4(d, 15), AJ_WG_D4(d, 16), AJ_WG_D4(d, 17), AJ_WG_D4(d, 18), AJ_WG_D4(d, 19), AJ_WG_D4(d, 20), AJ_WG_D4(d, 21), AJ_WG_D4(d, 22), AJ_WG_D4(d, 23), AJ_WG_D4(d, 24), AJ_WG_D4(d, 25), AJ_WG_D4(d, 26), AJ_WG_D4(d, 27)  \
+               : "l"(a_desc), "l"(b_desc), "r"(accumulate))
+    AJ_WG_BY_TYPE;
+#undef AJ_WG_MMA
   }
   template <bool kBF16>
   static __device__ __forceinline__ void rs(float (&d)[N / 8][4], const unsigned (&a)[4], unsigned long long b_desc, int accumulate) {
-    if constexpr (kBF16) {
-      asm volatile(
-          "{ .reg .pred p; setp.ne.b32 p, %117, 0; "
-          "wgmma.mma_async.sync.aligned.m64n224k16.f32.bf16.bf16 "
-          "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, %32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, %48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63, %64, %65, %66, %67, %68, %69, %70, %71, %72, %73, %74, %75, %76, %77, %78, %79, %80, %81, %82, %83, %84, %85, %86, %87, %88, %89, %90, %91, %92, %93, %94, %95, %96, %97, %98, %99, %100, %101, %102, %103, %104, %105, %106, %107, %108, %109, %110, %111}, "
-          "{%112, %113, %114, %115}, %116, p, 1, 1, 1; }"
-          : AJ_WG_D4(d, 0), AJ_WG_D4(d, 1), AJ_WG_D4(d, 2), AJ_WG_D4(d, 3), AJ_WG_D4(d, 4), AJ_WG_D4(d, 5), AJ_WG_D4(d, 6), AJ_WG_D4(d, 7), AJ_WG_D4(d, 8), AJ_WG_D4(d, 9), AJ_WG_D4(d, 10), AJ_WG_D4(d, 11), AJ_WG_D4(d, 12), AJ_WG_D4(d, 13), AJ_WG_D4(d, 14), AJ_WG_D4(d, 15), AJ_WG_D4(d, 16), AJ_WG_D4(d, 17), AJ_WG_D4(d, 18), AJ_WG_D4(d, 19), AJ_WG_D4(d, 20), AJ_WG_D4(d, 21), AJ_WG_D4(d, 22), AJ_WG_D4(d, 23), AJ_WG_D4(d, 24), AJ_WG_D4(d, 25), AJ_WG_D4(d, 26), AJ_WG_D4(d, 27)
-          : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(b_desc), "r"(accumulate));
-    }
-    else {
-      asm volatile(
-          "{ .reg .pred p; setp.ne.b32 p, %117, 0; "
-          "wgmma.mma_async.sync.aligned.m64n224k16.f32.f16.f16 "
-          "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, %32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, %48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63, %64, %65, %66, %67, %68, %69, %70, %71, %72, %73, %74, %75, %76, %77, %78, %79, %80, %81, %82, %83, %84, %85, %86, %87, %88, %89, %90, %91, %92, %93, %94, %95, %96, %97, %98, %99, %100, %101, %102, %103, %104, %105, %106, %107, %108, %109, %110, %111}, "
-          "{%112, %113, %114, %115}, %116, p, 1, 1, 1; }"
-          : AJ_WG_D4(d, 0), AJ_WG_D4(d, 1), AJ_WG_D4(d, 2), AJ_WG_D4(d, 3), AJ_WG_D4(d, 4), AJ_WG_D4(d, 5), AJ_WG_D4(d, 6), AJ_WG_D4(d, 7), AJ_WG_D4(d, 8), AJ_WG_D4(d, 9), AJ_WG_D4(d, 10), AJ_WG_D4(d, 11), AJ_WG_D4(d, 12), AJ_WG_D4(d, 13), AJ_WG_D4(d, 14), AJ_WG_D4(d, 15), AJ_WG_D4(d, 16), AJ_WG_D4(d, 17), AJ_WG_D4(d, 18), AJ_WG_D4(d, 19), AJ_WG_D4(d, 20), AJ_WG_D4(d, 21), AJ_WG_D4(d, 22), AJ_WG_D4(d, 23), AJ_WG_D4(d, 24), AJ_WG_D4(d, 25), AJ_WG_D4(d, 26), AJ_WG_D4(d, 27)
-          : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(b_desc), "r"(accumulate));
-    }
+#define AJ_WG_MMA(TY)                                            \
+  asm volatile("{ .reg .pred p; setp.ne.b32 p, %117, 0; "        \
+               "wgmma.mma_async.sync.aligned.m64n224k16.f32." TY "." TY " " \
+               "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, %32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, %48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63, %64, %65, %66, %67, %68, %69, %70, %71, %72, %73, %74, %75, %76, %77, %78, %79, %80, %81, %82, %83, %84, %85, %86, %87, %88, %89, %90, %91, %92, %93, %94, %95, %96, %97, %98, %99, %100, %101, %102, %103, %104, %105, %106, %107, %108, %109, %110, %111}, "  \
+               "{%112, %113, %114, %115}, %116, p, 1, 1, 1; }"  \
+               : AJ_WG_D4(d, 0), AJ_WG_D4(d, 1), AJ_WG_D4(d, 2), AJ_WG_D4(d, 3), AJ_WG_D4(d, 4), AJ_WG_D4(d, 5), AJ_WG_D4(d, 6), AJ_WG_D4(d, 7), AJ_WG_D4(d, 8), AJ_WG_D4(d, 9), AJ_WG_D4(d, 10), AJ_WG_D4(d, 11), AJ_WG_D4(d, 12), AJ_WG_D4(d, 13), AJ_WG_D4(d, 14), AJ_WG_D4(d, 15), AJ_WG_D4(d, 16), AJ_WG_D4(d, 17), AJ_WG_D4(d, 18), AJ_WG_D4(d, 19), AJ_WG_D4(d, 20), AJ_WG_D4(d, 21), AJ_WG_D4(d, 22), AJ_WG_D4(d, 23), AJ_WG_D4(d, 24), AJ_WG_D4(d, 25), AJ_WG_D4(d, 26), AJ_WG_D4(d, 27)  \
+               : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(b_desc), "r"(accumulate))
+    AJ_WG_BY_TYPE;
+#undef AJ_WG_MMA
   }
 };
 
@@ -680,45 +435,27 @@ struct WarpgroupMma<240> {
   static constexpr int N = 240;
   template <bool kBF16>
   static __device__ __forceinline__ void ss(float (&d)[N / 8][4], unsigned long long a_desc, unsigned long long b_desc, int accumulate) {
-    if constexpr (kBF16) {
-      asm volatile(
-          "{ .reg .pred p; setp.ne.b32 p, %122, 0; "
-          "wgmma.mma_async.sync.aligned.m64n240k16.f32.bf16.bf16 "
-          "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, %32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, %48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63, %64, %65, %66, %67, %68, %69, %70, %71, %72, %73, %74, %75, %76, %77, %78, %79, %80, %81, %82, %83, %84, %85, %86, %87, %88, %89, %90, %91, %92, %93, %94, %95, %96, %97, %98, %99, %100, %101, %102, %103, %104, %105, %106, %107, %108, %109, %110, %111, %112, %113, %114, %115, %116, %117, %118, %119}, "
-          "%120, %121, p, 1, 1, 0, 0; }"
-          : AJ_WG_D4(d, 0), AJ_WG_D4(d, 1), AJ_WG_D4(d, 2), AJ_WG_D4(d, 3), AJ_WG_D4(d, 4), AJ_WG_D4(d, 5), AJ_WG_D4(d, 6), AJ_WG_D4(d, 7), AJ_WG_D4(d, 8), AJ_WG_D4(d, 9), AJ_WG_D4(d, 10), AJ_WG_D4(d, 11), AJ_WG_D4(d, 12), AJ_WG_D4(d, 13), AJ_WG_D4(d, 14), AJ_WG_D4(d, 15), AJ_WG_D4(d, 16), AJ_WG_D4(d, 17), AJ_WG_D4(d, 18), AJ_WG_D4(d, 19), AJ_WG_D4(d, 20), AJ_WG_D4(d, 21), AJ_WG_D4(d, 22), AJ_WG_D4(d, 23), AJ_WG_D4(d, 24), AJ_WG_D4(d, 25), AJ_WG_D4(d, 26), AJ_WG_D4(d, 27), AJ_WG_D4(d, 28), AJ_WG_D4(d, 29)
-          : "l"(a_desc), "l"(b_desc), "r"(accumulate));
-    }
-    else {
-      asm volatile(
-          "{ .reg .pred p; setp.ne.b32 p, %122, 0; "
-          "wgmma.mma_async.sync.aligned.m64n240k16.f32.f16.f16 "
-          "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, %32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, %48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63, %64, %65, %66, %67, %68, %69, %70, %71, %72, %73, %74, %75, %76, %77, %78, %79, %80, %81, %82, %83, %84, %85, %86, %87, %88, %89, %90, %91, %92, %93, %94, %95, %96, %97, %98, %99, %100, %101, %102, %103, %104, %105, %106, %107, %108, %109, %110, %111, %112, %113, %114, %115, %116, %117, %118, %119}, "
-          "%120, %121, p, 1, 1, 0, 0; }"
-          : AJ_WG_D4(d, 0), AJ_WG_D4(d, 1), AJ_WG_D4(d, 2), AJ_WG_D4(d, 3), AJ_WG_D4(d, 4), AJ_WG_D4(d, 5), AJ_WG_D4(d, 6), AJ_WG_D4(d, 7), AJ_WG_D4(d, 8), AJ_WG_D4(d, 9), AJ_WG_D4(d, 10), AJ_WG_D4(d, 11), AJ_WG_D4(d, 12), AJ_WG_D4(d, 13), AJ_WG_D4(d, 14), AJ_WG_D4(d, 15), AJ_WG_D4(d, 16), AJ_WG_D4(d, 17), AJ_WG_D4(d, 18), AJ_WG_D4(d, 19), AJ_WG_D4(d, 20), AJ_WG_D4(d, 21), AJ_WG_D4(d, 22), AJ_WG_D4(d, 23), AJ_WG_D4(d, 24), AJ_WG_D4(d, 25), AJ_WG_D4(d, 26), AJ_WG_D4(d, 27), AJ_WG_D4(d, 28), AJ_WG_D4(d, 29)
-          : "l"(a_desc), "l"(b_desc), "r"(accumulate));
-    }
+#define AJ_WG_MMA(TY)                                            \
+  asm volatile("{ .reg .pred p; setp.ne.b32 p, %122, 0; "        \
+               "wgmma.mma_async.sync.aligned.m64n240k16.f32." TY "." TY " " \
+               "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, %32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, %48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63, %64, %65, %66, %67, %68, %69, %70, %71, %72, %73, %74, %75, %76, %77, %78, %79, %80, %81, %82, %83, %84, %85, %86, %87, %88, %89, %90, %91, %92, %93, %94, %95, %96, %97, %98, %99, %100, %101, %102, %103, %104, %105, %106, %107, %108, %109, %110, %111, %112, %113, %114, %115, %116, %117, %118, %119}, "  \
+               "%120, %121, p, 1, 1, 0, 0; }"  \
+               : AJ_WG_D4(d, 0), AJ_WG_D4(d, 1), AJ_WG_D4(d, 2), AJ_WG_D4(d, 3), AJ_WG_D4(d, 4), AJ_WG_D4(d, 5), AJ_WG_D4(d, 6), AJ_WG_D4(d, 7), AJ_WG_D4(d, 8), AJ_WG_D4(d, 9), AJ_WG_D4(d, 10), AJ_WG_D4(d, 11), AJ_WG_D4(d, 12), AJ_WG_D4(d, 13), AJ_WG_D4(d, 14), AJ_WG_D4(d, 15), AJ_WG_D4(d, 16), AJ_WG_D4(d, 17), AJ_WG_D4(d, 18), AJ_WG_D4(d, 19), AJ_WG_D4(d, 20), AJ_WG_D4(d, 21), AJ_WG_D4(d, 22), AJ_WG_D4(d, 23), AJ_WG_D4(d, 24), AJ_WG_D4(d, 25), AJ_WG_D4(d, 26), AJ_WG_D4(d, 27), AJ_WG_D4(d, 28), AJ_WG_D4(d, 29)  \
+               : "l"(a_desc), "l"(b_desc), "r"(accumulate))
+    AJ_WG_BY_TYPE;
+#undef AJ_WG_MMA
   }
   template <bool kBF16>
   static __device__ __forceinline__ void rs(float (&d)[N / 8][4], const unsigned (&a)[4], unsigned long long b_desc, int accumulate) {
-    if constexpr (kBF16) {
-      asm volatile(
-          "{ .reg .pred p; setp.ne.b32 p, %125, 0; "
-          "wgmma.mma_async.sync.aligned.m64n240k16.f32.bf16.bf16 "
-          "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, %32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, %48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63, %64, %65, %66, %67, %68, %69, %70, %71, %72, %73, %74, %75, %76, %77, %78, %79, %80, %81, %82, %83, %84, %85, %86, %87, %88, %89, %90, %91, %92, %93, %94, %95, %96, %97, %98, %99, %100, %101, %102, %103, %104, %105, %106, %107, %108, %109, %110, %111, %112, %113, %114, %115, %116, %117, %118, %119}, "
-          "{%120, %121, %122, %123}, %124, p, 1, 1, 1; }"
-          : AJ_WG_D4(d, 0), AJ_WG_D4(d, 1), AJ_WG_D4(d, 2), AJ_WG_D4(d, 3), AJ_WG_D4(d, 4), AJ_WG_D4(d, 5), AJ_WG_D4(d, 6), AJ_WG_D4(d, 7), AJ_WG_D4(d, 8), AJ_WG_D4(d, 9), AJ_WG_D4(d, 10), AJ_WG_D4(d, 11), AJ_WG_D4(d, 12), AJ_WG_D4(d, 13), AJ_WG_D4(d, 14), AJ_WG_D4(d, 15), AJ_WG_D4(d, 16), AJ_WG_D4(d, 17), AJ_WG_D4(d, 18), AJ_WG_D4(d, 19), AJ_WG_D4(d, 20), AJ_WG_D4(d, 21), AJ_WG_D4(d, 22), AJ_WG_D4(d, 23), AJ_WG_D4(d, 24), AJ_WG_D4(d, 25), AJ_WG_D4(d, 26), AJ_WG_D4(d, 27), AJ_WG_D4(d, 28), AJ_WG_D4(d, 29)
-          : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(b_desc), "r"(accumulate));
-    }
-    else {
-      asm volatile(
-          "{ .reg .pred p; setp.ne.b32 p, %125, 0; "
-          "wgmma.mma_async.sync.aligned.m64n240k16.f32.f16.f16 "
-          "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, %32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, %48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63, %64, %65, %66, %67, %68, %69, %70, %71, %72, %73, %74, %75, %76, %77, %78, %79, %80, %81, %82, %83, %84, %85, %86, %87, %88, %89, %90, %91, %92, %93, %94, %95, %96, %97, %98, %99, %100, %101, %102, %103, %104, %105, %106, %107, %108, %109, %110, %111, %112, %113, %114, %115, %116, %117, %118, %119}, "
-          "{%120, %121, %122, %123}, %124, p, 1, 1, 1; }"
-          : AJ_WG_D4(d, 0), AJ_WG_D4(d, 1), AJ_WG_D4(d, 2), AJ_WG_D4(d, 3), AJ_WG_D4(d, 4), AJ_WG_D4(d, 5), AJ_WG_D4(d, 6), AJ_WG_D4(d, 7), AJ_WG_D4(d, 8), AJ_WG_D4(d, 9), AJ_WG_D4(d, 10), AJ_WG_D4(d, 11), AJ_WG_D4(d, 12), AJ_WG_D4(d, 13), AJ_WG_D4(d, 14), AJ_WG_D4(d, 15), AJ_WG_D4(d, 16), AJ_WG_D4(d, 17), AJ_WG_D4(d, 18), AJ_WG_D4(d, 19), AJ_WG_D4(d, 20), AJ_WG_D4(d, 21), AJ_WG_D4(d, 22), AJ_WG_D4(d, 23), AJ_WG_D4(d, 24), AJ_WG_D4(d, 25), AJ_WG_D4(d, 26), AJ_WG_D4(d, 27), AJ_WG_D4(d, 28), AJ_WG_D4(d, 29)
-          : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(b_desc), "r"(accumulate));
-    }
+#define AJ_WG_MMA(TY)                                            \
+  asm volatile("{ .reg .pred p; setp.ne.b32 p, %125, 0; "        \
+               "wgmma.mma_async.sync.aligned.m64n240k16.f32." TY "." TY " " \
+               "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, %32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, %48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63, %64, %65, %66, %67, %68, %69, %70, %71, %72, %73, %74, %75, %76, %77, %78, %79, %80, %81, %82, %83, %84, %85, %86, %87, %88, %89, %90, %91, %92, %93, %94, %95, %96, %97, %98, %99, %100, %101, %102, %103, %104, %105, %106, %107, %108, %109, %110, %111, %112, %113, %114, %115, %116, %117, %118, %119}, "  \
+               "{%120, %121, %122, %123}, %124, p, 1, 1, 1; }"  \
+               : AJ_WG_D4(d, 0), AJ_WG_D4(d, 1), AJ_WG_D4(d, 2), AJ_WG_D4(d, 3), AJ_WG_D4(d, 4), AJ_WG_D4(d, 5), AJ_WG_D4(d, 6), AJ_WG_D4(d, 7), AJ_WG_D4(d, 8), AJ_WG_D4(d, 9), AJ_WG_D4(d, 10), AJ_WG_D4(d, 11), AJ_WG_D4(d, 12), AJ_WG_D4(d, 13), AJ_WG_D4(d, 14), AJ_WG_D4(d, 15), AJ_WG_D4(d, 16), AJ_WG_D4(d, 17), AJ_WG_D4(d, 18), AJ_WG_D4(d, 19), AJ_WG_D4(d, 20), AJ_WG_D4(d, 21), AJ_WG_D4(d, 22), AJ_WG_D4(d, 23), AJ_WG_D4(d, 24), AJ_WG_D4(d, 25), AJ_WG_D4(d, 26), AJ_WG_D4(d, 27), AJ_WG_D4(d, 28), AJ_WG_D4(d, 29)  \
+               : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(b_desc), "r"(accumulate))
+    AJ_WG_BY_TYPE;
+#undef AJ_WG_MMA
   }
 };
 
@@ -727,45 +464,27 @@ struct WarpgroupMma<256> {
   static constexpr int N = 256;
   template <bool kBF16>
   static __device__ __forceinline__ void ss(float (&d)[N / 8][4], unsigned long long a_desc, unsigned long long b_desc, int accumulate) {
-    if constexpr (kBF16) {
-      asm volatile(
-          "{ .reg .pred p; setp.ne.b32 p, %130, 0; "
-          "wgmma.mma_async.sync.aligned.m64n256k16.f32.bf16.bf16 "
-          "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, %32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, %48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63, %64, %65, %66, %67, %68, %69, %70, %71, %72, %73, %74, %75, %76, %77, %78, %79, %80, %81, %82, %83, %84, %85, %86, %87, %88, %89, %90, %91, %92, %93, %94, %95, %96, %97, %98, %99, %100, %101, %102, %103, %104, %105, %106, %107, %108, %109, %110, %111, %112, %113, %114, %115, %116, %117, %118, %119, %120, %121, %122, %123, %124, %125, %126, %127}, "
-          "%128, %129, p, 1, 1, 0, 0; }"
-          : AJ_WG_D4(d, 0), AJ_WG_D4(d, 1), AJ_WG_D4(d, 2), AJ_WG_D4(d, 3), AJ_WG_D4(d, 4), AJ_WG_D4(d, 5), AJ_WG_D4(d, 6), AJ_WG_D4(d, 7), AJ_WG_D4(d, 8), AJ_WG_D4(d, 9), AJ_WG_D4(d, 10), AJ_WG_D4(d, 11), AJ_WG_D4(d, 12), AJ_WG_D4(d, 13), AJ_WG_D4(d, 14), AJ_WG_D4(d, 15), AJ_WG_D4(d, 16), AJ_WG_D4(d, 17), AJ_WG_D4(d, 18), AJ_WG_D4(d, 19), AJ_WG_D4(d, 20), AJ_WG_D4(d, 21), AJ_WG_D4(d, 22), AJ_WG_D4(d, 23), AJ_WG_D4(d, 24), AJ_WG_D4(d, 25), AJ_WG_D4(d, 26), AJ_WG_D4(d, 27), AJ_WG_D4(d, 28), AJ_WG_D4(d, 29), AJ_WG_D4(d, 30), AJ_WG_D4(d, 31)
-          : "l"(a_desc), "l"(b_desc), "r"(accumulate));
-    }
-    else {
-      asm volatile(
-          "{ .reg .pred p; setp.ne.b32 p, %130, 0; "
-          "wgmma.mma_async.sync.aligned.m64n256k16.f32.f16.f16 "
-          "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, %32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, %48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63, %64, %65, %66, %67, %68, %69, %70, %71, %72, %73, %74, %75, %76, %77, %78, %79, %80, %81, %82, %83, %84, %85, %86, %87, %88, %89, %90, %91, %92, %93, %94, %95, %96, %97, %98, %99, %100, %101, %102, %103, %104, %105, %106, %107, %108, %109, %110, %111, %112, %113, %114, %115, %116, %117, %118, %119, %120, %121, %122, %123, %124, %125, %126, %127}, "
-          "%128, %129, p, 1, 1, 0, 0; }"
-          : AJ_WG_D4(d, 0), AJ_WG_D4(d, 1), AJ_WG_D4(d, 2), AJ_WG_D4(d, 3), AJ_WG_D4(d, 4), AJ_WG_D4(d, 5), AJ_WG_D4(d, 6), AJ_WG_D4(d, 7), AJ_WG_D4(d, 8), AJ_WG_D4(d, 9), AJ_WG_D4(d, 10), AJ_WG_D4(d, 11), AJ_WG_D4(d, 12), AJ_WG_D4(d, 13), AJ_WG_D4(d, 14), AJ_WG_D4(d, 15), AJ_WG_D4(d, 16), AJ_WG_D4(d, 17), AJ_WG_D4(d, 18), AJ_WG_D4(d, 19), AJ_WG_D4(d, 20), AJ_WG_D4(d, 21), AJ_WG_D4(d, 22), AJ_WG_D4(d, 23), AJ_WG_D4(d, 24), AJ_WG_D4(d, 25), AJ_WG_D4(d, 26), AJ_WG_D4(d, 27), AJ_WG_D4(d, 28), AJ_WG_D4(d, 29), AJ_WG_D4(d, 30), AJ_WG_D4(d, 31)
-          : "l"(a_desc), "l"(b_desc), "r"(accumulate));
-    }
+#define AJ_WG_MMA(TY)                                            \
+  asm volatile("{ .reg .pred p; setp.ne.b32 p, %130, 0; "        \
+               "wgmma.mma_async.sync.aligned.m64n256k16.f32." TY "." TY " " \
+               "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, %32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, %48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63, %64, %65, %66, %67, %68, %69, %70, %71, %72, %73, %74, %75, %76, %77, %78, %79, %80, %81, %82, %83, %84, %85, %86, %87, %88, %89, %90, %91, %92, %93, %94, %95, %96, %97, %98, %99, %100, %101, %102, %103, %104, %105, %106, %107, %108, %109, %110, %111, %112, %113, %114, %115, %116, %117, %118, %119, %120, %121, %122, %123, %124, %125, %126, %127}, "  \
+               "%128, %129, p, 1, 1, 0, 0; }"  \
+               : AJ_WG_D4(d, 0), AJ_WG_D4(d, 1), AJ_WG_D4(d, 2), AJ_WG_D4(d, 3), AJ_WG_D4(d, 4), AJ_WG_D4(d, 5), AJ_WG_D4(d, 6), AJ_WG_D4(d, 7), AJ_WG_D4(d, 8), AJ_WG_D4(d, 9), AJ_WG_D4(d, 10), AJ_WG_D4(d, 11), AJ_WG_D4(d, 12), AJ_WG_D4(d, 13), AJ_WG_D4(d, 14), AJ_WG_D4(d, 15), AJ_WG_D4(d, 16), AJ_WG_D4(d, 17), AJ_WG_D4(d, 18), AJ_WG_D4(d, 19), AJ_WG_D4(d, 20), AJ_WG_D4(d, 21), AJ_WG_D4(d, 22), AJ_WG_D4(d, 23), AJ_WG_D4(d, 24), AJ_WG_D4(d, 25), AJ_WG_D4(d, 26), AJ_WG_D4(d, 27), AJ_WG_D4(d, 28), AJ_WG_D4(d, 29), AJ_WG_D4(d, 30), AJ_WG_D4(d, 31)  \
+               : "l"(a_desc), "l"(b_desc), "r"(accumulate))
+    AJ_WG_BY_TYPE;
+#undef AJ_WG_MMA
   }
   template <bool kBF16>
   static __device__ __forceinline__ void rs(float (&d)[N / 8][4], const unsigned (&a)[4], unsigned long long b_desc, int accumulate) {
-    if constexpr (kBF16) {
-      asm volatile(
-          "{ .reg .pred p; setp.ne.b32 p, %133, 0; "
-          "wgmma.mma_async.sync.aligned.m64n256k16.f32.bf16.bf16 "
-          "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, %32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, %48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63, %64, %65, %66, %67, %68, %69, %70, %71, %72, %73, %74, %75, %76, %77, %78, %79, %80, %81, %82, %83, %84, %85, %86, %87, %88, %89, %90, %91, %92, %93, %94, %95, %96, %97, %98, %99, %100, %101, %102, %103, %104, %105, %106, %107, %108, %109, %110, %111, %112, %113, %114, %115, %116, %117, %118, %119, %120, %121, %122, %123, %124, %125, %126, %127}, "
-          "{%128, %129, %130, %131}, %132, p, 1, 1, 1; }"
-          : AJ_WG_D4(d, 0), AJ_WG_D4(d, 1), AJ_WG_D4(d, 2), AJ_WG_D4(d, 3), AJ_WG_D4(d, 4), AJ_WG_D4(d, 5), AJ_WG_D4(d, 6), AJ_WG_D4(d, 7), AJ_WG_D4(d, 8), AJ_WG_D4(d, 9), AJ_WG_D4(d, 10), AJ_WG_D4(d, 11), AJ_WG_D4(d, 12), AJ_WG_D4(d, 13), AJ_WG_D4(d, 14), AJ_WG_D4(d, 15), AJ_WG_D4(d, 16), AJ_WG_D4(d, 17), AJ_WG_D4(d, 18), AJ_WG_D4(d, 19), AJ_WG_D4(d, 20), AJ_WG_D4(d, 21), AJ_WG_D4(d, 22), AJ_WG_D4(d, 23), AJ_WG_D4(d, 24), AJ_WG_D4(d, 25), AJ_WG_D4(d, 26), AJ_WG_D4(d, 27), AJ_WG_D4(d, 28), AJ_WG_D4(d, 29), AJ_WG_D4(d, 30), AJ_WG_D4(d, 31)
-          : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(b_desc), "r"(accumulate));
-    }
-    else {
-      asm volatile(
-          "{ .reg .pred p; setp.ne.b32 p, %133, 0; "
-          "wgmma.mma_async.sync.aligned.m64n256k16.f32.f16.f16 "
-          "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, %32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, %48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63, %64, %65, %66, %67, %68, %69, %70, %71, %72, %73, %74, %75, %76, %77, %78, %79, %80, %81, %82, %83, %84, %85, %86, %87, %88, %89, %90, %91, %92, %93, %94, %95, %96, %97, %98, %99, %100, %101, %102, %103, %104, %105, %106, %107, %108, %109, %110, %111, %112, %113, %114, %115, %116, %117, %118, %119, %120, %121, %122, %123, %124, %125, %126, %127}, "
-          "{%128, %129, %130, %131}, %132, p, 1, 1, 1; }"
-          : AJ_WG_D4(d, 0), AJ_WG_D4(d, 1), AJ_WG_D4(d, 2), AJ_WG_D4(d, 3), AJ_WG_D4(d, 4), AJ_WG_D4(d, 5), AJ_WG_D4(d, 6), AJ_WG_D4(d, 7), AJ_WG_D4(d, 8), AJ_WG_D4(d, 9), AJ_WG_D4(d, 10), AJ_WG_D4(d, 11), AJ_WG_D4(d, 12), AJ_WG_D4(d, 13), AJ_WG_D4(d, 14), AJ_WG_D4(d, 15), AJ_WG_D4(d, 16), AJ_WG_D4(d, 17), AJ_WG_D4(d, 18), AJ_WG_D4(d, 19), AJ_WG_D4(d, 20), AJ_WG_D4(d, 21), AJ_WG_D4(d, 22), AJ_WG_D4(d, 23), AJ_WG_D4(d, 24), AJ_WG_D4(d, 25), AJ_WG_D4(d, 26), AJ_WG_D4(d, 27), AJ_WG_D4(d, 28), AJ_WG_D4(d, 29), AJ_WG_D4(d, 30), AJ_WG_D4(d, 31)
-          : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(b_desc), "r"(accumulate));
-    }
+#define AJ_WG_MMA(TY)                                            \
+  asm volatile("{ .reg .pred p; setp.ne.b32 p, %133, 0; "        \
+               "wgmma.mma_async.sync.aligned.m64n256k16.f32." TY "." TY " " \
+               "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, %32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, %48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63, %64, %65, %66, %67, %68, %69, %70, %71, %72, %73, %74, %75, %76, %77, %78, %79, %80, %81, %82, %83, %84, %85, %86, %87, %88, %89, %90, %91, %92, %93, %94, %95, %96, %97, %98, %99, %100, %101, %102, %103, %104, %105, %106, %107, %108, %109, %110, %111, %112, %113, %114, %115, %116, %117, %118, %119, %120, %121, %122, %123, %124, %125, %126, %127}, "  \
+               "{%128, %129, %130, %131}, %132, p, 1, 1, 1; }"  \
+               : AJ_WG_D4(d, 0), AJ_WG_D4(d, 1), AJ_WG_D4(d, 2), AJ_WG_D4(d, 3), AJ_WG_D4(d, 4), AJ_WG_D4(d, 5), AJ_WG_D4(d, 6), AJ_WG_D4(d, 7), AJ_WG_D4(d, 8), AJ_WG_D4(d, 9), AJ_WG_D4(d, 10), AJ_WG_D4(d, 11), AJ_WG_D4(d, 12), AJ_WG_D4(d, 13), AJ_WG_D4(d, 14), AJ_WG_D4(d, 15), AJ_WG_D4(d, 16), AJ_WG_D4(d, 17), AJ_WG_D4(d, 18), AJ_WG_D4(d, 19), AJ_WG_D4(d, 20), AJ_WG_D4(d, 21), AJ_WG_D4(d, 22), AJ_WG_D4(d, 23), AJ_WG_D4(d, 24), AJ_WG_D4(d, 25), AJ_WG_D4(d, 26), AJ_WG_D4(d, 27), AJ_WG_D4(d, 28), AJ_WG_D4(d, 29), AJ_WG_D4(d, 30), AJ_WG_D4(d, 31)  \
+               : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(b_desc), "r"(accumulate))
+    AJ_WG_BY_TYPE;
+#undef AJ_WG_MMA
   }
 };
 
@@ -773,3 +492,4 @@ struct WarpgroupMma<256> {
 }  // namespace attnjit
 
 #undef AJ_WG_D4
+#undef AJ_WG_BY_TYPE

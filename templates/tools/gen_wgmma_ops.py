@@ -14,7 +14,6 @@ checked-in file differs.
 import sys
 
 NS = list(range(16, 257, 16))
-TYPES = [("true", "bf16"), ("false", "f16")]
 
 
 def regs(n, first=0):
@@ -44,17 +43,16 @@ def function(n, kind):
         extra = "p, 1, 1, 1;"
         b_index, s_index = acc + 4, acc + 5
         ins = '"r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(b_desc), "r"(accumulate)'
-    for cond, ty in TYPES:
-        keyword = "if constexpr (kBF16)" if cond == "true" else "else"
-        lines.append(f"    {keyword} {{")
-        lines.append("      asm volatile(")
-        lines.append('          "{ .reg .pred p; setp.ne.b32 p, %' + str(s_index) + ', 0; "')
-        lines.append(f'          "wgmma.mma_async.sync.aligned.m64n{n}k16.f32.{ty}.{ty} "')
-        lines.append('          "{' + regs(n) + '}, "')
-        lines.append(f'          "{a_operand}, %{b_index}, {extra} }}"')
-        lines.append(f"          : {operands(n)}")
-        lines.append(f"          : {ins});")
-        lines.append("    }")
+    # One asm body; the element type is pasted into the instruction.
+    lines.append("#define AJ_WG_MMA(TY)                                            \\")
+    lines.append("  asm volatile(\"{ .reg .pred p; setp.ne.b32 p, %" + str(s_index) + ", 0; \"        \\")
+    lines.append(f'               "wgmma.mma_async.sync.aligned.m64n{n}k16.f32." TY "." TY " " \\')
+    lines.append('               "{' + regs(n) + '}, "  \\')
+    lines.append(f'               "{a_operand}, %{b_index}, {extra} }}"  \\')
+    lines.append(f"               : {operands(n)}  \\")
+    lines.append(f"               : {ins})")
+    lines.append("    AJ_WG_BY_TYPE;")
+    lines.append("#undef AJ_WG_MMA")
     lines.append("  }")
     return lines
 
@@ -70,6 +68,13 @@ def generate():
         "#pragma once",
         "",
         "#define AJ_WG_D4(d, i) \"+f\"(d[i][0]), \"+f\"(d[i][1]), \"+f\"(d[i][2]), \"+f\"(d[i][3])",
+        "// Each wrapper defines AJ_WG_MMA(TY), its instruction for element type TY.",
+        "#define AJ_WG_BY_TYPE   \\",
+        "  if constexpr (kBF16) { \\",
+        "    AJ_WG_MMA(\"bf16\");  \\",
+        "  } else {              \\",
+        "    AJ_WG_MMA(\"f16\");   \\",
+        "  }",
         "",
         "namespace attnjit {",
         "namespace ptx {",
@@ -89,7 +94,7 @@ def generate():
         out += function(n, "rs")
         out.append("};")
         out.append("")
-    out += ["}  // namespace ptx", "}  // namespace attnjit", "", "#undef AJ_WG_D4", ""]
+    out += ["}  // namespace ptx", "}  // namespace attnjit", "", "#undef AJ_WG_D4", "#undef AJ_WG_BY_TYPE", ""]
     return "\n".join(out)
 
 
