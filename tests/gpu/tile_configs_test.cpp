@@ -40,24 +40,21 @@ std::vector<Case> cases() {
   wide.causal = true;
   wide.mm_prefix = true;
   wide.window = true;
-  const std::map<std::string, int64_t> packed64{{"block_m", 64}, {"warps", 4},      {"block_n", 32},
-                                                {"stages", 2},   {"min_blocks", 1}, {"pack_gqa", 1},
-                                                {"wgmma", 0}};
-  const std::map<std::string, int64_t> packed128{
-      {"block_m", 128},  {"warps", 4},    {"block_n", 64}, {"stages", 3},
-      {"min_blocks", 1}, {"pack_gqa", 1}, {"wgmma", 0}};
-  const std::map<std::string, int64_t> two_tiles{
-      {"block_m", 64},   {"warps", 2},    {"block_n", 128}, {"stages", 2},
-      {"min_blocks", 1}, {"pack_gqa", 0}, {"wgmma", 0}};
-  const std::map<std::string, int64_t> one_tile{
-      {"block_m", 128},  {"warps", 8},    {"block_n", 32}, {"stages", 3},
-      {"min_blocks", 1}, {"pack_gqa", 0}, {"wgmma", 0}};
-  // The sm_90a warpgroup path: one to three warpgroups, key tiles of 16 to
-  // 176 (N not a power of two), three to eight stages, packing.
-  auto wg = [](int bm, int bn, int stages, int pack) {
-    return std::map<std::string, int64_t>{
-        {"block_m", bm},   {"warps", bm / 16}, {"block_n", bn}, {"stages", stages},
-        {"min_blocks", 1}, {"pack_gqa", pack}, {"wgmma", 1}};
+  // One tile configuration: block_m rows over `warps` warps, block_n keys,
+  // `stages` buffers, GQA packing, and the path (wgmma 0: mma.sync).
+  auto tiles = [](int bm, int warps, int bn, int stages, int pack, int wgmma) {
+    return std::map<std::string, int64_t>{{"block_m", bm},    {"warps", warps},  {"block_n", bn},
+                                          {"stages", stages}, {"min_blocks", 1}, {"pack_gqa", pack},
+                                          {"wgmma", wgmma}};
+  };
+  const auto packed64 = tiles(64, 4, 32, 2, 1, 0);
+  const auto packed128 = tiles(128, 4, 64, 3, 1, 0);
+  const auto two_tiles = tiles(64, 2, 128, 2, 0, 0);
+  const auto one_tile = tiles(128, 8, 32, 3, 0, 0);
+  // The sm_90a warpgroup path: one to three warpgroups (64 rows each), key
+  // tiles of 16 to 176 (N not a power of two), two to eight stages, packing.
+  auto wg = [&](int bm, int bn, int stages, int pack) {
+    return tiles(bm, bm / 16, bn, stages, pack, 1);
   };
   std::vector<Case> hopper = {
       {oss, wg(64, 128, 3, 1)},  {oss, wg(192, 64, 2, 0)}, {mimo, wg(192, 32, 2, 0)},
@@ -72,31 +69,10 @@ std::vector<Case> cases() {
                            {spans, one_tile},
                            {cap, packed128},
                            {cap, two_tiles},
-                           {wide,
-                            {{"block_m", 64},
-                             {"warps", 4},
-                             {"block_n", 32},
-                             {"stages", 2},
-                             {"min_blocks", 1},
-                             {"pack_gqa", 1},
-                             {"wgmma", 0}}},
+                           {wide, tiles(64, 4, 32, 2, 1, 0)},
                            // The Ampere/Ada rules of the spec (no such GPU to run them on).
-                           {wide,
-                            {{"block_m", 64},
-                             {"warps", 4},
-                             {"block_n", 16},
-                             {"stages", 2},
-                             {"min_blocks", 1},
-                             {"pack_gqa", 0},
-                             {"wgmma", 0}}},
-                           {spans,
-                            {{"block_m", 64},
-                             {"warps", 4},
-                             {"block_n", 32},
-                             {"stages", 2},
-                             {"min_blocks", 1},
-                             {"pack_gqa", 0},
-                             {"wgmma", 0}}}};
+                           {wide, tiles(64, 4, 16, 2, 0, 0)},
+                           {spans, tiles(64, 4, 32, 2, 0, 0)}};
   if (current_device_target() == parse_target("sm_90a")) {
     all.insert(all.end(), hopper.begin(), hopper.end());
   }
