@@ -10,14 +10,6 @@
 namespace attnjit {
 namespace {
 
-std::vector<AttentionFlags> matrix_flags() {
-  std::vector<AttentionFlags> all;
-  for (const FlagSet& set : matrix_and_presets(attention_spec())) {
-    all.push_back(AttentionFlags::from_flag_set(set));
-  }
-  return all;
-}
-
 class AttentionMatrix : public ::testing::TestWithParam<AttentionFlags> {};
 
 TEST_P(AttentionMatrix, MatchesReferenceOnEveryShape) {
@@ -36,7 +28,7 @@ TEST_P(AttentionMatrix, MatchesReferenceOnEveryShape) {
   }
 }
 
-INSTANTIATE_TEST_SUITE_P(Spec, AttentionMatrix, ::testing::ValuesIn(matrix_flags()),
+INSTANTIATE_TEST_SUITE_P(Spec, AttentionMatrix, ::testing::ValuesIn(testing::spec_variants()),
                          [](const ::testing::TestParamInfo<AttentionFlags>& info) {
                            return testing::flags_name(info.param);
                          });

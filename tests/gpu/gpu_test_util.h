@@ -6,6 +6,7 @@
 
 #include <random>
 #include <string>
+#include <vector>
 
 #include "attnjit/attention.h"
 #include "attnjit/driver.h"
@@ -23,6 +24,15 @@ namespace attnjit::testing {
 inline uint64_t fresh_seed() {
   std::random_device rd;
   return (uint64_t(rd()) << 32) ^ rd();
+}
+
+// Every variant of the attention spec's matrix and presets.
+inline std::vector<AttentionFlags> spec_variants() {
+  std::vector<AttentionFlags> out;
+  for (const FlagSet& set : matrix_and_presets(attention_spec())) {
+    out.push_back(AttentionFlags::from_flag_set(set));
+  }
+  return out;
 }
 
 inline std::string flags_name(const AttentionFlags& f) {

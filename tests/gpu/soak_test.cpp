@@ -16,14 +16,6 @@
 namespace attnjit {
 namespace {
 
-std::vector<AttentionFlags> all_flags() {
-  std::vector<AttentionFlags> out;
-  for (const FlagSet& f : matrix_and_presets(attention_spec())) {
-    out.push_back(AttentionFlags::from_flag_set(f));
-  }
-  return out;
-}
-
 // Sorted, disjoint spans inside [0, n_k).
 std::vector<std::pair<int, int>> random_spans(int n_k, std::mt19937_64& rng) {
   std::vector<std::pair<int, int>> spans;
@@ -64,7 +56,7 @@ TEST(Soak, RandomFlagsAndShapesNeverFail) {
   ATTNJIT_REQUIRE_GPU();
   const char* env = std::getenv("ATTNJIT_SOAK_LAUNCHES");
   const int launches = env ? std::atoi(env) : 2000;
-  const std::vector<AttentionFlags> flags = all_flags();
+  const std::vector<AttentionFlags> flags = testing::spec_variants();
   const uint64_t seed = testing::fresh_seed();
   std::mt19937_64 rng(seed);
   int failures = 0;
