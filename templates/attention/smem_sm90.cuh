@@ -7,6 +7,7 @@
 // K-major operand (Q, K: D is the reduction dim) and, for V, an MN-major one.
 #pragma once
 
+#include "attention/tile_io.cuh"
 #include "common/ptx.cuh"
 #include "common/wgmma.cuh"
 
@@ -49,28 +50,13 @@ struct SwizzledRows {
     return ptx::smem_descriptor<kSwizzleBytes>(start, kRows * kSwizzleBytes, 8 * kSwizzleBytes);
   }
 
-  // cp.async of kRows rows into a tile at shared address `tile`. row_source(r,
-  // ptr) sets the row's global address and returns false past the end
-  // (those rows become zeros).
+  // cp.async of kRows rows into a tile at shared address `tile`
+  // (copy_rows_async, tile_io.cuh, in this layout).
   template <int kRows, int kThreads, class T, class RowSource>
   static __device__ __forceinline__ void load_async(unsigned tile, const RowSource& row_source,
                                                     int tid) {
-    // A fixed trip count (the unit count over the threads, rounded up), so
-    // the loop unrolls instead of testing c < kTotal per 16-byte unit.
-    constexpr int kTotal = kRows * kUnitsPerRow;
-    constexpr int kIters = (kTotal + kThreads - 1) / kThreads;
-    // Unrolled only for a few units per thread (short tiles): longer unrolls
-    // keep more addresses live (D 192/256 went from ~220 to ~250 registers).
-#pragma unroll(kIters <= 4 ? kIters : 1)
-    for (int i = 0; i < kIters; ++i) {
-      const int c = tid + i * kThreads;
-      if (kTotal % kThreads != 0 && c >= kTotal) break;
-      const int r = c / kUnitsPerRow;
-      const int u = c % kUnitsPerRow;
-      const T* src = nullptr;
-      const bool valid = row_source(r, src);
-      ptx::cp_async_16(tile + offset<kRows>(r, u), valid ? src + u * 8 : src, valid);
-    }
+    copy_rows_async<kRows, kUnitsPerRow, kThreads, T>(
+        [=](int r, int u) { return tile + offset<kRows>(r, u); }, row_source, tid);
   }
 };
 

@@ -18,28 +18,37 @@ struct SmemRow {
   static_assert(kHeadDim % 16 == 0, "head dim must be a multiple of 16");
 };
 
-// cp.async of kRows rows into padded shared rows. row_source(r, ptr) sets
+// cp.async of kRows rows of kUnits 16-byte units each. slot(r, u) is the
+// shared address of unit u of row r (the layout); row_source(r, ptr) sets
 // row r's global address and returns false past the end (those rows become
 // zeros; ptr must still be a valid address). A fixed trip count (units over
-// threads, rounded up) lets the loop unroll.
-template <int kRows, int kHeadDim, int kThreads, class T, class RowSource>
-__device__ __forceinline__ void load_rows_async(T* smem, const RowSource& row_source, int tid) {
-  using Row = SmemRow<kHeadDim>;
-  constexpr int kTotal = kRows * Row::kChunks;
+// threads, rounded up), unrolled only for a few units per thread: longer
+// unrolls keep more addresses live (they spilled D 128 mma.sync variants
+// and took D 192/256 warpgroup variants to ~250 registers).
+template <int kRows, int kUnits, int kThreads, class T, class Slot, class RowSource>
+__device__ __forceinline__ void copy_rows_async(const Slot& slot, const RowSource& row_source,
+                                                int tid) {
+  constexpr int kTotal = kRows * kUnits;
   constexpr int kIters = (kTotal + kThreads - 1) / kThreads;
-  // Unrolled only for a few units per thread (short tiles): longer unrolls
-  // keep more addresses live and spill in the D 128 mma.sync variants.
 #pragma unroll(kIters <= 4 ? kIters : 1)
   for (int i = 0; i < kIters; ++i) {
     const int c = tid + i * kThreads;
     if (kTotal % kThreads != 0 && c >= kTotal) break;
-    const int r = c / Row::kChunks;
-    const int chunk = c % Row::kChunks;
+    const int r = c / kUnits;
+    const int u = c % kUnits;
     const T* src = nullptr;
     const bool valid = row_source(r, src);
-    ptx::cp_async_16(ptx::smem_addr(smem + r * Row::kStride + chunk * 8),
-                     valid ? src + chunk * 8 : src, valid);
+    ptx::cp_async_16(slot(r, u), valid ? src + u * 8 : src, valid);
   }
+}
+
+// The same into padded shared rows (SmemRow).
+template <int kRows, int kHeadDim, int kThreads, class T, class RowSource>
+__device__ __forceinline__ void load_rows_async(T* smem, const RowSource& row_source, int tid) {
+  using Row = SmemRow<kHeadDim>;
+  copy_rows_async<kRows, Row::kChunks, kThreads, T>(
+      [=](int r, int u) { return ptx::smem_addr(smem + r * Row::kStride + u * 8); }, row_source,
+      tid);
 }
 
 // Rows [row0, row0 + kRows) of a [rows, stride] matrix; rows at or past
