@@ -45,23 +45,22 @@ def image_spans(seqlen):
 
 def useful_pairs(seqlen, causal, window, spans):
     p = torch.arange(seqlen, dtype=torch.int64)
-    lo = torch.zeros_like(p)
+
+    def clip_to_window(lo, hi):
+        if window[0] >= 0:
+            lo = torch.maximum(lo, p - window[0])
+        if window[1] >= 0:
+            hi = torch.minimum(hi, p + window[1])
+        return lo, hi
+
     hi = torch.full_like(p, seqlen - 1)
     if causal:
         hi = torch.minimum(hi, p)
-    if window[0] >= 0:
-        lo = torch.maximum(lo, p - window[0])
-    if window[1] >= 0:
-        hi = torch.minimum(hi, p + window[1])
+    lo, hi = clip_to_window(torch.zeros_like(p), hi)
     count = (hi - lo + 1).clamp(min=0)
     for r0, r1 in spans:
         inside = (p >= r0) & (p <= r1)
-        s_lo = torch.full_like(p, r0)
-        s_hi = torch.full_like(p, r1)
-        if window[0] >= 0:
-            s_lo = torch.maximum(s_lo, p - window[0])
-        if window[1] >= 0:
-            s_hi = torch.minimum(s_hi, p + window[1])
+        s_lo, s_hi = clip_to_window(torch.full_like(p, r0), torch.full_like(p, r1))
         span_len = (s_hi - s_lo + 1).clamp(min=0)
         overlap = (torch.minimum(s_hi, hi) - torch.maximum(s_lo, lo) + 1).clamp(min=0)
         count += torch.where(inside, span_len - overlap, 0)
