@@ -19,7 +19,7 @@
 #include "attention/tile_io.cuh"
 #include "common/ptx.cuh"
 #include "common/types.cuh"
-// The warpgroup path (and its 60 KB of generated wrappers) only where it
+// The warpgroup path (and its 40 KB of generated wrappers) only where it
 // can run: NVRTC defines the feature macro for sm_90a.
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
 #define ATTNJIT_HAS_WGMMA 1
