@@ -3,10 +3,11 @@
 # the side-by-side benchmark. Logs go to $OUT (or ./device-out).
 #   STAGES="build gpu python bench jit profile" bash bench/device_run.sh
 #   PROFILE_PROBLEMS=gpt_oss_window127_null,causal_gqa_d128 (profile stage)
+#   SANITIZE_VARIANTS=bf16_d128_causal,... (sanitize stage: memcheck, racecheck)
 set -uo pipefail
 OUT=${OUT:-$PWD/device-out}; mkdir -p "$OUT"
 STAGES=${STAGES:-build gpu python bench}
-export PATH=/opt/torch/.venv/bin:$PATH
+export PATH=/opt/torch/.venv/bin:$PATH:/usr/local/cuda/bin
 export ATTNJIT_CACHE_DIR=$PWD/build-gpu/kcache
 export PYTHONPATH=$PWD/build-gpu/python
 commit=${ATTNJIT_COMMIT:-$(git rev-parse --short HEAD 2>/dev/null || echo unknown)}
@@ -52,6 +53,18 @@ if stage profile; then
       ./build-gpu/bench/attnjit_kernel_bench "$OUT/profile-$pr.json" --no-tune "$pr" \
       >"$OUT/ncu-$pr.txt" 2>&1 || status=1
     grep -E "Duration|Throughput|Occupancy|Warp Cycles|Issued" "$OUT/ncu-$pr.txt" | head -20
+  done
+fi
+if stage sanitize; then
+  # compute-sanitizer on a sample of the matrix: one variant per sink mode,
+  # an mm-prefix one and the head dims whose tiles differ most.
+  variants=${SANITIZE_VARIANTS:-bf16_d128_causal,bf16_d64_causal_window_null_logit,bf16_d64_causal_window_bias_key0,bf16_d80_causal_window_mmprefix_clamp,bf16_d256_causal_window_mmprefix_clamp,fp16_d96_causal}
+  filter=$(sed 's#\([^,]*\)#Spec/AttentionMatrix.MatchesReferenceOnEveryShape/\1#g; s#,#:#g' <<<"$variants")
+  for tool in memcheck racecheck; do
+    timeout 240 compute-sanitizer --tool "$tool" --error-exitcode 9 \
+      ./build-gpu/tests/attnjit_gpu_tests --gtest_filter="$filter" \
+      >"$OUT/$tool.log" 2>&1 || status=1
+    echo "$tool: $(grep -E "ERROR SUMMARY|RACECHECK SUMMARY|PASSED|FAILED" "$OUT/$tool.log" | tr '\n' ' ')"
   done
 fi
 exit $status
