@@ -19,7 +19,7 @@ if stage build; then
     || { tail -50 "$OUT/build.log"; exit 1; }
 fi
 if stage gpu; then
-  ./build-gpu/tests/attnjit_gpu_tests ${GTEST_FILTER:+--gtest_filter=$GTEST_FILTER} \
+  timeout ${GPU_TIMEOUT:-400} ./build-gpu/tests/attnjit_gpu_tests ${GTEST_FILTER:+--gtest_filter=$GTEST_FILTER} \
     >"$OUT/gpu-tests.log" 2>&1 || status=1
   grep -E "^\[  (PASSED|FAILED) |FAILED|tests ran" "$OUT/gpu-tests.log" | tail -20
 fi
@@ -67,4 +67,6 @@ if stage sanitize; then
     echo "$tool: $(grep -E "ERROR SUMMARY|RACECHECK SUMMARY|PASSED|FAILED" "$OUT/$tool.log" | tr '\n' ' ')"
   done
 fi
+# One archive: the machine returns only a few files per call.
+(cd "$OUT" && tar czf ../logs.tgz . && rm -rf ./* && mv ../logs.tgz .)
 exit $status

@@ -134,6 +134,8 @@ std::string parameter(const ArgDecl& arg, const FlagSet& flags) {
       return "long long " + arg.name;
     case ArgType::kF32:
       return "float " + arg.name;
+    case ArgType::kTensorMap:
+      return "const __grid_constant__ ::attnjit::TensorMap " + arg.name;
   }
   return "";
 }

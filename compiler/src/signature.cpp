@@ -145,7 +145,12 @@ std::vector<std::string> CompileOptions::nvrtc_flags() const {
   };
   if (fast_math) flags.push_back("--use_fast_math");
   if (line_info) flags.push_back("-lineinfo");
-  if (max_registers > 0) flags.push_back("--maxrregcount=" + std::to_string(max_registers));
+  if (max_registers > 0) {
+    flags.push_back("--maxrregcount=" + std::to_string(max_registers));
+    // Templates that move registers between warps (setmaxnreg) must know
+    // the cap: their launch share is no longer the launch bound's.
+    flags.push_back("-DATTNJIT_MAX_REGISTERS=" + std::to_string(max_registers));
+  }
   std::sort(flags.begin(), flags.end());
   return flags;
 }

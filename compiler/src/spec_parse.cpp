@@ -161,7 +161,8 @@ ArgDecl parse_arg_type(const SpecReader& reader, const Spec& spec, const YAML::N
       {"int32*", ArgType::kI32Ptr},
       {"int32", ArgType::kI32},
       {"int64", ArgType::kI64},
-      {"float", ArgType::kF32}};
+      {"float", ArgType::kF32},
+      {"tensor_map", ArgType::kTensorMap}};
   for (const auto& [spelling, type] : kFixed) {
     if (text == spelling) {
       arg.type = type;
@@ -187,11 +188,12 @@ ArgDecl parse_arg_type(const SpecReader& reader, const Spec& spec, const YAML::N
   }
   reader.fail(node, "arg " + quoted(arg.name) + ": unknown arg type " + quoted(text) +
                         " (expected const <type flag>*, <type flag>*, const float*, float*, "
-                        "const int32*, int32*, int32, int64 or float)");
+                        "const int32*, int32*, int32, int64, float or tensor_map)");
 }
 
 bool is_pointer(ArgType type) {
-  return type != ArgType::kI32 && type != ArgType::kI64 && type != ArgType::kF32;
+  return type != ArgType::kI32 && type != ArgType::kI64 && type != ArgType::kF32 &&
+         type != ArgType::kTensorMap;
 }
 
 void check_template_path(const SpecReader& reader, const YAML::Node& node,

@@ -4,6 +4,7 @@
 
 #include <cmath>
 #include <cstdint>
+#include <algorithm>
 #include <cstring>
 #include <mutex>
 #include <utility>
@@ -43,7 +44,9 @@ constexpr const char* kArgOrder[] = {"q",
                                      "scale",
                                      "softcap",
                                      "window_left",
-                                     "window_right"};
+                                     "window_right",
+                                     "k_map",
+                                     "v_map"};
 constexpr int kArgCount = sizeof(kArgOrder) / sizeof(kArgOrder[0]);
 
 void check_arg_order(const Spec& spec) {
@@ -77,6 +80,56 @@ uint64_t pack_flags(const AttentionFlags& f, const Target& t, const KernelCache*
 }
 
 [[noreturn]] void fail(const std::string& message) { throw Error(ErrorKind::kArgument, message); }
+
+// The TMA maps of k and v for the warpgroup kernels: [rows, heads, D] as a
+// 3-D tensor (D innermost), boxes of block_n rows of one head and one
+// swizzle chunk of D: 64, 32 or 16 elements, the widest dividing D, as the
+// kernel's shared-memory tiles are laid out (templates/attention/
+// smem_sm90.cuh, SwizzledRows). Rows past a sequence's keys belong to the
+// next sequence (masked) or lie past total_k (zeros).
+// Encoding costs about a microsecond, so each thread keeps the maps of its
+// last launch and re-encodes only when a tensor changed.
+void kv_tensor_maps(const AttentionFlags& flags, const AttentionArgs& a, int block_n,
+                    const TensorMapBytes* (&out)[2]) {
+  struct Cached {
+    TiledTensor tensor;
+    TensorMapBytes map;
+    bool valid = false;
+  };
+  thread_local Cached cached[2];
+  const int d = flags.head_dim;
+  const uint32_t chunk = d % 64 == 0 ? 64 : d % 32 == 0 ? 32 : 16;
+  const void* bases[2] = {a.k, a.v};
+  const int64_t row_strides[2] = {a.k_row_stride, a.v_row_stride};
+  const int64_t head_strides[2] = {a.k_head_stride, a.v_head_stride};
+  for (int i = 0; i < 2; ++i) {
+    TiledTensor t;
+    t.base = bases[i];
+    t.bf16 = flags.dtype == DType::kBF16;
+    t.dims[0] = uint64_t(d);
+    t.dims[1] = uint64_t(a.num_heads_kv);
+    t.dims[2] = uint64_t(a.total_k > 0 ? a.total_k : 1);
+    t.strides[0] = uint64_t(head_strides[i]) * 2;
+    t.strides[1] = uint64_t(row_strides[i]) * 2;
+    t.box[0] = chunk;
+    t.box[1] = 1;
+    t.box[2] = uint32_t(block_n);
+    t.swizzle_bytes = int(chunk) * 2;
+    Cached& c = cached[i];
+    const bool same = c.valid && c.tensor.base == t.base && c.tensor.bf16 == t.bf16 &&
+                      std::equal(t.dims, t.dims + 3, c.tensor.dims) &&
+                      std::equal(t.strides, t.strides + 2, c.tensor.strides) &&
+                      std::equal(t.box, t.box + 3, c.tensor.box) &&
+                      c.tensor.swizzle_bytes == t.swizzle_bytes;
+    if (!same) {
+      c.valid = false;
+      Driver::get().encode_tensor_map(c.map, t);
+      c.tensor = t;
+      c.valid = true;
+    }
+    out[i] = &c.map;
+  }
+}
 
 // The message is formatted only when the check fails: validation runs on
 // every launch, so the passing path must cost a few compares.
@@ -276,7 +329,9 @@ std::shared_ptr<AttentionKernel> AttentionKernel::get(
   kernel->flags_ = flags;
   kernel->kernel_ = std::make_unique<Kernel>(found.entry);
   kernel->block_m_ = int(sig.tuning_value("block_m"));
+  kernel->block_n_ = int(sig.tuning_value("block_n"));
   kernel->pack_gqa_ = sig.tuning_value("pack_gqa") != 0;
+  kernel->tma_ = sig.tuning_value("wgmma") != 0;
   kernel->source_ = found.source;
   if (!memoize) return kernel;
   std::lock_guard<std::mutex> lock(mutex);
@@ -316,7 +371,20 @@ void AttentionKernel::launch(const AttentionArgs& a, CuStream stream) {
                            const_cast<float*>(&scale),
                            const_cast<float*>(&softcap),
                            const_cast<int*>(&window_left),
-                           const_cast<int*>(&window_right)};
+                           const_cast<int*>(&window_right),
+                           nullptr,
+                           nullptr};
+  // The warpgroup kernels copy k and v tiles through TMA maps; the others
+  // take (and ignore) zeroed ones.
+  static const TensorMapBytes kNoMap{};
+  if (tma_) {
+    const TensorMapBytes* maps[2];
+    kv_tensor_maps(flags_, a, block_n_, maps);
+    args[kArgCount - 2] = const_cast<TensorMapBytes*>(maps[0]);
+    args[kArgCount - 1] = const_cast<TensorMapBytes*>(maps[1]);
+  } else {
+    args[kArgCount - 2] = args[kArgCount - 1] = const_cast<TensorMapBytes*>(&kNoMap);
+  }
   const LaunchGrid grid = attention_grid(a, block_m_, pack_gqa_);
   kernel_->launch(grid.x, grid.y, grid.z, stream, args);
 }

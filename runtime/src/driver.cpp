@@ -64,6 +64,9 @@ struct DriverApi {
   decltype(&::cuMemcpyHtoD) memcpy_htod = nullptr;
   decltype(&::cuMemcpyDtoH) memcpy_dtoh = nullptr;
   decltype(&::cuMemsetD8) memset_d8 = nullptr;
+  // Optional (CUDA 12.0 drivers have it): only the TMA kernels need it, and
+  // its absence is reported when one is launched.
+  decltype(&::cuTensorMapEncodeTiled) tensor_map_encode_tiled = nullptr;
 };
 
 using GetProcAddress = decltype(&::cuGetProcAddress_v2);
@@ -102,6 +105,11 @@ struct Driver::Impl {
 
   template <typename Fn>
   bool resolve(const char* name, const char* exported, Fn& out);
+  template <typename Fn>
+  bool optional(const char* name, Fn& out) {
+    out = reinterpret_cast<Fn>(lookup(name, name));
+    return true;
+  }
   void* lookup(const char* name, const char* exported);
 
   std::string describe(CUresult result) const;
@@ -177,7 +185,8 @@ bool Driver::Impl::resolve_all() {
          resolve("cuMemFree", "cuMemFree_v2", a.mem_free) &&
          resolve("cuMemcpyHtoD", "cuMemcpyHtoD_v2", a.memcpy_htod) &&
          resolve("cuMemcpyDtoH", "cuMemcpyDtoH_v2", a.memcpy_dtoh) &&
-         resolve("cuMemsetD8", "cuMemsetD8_v2", a.memset_d8);
+         resolve("cuMemsetD8", "cuMemsetD8_v2", a.memset_d8) &&
+         optional("cuTensorMapEncodeTiled", a.tensor_map_encode_tiled);
 }
 
 // Runs once. Leaves load_error set on any failure; never throws.
@@ -367,6 +376,39 @@ void Driver::set_max_dynamic_smem(CuFunction fn, int bytes) {
                             "{} bytes)",
                             bytes),
                 result);
+}
+
+void Driver::encode_tensor_map(TensorMapBytes& map, const TiledTensor& t) {
+  static_assert(sizeof(TensorMapBytes) == sizeof(CUtensorMap) &&
+                    alignof(TensorMapBytes) == alignof(CUtensorMap),
+                "TensorMapBytes must have CUtensorMap's size and alignment");
+  if (!impl_->api.tensor_map_encode_tiled) {
+    throw Error(ErrorKind::kDriver,
+                fmt::format("the CUDA driver {} lacks cuTensorMapEncodeTiled, which the sm_90a "
+                            "kernels need (a driver for CUDA 12.0 or newer)",
+                            impl_->library));
+  }
+  CUtensorMapSwizzle swizzle = CU_TENSOR_MAP_SWIZZLE_NONE;
+  switch (t.swizzle_bytes) {
+    case 128: swizzle = CU_TENSOR_MAP_SWIZZLE_128B; break;
+    case 64: swizzle = CU_TENSOR_MAP_SWIZZLE_64B; break;
+    case 32: swizzle = CU_TENSOR_MAP_SWIZZLE_32B; break;
+    default: break;
+  }
+  const cuuint32_t element_strides[3] = {1, 1, 1};
+  const CUresult result = impl_->api.tensor_map_encode_tiled(
+      reinterpret_cast<CUtensorMap*>(&map),
+      t.bf16 ? CU_TENSOR_MAP_DATA_TYPE_BFLOAT16 : CU_TENSOR_MAP_DATA_TYPE_FLOAT16, 3,
+      const_cast<void*>(t.base), t.dims, t.strides, t.box, element_strides,
+      CU_TENSOR_MAP_INTERLEAVE_NONE, swizzle, CU_TENSOR_MAP_L2_PROMOTION_L2_256B,
+      CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
+  if (result != CUDA_SUCCESS) {
+    impl_->fail(fmt::format("cuTensorMapEncodeTiled(dims {}x{}x{}, byte strides {} {}, box "
+                            "{}x{}x{}, swizzle {} B)",
+                            t.dims[0], t.dims[1], t.dims[2], t.strides[0], t.strides[1],
+                            t.box[0], t.box[1], t.box[2], t.swizzle_bytes),
+                result);
+  }
 }
 
 void Driver::launch(CuFunction fn, unsigned grid_x, unsigned grid_y, unsigned grid_z,

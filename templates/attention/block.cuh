@@ -20,6 +20,7 @@ struct BlockWork {
   int hk;       // kv head
   int q_begin;  // first token of the sequence in q / o
   int n_q, n_k;
+  int k_begin;  // first key row of the sequence in k / v
   RowMap<C::pack_gqa != 0> map;
   int row0, row_end;  // the block's (packed) rows [row0, row_end)
   int shift;          // bottom-right alignment: p(i) = i + shift
@@ -38,7 +39,7 @@ struct BlockWork {
     hk = kPack ? static_cast<int>(blockIdx.y) : static_cast<int>(blockIdx.y) / group;
     q_begin = prm.cu_seqlens_q[b];
     n_q = prm.cu_seqlens_q[b + 1] - q_begin;
-    const int k_begin = prm.cu_seqlens_k[b];
+    k_begin = prm.cu_seqlens_k[b];
     n_k = prm.cu_seqlens_k[b + 1] - k_begin;
     map = RowMap<kPack>{kPack ? group : 1, kPack ? hk * group : static_cast<int>(blockIdx.y),
                         kPack ? n_q * group : n_q};

@@ -2,6 +2,8 @@
 // list (specs/attention.yaml `args`) so the pieces below can share them.
 #pragma once
 
+#include "common/types.cuh"
+
 namespace attnjit {
 namespace attention {
 
@@ -25,6 +27,10 @@ struct Params {
   float scale;                    // softmax scale (natural units)
   float softcap;                  // c > 0 when the softcap flag is on
   int window_left, window_right;  // -1: unbounded
+  // TMA maps of k and v, [rows, heads, D] boxes of (block_n rows, 1 head,
+  // one swizzle chunk of D) (smem_sm90.cuh); the warpgroup path only.
+  const TensorMap* k_map;
+  const TensorMap* v_map;
 };
 
 }  // namespace attention

@@ -59,7 +59,7 @@ template <class C>
 struct attention_prefill_traits<C, true> {
   static_assert(ATTNJIT_HAS_WGMMA || C::wgmma == 0, "wgmma = 1 needs the sm_90a target");
 #if ATTNJIT_HAS_WGMMA
-  static constexpr unsigned threads = C::warps * 32;
+  static constexpr unsigned threads = attention::WarpgroupLayout<C>::kThreads;
   static constexpr unsigned smem_bytes = attention::WarpgroupLayout<C>::smem_bytes;
 #else
   static constexpr unsigned threads = 32;
@@ -283,7 +283,8 @@ __device__ __forceinline__ void attention_prefill_body(
     long long q_row_stride, long long q_head_stride, long long k_row_stride,
     long long k_head_stride, long long v_row_stride, long long v_head_stride,
     long long o_row_stride, long long o_head_stride, int num_heads_q, int num_heads_kv, int total_q,
-    float scale, float softcap, int window_left, int window_right) {
+    float scale, float softcap, int window_left, int window_right, const TensorMap& k_map,
+    const TensorMap& v_map) {
   const attention::Params<typename C::dtype> prm{q,
                                                  k,
                                                  v,
@@ -308,7 +309,9 @@ __device__ __forceinline__ void attention_prefill_body(
                                                  scale,
                                                  softcap,
                                                  window_left,
-                                                 window_right};
+                                                 window_right,
+                                                 &k_map,
+                                                 &v_map};
 #if ATTNJIT_HAS_WGMMA
   if constexpr (C::wgmma != 0) {
     attention::forward_sm90<C>(prm);

@@ -1,10 +1,15 @@
 // The Hopper (sm_90a) forward path: the same tiling, masks, sinks and
-// epilogue as the mma.sync path, with the two products on warpgroup MMAs.
-// Each warpgroup (4 warps) owns 64 query rows; S = Q K^T reads Q and K from
-// swizzled shared memory through descriptors, O += P V takes P from
-// registers (the S accumulators, packed) and V from shared memory,
-// MN-major. K and V stream through a cp.async pipeline of C::stages
-// buffers, written in the swizzled layout (smem_sm90.cuh).
+// epilogue as the mma.sync path, with the two products on warpgroup MMAs
+// and the key and value tiles copied by the TMA. The block is C::warps
+// consumer warps (whole warpgroups, 64 query rows each) and one producer
+// warp. The producer streams K and V tiles into a ring of C::stages
+// buffers, written in the swizzled layout wgmma reads (smem_sm90.cuh); each
+// buffer has a "full" mbarrier (the copy's bytes landed) and an "empty" one
+// (every consumer warp is done with it), separately for K and V, so a K
+// buffer is refilled as soon as its Q K^T is done. Consumers never
+// synchronize with each other inside the key loop. S = Q K^T reads Q and K
+// through descriptors; O += P V takes P from registers (the S
+// accumulators, packed) and V MN-major.
 #pragma once
 
 #include "attention/block.cuh"
@@ -19,6 +24,7 @@
 #include "attention/tile_io.cuh"
 #include "common/ptx.cuh"
 #include "common/types.cuh"
+#include "common/tma.cuh"
 #include "common/wgmma.cuh"
 
 namespace attnjit {
@@ -36,15 +42,52 @@ struct WarpgroupLayout {
   static_assert(BM == 64 * kWarpgroups, "wgmma: block_m must be 64 rows per warpgroup");
   static_assert(BN % 16 == 0 && BN <= 256, "wgmma: block_n must be a multiple of 16, at most 256");
   static_assert(kStages >= 2, "the pipeline needs at least two stages");
+  static constexpr int kConsumerThreads = C::warps * 32;
+  static constexpr int kThreads = kConsumerThreads + 128;  // + the producer warpgroup
+  // Registers: every warpgroup starts with the launch bound's share; the
+  // producer needs few, so it gives them back (setmaxnreg) and the
+  // consumers take them, as far as the block's pool allows. A register
+  // file quarter (16K) holds one warp of each warpgroup of each block.
+  static constexpr int kLaunchRegisters =
+      (65536 / (kThreads * C::min_blocks)) / 8 * 8 > 255 ? 255
+                                                         : (65536 / (kThreads * C::min_blocks)) / 8 * 8;
+  // A --maxrregcount cap (CompileOptions::max_registers) makes the launch
+  // share unknown here: no rebalancing then (setmaxnreg.inc past the
+  // block's pool would wait forever).
+#if defined(ATTNJIT_MAX_REGISTERS)
+  static constexpr bool kRebalance = false;
+#else
+  static constexpr bool kRebalance = kLaunchRegisters < 232;
+#endif
+  static constexpr int kProducerRegisters = kWarpgroups == 1 ? 40 : kWarpgroups == 2 ? 24 : 32;
+  static constexpr int kConsumerRegistersRaw =
+      ((kWarpgroups + 1) * kLaunchRegisters - kProducerRegisters) / kWarpgroups / 8 * 8;
+  static constexpr int kConsumerRegisters = kConsumerRegistersRaw > 256 ? 256 : kConsumerRegistersRaw;
   using Rows = SwizzledRows<D>;
   static constexpr unsigned kQBytes = BM * D * 2;
   static constexpr unsigned kTileBytes = BN * D * 2;
+  static constexpr unsigned kChunkBytes = BN * Rows::kSwizzleBytes;  // one TMA box
   // 1024 bytes of slack to align the tiles; the epilogue stages each warp's
-  // 16 output rows (padded rows, tile_io.cuh) over Q and the first K tile.
+  // 16 output rows (padded rows, tile_io.cuh) over Q and the first K tiles.
+  // The mbarriers follow: full and empty, for K and for V, per stage.
   static constexpr unsigned kTilesBytes = kQBytes + 2 * kStages * kTileBytes;
   static constexpr unsigned kStageOutBytes = BM * SmemRow<D>::kStride * 2;
-  static constexpr unsigned smem_bytes =
-      1024 + (kTilesBytes > kStageOutBytes ? kTilesBytes : kStageOutBytes);
+  static constexpr unsigned kDataBytes = kTilesBytes > kStageOutBytes ? kTilesBytes : kStageOutBytes;
+  static constexpr unsigned kBarrierBytes = 4 * kStages * 8;
+  static constexpr unsigned smem_bytes = 1024 + kDataBytes + kBarrierBytes;
+};
+
+// The mbarrier ring: slot (tile index mod stages); the n-th use of a slot
+// completes phase n, whose parity the waiter names.
+template <int kStages>
+struct TileRing {
+  unsigned full_k, full_v, empty_k, empty_v;  // shared addresses of barrier arrays
+
+  __device__ __forceinline__ explicit TileRing(unsigned base)
+      : full_k(base), full_v(base + 8 * kStages), empty_k(base + 16 * kStages),
+        empty_v(base + 24 * kStages) {}
+  static __device__ __forceinline__ unsigned slot(int i) { return 8u * unsigned(i % kStages); }
+  static __device__ __forceinline__ unsigned parity(int i) { return unsigned(i / kStages) & 1u; }
 };
 
 template <class C>
@@ -52,8 +95,9 @@ __device__ void forward_sm90(const Params<typename C::dtype>& prm) {
   using L = WarpgroupLayout<C>;
   using T = typename C::dtype;
   using Rows = typename L::Rows;
+  using Ring = TileRing<L::kStages>;
   constexpr int D = L::D, BM = L::BM, BN = L::BN, kStages = L::kStages;
-  constexpr int kThreads = C::warps * 32;
+  constexpr int kConsumerThreads = L::kConsumerThreads;
   constexpr bool kBF16 = element<T>::is_bf16;
   constexpr int kScoreBlocks = BN / 8, kOutBlocks = D / 8;
   using Softmax = OnlineSoftmax<kScoreBlocks, kOutBlocks>;
@@ -64,21 +108,65 @@ __device__ void forward_sm90(const Params<typename C::dtype>& prm) {
   const unsigned sQ = raw + pad;
   const unsigned sK = sQ + L::kQBytes;
   const unsigned sV = sK + kStages * L::kTileBytes;
+  const Ring ring(sQ + L::kDataBytes);
 
   BlockWork<C, BM, BN> work;
   if (!work.init(prm)) return;
   const int tid = threadIdx.x;
   const int warp = tid / 32;
   const int lane = tid % 32;
-  const auto& map = work.map;
   const KeyRange range = work.range;
-  const int q_begin = work.q_begin, n_k = work.n_k, row0 = work.row0;
-  const T *q = work.q, *k = work.k, *v = work.v;
+  const int first = range.first_tile, last = range.last_tile;
 
-  // cp.async groups: the first holds Q and the first key tile, then one
-  // group per key tile (empty past the last), so waiting for tile t is
-  // waiting until at most (tiles issued after t) groups are pending.
-  Rows::template load_async<BM, kThreads, T>(
+  if (tid == 0) {
+#pragma unroll 1
+    for (int st = 0; st < kStages; ++st) {
+      ptx::mbarrier_init(ring.full_k + 8 * st, 1);
+      ptx::mbarrier_init(ring.full_v + 8 * st, 1);
+      ptx::mbarrier_init(ring.empty_k + 8 * st, C::warps);
+      ptx::mbarrier_init(ring.empty_v + 8 * st, C::warps);
+    }
+    ptx::fence_mbarrier_init();
+  }
+  __syncthreads();
+
+  if (warp >= C::warps) {
+    if constexpr (L::kRebalance) ptx::setmaxnreg_dec<L::kProducerRegisters>();
+    // The producer: one lane of the warpgroup issues every copy. A tile is Rows::kUnits
+    // boxes of kChunk columns each for K, then the same for V; K of tile
+    // i waits for the consumers to finish Q K^T of tile i - stages, V for
+    // P V of that tile.
+    if (warp == C::warps && lane == 0) {
+      ptx::prefetch_tensor_map(prm.k_map);
+      ptx::prefetch_tensor_map(prm.v_map);
+      auto copy = [&](const TensorMap* map, unsigned tile, unsigned full, int row) {
+        ptx::mbarrier_arrive_expect_tx(full, L::kTileBytes);
+#pragma unroll
+        for (int c = 0; c < D / Rows::kChunk; ++c) {
+          ptx::tma_load_3d(tile + c * L::kChunkBytes, map, full, c * Rows::kChunk, work.hk, row);
+        }
+      };
+#pragma unroll 1
+      for (int kt = first; kt <= last; ++kt) {
+        const int i = kt - first;
+        const unsigned slot = Ring::slot(i);
+        const unsigned tile = slot / 8 * L::kTileBytes;
+        const int row = work.k_begin + kt * BN;
+        if (i >= kStages) ptx::mbarrier_wait(ring.empty_k + slot, Ring::parity(i) ^ 1u);
+        copy(prm.k_map, sK + tile, ring.full_k + slot, row);
+        if (i >= kStages) ptx::mbarrier_wait(ring.empty_v + slot, Ring::parity(i) ^ 1u);
+        copy(prm.v_map, sV + tile, ring.full_v + slot, row);
+      }
+    }
+    return;
+  }
+
+  // The consumers. Q: cp.async by every consumer thread.
+  if constexpr (L::kRebalance) ptx::setmaxnreg_inc<L::kConsumerRegisters>();
+  const auto& map = work.map;
+  const int q_begin = work.q_begin, row0 = work.row0;
+  const T* q = work.q;
+  Rows::template load_async<BM, kConsumerThreads, T>(
       sQ,
       [&](int r, const T*& src) {
         const int row = row0 + r;
@@ -90,21 +178,7 @@ __device__ void forward_sm90(const Params<typename C::dtype>& prm) {
         return true;
       },
       tid);
-  // Tile kt's K and V buffers: slot (kt - first) mod kStages.
-  auto slot_of = [&](int kt) { return ((kt - range.first_tile) % kStages) * L::kTileBytes; };
-  auto load_tile = [&](int kt) {
-    if (kt > range.last_tile) return;
-    const int key0 = kt * BN;
-    auto rows_of = [&](const T* base, long long stride) {
-      return [=](int r, const T*& src) {
-        const bool valid = key0 + r < n_k;
-        src = valid ? base + (key0 + r) * stride : base;
-        return valid;
-      };
-    };
-    Rows::template load_async<BN, kThreads, T>(sK + slot_of(kt), rows_of(k, prm.k_row_stride), tid);
-    Rows::template load_async<BN, kThreads, T>(sV + slot_of(kt), rows_of(v, prm.v_row_stride), tid);
-  };
+  ptx::cp_async_commit();
 
   // This thread's two rows (g, g + 8 of its warp's 16).
   const int warp_row = row0 + warp * 16;
@@ -121,9 +195,23 @@ __device__ void forward_sm90(const Params<typename C::dtype>& prm) {
   for (int db = 0; db < kOutBlocks; ++db) o[db][0] = o[db][1] = o[db][2] = o[db][3] = 0.f;
   const int wg_row0 = (warp / 4) * 64;  // this warpgroup's first row in the Q tile
 
+  ptx::cp_async_wait<0>();
+  ptx::fence_proxy_async_shared();
+  ptx::named_barrier_sync(1, kConsumerThreads);  // Q is in shared memory
+
+  auto wait_full = [&](unsigned full, int kt) {
+    const int i = kt - first;
+    ptx::mbarrier_wait(full + Ring::slot(i), Ring::parity(i));
+  };
+  // This warp is done reading tile kt's buffer (its MMAs have completed).
+  auto release = [&](unsigned empty, int kt) {
+    __syncwarp();
+    if (lane == 0) ptx::mbarrier_arrive(empty + Ring::slot(kt - first));
+  };
+  auto tile_of = [&](int kt) { return Ring::slot(kt - first) / 8 * L::kTileBytes; };
   // S = Q K^T of tile kt, issued (not waited for).
   auto issue_scores = [&](float(&s)[kScoreBlocks][4], int kt) {
-    const unsigned tile = sK + slot_of(kt);
+    const unsigned tile = sK + tile_of(kt);
 #pragma unroll
     for (int kk = 0; kk < D / 16; ++kk) {
       ptx::WarpgroupMma<BN>::template ss<kBF16>(s, Rows::template k_major<BM>(sQ, wg_row0, kk),
@@ -132,7 +220,7 @@ __device__ void forward_sm90(const Params<typename C::dtype>& prm) {
   };
   // O += P V of tile kt, issued.
   auto issue_pv = [&](const unsigned(&a)[BN / 16][4], int kt) {
-    const unsigned tile = sV + slot_of(kt);
+    const unsigned tile = sV + tile_of(kt);
 #pragma unroll
     for (int kk = 0; kk < BN / 16; ++kk) {
       ptx::WarpgroupMma<D>::template rs<kBF16>(o, a[kk], Rows::template mn_major<BN>(tile, kk), 1);
@@ -157,95 +245,60 @@ __device__ void forward_sm90(const Params<typename C::dtype>& prm) {
     }
   };
 
-  if constexpr (kStages == 2) {
-    // Two buffers: each tile's two products run back to back.
-    load_tile(range.first_tile);
-    ptx::cp_async_commit();
-    for (int kt = range.first_tile; kt <= range.last_tile; ++kt) {
-      load_tile(kt + 1);
-      ptx::cp_async_commit();
-      ptx::cp_async_wait<1>();
-      ptx::fence_proxy_async_shared();
-      __syncthreads();
-      float s[kScoreBlocks][4];
-      ptx::warpgroup_arrive();
-      issue_scores(s, kt);
-      ptx::warpgroup_commit();
-      ptx::warpgroup_wait<0>();
-      ptx::fence_operands(s);
-      float correction[2];
-      softmax_tile(s, kt, correction);
-      Softmax::rescale(o, correction);
-      unsigned a[BN / 16][4];
-      pack_p(a, s);
-      ptx::fence_operands(o);
-      ptx::warpgroup_arrive();
-      issue_pv(a, kt);
-      ptx::warpgroup_commit();
-      ptx::warpgroup_wait<0>();
-      ptx::fence_operands(o);
-      __syncthreads();
-    }
-  } else {
-    // Three or more buffers: Q K^T of tile t and P V of tile t - 1 are in
-    // flight together, and the softmax of tile t overlaps P V (t - 1); the
-    // output is rescaled once that has landed. Tiles t - 1 and t are
-    // resident, tile t + kStages - 2 is loading.
-    for (int st = 0; st < kStages - 1; ++st) {
-      load_tile(range.first_tile + st);
-      ptx::cp_async_commit();
-    }
-    unsigned a[BN / 16][4];
-    if (range.first_tile <= range.last_tile) {
-      ptx::cp_async_wait<kStages - 2>();
-      ptx::fence_proxy_async_shared();
-      __syncthreads();
-      float s[kScoreBlocks][4];
-      ptx::warpgroup_arrive();
-      issue_scores(s, range.first_tile);
-      ptx::warpgroup_commit();
-      ptx::warpgroup_wait<0>();
-      ptx::fence_operands(s);
-      float correction[2];
-      softmax_tile(s, range.first_tile, correction);  // o is still 0
-      pack_p(a, s);
-    }
-    for (int kt = range.first_tile + 1; kt <= range.last_tile; ++kt) {
-      ptx::cp_async_wait<kStages - 3>();
-      ptx::fence_proxy_async_shared();
-      __syncthreads();  // every warpgroup is done with tile kt - 2's buffer
-      load_tile(kt + kStages - 2);
-      ptx::cp_async_commit();
-      float s[kScoreBlocks][4];
-      ptx::fence_operands(o);
-      ptx::fence_operands(a);
-      ptx::warpgroup_arrive();
-      issue_scores(s, kt);
-      ptx::warpgroup_commit();
-      issue_pv(a, kt - 1);
-      ptx::warpgroup_commit();
-      ptx::warpgroup_wait<1>();
-      ptx::fence_operands(s);
-      float correction[2];
-      softmax_tile(s, kt, correction);
-      ptx::warpgroup_wait<0>();
-      ptx::fence_operands(o);
-      ptx::fence_operands(a);
-      Softmax::rescale(o, correction);
-      pack_p(a, s);
-    }
-    if (range.first_tile <= range.last_tile) {
-      ptx::fence_operands(o);
-      ptx::fence_operands(a);
-      ptx::warpgroup_arrive();
-      issue_pv(a, range.last_tile);
-      ptx::warpgroup_commit();
-      ptx::warpgroup_wait<0>();
-      ptx::fence_operands(o);
-    }
+  // Q K^T of tile t and P V of tile t - 1 are in flight together, and the
+  // softmax of tile t overlaps P V (t - 1); the output is rescaled once
+  // that has landed.
+  unsigned a[BN / 16][4];
+  if (first <= last) {
+    wait_full(ring.full_k, first);
+    float s[kScoreBlocks][4];
+    ptx::warpgroup_arrive();
+    issue_scores(s, first);
+    ptx::warpgroup_commit();
+    ptx::warpgroup_wait<0>();
+    ptx::fence_operands(s);
+    release(ring.empty_k, first);
+    float correction[2];
+    softmax_tile(s, first, correction);  // o is still 0
+    pack_p(a, s);
   }
-  ptx::cp_async_wait<0>();
-  __syncthreads();
+#pragma unroll 1
+  for (int kt = first + 1; kt <= last; ++kt) {
+    wait_full(ring.full_k, kt);
+    wait_full(ring.full_v, kt - 1);
+    float s[kScoreBlocks][4];
+    ptx::fence_operands(o);
+    ptx::fence_operands(a);
+    ptx::warpgroup_arrive();
+    issue_scores(s, kt);
+    ptx::warpgroup_commit();
+    issue_pv(a, kt - 1);
+    ptx::warpgroup_commit();
+    ptx::warpgroup_wait<1>();
+    ptx::fence_operands(s);
+    release(ring.empty_k, kt);
+    float correction[2];
+    softmax_tile(s, kt, correction);
+    ptx::warpgroup_wait<0>();
+    ptx::fence_operands(o);
+    ptx::fence_operands(a);
+    release(ring.empty_v, kt - 1);
+    Softmax::rescale(o, correction);
+    pack_p(a, s);
+  }
+  if (first <= last) {
+    wait_full(ring.full_v, last);
+    ptx::fence_operands(o);
+    ptx::fence_operands(a);
+    ptx::warpgroup_arrive();
+    issue_pv(a, last);
+    ptx::warpgroup_commit();
+    ptx::warpgroup_wait<0>();
+    ptx::fence_operands(o);
+  }
+  // Every consumer is done with Q and the tiles before any stages its
+  // output over them.
+  ptx::named_barrier_sync(1, kConsumerThreads);
 
   T* stage = reinterpret_cast<T*>(smem_raw + pad) + warp * 16 * SmemRow<D>::kStride;
   epilogue<C>(prm, softmax, o, stage, q_begin, map, warp_row, lane);

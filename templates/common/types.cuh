@@ -15,6 +15,13 @@ struct alignas(2) fp16 {
 
 }  // namespace types
 
+// A tensor map (TMA descriptor) as the runtime encodes it on the host: 128
+// opaque bytes, 64-byte aligned, passed by value as a __grid_constant__
+// kernel parameter. Kernels that do not copy through the TMA ignore it.
+struct alignas(64) TensorMap {
+  unsigned long long opaque[16];
+};
+
 template <class T>
 struct element;
 

@@ -3,6 +3,7 @@
 // shared memory per block than the target has.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <atomic>
 #include <mutex>
 #include <thread>
@@ -47,6 +48,16 @@ TEST(AttentionCompile, EveryMatrixVariantCompilesForSm80AndSm90a) {
                                                   "ELF") != 0)
           problem = "no ELF cubin";
         if (k.resources.threads <= 0) problem = "no launch info";
+        // The warpgroup kernels move registers from the producer to the
+        // consumers (setmaxnreg) assuming the kernel starts with the launch
+        // bound's share; with fewer, setmaxnreg.inc would wait forever.
+        const int share = std::min(
+            255, 65536 / (k.resources.threads * int(sig.tuning_value("min_blocks"))) / 8 * 8);
+        if (sig.tuning_value("wgmma") != 0 && k.resources.registers >= 0 &&
+            share < 232 && k.resources.registers != share) {
+          problem = "uses " + std::to_string(k.resources.registers) +
+                    " registers, not the launch bound's share " + std::to_string(share);
+        }
         if (k.resources.dynamic_smem > smem_limit(sig.options.target)) {
           problem = "dynamic shared memory " + std::to_string(k.resources.dynamic_smem) +
                     " B exceeds the target's " + std::to_string(smem_limit(sig.options.target));

@@ -58,7 +58,7 @@ TEST(CompileOptions, NvrtcFlagsAreSortedAndComplete) {
   EXPECT_EQ(options.nvrtc_flags(),
             (std::vector<std::string>{"--gpu-architecture=sm_80", "--maxrregcount=128",
                                       "--no-source-include", "--ptxas-options=-v", "--std=c++17",
-                                      "-lineinfo"}));
+                                      "-DATTNJIT_MAX_REGISTERS=128", "-lineinfo"}));
 }
 
 TEST(CompileOptions, Canonical) {

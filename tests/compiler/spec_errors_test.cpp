@@ -217,14 +217,14 @@ TEST(SpecErrors, Constraints) {
 TEST(SpecErrors, Args) {
   EXPECT_EQ(spec_error(kBase + "args:\n  - {name: x, type: double}\n"),
             "t.yaml:11:21: arg 'x': unknown arg type 'double' (expected const <type flag>*, "
-            "<type flag>*, const float*, float*, const int32*, int32*, int32, int64 or float)");
+            "<type flag>*, const float*, float*, const int32*, int32*, int32, int64, float or tensor_map)");
   EXPECT_EQ(spec_error(kBase + "args:\n  - {name: x, type: \"const dtyp*\"}\n"),
             "t.yaml:11:21: arg 'x': 'dtyp' is not a type flag (did you mean 'dtype'?)");
   EXPECT_EQ(spec_error(kBase + "args:\n  - {name: x, type: \"head_dim*\"}\n"),
             "t.yaml:11:21: arg 'x': 'head_dim' is not a type flag");
   EXPECT_EQ(spec_error(kBase + "args:\n  - {name: x, type: \"const dtype *\"}\n"),
             "t.yaml:11:21: arg 'x': unknown arg type 'const dtype *' (expected const <type flag>*, "
-            "<type flag>*, const float*, float*, const int32*, int32*, int32, int64 or float)");
+            "<type flag>*, const float*, float*, const int32*, int32*, int32, int64, float or tensor_map)");
   EXPECT_EQ(spec_error(kBase + "args:\n  - {name: n, type: int32, noalias: false}\n"),
             "t.yaml:11:28: arg 'n': noalias applies only to pointers");
   EXPECT_EQ(spec_error(kBase + "args: {name: n}\n"), "t.yaml:10:7: args must be a list");

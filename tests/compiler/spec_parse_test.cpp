@@ -126,6 +126,7 @@ TEST(SpecParse, AttentionArgs) {
   EXPECT_EQ(arg("window_left").type, ArgType::kI32);
   EXPECT_EQ(arg("scale").type, ArgType::kF32);
   EXPECT_EQ(arg("scale").doc, "softmax scale");
+  EXPECT_EQ(arg("k_map").type, ArgType::kTensorMap);
 }
 
 TEST(SpecParse, AttentionPresetsAndMatrix) {

@@ -85,6 +85,7 @@ enum class ArgType {
   kI32,           // "int32"
   kI64,           // "int64"
   kF32,           // "float"
+  kTensorMap,     // "tensor_map": a TMA descriptor, passed by value (__grid_constant__)
 };
 
 struct ArgDecl {

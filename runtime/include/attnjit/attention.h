@@ -109,7 +109,9 @@ class AttentionKernel {
   AttentionFlags flags_;
   std::unique_ptr<Kernel> kernel_;
   int block_m_ = 0;
+  int block_n_ = 0;
   bool pack_gqa_ = false;
+  bool tma_ = false;  // the sm_90a warpgroup path: k and v through TMA maps
   EntrySource source_ = EntrySource::kCompiled;
 };
 

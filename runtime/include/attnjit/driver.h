@@ -29,6 +29,22 @@ using CuFunction = ::CUfunc_st*;
 using CuStream = ::CUstream_st*;
 using CuDevicePtr = unsigned long long;
 
+// The 128 bytes of a TMA descriptor (CUtensorMap), as a kernel parameter.
+struct alignas(128) TensorMapBytes {
+  uint64_t opaque[16] = {};
+};
+
+// A 3-D tensor of 16-bit elements for a tiled TMA map: dims and box
+// innermost first, byte strides of dims 1 and 2 (dim 0 is contiguous).
+struct TiledTensor {
+  const void* base = nullptr;
+  bool bf16 = true;
+  uint64_t dims[3] = {};
+  uint64_t strides[2] = {};
+  uint32_t box[3] = {};
+  int swizzle_bytes = 0;  // 128, 64, 32 or 0 (none)
+};
+
 struct DeviceInfo {
   int ordinal = -1;
   int major = 0, minor = 0;
@@ -64,6 +80,9 @@ class Driver {
   void read_global(CuContext ctx, CuModule module, const std::string& name, void* dst,
                    size_t bytes);
   void set_max_dynamic_smem(CuFunction fn, int bytes);
+  // cuTensorMapEncodeTiled (a host-side encode, no context needed).
+  // Throws Error(kDriver) with the shape if the driver rejects it.
+  void encode_tensor_map(TensorMapBytes& map, const TiledTensor& tensor);
   // cuLaunchKernelEx on `stream`; no synchronization, no allocation.
   void launch(CuFunction fn, unsigned grid_x, unsigned grid_y, unsigned grid_z, unsigned block_x,
               unsigned smem_bytes, CuStream stream, void** args);
