@@ -68,5 +68,5 @@ if stage sanitize; then
   done
 fi
 # One archive: the machine returns only a few files per call.
-(cd "$OUT" && tar czf ../logs.tgz . && rm -rf ./* && mv ../logs.tgz .)
+tar czf /tmp/attnjit-logs.tgz -C "$OUT" . && rm -rf "${OUT:?}"/* && mv /tmp/attnjit-logs.tgz "$OUT/logs.tgz"
 exit $status
