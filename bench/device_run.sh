@@ -3,6 +3,7 @@
 # the side-by-side benchmark. Logs go to $OUT (or ./device-out).
 #   STAGES="build gpu python bench jit profile" bash bench/device_run.sh
 #   PROFILE_PROBLEMS=gpt_oss_window127_null,causal_gqa_d128 (profile stage)
+#   TUNE_PROBLEMS=mimo_window64_key0,... TUNE_TIMEOUT=150 (tune stage)
 #   SANITIZE_VARIANTS=bf16_d128_causal,... (sanitize stage: memcheck, racecheck)
 set -uo pipefail
 OUT=${OUT:-$PWD/device-out}; mkdir -p "$OUT"
@@ -42,6 +43,15 @@ if stage jit; then
   ./build-gpu/bench/attnjit_jit_costs "$OUT/jit.json" >"$OUT/jit.txt" 2>&1 || status=1
   ./build-gpu/bench/attnjit_launch_overhead "$OUT/launch.json" >"$OUT/launch.txt" 2>&1 || status=1
   tail -5 "$OUT/jit.txt"; tail -3 "$OUT/launch.txt"
+fi
+if stage tune; then
+  # The autotuner, one problem per run (each writes its own JSON).
+  IFS=, read -ra problems <<<"${TUNE_PROBLEMS:-mimo_window64_key0,gpt_oss_window127_null}"
+  for pr in "${problems[@]}"; do
+    timeout "${TUNE_TIMEOUT:-150}" ./build-gpu/bench/attnjit_kernel_bench "$OUT/tune-$pr.json" \
+      --tune "$pr" >"$OUT/tune-$pr.txt" 2>&1 || status=1
+    grep -E "tuned" "$OUT/tune-$pr.txt"
+  done
 fi
 if stage profile; then
   # One launch of each problem's kernel under ncu (clocks left alone).

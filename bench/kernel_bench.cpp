@@ -50,11 +50,13 @@ long long visible_count(const bench::Problem& pr, int p, int n,
 
 }  // namespace
 
-// The autotuner's search space: mma.sync configs (any target) and, on
-// sm_90a, warpgroup configs (64 rows per warpgroup), each kept only if its
-// shared memory fits the blocks per SM it asks for (227 KiB per SM on
-// Hopper) and, for wgmma, its accumulators (S: BN/2, P: BN/4, O: D/2
-// registers per thread, plus about 30) fit the register file.
+// The autotuner's search space: mma.sync configs (targets before sm_90a)
+// or, on sm_90a, warpgroup configs (64 rows per warpgroup plus the
+// producer warpgroup), each kept only if its shared memory fits the blocks
+// per SM it asks for (227 KiB per SM on Hopper) and, for wgmma, its
+// accumulators (S: BN/2, P: BN/4, O: D/2 registers per thread, plus about
+// 30) fit the consumers' registers after the producer gave its share back
+// (templates/attention/prefill_sm90.cuh, WarpgroupLayout).
 std::vector<std::map<std::string, int64_t>> tuning_grid(int head_dim, bool gqa, bool hopper) {
   std::vector<std::map<std::string, int64_t>> grid;
   auto add = [&](int bm, int warps, int bn, int stages, int min_blocks, int wgmma) {
@@ -69,8 +71,9 @@ std::vector<std::map<std::string, int64_t>> tuning_grid(int head_dim, bool gqa, 
     }
   };
   const long smem_limit = 227 * 1024;
-  for (auto [bm, warps] :
-       {std::pair{64, 4}, std::pair{128, 8}, std::pair{128, 4}, std::pair{64, 2}}) {
+  std::vector<std::pair<int, int>> ampere_tiles = {{64, 4}, {128, 8}, {128, 4}, {64, 2}};
+  if (hopper) ampere_tiles.clear();
+  for (auto [bm, warps] : ampere_tiles) {
     for (int bn : {32, 64, 128}) {
       for (int stages : {2, 3}) {
         for (int min_blocks : {1, 2}) {
@@ -89,11 +92,18 @@ std::vector<std::map<std::string, int64_t>> tuning_grid(int head_dim, bool gqa, 
       for (int stages : {2, 3, 4, 6, 8}) {
         for (int min_blocks : {1, 2, 4}) {
           if (bn == 16 && stages < 4) continue;
-          const long smem = 1024 + std::max<long>(long(bm + 2 * stages * bn) * head_dim * 2,
-                                                  long(bm) * (head_dim + 8) * 2);
+          const long smem = 1024 + 32L * stages +
+                            std::max<long>(long(bm + 2 * stages * bn) * head_dim * 2,
+                                           long(bm) * (head_dim + 8) * 2);
           if (smem * min_blocks > smem_limit - min_blocks * 1024) continue;
-          const int threads = bm * 2;
-          const int regs = std::min(255, 65536 / (threads * min_blocks));
+          const int warpgroups = bm / 64;
+          const int threads = bm * 2 + 128;
+          const int share = std::min(255, 65536 / (threads * min_blocks) / 8 * 8);
+          const int producer = warpgroups == 1 ? 40 : warpgroups == 2 ? 24 : 32;
+          const int regs =
+              share < 232
+                  ? std::min(256, ((warpgroups + 1) * share - producer) / warpgroups / 8 * 8)
+                  : share;
           if (bn / 2 + bn / 4 + head_dim / 2 + 30 > regs) continue;
           add(bm, bm / 16, bn, stages, min_blocks, 1);
         }
