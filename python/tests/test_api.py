@@ -335,6 +335,20 @@ def test_strided_views_and_out():
 
 
 @gpu
+def test_heads_outer_layout():
+    # k and v stored [heads, tokens, D] and viewed [tokens, heads, D]: the
+    # head stride is larger than the row stride (on sm_90a the TMA maps
+    # then have their strides out of order).
+    lens = [70, 130]
+    args = _problem(lens, hq=4, hkv=2, d=128)
+    for name in ("q", "k", "v"):
+        args[name] = args[name].transpose(0, 1).contiguous().transpose(0, 1)
+        assert args[name].stride(1) > args[name].stride(0)
+    _compare(args, causal=True)
+    _compare(args, causal=True, window_size=(31, 0))
+
+
+@gpu
 def test_cpu_ranges_are_checked_and_used():
     args = _problem([120], hq=2, hkv=1, d=64)
     bad = torch.tensor([[0, 10, 30], [0, 20, 40]], dtype=torch.int32)
