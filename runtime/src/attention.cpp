@@ -99,6 +99,13 @@ void kv_tensor_maps(const AttentionFlags& flags, const AttentionArgs& a, int blo
   thread_local Cached cached[2];
   const int d = flags.head_dim;
   const uint32_t chunk = d % 64 == 0 ? 64 : d % 32 == 0 ? 32 : 16;
+  constexpr int64_t kMaxStride = int64_t(1) << 39;  // elements: the TMA's 2^40 bytes
+  if (a.k_row_stride >= kMaxStride || a.k_head_stride >= kMaxStride ||
+      a.v_row_stride >= kMaxStride || a.v_head_stride >= kMaxStride) {
+    fail(fmt::format("attention: k and v strides must stay below 2^39 elements on sm_90a (the "
+                     "TMA's limit); got k ({}, {}), v ({}, {})",
+                     a.k_row_stride, a.k_head_stride, a.v_row_stride, a.v_head_stride));
+  }
   const void* bases[2] = {a.k, a.v};
   const int64_t row_strides[2] = {a.k_row_stride, a.v_row_stride};
   const int64_t head_strides[2] = {a.k_head_stride, a.v_head_stride};
@@ -109,7 +116,10 @@ void kv_tensor_maps(const AttentionFlags& flags, const AttentionArgs& a, int blo
     t.dims[0] = uint64_t(d);
     t.dims[1] = uint64_t(a.num_heads_kv);
     t.dims[2] = uint64_t(a.total_k > 0 ? a.total_k : 1);
-    t.strides[0] = uint64_t(head_strides[i]) * 2;
+    // One head: its coordinate is always 0, so the head stride is never
+    // stepped; keep it at least a row of D so the strides nest.
+    t.strides[0] = uint64_t(a.num_heads_kv == 1 ? std::max<int64_t>(head_strides[i], d)
+                                                : head_strides[i]) * 2;
     t.strides[1] = uint64_t(row_strides[i]) * 2;
     t.box[0] = chunk;
     t.box[1] = 1;

@@ -379,9 +379,10 @@ void Driver::set_max_dynamic_smem(CuFunction fn, int bytes) {
 }
 
 void Driver::encode_tensor_map(TensorMapBytes& map, const TiledTensor& t) {
+  // CUDA 13's header aligns CUtensorMap to 128 bytes, 12.x's to 64.
   static_assert(sizeof(TensorMapBytes) == sizeof(CUtensorMap) &&
-                    alignof(TensorMapBytes) == alignof(CUtensorMap),
-                "TensorMapBytes must have CUtensorMap's size and alignment");
+                    alignof(TensorMapBytes) % alignof(CUtensorMap) == 0,
+                "TensorMapBytes must hold a CUtensorMap");
   if (!impl_->api.tensor_map_encode_tiled) {
     throw Error(ErrorKind::kDriver,
                 fmt::format("the CUDA driver {} lacks cuTensorMapEncodeTiled, which the sm_90a "

@@ -180,10 +180,14 @@ CheckResult check_attention(const AttentionFlags& flags, const CheckShape& shape
   const int total_k = pr.cu_seqlens_k.back();
   std::mt19937_64 rng(seed);
   const auto q_bits = random_elements(size_t(total_q) * pr.num_heads_q * D, flags.dtype, rng, pr.q);
-  const auto k_bits =
-      random_elements(size_t(total_k) * pr.num_heads_kv * D, flags.dtype, rng, pr.k);
-  const auto v_bits =
-      random_elements(size_t(total_k) * pr.num_heads_kv * D, flags.dtype, rng, pr.v);
+  auto k_bits = random_elements(size_t(total_k) * pr.num_heads_kv * D, flags.dtype, rng, pr.k);
+  auto v_bits = random_elements(size_t(total_k) * pr.num_heads_kv * D, flags.dtype, rng, pr.v);
+  // k and v hold NaN rows past the last sequence's keys, counted in
+  // total_k, as a buffer sized for more tokens than this batch has: a
+  // kernel that lets them into a product (0 * NaN) returns NaN.
+  constexpr int kNanRows = 40;
+  k_bits.resize(k_bits.size() + size_t(kNanRows) * pr.num_heads_kv * D, 0xFFFF);
+  v_bits.resize(v_bits.size() + size_t(kNanRows) * pr.num_heads_kv * D, 0xFFFF);
   std::uniform_real_distribution<float> uniform(-1.f, 3.f);
   pr.sinks.resize(pr.num_heads_q);
   for (float& s : pr.sinks) s = uniform(rng);
@@ -231,7 +235,7 @@ CheckResult check_attention(const AttentionFlags& flags, const CheckShape& shape
   a.num_heads_q = pr.num_heads_q;
   a.num_heads_kv = pr.num_heads_kv;
   a.total_q = total_q;
-  a.total_k = total_k;
+  a.total_k = total_k + kNanRows;
   for (int n : shape.seqlens_q) a.max_seqlen_q = std::max(a.max_seqlen_q, n);
   for (int n : shape.seqlens_k) a.max_seqlen_k = std::max(a.max_seqlen_k, n);
   a.softcap = shape.softcap;

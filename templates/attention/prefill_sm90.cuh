@@ -209,6 +209,20 @@ __device__ void forward_sm90(const Params<typename C::dtype>& prm) {
     if (lane == 0) ptx::mbarrier_arrive(empty + Ring::slot(kt - first));
   };
   auto tile_of = [&](int kt) { return Ring::slot(kt - first) / 8 * L::kTileBytes; };
+  // The TMA copies whole tiles: in the one that holds the sequence's last
+  // key, the rows past it are the next sequence's values or whatever the
+  // buffer holds past its used rows. Their P is exactly 0, but 0 * Inf or
+  // NaN is NaN, so those V rows are zeroed (as cp.async's zero fill did)
+  // before P V reads the tile. K needs nothing: masked scores are replaced.
+  const int tail_tile = work.n_k % BN != 0 ? work.n_k / BN : -1;
+  auto wait_v = [&](int kt) {
+    wait_full(ring.full_v, kt);
+    if (kt == tail_tile) {
+      Rows::template zero_rows<BN, kConsumerThreads>(sV + tile_of(kt), work.n_k - kt * BN, tid);
+      ptx::fence_proxy_async_shared();
+      ptx::named_barrier_sync(1, kConsumerThreads);
+    }
+  };
   // S = Q K^T of tile kt, issued (not waited for).
   auto issue_scores = [&](float(&s)[kScoreBlocks][4], int kt) {
     const unsigned tile = sK + tile_of(kt);
@@ -265,7 +279,7 @@ __device__ void forward_sm90(const Params<typename C::dtype>& prm) {
 #pragma unroll 1
   for (int kt = first + 1; kt <= last; ++kt) {
     wait_full(ring.full_k, kt);
-    wait_full(ring.full_v, kt - 1);
+    wait_v(kt - 1);
     float s[kScoreBlocks][4];
     ptx::fence_operands(o);
     ptx::fence_operands(a);
@@ -287,7 +301,7 @@ __device__ void forward_sm90(const Params<typename C::dtype>& prm) {
     pack_p(a, s);
   }
   if (first <= last) {
-    wait_full(ring.full_v, last);
+    wait_v(last);
     ptx::fence_operands(o);
     ptx::fence_operands(a);
     ptx::warpgroup_arrive();

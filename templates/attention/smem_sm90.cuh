@@ -50,6 +50,16 @@ struct SwizzledRows {
     return ptx::smem_descriptor<kSwizzleBytes>(start, kRows * kSwizzleBytes, 8 * kSwizzleBytes);
   }
 
+  // Zeros rows [first_row, kRows) of a tile, spread over kThreads threads.
+  template <int kRows, int kThreads>
+  static __device__ __forceinline__ void zero_rows(unsigned tile, int first_row, int tid) {
+    const int units = (kRows - first_row) * kUnitsPerRow;
+#pragma unroll 1
+    for (int c = tid; c < units; c += kThreads) {
+      ptx::st_shared_zero16(tile + offset<kRows>(first_row + c / kUnitsPerRow, c % kUnitsPerRow));
+    }
+  }
+
   // cp.async of kRows rows into a tile at shared address `tile`
   // (copy_rows_async, tile_io.cuh, in this layout).
   template <int kRows, int kThreads, class T, class RowSource>

@@ -77,6 +77,11 @@ __device__ __forceinline__ void cp_async_16(unsigned dst, const void* src, bool 
                : "memory");
 }
 
+// 16 zero bytes into shared memory at `addr`.
+__device__ __forceinline__ void st_shared_zero16(unsigned addr) {
+  asm volatile("st.shared.v4.u32 [%0], {%1, %1, %1, %1};" ::"r"(addr), "r"(0) : "memory");
+}
+
 __device__ __forceinline__ void cp_async_commit() {
   asm volatile("cp.async.commit_group;" ::: "memory");
 }
