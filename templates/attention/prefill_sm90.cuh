@@ -48,9 +48,8 @@ struct WarpgroupLayout {
   // producer needs few, so it gives them back (setmaxnreg) and the
   // consumers take them, as far as the block's pool allows. A register
   // file quarter (16K) holds one warp of each warpgroup of each block.
-  static constexpr int kLaunchRegisters =
-      (65536 / (kThreads * C::min_blocks)) / 8 * 8 > 255 ? 255
-                                                         : (65536 / (kThreads * C::min_blocks)) / 8 * 8;
+  static constexpr int kShare = 65536 / (kThreads * C::min_blocks) / 8 * 8;
+  static constexpr int kLaunchRegisters = kShare > 255 ? 255 : kShare;
   // A --maxrregcount cap (CompileOptions::max_registers) makes the launch
   // share unknown here: no rebalancing then (setmaxnreg.inc past the
   // block's pool would wait forever).
@@ -77,8 +76,9 @@ struct WarpgroupLayout {
   static constexpr unsigned smem_bytes = 1024 + kDataBytes + kBarrierBytes;
 };
 
-// The mbarrier ring: slot (tile index mod stages); the n-th use of a slot
-// completes phase n, whose parity the waiter names.
+// The mbarrier ring: tile i of a block (counted from its first) uses stage
+// i mod stages; the n-th use of a stage completes phase n of its barriers,
+// whose parity the waiter names.
 template <int kStages>
 struct TileRing {
   unsigned full_k, full_v, empty_k, empty_v;  // shared addresses of barrier arrays
@@ -86,8 +86,12 @@ struct TileRing {
   __device__ __forceinline__ explicit TileRing(unsigned base)
       : full_k(base), full_v(base + 8 * kStages), empty_k(base + 16 * kStages),
         empty_v(base + 24 * kStages) {}
-  static __device__ __forceinline__ unsigned slot(int i) { return 8u * unsigned(i % kStages); }
+  static __device__ __forceinline__ int stage(int i) { return i % kStages; }
   static __device__ __forceinline__ unsigned parity(int i) { return unsigned(i / kStages) & 1u; }
+  // Tile i's barrier in the array at `bars`.
+  static __device__ __forceinline__ unsigned at(unsigned bars, int i) {
+    return bars + 8u * unsigned(stage(i));
+  }
 };
 
 template <class C>
@@ -121,10 +125,10 @@ __device__ void forward_sm90(const Params<typename C::dtype>& prm) {
   if (tid == 0) {
 #pragma unroll 1
     for (int st = 0; st < kStages; ++st) {
-      ptx::mbarrier_init(ring.full_k + 8 * st, 1);
-      ptx::mbarrier_init(ring.full_v + 8 * st, 1);
-      ptx::mbarrier_init(ring.empty_k + 8 * st, C::warps);
-      ptx::mbarrier_init(ring.empty_v + 8 * st, C::warps);
+      ptx::mbarrier_init(Ring::at(ring.full_k, st), 1);
+      ptx::mbarrier_init(Ring::at(ring.full_v, st), 1);
+      ptx::mbarrier_init(Ring::at(ring.empty_k, st), C::warps);
+      ptx::mbarrier_init(Ring::at(ring.empty_v, st), C::warps);
     }
     ptx::fence_mbarrier_init();
   }
@@ -132,10 +136,10 @@ __device__ void forward_sm90(const Params<typename C::dtype>& prm) {
 
   if (warp >= C::warps) {
     if constexpr (L::kRebalance) ptx::setmaxnreg_dec<L::kProducerRegisters>();
-    // The producer: one lane of the warpgroup issues every copy. A tile is Rows::kUnits
-    // boxes of kChunk columns each for K, then the same for V; K of tile
-    // i waits for the consumers to finish Q K^T of tile i - stages, V for
-    // P V of that tile.
+    // The producer: one lane of the warpgroup issues every copy. A tile is
+    // D / kChunk boxes of kChunk columns for K, then the same for V; K of
+    // tile i waits for the consumers to finish Q K^T of tile i - stages, V
+    // for P V of that tile.
     if (warp == C::warps && lane == 0) {
       ptx::prefetch_tensor_map(prm.k_map);
       ptx::prefetch_tensor_map(prm.v_map);
@@ -149,13 +153,12 @@ __device__ void forward_sm90(const Params<typename C::dtype>& prm) {
 #pragma unroll 1
       for (int kt = first; kt <= last; ++kt) {
         const int i = kt - first;
-        const unsigned slot = Ring::slot(i);
-        const unsigned tile = slot / 8 * L::kTileBytes;
+        const unsigned tile = Ring::stage(i) * L::kTileBytes;
         const int row = work.k_begin + kt * BN;
-        if (i >= kStages) ptx::mbarrier_wait(ring.empty_k + slot, Ring::parity(i) ^ 1u);
-        copy(prm.k_map, sK + tile, ring.full_k + slot, row);
-        if (i >= kStages) ptx::mbarrier_wait(ring.empty_v + slot, Ring::parity(i) ^ 1u);
-        copy(prm.v_map, sV + tile, ring.full_v + slot, row);
+        if (i >= kStages) ptx::mbarrier_wait(Ring::at(ring.empty_k, i), Ring::parity(i) ^ 1u);
+        copy(prm.k_map, sK + tile, Ring::at(ring.full_k, i), row);
+        if (i >= kStages) ptx::mbarrier_wait(Ring::at(ring.empty_v, i), Ring::parity(i) ^ 1u);
+        copy(prm.v_map, sV + tile, Ring::at(ring.full_v, i), row);
       }
     }
     return;
@@ -201,14 +204,14 @@ __device__ void forward_sm90(const Params<typename C::dtype>& prm) {
 
   auto wait_full = [&](unsigned full, int kt) {
     const int i = kt - first;
-    ptx::mbarrier_wait(full + Ring::slot(i), Ring::parity(i));
+    ptx::mbarrier_wait(Ring::at(full, i), Ring::parity(i));
   };
   // This warp is done reading tile kt's buffer (its MMAs have completed).
   auto release = [&](unsigned empty, int kt) {
     __syncwarp();
-    if (lane == 0) ptx::mbarrier_arrive(empty + Ring::slot(kt - first));
+    if (lane == 0) ptx::mbarrier_arrive(Ring::at(empty, kt - first));
   };
-  auto tile_of = [&](int kt) { return Ring::slot(kt - first) / 8 * L::kTileBytes; };
+  auto tile_of = [&](int kt) { return Ring::stage(kt - first) * L::kTileBytes; };
   // The TMA copies whole tiles: in the one that holds the sequence's last
   // key, the rows past it are the next sequence's values or whatever the
   // buffer holds past its used rows. Their P is exactly 0, but 0 * Inf or
