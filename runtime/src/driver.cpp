@@ -64,8 +64,7 @@ struct DriverApi {
   decltype(&::cuMemcpyHtoD) memcpy_htod = nullptr;
   decltype(&::cuMemcpyDtoH) memcpy_dtoh = nullptr;
   decltype(&::cuMemsetD8) memset_d8 = nullptr;
-  // Optional (CUDA 12.0 drivers have it): only the TMA kernels need it, and
-  // its absence is reported when one is launched.
+  // Optional (resolved after the others, may stay null).
   decltype(&::cuTensorMapEncodeTiled) tensor_map_encode_tiled = nullptr;
 };
 
@@ -105,11 +104,6 @@ struct Driver::Impl {
 
   template <typename Fn>
   bool resolve(const char* name, const char* exported, Fn& out);
-  template <typename Fn>
-  bool optional(const char* name, Fn& out) {
-    out = reinterpret_cast<Fn>(lookup(name, name));
-    return true;
-  }
   void* lookup(const char* name, const char* exported);
 
   std::string describe(CUresult result) const;
@@ -185,8 +179,7 @@ bool Driver::Impl::resolve_all() {
          resolve("cuMemFree", "cuMemFree_v2", a.mem_free) &&
          resolve("cuMemcpyHtoD", "cuMemcpyHtoD_v2", a.memcpy_htod) &&
          resolve("cuMemcpyDtoH", "cuMemcpyDtoH_v2", a.memcpy_dtoh) &&
-         resolve("cuMemsetD8", "cuMemsetD8_v2", a.memset_d8) &&
-         optional("cuTensorMapEncodeTiled", a.tensor_map_encode_tiled);
+         resolve("cuMemsetD8", "cuMemsetD8_v2", a.memset_d8);
 }
 
 // Runs once. Leaves load_error set on any failure; never throws.
@@ -209,6 +202,10 @@ void Driver::Impl::load() {
     return;
   }
   if (!resolve_all()) return;
+  // Optional: only the TMA kernels need it; its absence is reported when
+  // one is launched (Driver::encode_tensor_map).
+  api.tensor_map_encode_tiled = reinterpret_cast<decltype(api.tensor_map_encode_tiled)>(
+      lookup("cuTensorMapEncodeTiled", "cuTensorMapEncodeTiled"));
   g_driver_loaded.store(true, std::memory_order_release);
 }
 
