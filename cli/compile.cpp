@@ -83,12 +83,16 @@ int run_compile(const CompileArgs& a) {
   const Signature sig =
       make_signature(spec, flags, CompileOptions::from_environment(target), parse_tuning(a.tuning));
   const GeneratedSource source = generate_source(spec, sig);
-  const CacheKey key = make_cache_key(sig, source.text);
+  const CacheKey key = make_cache_key(sig, source.key_text());
   std::FILE* info = a.out.empty() && a.emit != "none" ? stderr : stdout;
   std::fprintf(info, "variant:    %s\nsignature:  %s\nkey:        %s\n", sig.display_name().c_str(),
                sig.canonical().c_str(), key.hex.c_str());
   if (a.emit == "source") {
     write_or_print(source.text, a.out);
+    return 0;
+  }
+  if (a.emit == "params") {  // the kernel ABI: the generated params struct
+    write_or_print(source.headers.at(0).contents, a.out);
     return 0;
   }
   CompiledKernel kernel;
@@ -125,8 +129,8 @@ Runner add_compile(CLI::App& app) {
   app.add_option("--tuning", a->tuning,
                  "Override the spec's tile configuration, e.g. \"block_m=64,wgmma=1\"");
   app.add_option("--target", a->target, "sm_80, sm_86, sm_89, sm_90a")->capture_default_str();
-  app.add_option("--emit", a->emit, "none, source, ptx or cubin")
-      ->check(CLI::IsMember({"none", "source", "ptx", "cubin"}))
+  app.add_option("--emit", a->emit, "none, source, params (the kernel's parameter struct), ptx or cubin")
+      ->check(CLI::IsMember({"none", "source", "params", "ptx", "cubin"}))
       ->capture_default_str();
   app.add_option("-o,--out", a->out, "Write the emitted text here");
   app.add_flag("--no-cache", a->no_cache, "Compile with NVRTC directly, bypassing the cache");

@@ -32,6 +32,10 @@ class Program {
       contents.push_back(header.contents.c_str());
       names.push_back(header.path.c_str());
     }
+    for (const GeneratedHeader& header : source.headers) {
+      contents.push_back(header.contents.c_str());
+      names.push_back(header.path.c_str());
+    }
     const nvrtcResult result =
         nvrtcCreateProgram(&program_, source.text.c_str(), source.name.c_str(),
                            static_cast<int>(contents.size()), contents.data(), names.data());

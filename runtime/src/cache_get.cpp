@@ -8,7 +8,7 @@ namespace attnjit {
 
 LookupResult KernelCache::get(const Spec& spec, const Signature& signature) {
   GeneratedSource source = generate_source(spec, signature);
-  CacheKey key = make_cache_key(signature, source.text);
+  CacheKey key = make_cache_key(signature, source.key_text());
   EntryDescription description;
   description.canonical_signature = signature.canonical();
   description.display_name = signature.display_name();

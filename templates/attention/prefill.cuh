@@ -277,48 +277,14 @@ __device__ void forward(const Params<typename C::dtype>& prm) {
 
 template <class C>
 __device__ __forceinline__ void attention_prefill_body(
-    const typename C::dtype* q, const typename C::dtype* k, const typename C::dtype* v,
-    typename C::dtype* o, float* lse, const float* sinks, const int* cu_seqlens_q,
-    const int* cu_seqlens_k, const int* mm_span_offsets, const int* mm_spans,
-    long long q_row_stride, long long q_head_stride, long long k_row_stride,
-    long long k_head_stride, long long v_row_stride, long long v_head_stride,
-    long long o_row_stride, long long o_head_stride, int num_heads_q, int num_heads_kv, int total_q,
-    float scale, float softcap, int window_left, int window_right, const TensorMap& k_map,
-    const TensorMap& v_map) {
-  const attention::Params<typename C::dtype> prm{q,
-                                                 k,
-                                                 v,
-                                                 o,
-                                                 lse,
-                                                 sinks,
-                                                 cu_seqlens_q,
-                                                 cu_seqlens_k,
-                                                 mm_span_offsets,
-                                                 mm_spans,
-                                                 q_row_stride,
-                                                 q_head_stride,
-                                                 k_row_stride,
-                                                 k_head_stride,
-                                                 v_row_stride,
-                                                 v_head_stride,
-                                                 o_row_stride,
-                                                 o_head_stride,
-                                                 num_heads_q,
-                                                 num_heads_kv,
-                                                 total_q,
-                                                 scale,
-                                                 softcap,
-                                                 window_left,
-                                                 window_right,
-                                                 &k_map,
-                                                 &v_map};
+    const attention::Params<typename C::dtype>& params) {
 #if ATTNJIT_HAS_WGMMA
   if constexpr (C::wgmma != 0) {
-    attention::forward_sm90<C>(prm);
+    attention::forward_sm90<C>(params);
     return;
   }
 #endif
-  if constexpr (C::wgmma == 0) attention::forward<C>(prm);
+  if constexpr (C::wgmma == 0) attention::forward<C>(params);
 }
 
 }  // namespace attnjit

@@ -141,8 +141,8 @@ __device__ void forward_sm90(const Params<typename C::dtype>& prm) {
     // tile i waits for the consumers to finish Q K^T of tile i - stages, V
     // for P V of that tile.
     if (warp == C::warps && lane == 0) {
-      ptx::prefetch_tensor_map(prm.k_map);
-      ptx::prefetch_tensor_map(prm.v_map);
+      ptx::prefetch_tensor_map(&prm.k_map);
+      ptx::prefetch_tensor_map(&prm.v_map);
       auto copy = [&](const TensorMap* map, unsigned tile, unsigned full, int row) {
         ptx::mbarrier_arrive_expect_tx(full, L::kTileBytes);
 #pragma unroll
@@ -156,9 +156,9 @@ __device__ void forward_sm90(const Params<typename C::dtype>& prm) {
         const unsigned tile = Ring::stage(i) * L::kTileBytes;
         const int row = work.k_begin + kt * BN;
         if (i >= kStages) ptx::mbarrier_wait(Ring::at(ring.empty_k, i), Ring::parity(i) ^ 1u);
-        copy(prm.k_map, sK + tile, Ring::at(ring.full_k, i), row);
+        copy(&prm.k_map, sK + tile, Ring::at(ring.full_k, i), row);
         if (i >= kStages) ptx::mbarrier_wait(Ring::at(ring.empty_v, i), Ring::parity(i) ^ 1u);
-        copy(prm.v_map, sV + tile, Ring::at(ring.full_v, i), row);
+        copy(&prm.v_map, sV + tile, Ring::at(ring.full_v, i), row);
       }
     }
     return;

@@ -2,6 +2,8 @@
 // decision 2): the packing to bf16x2/f16x2 is one PTX instruction.
 #pragma once
 
+#include "common/abi.h"
+
 namespace attnjit {
 namespace types {
 
@@ -14,13 +16,6 @@ struct alignas(2) fp16 {
 };
 
 }  // namespace types
-
-// A tensor map (TMA descriptor) as the runtime encodes it on the host: 128
-// opaque bytes, 64-byte aligned, passed by value as a __grid_constant__
-// kernel parameter. Kernels that do not copy through the TMA ignore it.
-struct alignas(64) TensorMap {
-  unsigned long long opaque[16];
-};
 
 template <class T>
 struct element;

@@ -48,10 +48,13 @@ __device__ void pass_through_shared(T (&values)[Config::vec]) {
 
 }  // namespace axpy_detail
 
-template <class Config>
-__device__ void axpy_body(const typename Config::dtype* __restrict__ x,
-                          typename Config::dtype* __restrict__ y, float a, long long n) {
+template <class Config, class Params>
+__device__ void axpy_body(const Params& params) {
   using T = typename Config::dtype;
+  const T* __restrict__ x = params.x;
+  T* __restrict__ y = params.y;
+  const float a = params.a;
+  const long long n = params.n;
   using Mode = typename Config::mode_t;
   static_assert(Config::vec >= 1 && Config::vec <= 4, "axpy: vec must be 1, 2 or 4");
   const long long first =

@@ -89,7 +89,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   options.target = parse_target("sm_90a");
   const Signature signature = make_signature(spec, flags, options);
   const GeneratedSource source = generate_source(spec, signature);
-  if (auto problem = testing::generated_source_problem(spec, source.text)) {
+  if (auto problem = testing::generated_source_problem(spec, source)) {
     finding("generated source: " + *problem, source.text);
   }
   return 0;

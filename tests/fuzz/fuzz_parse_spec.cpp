@@ -83,7 +83,7 @@ void exercise_variant(const Spec& spec, const FlagSet& flags) {
       }
       return;
     }
-    if (auto problem = testing::generated_source_problem(spec, source.text)) {
+    if (auto problem = testing::generated_source_problem(spec, source)) {
       finding("generated source: " + *problem, source.text);
     }
   }

@@ -8,6 +8,10 @@
 #include <string>
 #include <string_view>
 
+#include <algorithm>
+#include <vector>
+
+#include "attnjit/codegen.h"
 #include "attnjit/spec.h"
 
 namespace attnjit::testing {
@@ -18,18 +22,15 @@ namespace attnjit::testing {
 // - printable ASCII and '\n' only: no NUL, no carriage return, no unicode;
 // - no backslash anywhere (no escape, no line continuation);
 // - no block comment (a "/*" could swallow generated code);
-// - exactly one preprocessor line, `#include "<template path>"`, whose path
-//   uses only [A-Za-z0-9_./-] and has no ".." component.
-inline std::optional<std::string> generated_source_problem(const Spec& spec,
-                                                           std::string_view text) {
-  for (std::size_t i = 0; i < text.size(); ++i) {
-    const auto c = static_cast<unsigned char>(text[i]);
-    if (c == '\n') continue;
-    if (c < 0x20 || c >= 0x7f)
-      return "byte " + std::to_string(c) + " at offset " + std::to_string(i);
-    if (c == '\\') return "a backslash at offset " + std::to_string(i);
-  }
-  if (text.find("/*") != std::string_view::npos) return "a block comment";
+// - in the unit, exactly two preprocessor lines, the generated params
+//   header's include and `#include "<template path>"`, whose path uses only
+//   [A-Za-z0-9_./-] and has no ".." component;
+// - in the generated params header, only the fixed lines the generator
+//   writes (pragma once, the ABI types' include, the host-only guard).
+// The unit's text alone:
+inline std::optional<std::string> preprocessor_problem(std::string_view text,
+                                                       const std::vector<std::string>& allowed,
+                                                       int expected) {
   int directives = 0;
   std::size_t start = 0;
   while (start < text.size()) {
@@ -40,11 +41,34 @@ inline std::optional<std::string> generated_source_problem(const Spec& spec,
     const std::size_t first = line.find_first_not_of(' ');
     if (first == std::string_view::npos || line[first] != '#') continue;
     ++directives;
-    if (line != "#include \"" + spec.template_path + "\"") {
-      return "a preprocessor line other than the template's include: " + std::string(line);
+    if (std::find(allowed.begin(), allowed.end(), line) == allowed.end()) {
+      return "a preprocessor line the generator does not write: " + std::string(line);
     }
   }
-  if (directives != 1) return std::to_string(directives) + " preprocessor lines";
+  if (expected >= 0 && directives != expected) {
+    return std::to_string(directives) + " preprocessor lines";
+  }
+  return std::nullopt;
+}
+
+inline std::optional<std::string> text_problem(std::string_view text) {
+  for (std::size_t i = 0; i < text.size(); ++i) {
+    const auto c = static_cast<unsigned char>(text[i]);
+    if (c == '\n') continue;
+    if (c < 0x20 || c >= 0x7f)
+      return "byte " + std::to_string(c) + " at offset " + std::to_string(i);
+    if (c == '\\') return "a backslash at offset " + std::to_string(i);
+  }
+  if (text.find("/*") != std::string_view::npos) return "a block comment";
+  return std::nullopt;
+}
+
+inline std::optional<std::string> generated_source_problem(const Spec& spec,
+                                                           std::string_view text) {
+  if (auto problem = text_problem(text)) return problem;
+  const std::vector<std::string> allowed = {"#include \"" + spec.family + "_params.h\"",
+                                            "#include \"" + spec.template_path + "\""};
+  if (auto problem = preprocessor_problem(text, allowed, 2)) return problem;
   const std::string& path = spec.template_path;
   for (char c : path) {
     const bool allowed = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') ||
@@ -59,6 +83,22 @@ inline std::optional<std::string> generated_source_problem(const Spec& spec,
       return "the template path " + path + " leaves templates/";
     }
     from = to + 1;
+  }
+  return std::nullopt;
+}
+
+// The unit and every header generated with it.
+inline std::optional<std::string> generated_source_problem(const Spec& spec,
+                                                           const GeneratedSource& source) {
+  if (auto problem = generated_source_problem(spec, std::string_view(source.text))) return problem;
+  const std::vector<std::string> allowed = {"#pragma once", "#include \"common/abi.h\"",
+                                            "#if !defined(__CUDACC_RTC__)", "#endif"};
+  for (const GeneratedHeader& header : source.headers) {
+    if (header.path != spec.family + "_params.h") return "a generated header " + header.path;
+    if (auto problem = text_problem(header.contents)) return header.path + ": " + *problem;
+    if (auto problem = preprocessor_problem(header.contents, allowed, -1)) {
+      return header.path + ": " + *problem;
+    }
   }
   return std::nullopt;
 }

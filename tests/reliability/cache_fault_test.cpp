@@ -413,7 +413,7 @@ TEST(WrongTarget, RealEntryCopiedUnderAnotherTargetsKey) {
   const Signature s90 = make_signature(spec, flags, sm90a);
   KernelCache cache(testing::disk_config(dir.path()));
   const LookupResult built = cache.get(spec, s80);
-  const CacheKey key90 = make_cache_key(s90, generate_source(spec, s90).text);
+  const CacheKey key90 = make_cache_key(s90, generate_source(spec, s90).key_text());
   write_bytes(KernelCache::entry_path(dir.path(), key90),
               read_bytes(KernelCache::entry_path(dir.path(), built.entry->key)));
   KernelCache next(testing::disk_config(dir.path()));

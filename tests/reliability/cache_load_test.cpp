@@ -285,7 +285,7 @@ TEST(CacheLoadNvrtc, AxpyMatrixCompiledOncePerKeyAcrossProcesses) {
   }
   std::vector<std::string> keys;
   for (const Signature& s : signatures)
-    keys.push_back(make_cache_key(s, generate_source(spec, s).text).hex);
+    keys.push_back(make_cache_key(s, generate_source(spec, s).key_text()).hex);
   constexpr int kProcesses = 3;
   constexpr int kThreads = 3;
   testing::TempDir dir;

@@ -184,7 +184,7 @@ void expect_absent_from_source(const Place& place, const Payload& payload) {
     CompileOptions options;
     const GeneratedSource source = generate_source(spec, make_signature(spec, flags, options));
     EXPECT_EQ(source.text.find("EVIL"), std::string::npos) << source.text;
-    EXPECT_EQ(generated_source_problem(spec, source.text), std::nullopt) << source.text;
+    EXPECT_EQ(generated_source_problem(spec, source), std::nullopt) << source.text;
   }
 }
 
@@ -271,7 +271,7 @@ TEST(HandMadeSpecInjection, CleanSpecGeneratesCleanSource) {
   CompileOptions options;
   const GeneratedSource source =
       generate_source(spec, make_signature(spec, resolve_flags(spec, {}), options));
-  EXPECT_EQ(generated_source_problem(spec, source.text), std::nullopt) << source.text;
+  EXPECT_EQ(generated_source_problem(spec, source), std::nullopt) << source.text;
 }
 
 class HandMadeInjection : public ::testing::TestWithParam<HandMadePlace> {};
@@ -435,7 +435,7 @@ TEST(LongIdentifiers, MalformedOnesGiveBoundedMessagesWellFormedOnesStayIdentifi
   const GeneratedSource source =
       generate_source(spec, make_signature(spec, resolve_flags(spec, {}), options));
   EXPECT_NE(source.text.find("m_t::" + long_good + ";"), std::string::npos) << source.text;
-  EXPECT_EQ(generated_source_problem(spec, source.text), std::nullopt);
+  EXPECT_EQ(generated_source_problem(spec, source), std::nullopt);
 }
 
 }  // namespace

@@ -149,7 +149,7 @@ inline void plant_attention_entry(const std::string& dir, const AttentionFlags& 
                                   const Target& target) {
   const Signature signature = attention_signature(flags, target);
   CacheEntry entry;
-  entry.key = make_cache_key(signature, generate_source(attention_spec(), signature).text);
+  entry.key = make_cache_key(signature, generate_source(attention_spec(), signature).key_text());
   entry.canonical_signature = signature.canonical();
   entry.display_name = signature.display_name();
   entry.target = target.name();

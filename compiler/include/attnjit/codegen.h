@@ -20,19 +20,20 @@
 //       attnjit_traits::threads, attnjit_traits::smem_bytes,
 //       attnjit_traits::min_blocks, 0};
 //   extern "C" __global__ void __launch_bounds__(attnjit_traits::threads,
-//   attnjit_traits::min_blocks) attention_prefill(   // one line in the output
-//       const ::attnjit::types::bf16* __restrict__ q, ...,
-//       int window_left) {
-//     ::attnjit::attention_prefill_body<attnjit_config>(q, ..., window_left);
+//   attnjit_traits::min_blocks) attention_prefill(
+//       const __grid_constant__ ::attnjit::attention_prefill_params<attnjit_config::dtype> params) {
+//     ::attnjit::attention_prefill_body<attnjit_config>(params);
 //   }
 //
+// The unit first includes the generated "<family>_params.h" (the struct of
+// the spec's args, kernel_params.h; it travels in GeneratedSource::headers).
 // The family's template (spec.template_path) defines, in namespace ::attnjit:
 //   template <class Config> struct <entry>_traits {
 //     static constexpr unsigned threads = ...;     // per block
 //     static constexpr unsigned smem_bytes = ...;  // dynamic shared memory
 //     static constexpr unsigned min_blocks = ...;  // per SM, for launch bounds
 //   };
-//   template <class Config> __device__ void <entry>_body(<args...>);
+//   template <class Config, class Params> __device__ void <entry>_body(const Params&);
 // and the element types its type flags name in ::attnjit::types. The
 // runtime reads `<entry>_launch_info` = {threads, dynamic smem bytes,
 // min blocks, 0}; compile_source() also parses it from the PTX. The spec
@@ -47,10 +48,22 @@
 
 namespace attnjit {
 
+// Headers the generator writes per variant (the params struct), beside the
+// embedded templates. They are part of the cache key (key_text()).
+struct GeneratedHeader {
+  std::string path;  // include name, e.g. "attention_prefill_params.h"
+  std::string contents;
+};
+
 struct GeneratedSource {
   std::string name;   // "<display_name>.cu", for NVRTC and dumps
   std::string text;   // the translation unit
   std::string entry;  // extern "C" kernel name
+  std::vector<GeneratedHeader> headers;
+
+  // The text and every generated header, length-prefixed: what the cache
+  // key hashes as "the expanded source".
+  std::string key_text() const;
 };
 
 // Throws Error(kCodegen) if the template is not embedded.
