@@ -23,9 +23,11 @@ _DTYPE_NAMES = {torch.bfloat16: "bf16", torch.float16: "fp16"}
 _INT32_MAX = 2**31 - 1
 _GRID_MAX = 65535  # sequences and query heads are grid dimensions
 
-# (flags..., device index) -> _C.AttentionKernel. The kernel object loads
-# its module into each CUDA context on first use there, so nothing here is
-# tied to one context.
+# (flag items, device index) -> _C.AttentionKernel: the launch path's
+# handles, keyed by the same flag assignment (the spec's names and values)
+# that the C++ memo resolves into its canonical FlagSet. The kernel object
+# loads its module into each CUDA context on first use there, so nothing
+# here is tied to one context.
 _kernels = {}
 
 _raw_stream = getattr(torch._C, "_cuda_getCurrentRawStream", None)
@@ -44,9 +46,8 @@ def _stream(device):
 def _kernel(key):
     kernel = _kernels.get(key)
     if kernel is None:
-        dtype, head_dim, causal, window, sinks, mm, clamp, softcap, lse, _ = key
-        kernel = _C.get_kernel(dtype, head_dim, causal, window, sinks, mm,
-                               clamp, softcap, lse)
+        flags, _ = key
+        kernel = _C.get_kernel(dict(flags))
         _kernels[key] = kernel
     return kernel
 
@@ -344,8 +345,11 @@ def _launch(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seqlen_k,
     if total_q == 0 or num_seqs == 0:
         return out, lse
 
-    key = (dtype_name, head_dim, bool(causal), window, sinks_mode, mm_prefix,
-           clamp, softcap > 0, bool(return_lse), device)
+    key = ((("dtype", dtype_name), ("head_dim", head_dim),
+            ("causal", bool(causal)), ("window", window),
+            ("sinks", sinks_mode), ("mm_prefix", mm_prefix),
+            ("mm_clamp", clamp), ("softcap", softcap > 0),
+            ("return_lse", bool(return_lse))), device)
     args = (q.data_ptr(), k.data_ptr(), v.data_ptr(), out.data_ptr(),
             lse.data_ptr() if lse is not None else 0,
             sinks.data_ptr() if sinks is not None else 0,

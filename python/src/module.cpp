@@ -43,34 +43,30 @@ void translate(const std::exception_ptr& thrown, void*) {
   }
 }
 
-SinkMode parse_sinks(const std::string& name) {
-  if (name == "none") return SinkMode::kNone;
-  if (name == "null_logit") return SinkMode::kNullLogit;
-  if (name == "bias_key0") return SinkMode::kBiasKey0;
-  throw Error(ErrorKind::kFlags,
-              "sinks_mode must be 'none', 'null_logit' or 'bias_key0', got '" + name + "'");
+// Flags arrive in the spec's own vocabulary ({"causal": True, "sinks":
+// "null_logit", ...}) and are resolved into the spec's FlagSet, the one
+// canonical form that keys the memo and the cache.
+FlagSet to_flag_set(const nb::dict& given) {
+  std::map<std::string, FlagValue> flags;
+  for (auto [key, value] : given) {
+    const std::string name = nb::cast<std::string>(nb::str(key));
+    if (nb::isinstance<nb::bool_>(value)) {
+      flags[name] = nb::cast<bool>(value);
+    } else if (nb::isinstance<nb::int_>(value)) {
+      flags[name] = nb::cast<int64_t>(value);
+    } else if (nb::isinstance<nb::str>(value)) {
+      flags[name] = nb::cast<std::string>(value);
+    } else {
+      throw Error(ErrorKind::kFlags, "flag '" + name + "' must be a bool, an int or a str, got " +
+                                         nb::cast<std::string>(nb::str(nb::type_name(value.type()))));
+    }
+  }
+  return resolve_flags(attnjit::attention_spec(), flags);
 }
 
-DType parse_dtype(const std::string& name) {
-  if (name == "bf16") return DType::kBF16;
-  if (name == "fp16") return DType::kFP16;
-  throw Error(ErrorKind::kFlags, "dtype must be 'bf16' or 'fp16', got '" + name + "'");
-}
-
-std::shared_ptr<AttentionKernel> get_kernel(const std::string& dtype, int head_dim, bool causal,
-                                            bool window, const std::string& sinks, bool mm_prefix,
-                                            bool mm_clamp, bool softcap, bool return_lse,
+std::shared_ptr<AttentionKernel> get_kernel(const nb::dict& flags,
                                             const std::optional<std::string>& target) {
-  AttentionFlags flags;
-  flags.dtype = parse_dtype(dtype);
-  flags.head_dim = head_dim;
-  flags.causal = causal;
-  flags.window = window;
-  flags.sinks = parse_sinks(sinks);
-  flags.mm_prefix = mm_prefix;
-  flags.mm_clamp = mm_clamp;
-  flags.softcap = softcap;
-  flags.return_lse = return_lse;
+  const FlagSet flag_set = to_flag_set(flags);
   Target resolved;
   if (target) {
     resolved = parse_target(*target);
@@ -81,7 +77,7 @@ std::shared_ptr<AttentionKernel> get_kernel(const std::string& dtype, int head_d
   // A miss compiles for a few hundred milliseconds: let other threads run.
   nb::gil_scoped_release release;
   return attnjit::on_large_stack(
-      [&] { return AttentionKernel::get(flags, KernelCache::global(), &resolved); });
+      [&] { return AttentionKernel::get(flag_set, KernelCache::global(), &resolved); });
 }
 
 // One launch; pointers and the stream are integers (0 for null).
@@ -178,11 +174,11 @@ NB_MODULE(_C, m) {
            "Checks the arguments on the host and launches on `stream` in the "
            "calling thread's current CUDA context (no sync, no allocation).");
 
-  m.def("get_kernel", &get_kernel, "dtype"_a, "head_dim"_a, "causal"_a, "window"_a, "sinks"_a,
-        "mm_prefix"_a, "mm_clamp"_a, "softcap"_a, "return_lse"_a, "target"_a = nb::none(),
-        "The variant for these flags from the process-wide cache (memory, "
-        "AOT dirs, disk, then NVRTC). target None: the current CUDA "
-        "context's device.");
+  m.def("get_kernel", &get_kernel, "flags"_a, "target"_a = nb::none(),
+        "The variant for these flags (a dict in the attention spec's names "
+        "and values; unnamed flags take their defaults) from the "
+        "process-wide cache (memory, AOT dirs, disk, then NVRTC). target "
+        "None: the current CUDA context's device.");
   m.def("cache_stats", &cache_stats, "Counters of the process-wide kernel cache.");
   m.def(
       "driver_available", [] { return Driver::available(); },

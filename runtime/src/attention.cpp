@@ -12,72 +12,11 @@
 
 #include <fmt/format.h>
 
+#include "attention_prefill_params.h"
 #include "attnjit/error.h"
 
 namespace attnjit {
 namespace {
-
-// The kernel's parameter list as the launch below fills it; checked
-// against the spec's `args` once, so a spec edit cannot silently shift
-// arguments.
-constexpr const char* kArgOrder[] = {"q",
-                                     "k",
-                                     "v",
-                                     "o",
-                                     "lse",
-                                     "sinks",
-                                     "cu_seqlens_q",
-                                     "cu_seqlens_k",
-                                     "mm_span_offsets",
-                                     "mm_spans",
-                                     "q_row_stride",
-                                     "q_head_stride",
-                                     "k_row_stride",
-                                     "k_head_stride",
-                                     "v_row_stride",
-                                     "v_head_stride",
-                                     "o_row_stride",
-                                     "o_head_stride",
-                                     "num_heads_q",
-                                     "num_heads_kv",
-                                     "total_q",
-                                     "scale",
-                                     "softcap",
-                                     "window_left",
-                                     "window_right",
-                                     "k_map",
-                                     "v_map"};
-constexpr int kArgCount = sizeof(kArgOrder) / sizeof(kArgOrder[0]);
-
-void check_arg_order(const Spec& spec) {
-  bool same = int(spec.args.size()) == kArgCount;
-  for (int i = 0; same && i < kArgCount; ++i) {
-    same = spec.args[i].name == kArgOrder[i];
-  }
-  if (!same) {
-    throw Error(
-        ErrorKind::kSpec,
-        fmt::format("{}: the attention runtime expects the args {} in "
-                    "this order",
-                    spec.source_name, fmt::join(std::begin(kArgOrder), std::end(kArgOrder), ", ")));
-  }
-}
-
-uint64_t pack_flags(const AttentionFlags& f, const Target& t, const KernelCache* cache) {
-  uint64_t key = uint64_t(f.head_dim);
-  key = key * 2 + (f.dtype == DType::kFP16);
-  key = key * 2 + f.causal;
-  key = key * 2 + f.window;
-  key = key * 4 + int(f.sinks);
-  key = key * 2 + f.mm_prefix;
-  key = key * 2 + f.mm_clamp;
-  key = key * 2 + f.softcap;
-  key = key * 2 + f.return_lse;
-  key = key * 256 + uint64_t(t.sm);
-  key = key * 2 + t.arch_specific;
-  // 27 bits of flags and target; the cache instance above them.
-  return key | (cache->instance_id() << 32);
-}
 
 [[noreturn]] void fail(const std::string& message) { throw Error(ErrorKind::kArgument, message); }
 
@@ -208,6 +147,41 @@ inline void require_layout(const char* name, int64_t rows, int64_t row_stride, i
   if (!ok) layout_failed(name, rows, row_stride, heads, head_stride, head_dim);
 }
 
+// The kernel ABI: the struct generated from the spec's `args`, filled by
+// field in one place. Scalars the flags switch off are passed neutral.
+using KernelParams = attention_prefill_params<void>;
+static_assert(sizeof(TensorMap) == sizeof(TensorMapBytes), "a TMA map is 128 bytes");
+
+KernelParams kernel_params(const AttentionFlags& flags, const AttentionArgs& a) {
+  KernelParams p{};
+  p.q = a.q;
+  p.k = a.k;
+  p.v = a.v;
+  p.o = a.o;
+  p.lse = a.lse;
+  p.sinks = a.sinks;
+  p.cu_seqlens_q = a.cu_seqlens_q;
+  p.cu_seqlens_k = a.cu_seqlens_k;
+  p.mm_span_offsets = a.mm_span_offsets;
+  p.mm_spans = a.mm_spans;
+  p.q_row_stride = a.q_row_stride;
+  p.q_head_stride = a.q_head_stride;
+  p.k_row_stride = a.k_row_stride;
+  p.k_head_stride = a.k_head_stride;
+  p.v_row_stride = a.v_row_stride;
+  p.v_head_stride = a.v_head_stride;
+  p.o_row_stride = a.o_row_stride;
+  p.o_head_stride = a.o_head_stride;
+  p.num_heads_q = a.num_heads_q;
+  p.num_heads_kv = a.num_heads_kv;
+  p.total_q = a.total_q;
+  p.scale = a.scale > 0 ? a.scale : 1.f / std::sqrt(float(flags.head_dim));
+  p.softcap = flags.softcap ? a.softcap : 0.f;
+  p.window_left = flags.window ? a.window_left : -1;
+  p.window_right = flags.window ? a.window_right : -1;
+  return p;
+}
+
 }  // namespace
 
 const char* to_string(DType dtype) { return dtype == DType::kBF16 ? "bf16" : "fp16"; }
@@ -225,11 +199,7 @@ const char* to_string(SinkMode mode) {
 }
 
 const Spec& attention_spec() {
-  static const Spec spec = [] {
-    Spec s = load_embedded_spec("attention");
-    check_arg_order(s);
-    return s;
-  }();
+  static const Spec spec = load_embedded_spec("attention");
   return spec;
 }
 
@@ -243,6 +213,10 @@ std::map<std::string, FlagValue> AttentionFlags::to_flag_map() const {
           {"mm_clamp", mm_clamp},
           {"softcap", softcap},
           {"return_lse", return_lse}};
+}
+
+FlagSet AttentionFlags::to_flag_set() const {
+  return resolve_flags(attention_spec(), to_flag_map());
 }
 
 AttentionFlags AttentionFlags::from_flag_set(const FlagSet& flags) {
@@ -316,27 +290,34 @@ void validate_attention_args(const AttentionFlags& flags, const AttentionArgs& a
 std::shared_ptr<AttentionKernel> AttentionKernel::get(
     const AttentionFlags& flags, KernelCache& cache, const Target* target,
     const std::map<std::string, int64_t>& tuning_overrides) {
+  return get(flags.to_flag_set(), cache, target, tuning_overrides);
+}
+
+std::shared_ptr<AttentionKernel> AttentionKernel::get(
+    const FlagSet& flags, KernelCache& cache, const Target* target,
+    const std::map<std::string, int64_t>& tuning_overrides) {
   const Target t = target != nullptr ? *target : current_device_target();
+  const Spec& spec = attention_spec();
+  const CompileOptions options = CompileOptions::from_environment(t);
   // Never destroyed: at process exit the driver may already be torn down
   // (or a context destroyed), and unloading modules then can crash.
   static std::mutex& mutex = *new std::mutex;
-  static auto& memo = *new std::unordered_map<uint64_t, std::shared_ptr<AttentionKernel>>;
-  // Variants with tuning overrides (the autotuner's) skip the memo; the
-  // cache's own memory level still serves them.
+  static auto& memo = *new std::unordered_map<std::string, std::shared_ptr<AttentionKernel>>;
+  // The one memo, keyed by the canonical flag text and options (the
+  // signature's own spelling) per cache. Variants with tuning overrides
+  // (the autotuner's) skip it; the cache's memory level still serves them.
   const bool memoize = tuning_overrides.empty();
-  const uint64_t memo_key = pack_flags(flags, t, &cache);
+  const std::string memo_key =
+      std::to_string(cache.instance_id()) + "|" + flags.str() + "@" + options.canonical();
   if (memoize) {
     std::lock_guard<std::mutex> lock(mutex);
     auto it = memo.find(memo_key);
     if (it != memo.end()) return it->second;
   }
-  const Spec& spec = attention_spec();
-  const FlagSet flag_set = resolve_flags(spec, flags.to_flag_map());
-  const Signature sig =
-      make_signature(spec, flag_set, CompileOptions::from_environment(t), tuning_overrides);
+  const Signature sig = make_signature(spec, flags, options, tuning_overrides);
   LookupResult found = cache.get(spec, sig);
   auto kernel = std::shared_ptr<AttentionKernel>(new AttentionKernel());
-  kernel->flags_ = flags;
+  kernel->flags_ = AttentionFlags::from_flag_set(flags);
   kernel->kernel_ = std::make_unique<Kernel>(found.entry);
   kernel->block_m_ = int(sig.tuning_value("block_m"));
   kernel->block_n_ = int(sig.tuning_value("block_n"));
@@ -351,50 +332,16 @@ std::shared_ptr<AttentionKernel> AttentionKernel::get(
 void AttentionKernel::launch(const AttentionArgs& a, CuStream stream) {
   validate_attention_args(flags_, a);
   if (a.num_seqs == 0 || a.max_seqlen_q == 0) return;
-  const float scale = a.scale > 0 ? a.scale : 1.f / std::sqrt(float(flags_.head_dim));
-  const float softcap = flags_.softcap ? a.softcap : 0.f;
-  const int window_left = flags_.window ? a.window_left : -1;
-  const int window_right = flags_.window ? a.window_right : -1;
-  long long strides[8] = {a.q_row_stride, a.q_head_stride, a.k_row_stride, a.k_head_stride,
-                          a.v_row_stride, a.v_head_stride, a.o_row_stride, a.o_head_stride};
-  void* args[kArgCount] = {const_cast<void**>(&a.q),
-                           const_cast<void**>(&a.k),
-                           const_cast<void**>(&a.v),
-                           const_cast<void**>(&a.o),
-                           const_cast<float**>(&a.lse),
-                           const_cast<const float**>(&a.sinks),
-                           const_cast<const int32_t**>(&a.cu_seqlens_q),
-                           const_cast<const int32_t**>(&a.cu_seqlens_k),
-                           const_cast<const int32_t**>(&a.mm_span_offsets),
-                           const_cast<const int32_t**>(&a.mm_spans),
-                           &strides[0],
-                           &strides[1],
-                           &strides[2],
-                           &strides[3],
-                           &strides[4],
-                           &strides[5],
-                           &strides[6],
-                           &strides[7],
-                           const_cast<int*>(&a.num_heads_q),
-                           const_cast<int*>(&a.num_heads_kv),
-                           const_cast<int*>(&a.total_q),
-                           const_cast<float*>(&scale),
-                           const_cast<float*>(&softcap),
-                           const_cast<int*>(&window_left),
-                           const_cast<int*>(&window_right),
-                           nullptr,
-                           nullptr};
+  KernelParams params = kernel_params(flags_, a);
   // The warpgroup kernels copy k and v tiles through TMA maps; the others
-  // take (and ignore) zeroed ones.
-  static const TensorMapBytes kNoMap{};
+  // ignore the (zeroed) fields.
   if (tma_) {
     const TensorMapBytes* maps[2];
     kv_tensor_maps(flags_, a, block_n_, maps);
-    args[kArgCount - 2] = const_cast<TensorMapBytes*>(maps[0]);
-    args[kArgCount - 1] = const_cast<TensorMapBytes*>(maps[1]);
-  } else {
-    args[kArgCount - 2] = args[kArgCount - 1] = const_cast<TensorMapBytes*>(&kNoMap);
+    std::memcpy(&params.k_map, maps[0], sizeof(params.k_map));
+    std::memcpy(&params.v_map, maps[1], sizeof(params.v_map));
   }
+  void* args[] = {&params};
   const LaunchGrid grid = attention_grid(a, block_m_, pack_gqa_);
   kernel_->launch(grid.x, grid.y, grid.z, stream, args);
 }

@@ -190,28 +190,26 @@ struct ContextState {
 
   KernelCache* cache;
   std::mutex mutex;  // guards kernels
-  std::map<std::string, std::unique_ptr<attnjit_kernel>> kernels;
+  std::map<const AttentionKernel*, std::unique_ptr<attnjit_kernel>> kernels;
 };
 
+// The typed API's memo decides which variant the flags name; the context
+// only keeps one stable handle per variant it handed out.
 attnjit_kernel* get_kernel(ContextState& state, const AttentionFlags& flags, const Target& target) {
-  const std::string memo_key = describe(flags) + "@" + target.name();
-  {
-    std::lock_guard<std::mutex> lock(state.mutex);
-    auto it = state.kernels.find(memo_key);
-    if (it != state.kernels.end()) return it->second.get();
-  }
-  auto made = std::make_unique<attnjit_kernel>();
-  made->kernel =
+  std::shared_ptr<AttentionKernel> kernel =
       attnjit::on_large_stack([&] { return AttentionKernel::get(flags, *state.cache, &target); });
-  const attnjit::CacheEntry& entry = made->kernel->kernel().entry();
-  made->name = entry.display_name;
-  made->key = entry.key.hex;
-  made->signature = entry.canonical_signature;
-  made->source = attnjit::to_string(made->kernel->source());
   std::lock_guard<std::mutex> lock(state.mutex);
-  // A concurrent caller may have won; theirs and ours are the same variant.
-  auto inserted = state.kernels.emplace(memo_key, std::move(made));
-  return inserted.first->second.get();
+  std::unique_ptr<attnjit_kernel>& handle = state.kernels[kernel.get()];
+  if (handle == nullptr) {
+    handle = std::make_unique<attnjit_kernel>();
+    const attnjit::CacheEntry& entry = kernel->kernel().entry();
+    handle->name = entry.display_name;
+    handle->key = entry.key.hex;
+    handle->signature = entry.canonical_signature;
+    handle->source = attnjit::to_string(kernel->source());
+    handle->kernel = std::move(kernel);
+  }
+  return handle.get();
 }
 
 attnjit::CacheConfig to_config(const attnjit_context_options* options) {

@@ -32,7 +32,12 @@ struct AttentionFlags {
   bool softcap = false;
   bool return_lse = false;
 
+  // The typed view of the spec's flags. The canonical form, which keys the
+  // memo and the cache, is the spec's FlagSet: to_flag_set() resolves
+  // these against the spec (throws Error(kFlags) for an illegal
+  // combination).
   std::map<std::string, FlagValue> to_flag_map() const;
+  FlagSet to_flag_set() const;
   static AttentionFlags from_flag_set(const FlagSet& flags);
 };
 
@@ -89,12 +94,19 @@ LaunchGrid attention_grid(const AttentionArgs& args, int block_m, bool pack_gqa)
 
 class AttentionKernel {
  public:
-  // Resolves the flags against the spec (illegal combinations throw
-  // Error(kFlags)), then gets the variant through `cache`.
+  // Gets the variant through `cache`, memoized per process by (cache,
+  // canonical flags, compile options). `flags` must come from the
+  // attention spec (resolve_flags / resolve_preset / to_flag_set).
   static std::shared_ptr<AttentionKernel> get(
-      const AttentionFlags& flags, KernelCache& cache = KernelCache::global(),
+      const FlagSet& flags, KernelCache& cache = KernelCache::global(),
       const Target* target = nullptr,                                // null: the current device's
       const std::map<std::string, int64_t>& tuning_overrides = {});  // autotuner
+  // The same from the typed view (resolved first; illegal combinations
+  // throw Error(kFlags)).
+  static std::shared_ptr<AttentionKernel> get(
+      const AttentionFlags& flags, KernelCache& cache = KernelCache::global(),
+      const Target* target = nullptr,
+      const std::map<std::string, int64_t>& tuning_overrides = {});
 
   const AttentionFlags& flags() const { return flags_; }
   Kernel& kernel() { return *kernel_; }
