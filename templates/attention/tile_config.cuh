@@ -1,0 +1,167 @@
+// The tile configuration of the attention kernels as one constexpr function
+// of the tuning parameters, so that the kernels (their traits, shared-memory
+// layouts and the warpgroup path's register share) and the host (the launch
+// grid, the TMA boxes, the autotuner's search space) derive every number
+// from the same rules, each written once. Plain C++17 on purpose: it
+// compiles under NVRTC and with the host compiler (tile_config.h, the
+// host's name for it), and holds no device code. It describes valid shapes;
+// the kernels reject the others with a static_assert that says why.
+#pragma once
+
+// NVRTC compiles no function without an execution space (it would be host
+// code); the host compiler knows none.
+#if defined(__CUDACC_RTC__)
+#define ATTNJIT_TILE_CONSTEXPR __host__ __device__ constexpr
+#else
+#define ATTNJIT_TILE_CONSTEXPR constexpr
+#endif
+
+namespace attnjit {
+namespace attention {
+
+// The tuning parameters of a variant (specs/attention.yaml `tuning`), and
+// whether the compile options cap the registers per thread.
+struct TileShape {
+  int head_dim, block_m, block_n, warps, stages, min_blocks;
+  bool pack_gqa, wgmma, register_cap;
+};
+
+struct TileConfig {
+  TileShape shape;
+  int threads;              // per block: the consumer warps, plus the producer warpgroup (wgmma)
+  int consumer_threads;     // the threads that run the MMAs: shape.warps * 32
+  int warpgroups;           // consumer warpgroups of 4 warps, 64 rows each (wgmma; 0 otherwise)
+  int m_tiles;              // m16 row tiles per consumer warp
+  bool q_in_registers;      // mma.sync: Q's fragments stay in registers across key tiles
+  int smem_row_stride;      // elements per padded shared row (mma.sync tiles, epilogue staging)
+  unsigned q_tile_bytes;    // the Q tile in shared memory
+  unsigned kv_tile_bytes;   // one K (or V) tile: one stage of the pipeline
+  unsigned barrier_offset;  // wgmma: the mbarrier ring, from the 1024-byte aligned tiles
+  unsigned smem_bytes;      // dynamic shared memory per block
+  int tma_chunk;            // swizzle chunk of D (elements) = the TMA box's width
+  int swizzle_bytes;        // bytes of one swizzled row: 2 * tma_chunk
+  int tma_box_rows;         // rows of a TMA box (one head): block_n
+  unsigned tma_box_bytes;   // one box, tma_box_rows x swizzle_bytes
+  // Registers per thread: the launch bound's share, and those of the
+  // producer and consumer warpgroups after setmaxnreg when rebalancing
+  // (the launch share otherwise; producer 0 on the mma.sync path).
+  int launch_registers, producer_registers, consumer_registers;
+  bool rebalance;
+};
+
+// Warpgroup MMAs read tiles in column chunks of the widest hardware swizzle
+// that divides D: 64, 32 or 16 elements (128, 64 or 32-byte rows).
+ATTNJIT_TILE_CONSTEXPR int swizzle_chunk(int head_dim) {
+  return head_dim % 64 == 0 ? 64 : head_dim % 32 == 0 ? 32 : 16;
+}
+
+// mma.sync's shared rows are padded by 16 bytes, which makes every ldmatrix
+// phase hit 8 distinct 16-byte bank groups for all supported head dims.
+ATTNJIT_TILE_CONSTEXPR int padded_row_stride(int head_dim) { return head_dim + 8; }
+
+namespace tile_detail {
+
+// mma.sync: Q, then a ring of `stages` K tiles and one of V tiles, all in
+// padded rows. wgmma: 1024 bytes of slack to align the swizzled tiles (Q,
+// the K ring, the V ring); the epilogue stages each warp's 16 output rows
+// (padded) over them; the mbarriers follow: full and empty, for K and for
+// V, per stage.
+ATTNJIT_TILE_CONSTEXPR void set_shared_memory(TileConfig& c) {
+  const TileShape& s = c.shape;
+  const int row_bytes = s.wgmma ? s.head_dim * 2 : c.smem_row_stride * 2;
+  c.q_tile_bytes = unsigned(s.block_m * row_bytes);
+  c.kv_tile_bytes = unsigned(s.block_n * row_bytes);
+  const unsigned tiles = c.q_tile_bytes + 2u * unsigned(s.stages) * c.kv_tile_bytes;
+  if (!s.wgmma) {
+    c.barrier_offset = 0;
+    c.smem_bytes = tiles;
+    return;
+  }
+  const unsigned staged_output = unsigned(s.block_m * c.smem_row_stride * 2);
+  c.barrier_offset = tiles > staged_output ? tiles : staged_output;
+  c.smem_bytes = 1024u + c.barrier_offset + unsigned(4 * s.stages * 8);
+}
+
+// Every warpgroup starts with the launch bound's share; on the wgmma path
+// the producer needs few, so it gives them back (setmaxnreg) and the
+// consumers take them, as far as the block's pool allows. A register file
+// quarter (16K) holds one warp of each warpgroup of each block. A register
+// cap (--maxrregcount) makes the launch share unknown to the kernel: no
+// rebalancing then (setmaxnreg.inc past the block's pool would wait
+// forever).
+ATTNJIT_TILE_CONSTEXPR void set_registers(TileConfig& c) {
+  const TileShape& s = c.shape;
+  const int share = 65536 / (c.threads * s.min_blocks) / 8 * 8;
+  c.launch_registers = share > 255 ? 255 : share;
+  c.rebalance = s.wgmma && !s.register_cap && c.launch_registers < 232;
+  c.producer_registers = s.wgmma ? c.launch_registers : 0;
+  c.consumer_registers = c.launch_registers;
+  if (!c.rebalance) return;
+  const int wg = c.warpgroups;
+  c.producer_registers = wg == 1 ? 40 : wg == 2 ? 24 : 32;
+  const int consumer = ((wg + 1) * c.launch_registers - c.producer_registers) / wg / 8 * 8;
+  c.consumer_registers = consumer > 256 ? 256 : consumer;
+}
+
+}  // namespace tile_detail
+
+ATTNJIT_TILE_CONSTEXPR TileConfig make_tile_config(const TileShape& shape) {
+  TileConfig c{};
+  c.shape = shape;
+  c.consumer_threads = shape.warps * 32;
+  c.threads = c.consumer_threads + (shape.wgmma ? 128 : 0);
+  c.warpgroups = shape.wgmma ? shape.warps / 4 : 0;
+  // Each warp owns 16 rows per m-tile; with two m-tiles (mma.sync) every K
+  // and V fragment read from shared memory feeds two MMAs. Q fragments stay
+  // in registers while they fit the budget, else they are re-read from
+  // shared memory for each key tile (wgmma reads Q through descriptors).
+  c.m_tiles = shape.block_m / (16 * shape.warps);
+  c.q_in_registers = !shape.wgmma && shape.head_dim * c.m_tiles <= 128;
+  c.smem_row_stride = padded_row_stride(shape.head_dim);
+  c.tma_chunk = swizzle_chunk(shape.head_dim);
+  c.swizzle_bytes = 2 * c.tma_chunk;
+  c.tma_box_rows = shape.block_n;
+  c.tma_box_bytes = unsigned(shape.block_n * c.swizzle_bytes);
+  tile_detail::set_shared_memory(c);
+  tile_detail::set_registers(c);
+  return c;
+}
+
+// The launch grid: x query tiles of block_m (packed) rows over the longest
+// sequence, y heads (kv heads when packing GQA: a block holds the Hq / Hkv
+// query heads of one, else query heads), z sequences. The kernels' tile
+// scheduler maps each block back to its rows.
+struct GridShape {
+  unsigned x, y, z;
+};
+
+ATTNJIT_TILE_CONSTEXPR GridShape grid_shape(const TileConfig& tile, long long max_seqlen_q,
+                                            int heads_q, int heads_kv, int num_seqs) {
+  const bool pack = tile.shape.pack_gqa;
+  const long long group = pack ? heads_q / heads_kv : 1;
+  const long long rows = max_seqlen_q * group;
+  const long long block_m = tile.shape.block_m;
+  return GridShape{unsigned((rows + block_m - 1) / block_m), unsigned(pack ? heads_kv : heads_q),
+                   unsigned(num_seqs)};
+}
+
+// The device side: a generated Config's configuration, from its tuning
+// params and the register cap the compile options announce
+// (ATTNJIT_MAX_REGISTERS is defined when one is set). A function, not a
+// constant: NVRTC would emit a constant's bytes into every module.
+#if defined(ATTNJIT_MAX_REGISTERS)
+constexpr bool kRegisterCap = true;
+#else
+constexpr bool kRegisterCap = false;
+#endif
+
+template <class C>
+ATTNJIT_TILE_CONSTEXPR TileConfig tile_config() {
+  return make_tile_config(TileShape{C::head_dim, C::block_m, C::block_n, C::warps, C::stages,
+                                    C::min_blocks, C::pack_gqa != 0, C::wgmma != 0, kRegisterCap});
+}
+
+}  // namespace attention
+}  // namespace attnjit
+
+#undef ATTNJIT_TILE_CONSTEXPR

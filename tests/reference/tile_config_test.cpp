@@ -1,0 +1,151 @@
+// The tile configuration (templates/attention/tile_config.h), compiled for
+// the host: for every tile rule of specs/attention.yaml on sm_80 and
+// sm_90a, and a few autotuner configs, the threads, dynamic shared memory
+// and setmaxnreg counts are those the compiled kernels report (`attnjit
+// compile --target ...` resources and PTX); the TMA box follows the swizzle
+// chunk; a register cap turns rebalancing off; the grid is the runtime's.
+#include <gtest/gtest.h>
+
+#include <random>
+
+#include "attention/tile_config.h"
+#include "attnjit/attention.h"
+
+namespace attnjit {
+namespace {
+
+using attention::GridShape;
+using attention::make_tile_config;
+using attention::TileConfig;
+using attention::TileShape;
+
+// Usable in constant expressions, as the kernels use it.
+static_assert(make_tile_config(TileShape{128, 192, 64, 12, 3, 1, true, true, false}).threads ==
+              512);
+
+struct Expected {
+  TileShape shape;
+  int threads;
+  unsigned smem_bytes;
+  int m_tiles;
+  bool q_in_registers;
+  bool rebalance;
+  int producer_registers, consumer_registers;  // after setmaxnreg, when rebalancing
+};
+
+// What `attnjit compile` printed for these configs before TileConfig
+// existed (the kernels computed them themselves).
+const Expected kExpected[] = {
+    // sm_90a rules: warpgroups of 64 rows plus the producer warpgroup.
+    {{256, 128, 64, 8, 2, 1, true, true, false}, 384, 197696, 1, false, true, 24, 240},
+    {{192, 128, 64, 8, 2, 1, true, true, false}, 384, 148544, 1, false, true, 24, 240},
+    {{64, 64, 32, 4, 2, 4, false, true, false}, 256, 25664, 1, false, true, 40, 88},
+    {{80, 64, 64, 4, 3, 1, false, true, false}, 256, 72800, 1, false, false, 0, 0},
+    {{128, 64, 64, 4, 3, 1, false, true, false}, 256, 115808, 1, false, false, 0, 0},
+    {{128, 192, 64, 12, 3, 1, true, true, false}, 512, 148576, 1, false, true, 32, 160},
+    {{80, 192, 80, 12, 2, 1, false, true, false}, 512, 83008, 1, false, true, 32, 160},
+    {{64, 192, 64, 12, 2, 1, false, true, false}, 512, 58432, 1, false, true, 32, 160},
+    {{96, 192, 64, 12, 2, 1, false, true, false}, 512, 87104, 1, false, true, 32, 160},
+    // Autotuner configs on sm_90a.
+    {{96, 64, 64, 4, 2, 2, false, true, false}, 256, 62528, 1, false, true, 40, 216},
+    {{80, 128, 48, 8, 4, 1, false, true, false}, 384, 83072, 1, false, true, 24, 240},
+    {{128, 192, 64, 12, 3, 1, true, false, false}, 384, 156672, 1, true, false, 0, 0},
+    // sm_80 rules (mma.sync).
+    {{256, 64, 32, 4, 2, 1, false, false, false}, 128, 101376, 1, false, false, 0, 0},
+    {{192, 64, 32, 4, 2, 1, false, false, false}, 128, 76800, 1, false, false, 0, 0},
+    {{64, 128, 32, 8, 2, 2, true, false, false}, 256, 36864, 1, true, false, 0, 0},
+    {{80, 64, 64, 2, 2, 1, false, false, false}, 64, 56320, 2, false, false, 0, 0},
+    {{128, 64, 64, 2, 2, 1, false, false, false}, 64, 87040, 2, false, false, 0, 0},
+    {{128, 128, 64, 4, 2, 2, false, false, false}, 128, 104448, 2, false, false, 0, 0},
+    {{64, 128, 64, 4, 3, 1, false, false, false}, 128, 73728, 2, true, false, 0, 0},
+    {{80, 128, 64, 4, 3, 1, false, false, false}, 128, 90112, 2, false, false, 0, 0},
+    {{96, 128, 64, 4, 3, 1, false, false, false}, 128, 106496, 2, false, false, 0, 0},
+    // sm_86 / sm_89 rules and an autotuner config.
+    {{256, 64, 16, 4, 2, 1, false, false, false}, 128, 67584, 1, false, false, 0, 0},
+    {{96, 64, 32, 4, 2, 1, false, false, false}, 128, 39936, 1, true, false, 0, 0},
+    {{192, 128, 32, 4, 2, 1, false, false, false}, 128, 102400, 2, false, false, 0, 0},
+};
+
+std::string describe(const TileShape& s) {
+  return "D" + std::to_string(s.head_dim) + " " + std::to_string(s.block_m) + "x" +
+         std::to_string(s.block_n) + " warps " + std::to_string(s.warps) + " stages " +
+         std::to_string(s.stages) + " min_blocks " + std::to_string(s.min_blocks) +
+         (s.wgmma ? " wgmma" : " mma.sync");
+}
+
+TEST(TileConfig, SpecRulesMatchWhatTheKernelsReport) {
+  for (const Expected& e : kExpected) {
+    SCOPED_TRACE(describe(e.shape));
+    const TileConfig c = make_tile_config(e.shape);
+    EXPECT_EQ(c.threads, e.threads);
+    EXPECT_EQ(c.consumer_threads, e.shape.warps * 32);
+    EXPECT_EQ(c.smem_bytes, e.smem_bytes);
+    EXPECT_EQ(c.m_tiles, e.m_tiles);
+    EXPECT_EQ(c.q_in_registers, e.q_in_registers);
+    EXPECT_EQ(c.smem_row_stride, e.shape.head_dim + 8);
+    EXPECT_EQ(c.rebalance, e.rebalance);
+    if (e.rebalance) {
+      EXPECT_EQ(c.producer_registers, e.producer_registers);
+      EXPECT_EQ(c.consumer_registers, e.consumer_registers);
+    } else {
+      EXPECT_EQ(c.consumer_registers, c.launch_registers);
+    }
+    EXPECT_EQ(c.launch_registers, std::min(255, 65536 / (c.threads * e.shape.min_blocks) / 8 * 8));
+    if (e.shape.wgmma) {
+      EXPECT_EQ(c.warpgroups, e.shape.warps / 4);
+      EXPECT_EQ(c.shape.block_m, 64 * c.warpgroups);
+      // The barriers sit past the tiles (or the staged output), 32 bytes
+      // per stage, after 1024 bytes of alignment slack.
+      EXPECT_EQ(c.smem_bytes, 1024 + c.barrier_offset + 32u * unsigned(e.shape.stages));
+    }
+  }
+}
+
+TEST(TileConfig, TmaBoxIsOneSwizzleChunkOfBlockNRows) {
+  const int dims[][2] = {{64, 64}, {80, 16}, {96, 32}, {128, 64}, {192, 64}, {256, 64}};
+  for (const auto& [d, chunk] : dims) {
+    const TileConfig c = make_tile_config(TileShape{d, 192, 80, 12, 2, 1, false, true, false});
+    EXPECT_EQ(c.tma_chunk, chunk) << "D " << d;
+    EXPECT_EQ(attention::swizzle_chunk(d), chunk) << "D " << d;
+    EXPECT_EQ(c.swizzle_bytes, 2 * chunk) << "D " << d;
+    EXPECT_EQ(c.tma_box_rows, 80) << "D " << d;
+    EXPECT_EQ(c.tma_box_bytes, unsigned(80 * 2 * chunk)) << "D " << d;
+    EXPECT_EQ(c.kv_tile_bytes, unsigned(80 * d * 2)) << "D " << d;
+  }
+}
+
+TEST(TileConfig, RegisterCapTurnsRebalancingOff) {
+  const TileConfig free_share = make_tile_config({128, 192, 64, 12, 3, 1, true, true, false});
+  const TileConfig capped = make_tile_config({128, 192, 64, 12, 3, 1, true, true, true});
+  EXPECT_TRUE(free_share.rebalance);
+  EXPECT_FALSE(capped.rebalance);
+  EXPECT_EQ(capped.smem_bytes, free_share.smem_bytes);
+  EXPECT_EQ(capped.threads, free_share.threads);
+  EXPECT_FALSE(make_tile_config({128, 128, 64, 4, 2, 2, false, false, false}).rebalance);
+}
+
+TEST(TileConfig, GridShapeIsTheRuntimeLaunchGrid) {
+  std::mt19937_64 rng(7);
+  for (int trial = 0; trial < 2000; ++trial) {
+    const int block_m = 64 << int(rng() % 3);
+    const bool pack = rng() % 2;
+    const TileConfig c = make_tile_config({128, block_m, 64, 4, 2, 1, pack, false, false});
+    AttentionArgs args;
+    args.num_heads_kv = 1 + int(rng() % 8);
+    args.num_heads_q = args.num_heads_kv * (1 + int(rng() % 8));
+    args.num_seqs = 1 + int(rng() % 16);
+    args.max_seqlen_q = int(rng() % 100000);
+    const LaunchGrid want = attention_grid(args, block_m, pack);
+    const GridShape got = attention::grid_shape(c, args.max_seqlen_q, args.num_heads_q,
+                                                args.num_heads_kv, args.num_seqs);
+    ASSERT_EQ(got.x, want.x) << trial;
+    ASSERT_EQ(got.y, want.y) << trial;
+    ASSERT_EQ(got.z, want.z) << trial;
+  }
+  // 2^31 packed rows do not overflow the row count.
+  const TileConfig c = make_tile_config({128, 64, 64, 4, 2, 1, true, false, false});
+  EXPECT_EQ(attention::grid_shape(c, 1 << 28, 8, 1, 1).x, (1u << 31) / 64);
+}
+
+}  // namespace
+}  // namespace attnjit
