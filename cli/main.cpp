@@ -31,7 +31,7 @@ int main(int argc, char** argv) {
   add("specs", "List the embedded specs with their flags and presets", attnjit::cli::add_specs);
   add("check",
       "Run variants on the local GPU and compare them with the CPU "
-      "reference",
+      "reference (needs a GPU: without one it exits with an error)",
       attnjit::cli::add_check);
   try {
     app.parse(argc, argv);
