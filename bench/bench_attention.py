@@ -1,5 +1,6 @@
 #!/usr/bin/env python3
-"""attnjit against its peers on DEVICE.md's problems, side by side in one run.
+"""attnjit against its peers on the benchmark problems (docs/device.md), side
+by side in one run.
 
 For each problem: median time (triton.testing.do_bench), useful TFLOP/s
 (4 * unmasked pairs * D, pairs counted exactly), the memory floor (q, k, v
@@ -30,8 +31,8 @@ from triton_peer import triton_peer  # noqa: E402
 import attnjit  # noqa: E402  (pip install ./python, or PYTHONPATH=<build>/python)
 from attnjit.reference import varlen_attention_reference, relative_error  # noqa: E402
 
-COPY_BW = 4.24e12    # bytes/s, DEVICE.md (measured device copy)
-MATMUL = 793e12      # bf16 FLOP/s, DEVICE.md (measured matmul)
+COPY_BW = 4.24e12    # bytes/s, measured device copy (docs/device.md)
+MATMUL = 793e12      # bf16 FLOP/s, measured matmul (docs/device.md)
 
 
 def image_spans(seqlen):

@@ -1,4 +1,4 @@
-// Signatures, compile options and cache keys (DESIGN.md decision 4).
+// Signatures, compile options and cache keys (one struct drives both).
 #include "attnjit/signature.h"
 
 #include <openssl/evp.h>
