@@ -35,8 +35,7 @@ int run_check(const CheckArgs& a) {
   // Then whether it can run at all: nothing checked is not a pass.
   std::string why;
   if (!Driver::available(&why)) {
-    throw Error(ErrorKind::kDriver,
-                "check runs the kernels on a GPU and cannot run here: " + why);
+    throw Error(ErrorKind::kDriver, "check runs the kernels on a GPU and cannot run here: " + why);
   }
   const int failures = check_on_gpu(todo, KernelCache::global());
   std::printf("%d failed\n", failures);
