@@ -1,5 +1,6 @@
 #!/usr/bin/env python3
-"""attnjit against its peers on DEVICE.md's problems, side by side in one run.
+"""attnjit against its peers on the benchmark problems (docs/device.md), side
+by side in one run.
 
 For each problem: median time (triton.testing.do_bench), useful TFLOP/s
 (4 * unmasked pairs * D, pairs counted exactly), the memory floor (q, k, v
@@ -9,7 +10,8 @@ the same problem (one sequence of at most 2048 tokens, every head, fresh
 inputs, output poisoned with NaN first). Peers: PyTorch SDPA (flash and
 cuDNN backends) where the mask is expressible, and FlexAttention (compiled;
 Triton-generated), and a hand-written Triton kernel (bench/triton_peer.py,
-not for spans). Prints a table; writes JSON (--out).
+not for spans). Prints a table; writes JSON (--out) and, where matplotlib
+is installed, the chart of bench/plot_results.py beside it (.png).
 
     python3 bench/bench_attention.py --out bench/results/DATE-h200-COMMIT.json
 """
@@ -24,14 +26,15 @@ import torch
 import triton.testing
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from plot_results import write_chart_beside  # noqa: E402
 from problems import PROBLEMS  # noqa: E402
 from triton_peer import triton_peer  # noqa: E402
 
 import attnjit  # noqa: E402  (pip install ./python, or PYTHONPATH=<build>/python)
 from attnjit.reference import varlen_attention_reference, relative_error  # noqa: E402
 
-COPY_BW = 4.24e12    # bytes/s, DEVICE.md (measured device copy)
-MATMUL = 793e12      # bf16 FLOP/s, DEVICE.md (measured matmul)
+COPY_BW = 4.24e12    # bytes/s, measured device copy (docs/device.md)
+MATMUL = 793e12      # bf16 FLOP/s, measured matmul (docs/device.md)
 
 
 def image_spans(seqlen):
@@ -240,6 +243,7 @@ def main():
         with open(args.out, "w") as f:
             json.dump(result, f, indent=2)
         print("wrote", args.out)
+        write_chart_beside(result, args.out)  # the PNG beside it, with matplotlib
 
 
 if __name__ == "__main__":

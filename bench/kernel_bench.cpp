@@ -1,4 +1,4 @@
-// Times attnjit's kernels on the peer problems (DEVICE.md) with CUDA events:
+// Times attnjit's kernels on the peer problems (docs/device.md) with CUDA events:
 // median of 20 launches after 3 warm-up ones, useful TFLOP/s over unmasked pairs
 // only, the memory floor at the measured copy bandwidth. Peers are timed by
 // bench/bench_attention.py in the same run. Writes JSON (argv[1]).
@@ -31,7 +31,7 @@ using EventRecord = int (*)(void*, CuStream);
 using EventSync = int (*)(void*);
 using EventElapsed = int (*)(float*, void*, void*);
 
-// Visible keys of query position p (SEMANTICS.md), as a count.
+// Visible keys of query position p (docs/semantics.md), as a count.
 long long visible_count(const bench::Problem& pr, int p, int n,
                         const std::vector<std::pair<int, int>>& spans) {
   int lo = 0, hi = n - 1;
@@ -133,7 +133,7 @@ int main(int argc, char** argv) {
   void *e0, *e1;
   event_create(&e0, 0);
   event_create(&e1, 0);
-  const double copy_bw = 4.24e12;  // DEVICE.md, measured device copy
+  const double copy_bw = 4.24e12;  // measured device copy (docs/device.md)
 
   nlohmann::json results = nlohmann::json::array();
   std::printf("%-26s %10s %10s %10s %10s\n", "problem", "ms", "TFLOP/s", "floor ms", "x floor");

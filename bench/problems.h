@@ -1,4 +1,4 @@
-// The benchmark problems of DEVICE.md's peer table, shared by the C++
+// The benchmark problems of the peer table (docs/device.md), shared by the C++
 // kernel benchmark and (mirrored) bench/bench_attention.py.
 #pragma once
 

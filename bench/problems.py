@@ -1,4 +1,4 @@
-"""The benchmark problems of DEVICE.md's peer table, for the Python tools
+"""The benchmark problems of the peer table (docs/device.md), for the Python tools
 (bench_attention.py, tuning_table.py); bench/problems.h is the C++ copy the
 kernel benchmark and the autotuner use."""
 

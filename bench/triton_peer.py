@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """A hand-written Triton attention kernel: the Triton peer of
 bench_attention.py (FlexAttention is Triton-generated; this one is the kind a
-serving engine writes by hand, like vLLM's prefill kernel in DEVICE.md).
+serving engine writes by hand, like vLLM's prefill kernel in docs/device.md).
 
 FlashAttention-2's algorithm on the packed [tokens, heads, D] layout of
 equal-length sequences: one program per (query tile, query head, sequence),

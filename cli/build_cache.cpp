@@ -3,15 +3,19 @@
 // directory with a manifest; a second run finds everything and says so.
 #include <algorithm>
 #include <atomic>
+#include <cerrno>
 #include <chrono>
 #include <cstdio>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <map>
 #include <mutex>
 #include <set>
+#include <system_error>
 #include <thread>
 
+#include <fcntl.h>
 #include <unistd.h>
 
 #include <fmt/format.h>
@@ -182,6 +186,31 @@ int check_presets(const std::vector<const Spec*>& specs, KernelCache& cache) {
   return check_on_gpu(presets, cache) == 0 ? 0 : 1;
 }
 
+// The cache directory exists (created if need be) and takes a new file:
+// checked before compiling, so a bad --out costs nothing.
+void require_writable_dir(const std::string& dir) {
+  namespace fs = std::filesystem;
+  std::error_code ec;
+  if (fs::exists(dir, ec) && !fs::is_directory(dir, ec)) {
+    throw Error(ErrorKind::kArgument,
+                "cannot use '" + dir + "' as the cache directory: it is not a directory");
+  }
+  fs::create_directories(dir, ec);
+  if (ec || !fs::is_directory(dir, ec)) {
+    throw Error(ErrorKind::kArgument,
+                "cannot create the cache directory '" + dir + "': " + ec.message());
+  }
+  const std::string probe = dir + "/.attnjit-write-probe." + std::to_string(::getpid());
+  const int fd = ::open(probe.c_str(), O_WRONLY | O_CREAT | O_EXCL, 0600);
+  if (fd < 0) {
+    throw Error(ErrorKind::kArgument, "cannot use '" + dir +
+                                          "' as the cache directory: it is not writable (" +
+                                          std::strerror(errno) + ")");
+  }
+  ::close(fd);
+  ::unlink(probe.c_str());
+}
+
 int run_build_cache(const BuildArgs& a) {
   std::vector<Spec> specs;
   const auto names = a.specs.empty() ? embedded_spec_names() : a.specs;
@@ -195,6 +224,7 @@ int run_build_cache(const BuildArgs& a) {
   if (config.user_dir.empty()) {
     throw Error(ErrorKind::kArgument, "no cache directory: pass --out DIR");
   }
+  require_writable_dir(config.user_dir);
   KernelCache cache(config);
 
   std::vector<WorkItem> items;

@@ -18,11 +18,7 @@ struct CheckArgs {
 };
 
 int run_check(const CheckArgs& a) {
-  std::string why;
-  if (!Driver::available(&why)) {
-    std::printf("no GPU here (%s): nothing to check\n", why.c_str());
-    return 0;
-  }
+  // The arguments first, so a typo is reported as such on any machine.
   const Spec& spec = attention_spec();
   std::vector<std::pair<std::string, FlagSet>> todo;
   for (const auto& p : a.presets) todo.emplace_back(p, resolve_preset(spec, p));
@@ -35,6 +31,11 @@ int run_check(const CheckArgs& a) {
   }
   if (todo.empty()) {
     for (const Preset& p : spec.presets) todo.emplace_back(p.name, resolve_preset(spec, p.name));
+  }
+  // Then whether it can run at all: nothing checked is not a pass.
+  std::string why;
+  if (!Driver::available(&why)) {
+    throw Error(ErrorKind::kDriver, "check runs the kernels on a GPU and cannot run here: " + why);
   }
   const int failures = check_on_gpu(todo, KernelCache::global());
   std::printf("%d failed\n", failures);

@@ -1,4 +1,5 @@
-#include <fstream>
+#include <filesystem>
+#include <system_error>
 
 #include "attnjit/attention.h"
 #include "attnjit/driver.h"
@@ -11,14 +12,15 @@ Spec load_spec_argument(const std::string& name_or_path) {
   if (find_embedded_spec(name_or_path) != nullptr) {
     return load_embedded_spec(name_or_path);
   }
-  std::ifstream probe(name_or_path);
-  if (!probe) {
+  std::error_code ec;
+  if (!std::filesystem::exists(name_or_path, ec)) {
     std::string names;
-    for (const auto& n : embedded_spec_names()) names += " " + n;
-    throw Error(ErrorKind::kSpec, "'" + name_or_path + "' is neither an embedded spec (" +
-                                      names.substr(names.empty() ? 0 : 1) +
-                                      ") nor a readable file");
+    for (const auto& n : embedded_spec_names()) names += (names.empty() ? "" : ", ") + n;
+    throw Error(ErrorKind::kSpec, "spec file '" + name_or_path +
+                                      "' does not exist, and no embedded spec has that name "
+                                      "(embedded: " + names + ")");
   }
+  // Directories, devices and files too large for a spec are reported there.
   return load_spec_file(name_or_path);
 }
 

@@ -1,7 +1,12 @@
 // `attnjit compile`: one variant, from a preset or flag assignments.
 #include <cstdio>
+#include <filesystem>
 #include <fstream>
 #include <map>
+#include <stdexcept>
+#include <system_error>
+
+#include <unistd.h>
 
 #include <fmt/format.h>
 
@@ -32,7 +37,7 @@ void write_or_print(const std::string& text, const std::string& path) {
   }
   std::ofstream f(path, std::ios::binary);
   f << text;
-  if (!f) throw Error(ErrorKind::kArgument, "cannot write " + path);
+  if (!f) throw Error(ErrorKind::kArgument, "cannot write '" + path + "'");
 }
 
 void print_resources(const CompiledKernel& k) {
@@ -60,6 +65,9 @@ std::map<std::string, int64_t> parse_tuning(const std::string& text) {
     if (ok) {
       try {
         value = std::stoll(item.substr(eq + 1), &used);
+      } catch (const std::out_of_range&) {
+        throw Error(ErrorKind::kArgument,
+                    fmt::format("--tuning: '{}' is out of range for a 32-bit int", item));
       } catch (const std::exception&) {
         ok = false;
       }
@@ -75,7 +83,36 @@ std::map<std::string, int64_t> parse_tuning(const std::string& text) {
   return out;
 }
 
+// -o FILE: its folder must exist and FILE must not be a folder; said
+// before anything is compiled.
+void check_output_path(const CompileArgs& a) {
+  if (a.out.empty()) return;
+  if (a.emit == "none") {
+    throw Error(ErrorKind::kArgument, "-o/--out needs --emit source, ptx or cubin");
+  }
+  namespace fs = std::filesystem;
+  std::error_code ec;
+  if (fs::is_directory(a.out, ec)) {
+    throw Error(ErrorKind::kArgument, "cannot write '" + a.out + "': it is a directory");
+  }
+  const fs::path parent = fs::path(a.out).parent_path();
+  if (parent.empty()) return;
+  if (!fs::exists(parent, ec)) {
+    throw Error(ErrorKind::kArgument,
+                "cannot write '" + a.out + "': directory '" + parent.string() + "' does not exist");
+  }
+  if (!fs::is_directory(parent, ec)) {
+    throw Error(ErrorKind::kArgument,
+                "cannot write '" + a.out + "': '" + parent.string() + "' is not a directory");
+  }
+  if (::access(parent.c_str(), W_OK) != 0) {
+    throw Error(ErrorKind::kArgument, "cannot write '" + a.out + "': directory '" +
+                                          parent.string() + "' is not writable");
+  }
+}
+
 int run_compile(const CompileArgs& a) {
+  check_output_path(a);
   const Spec spec = load_spec_argument(a.spec);
   FlagSet flags = !a.preset.empty() ? resolve_preset(spec, a.preset)
                                     : resolve_flags(spec, parse_flag_assignments(spec, a.flags));
@@ -132,7 +169,7 @@ Runner add_compile(CLI::App& app) {
   app.add_option("--emit", a->emit, "none, source, params (the kernel's parameter struct), ptx or cubin")
       ->check(CLI::IsMember({"none", "source", "params", "ptx", "cubin"}))
       ->capture_default_str();
-  app.add_option("-o,--out", a->out, "Write the emitted text here");
+  app.add_option("-o,--out", a->out, "Write what --emit selects to this file");
   app.add_flag("--no-cache", a->no_cache, "Compile with NVRTC directly, bypassing the cache");
   return [a] { return run_compile(*a); };
 }

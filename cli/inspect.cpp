@@ -1,16 +1,41 @@
 // `attnjit inspect` (a cache directory) and `attnjit specs` (the embedded
 // specs).
 #include <cstdio>
+#include <filesystem>
+#include <system_error>
 
 #include "attnjit/cache.h"
 #include "attnjit/codegen.h"
+#include "attnjit/error.h"
 #include "commands.h"
 
 namespace attnjit::cli {
 namespace {
 
 int run_inspect(const std::string& dir_arg, bool quiet) {
-  const std::string dir = dir_arg.empty() ? CacheConfig::from_environment().user_dir : dir_arg;
+  const bool explicit_dir = !dir_arg.empty();
+  const std::string dir = explicit_dir ? dir_arg : CacheConfig::from_environment().user_dir;
+  if (dir.empty()) {
+    throw Error(ErrorKind::kArgument, "no cache directory is configured: pass DIR");
+  }
+  // A directory named on the command line must be one; the default one may
+  // not exist yet on a machine where nothing has been compiled.
+  std::error_code ec;
+  const std::filesystem::file_status st = std::filesystem::status(dir, ec);
+  if (!std::filesystem::exists(st)) {
+    if (explicit_dir) {
+      throw Error(ErrorKind::kArgument, "cache directory '" + dir + "' does not exist");
+    }
+    std::printf("%s: no cache yet (nothing has been compiled into it): 0 entries\n", dir.c_str());
+    return 0;
+  }
+  if (!std::filesystem::is_directory(st)) {
+    throw Error(ErrorKind::kArgument, "'" + dir + "' is not a directory");
+  }
+  std::filesystem::directory_iterator probe(dir, ec);
+  if (ec) {
+    throw Error(ErrorKind::kArgument, "cannot read cache directory '" + dir + "': " + ec.message());
+  }
   const std::vector<EntryReport> entries = scan_cache_dir(dir);
   int bad = 0;
   size_t bytes = 0;
@@ -56,7 +81,9 @@ int run_specs() {
 Runner add_inspect(CLI::App& app) {
   auto dir = std::make_shared<std::string>();
   auto quiet = std::make_shared<bool>(false);
-  app.add_option("dir", *dir, "Cache directory (default: the user cache directory)");
+  app.add_option("dir", *dir,
+                 "Cache directory (default: the user cache directory); "
+                 "one that does not exist is an error");
   app.add_flag("-q,--quiet", *quiet, "Only list bad entries");
   return [dir, quiet] { return run_inspect(*dir, *quiet); };
 }

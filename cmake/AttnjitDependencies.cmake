@@ -2,8 +2,8 @@
 find_package(Threads REQUIRED)
 find_package(CUDAToolkit REQUIRED)   # NVRTC only; libcuda is dlopen'ed
 # CMake's CUDA::nvrtc drags in the driver stub (CUDA::cuda_driver). Nothing
-# of attnjit may link libcuda (DESIGN.md decision 3: everything but launching
-# works without a driver), so the dependency is dropped here.
+# of attnjit may link libcuda (the driver is opened with dlopen, so everything
+# but launching works without one), so the dependency is dropped here.
 if(TARGET CUDA::nvrtc)
   get_target_property(_attnjit_nvrtc_deps CUDA::nvrtc INTERFACE_LINK_LIBRARIES)
   if(_attnjit_nvrtc_deps)

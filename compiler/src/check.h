@@ -1,5 +1,6 @@
-// Always-on checks for programmer errors (STYLE.md: "programmer errors are
-// asserts with a reason"). Unlike <cassert> they stay in release builds: a
+// Always-on checks for programmer errors (the project's rule: errors a user
+// causes are messages with context, a programmer's are asserts with a
+// reason). Unlike <cassert> they stay in release builds: a
 // broken invariant in a code generator must never produce a silent kernel.
 #pragma once
 

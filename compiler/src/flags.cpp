@@ -74,6 +74,34 @@ std::string type_expectation(const FlagDecl& decl) {
   return prefix + "?";
 }
 
+static std::string text_value_problem(const FlagDecl& decl, std::string_view text) {
+  const std::string got = ", got " + quoted(text);
+  switch (decl.type) {
+    case FlagType::kBool:
+      return "flag " + quoted(decl.name) + " expects a bool (true, false, 1 or 0)" + got +
+             did_you_mean(text, {"true", "false"});
+    case FlagType::kInt: {
+      std::string_view digits = text;
+      if (!digits.empty() && (digits.front() == '+' || digits.front() == '-')) {
+        digits.remove_prefix(1);
+      }
+      const bool integer = !digits.empty() && std::all_of(digits.begin(), digits.end(), [](char c) {
+        return std::isdigit(static_cast<unsigned char>(c));
+      });
+      if (integer) {
+        return "flag " + quoted(decl.name) + ": " + quoted(text) + " is out of range (one of " +
+               domain_text(decl) + ")";
+      }
+      return "flag " + quoted(decl.name) + " expects an int (one of " + domain_text(decl) + ")" +
+             got;
+    }
+    case FlagType::kEnum:
+    case FlagType::kType:
+      break;
+  }
+  return type_expectation(decl) + got;
+}
+
 std::string shown_value(const FlagValue& value) {
   if (const auto* name = std::get_if<std::string>(&value)) return quoted(*name);
   return to_string(value);
@@ -288,7 +316,7 @@ std::map<std::string, FlagValue> parse_flag_assignments(const Spec& spec, const 
                                          detail::did_you_mean(name, detail::flag_names(spec)));
     }
     const std::optional<FlagValue> value = detail::value_from_text(*decl, value_text);
-    if (!value) throw Error(ErrorKind::kFlags, detail::type_expectation(*decl));
+    if (!value) throw Error(ErrorKind::kFlags, detail::text_value_problem(*decl, value_text));
     if (auto problem = detail::value_problem(*decl, *value)) {
       throw Error(ErrorKind::kFlags, *problem);
     }

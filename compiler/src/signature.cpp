@@ -1,4 +1,4 @@
-// Signatures, compile options and cache keys (DESIGN.md decision 4).
+// Signatures, compile options and cache keys (one struct drives both).
 #include "attnjit/signature.h"
 
 #include <openssl/evp.h>
@@ -86,7 +86,7 @@ void check_overrides(const Spec& spec, const std::map<std::string, int64_t>& ove
     if (value < std::numeric_limits<int32_t>::min() ||
         value > std::numeric_limits<int32_t>::max()) {
       throw Error(ErrorKind::kFlags, "tuning param " + detail::quoted(param) + ": " +
-                                         std::to_string(value) + " does not fit in a 32-bit int");
+                                         std::to_string(value) + " is out of range for a 32-bit int");
     }
   }
 }

@@ -7,6 +7,8 @@
 #include <optional>
 #include <sstream>
 
+#include <sys/stat.h>
+
 #include "attnjit/codegen.h"
 #include "attnjit/error.h"
 #include "attnjit/spec.h"
@@ -346,13 +348,27 @@ Spec parse_spec(const std::string& yaml_text, const std::string& source_name) {
 }
 
 Spec load_spec_file(const std::string& path) {
+  // A spec is a small text file: read at most this much, so that a device
+  // (/dev/zero), a FIFO or a mistaken large file fails with a message.
+  constexpr std::size_t kMaxSpecBytes = std::size_t{1} << 20;
+  struct stat info {};
+  if (::stat(path.c_str(), &info) == 0 && S_ISDIR(info.st_mode)) {
+    throw Error(ErrorKind::kSpec, path + ": is a directory, not a spec file");
+  }
   std::ifstream file(path, std::ios::binary);
   if (!file) {
     throw Error(ErrorKind::kSpec, path + ": cannot read the spec file: " + std::strerror(errno));
   }
-  std::ostringstream text;
-  text << file.rdbuf();
-  return parse_spec(text.str(), path);
+  std::string text(kMaxSpecBytes + 1, '\0');
+  file.read(text.data(), std::streamsize(text.size()));
+  text.resize(std::size_t(file.gcount()));
+  if (text.size() > kMaxSpecBytes) {
+    throw Error(ErrorKind::kSpec, path + ": the spec file is larger than the 1 MiB limit");
+  }
+  if (file.bad()) {
+    throw Error(ErrorKind::kSpec, path + ": cannot read the spec file: " + std::strerror(errno));
+  }
+  return parse_spec(text, path);
 }
 
 }  // namespace attnjit

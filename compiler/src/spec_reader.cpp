@@ -17,6 +17,26 @@ std::string without_final_period(std::string message) {
   return message;
 }
 
+// The 1-based column of a tab in the indentation of line `line` (1-based)
+// of `text`, or 0.
+int indentation_tab_column(const std::string& text, int line) {
+  std::size_t at = 0;
+  for (int n = 1; n < line && at != std::string::npos; ++n) {
+    at = text.find('\n', at);
+    if (at != std::string::npos) ++at;
+  }
+  if (at == std::string::npos) return 0;
+  int first_tab = 0;
+  for (std::size_t i = at; i < text.size() && text[i] != '\n'; ++i) {
+    if (text[i] == '\t') {
+      if (first_tab == 0) first_tab = int(i - at) + 1;
+    } else if (text[i] != ' ' && text[i] != '\r') {
+      return first_tab;  // text follows: the tab was indentation
+    }
+  }
+  return 0;
+}
+
 }  // namespace
 
 const MapEntry* find_entry(const std::vector<MapEntry>& entries, std::string_view key) {
@@ -34,6 +54,14 @@ YAML::Node SpecReader::load(const std::string& yaml_text) const {
   } catch (const YAML::Exception& e) {
     const SourceLocation at{file_, e.mark.line < 0 ? 1 : e.mark.line + 1,
                             e.mark.column < 0 ? 1 : e.mark.column + 1};
+    // yaml-cpp reports a tab-indented line as a malformed map or a
+    // misplaced tab, on that line or the next one.
+    for (int line = at.line; line >= std::max(1, at.line - 1); --line) {
+      if (const int column = indentation_tab_column(yaml_text, line)) {
+        fail(SourceLocation{file_, line, column},
+             "tabs are not allowed for indentation (indent with spaces)");
+      }
+    }
     fail(at, "malformed yaml: " + escaped(without_final_period(e.msg)));
   }
 }
@@ -140,7 +168,7 @@ int64_t SpecReader::integer(const YAML::Node& node, std::string_view what) const
   if (error == std::errc::result_out_of_range || (error == std::errc() && end == last &&
                                                   (value < std::numeric_limits<int32_t>::min() ||
                                                    value > std::numeric_limits<int32_t>::max()))) {
-    fail(node, std::string(what) + shown + " does not fit in a 32-bit int");
+    fail(node, std::string(what) + shown + " is out of range for a 32-bit int");
   }
   if (error != std::errc() || end != last) fail(node, not_an_int);
   return value;

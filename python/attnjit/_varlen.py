@@ -407,7 +407,7 @@ def varlen_attention(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q,
                      window_size=(-1, -1), sinks=None, sinks_mode="none",
                      mm_prefix_ranges=None, mm_prefix_clamp=False, softcap=0.0,
                      return_lse=False, out=None, check=False):
-    """Variable-length attention (SEMANTICS.md), FlashAttention-style args.
+    """Variable-length attention (docs/semantics.md), FlashAttention-style args.
 
     q [total_q, Hq, D], k and v [total_k, Hkv, D]: bf16 or fp16 CUDA tensors,
     last dimension contiguous, row and head strides multiples of 8 elements.

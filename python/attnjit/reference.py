@@ -1,4 +1,4 @@
-"""A plain PyTorch reference of SEMANTICS.md, in fp32, for tests and examples.
+"""A plain PyTorch reference of docs/semantics.md, in fp32, for tests and examples.
 
 It loops over sequences and materializes each score matrix [Hq, n_q, n_k],
 so it is meant for checking, not for speed. It reads cu_seqlens and the

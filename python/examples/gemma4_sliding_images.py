@@ -21,7 +21,7 @@ from attnjit.reference import (lse_error, relative_error,
 
 HEADS_Q, HEADS_KV, HEAD_DIM = 16, 8, 256
 WINDOW = (127, 0)
-BOUND = 1e-2  # bf16 (SEMANTICS.md)
+BOUND = 1e-2  # bf16 (docs/semantics.md)
 
 # Per sequence: its length and its images as (start, end inclusive).
 SEQUENCES = [

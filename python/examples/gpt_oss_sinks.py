@@ -20,7 +20,7 @@ from attnjit.reference import (lse_error, relative_error,
 
 HEADS_Q, HEADS_KV, HEAD_DIM = 64, 8, 64
 WINDOW = (127, 0)
-BOUND = 1e-2  # bf16 (SEMANTICS.md)
+BOUND = 1e-2  # bf16 (docs/semantics.md)
 
 
 def cu_seqlens(lengths, device):

@@ -21,7 +21,7 @@ from attnjit.reference import relative_error, varlen_attention_reference
 
 HEADS, HEAD_DIM, RANKS = 16, 80, 2
 PATCHES = [1024, 576, 196, 64, 1, 300]  # several images, varlen patch counts
-BOUND = 1e-2                             # bf16 (SEMANTICS.md)
+BOUND = 1e-2                             # bf16 (docs/semantics.md)
 
 
 def main():

@@ -1,6 +1,5 @@
 // The kernel cache: memory with single-flight per key, then the read-only
-// AOT directories, then the user directory, then compile (DESIGN.md
-// decisions 5-8).
+// AOT directories, then the user directory, then compile.
 //
 // Locking: `mutex` guards only the slot map and is never held across disk
 // I/O or a compile, so a hit on one key never waits behind work on another.

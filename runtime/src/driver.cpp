@@ -1,4 +1,4 @@
-// The CUDA Driver API through dlopen (DESIGN.md decision 3).
+// The CUDA Driver API through dlopen (no link dependency on libcuda).
 //
 // <cuda.h> is included for types, enums and the prototypes that decltype
 // turns into function-pointer types; no driver function is called directly,

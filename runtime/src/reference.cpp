@@ -1,4 +1,4 @@
-// SEMANTICS.md, literally: every (query, key) pair is tested with the
+// docs/semantics.md, literally: every (query, key) pair is tested with the
 // visibility rule as written, in fp64, with no tiling and no shortcuts.
 #include "attnjit/reference.h"
 

@@ -1,4 +1,4 @@
-// Visibility (SEMANTICS.md "Visibility") for one query tile: which key tiles
+// Visibility (docs/semantics.md "Visibility") for one query tile: which key tiles
 // it must visit, which of those are interior (every pair visible by the base
 // rule, so no per-element mask), and the per-element test for edge tiles.
 // Modes a variant does not use compile to nothing.

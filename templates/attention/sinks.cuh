@@ -1,4 +1,4 @@
-// Attention sinks (SEMANTICS.md "Sinks"), each costing once per query tile:
+// Attention sinks (docs/semantics.md "Sinks"), each costing once per query tile:
 // the GPT-OSS null logit seeds the softmax state before the first key tile;
 // the MiMo bias is added to key 0's score, only in the tile that holds it.
 #pragma once

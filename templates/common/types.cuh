@@ -1,5 +1,6 @@
-// Element types and conversions, with no CUDA toolkit header (DESIGN.md
-// decision 2): the packing to bf16x2/f16x2 is one PTX instruction.
+// Element types and conversions, with no CUDA toolkit header (generated
+// units include only the embedded headers): the packing to bf16x2/f16x2 is
+// one PTX instruction.
 #pragma once
 
 #include "common/abi.h"

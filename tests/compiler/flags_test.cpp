@@ -65,7 +65,8 @@ TEST(ResolveFlags, Constraints) {
             "mm_clamp=true requires window=true: the clamp restricts spans to the sliding window");
   EXPECT_EQ(
       flags_error(spec, {{"mm_clamp", true}, {"window", true}}),
-      "mm_clamp=true requires mm_prefix=true: the clamp restricts spans to the sliding window");
+      "mm_clamp=true requires mm_prefix=true: the clamp acts on multimodal-prefix spans, which "
+      "only mm_prefix enables");
   EXPECT_NO_THROW(resolve_flags(spec, {{"mm_clamp", true}, {"window", true}, {"mm_prefix", true}}));
 }
 
@@ -135,8 +136,16 @@ TEST(FlagAssignments, Errors) {
   const auto assignment_error = [&](const std::string& text) {
     return error_message([&] { parse_flag_assignments(spec, text); }, ErrorKind::kFlags);
   };
-  EXPECT_EQ(assignment_error("causal=yes"), "flag 'causal' expects a bool");
-  EXPECT_EQ(assignment_error("head_dim=abc"), "flag 'head_dim' expects an int");
+  EXPECT_EQ(assignment_error("causal=yes"),
+            "flag 'causal' expects a bool (true, false, 1 or 0), got 'yes'");
+  EXPECT_EQ(
+      assignment_error("causal=ture"),
+      "flag 'causal' expects a bool (true, false, 1 or 0), got 'ture' (did you mean 'true'?)");
+  EXPECT_EQ(assignment_error("head_dim=abc"),
+            "flag 'head_dim' expects an int (one of 64, 80, 96, 128, 192, 256), got 'abc'");
+  EXPECT_EQ(assignment_error("head_dim=99999999999999999999"),
+            "flag 'head_dim': '99999999999999999999' is out of range (one of 64, 80, 96, 128, 192, "
+            "256)");
   EXPECT_EQ(assignment_error("head_dim=72"),
             "flag 'head_dim': 72 is not one of 64, 80, 96, 128, 192, 256");
   EXPECT_EQ(assignment_error("causl=true"), "unknown flag 'causl' (did you mean 'causal'?)");

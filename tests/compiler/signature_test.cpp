@@ -176,7 +176,7 @@ TEST(Signature, OverridesWin) {
                   axpy_signature({}, options_for("sm_90a"), {{"block_threads", 1LL << 40}});
                 },
                 ErrorKind::kFlags),
-            "tuning param 'block_threads': 1099511627776 does not fit in a 32-bit int");
+            "tuning param 'block_threads': 1099511627776 is out of range for a 32-bit int");
 }
 
 TEST(Signature, UnsetParamsAreErrors) {

@@ -159,7 +159,7 @@ TEST(SpecErrors, FlagDeclarations) {
   EXPECT_EQ(spec_error(kHead + "  head_dim: {type: int, values: [64, 64]}\n"),
             "t.yaml:5:38: flag 'head_dim' lists 64 twice");
   EXPECT_EQ(spec_error(kHead + "  head_dim: {type: int, values: [64, 5000000000]}\n"),
-            "t.yaml:5:38: flag 'head_dim': value '5000000000' does not fit in a 32-bit int");
+            "t.yaml:5:38: flag 'head_dim': value '5000000000' is out of range for a 32-bit int");
   EXPECT_EQ(spec_error(kHead + "  head_dim: {type: int, values: [64, x]}\n"),
             "t.yaml:5:38: flag 'head_dim': value must be an integer, got 'x'");
   EXPECT_EQ(spec_error(kHead + "  sinks: {type: enum, values: [a, b, a]}\n"),

@@ -73,12 +73,16 @@ TEST(SpecParse, AttentionFlags) {
 TEST(SpecParse, AttentionConstraintsPutExplicitOnesFirst) {
   const Spec spec = load_embedded_spec("attention");
   ASSERT_GE(spec.constraints.size(), 2u);
+  ASSERT_GE(spec.constraints.size(), 3u);
   const Constraint& explicit_one = spec.constraints.front();
   EXPECT_EQ(explicit_one.when, (std::map<std::string, FlagValue>{{"mm_clamp", true}}));
-  EXPECT_EQ(explicit_one.require,
-            (std::map<std::string, FlagValue>{{"mm_prefix", true}, {"window", true}}));
-  EXPECT_EQ(explicit_one.why, "the clamp restricts spans to the sliding window");
+  EXPECT_EQ(explicit_one.require, (std::map<std::string, FlagValue>{{"mm_prefix", true}}));
+  EXPECT_EQ(explicit_one.why,
+            "the clamp acts on multimodal-prefix spans, which only mm_prefix enables");
   EXPECT_EQ(explicit_one.loc.str(), attention_at("{if: {mm_clamp: true}"));
+  const Constraint& second = spec.constraints[1];
+  EXPECT_EQ(second.require, (std::map<std::string, FlagValue>{{"window", true}}));
+  EXPECT_EQ(second.why, "the clamp restricts spans to the sliding window");
   const Constraint& sugar = spec.constraints.back();
   EXPECT_EQ(sugar.when, (std::map<std::string, FlagValue>{{"mm_clamp", true}}));
   EXPECT_EQ(sugar.require,

@@ -1,7 +1,7 @@
 // What generated source may look like, whatever the spec said: the proof
-// that no spec text reaches a translation unit as raw text (DESIGN.md
-// decision 10). Shared by the fuzz targets (tests/fuzz) and the injection
-// tests (tests/reliability).
+// that no spec text reaches a translation unit as raw text (identifiers
+// are checked, values typed and printed by the generator). Shared by the
+// fuzz targets (tests/fuzz) and the injection tests (tests/reliability).
 #pragma once
 
 #include <optional>

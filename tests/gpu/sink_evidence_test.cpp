@@ -1,4 +1,4 @@
-// The seed evidence (SEMANTICS.md "Sinks"): on the MiMo window problem and
+// The seed evidence (docs/semantics.md "Sinks"): on the MiMo window problem and
 // the GPT-OSS problem, each kernel sink mode against each reference. The
 // matching pair lands at bf16 noise; the crossed pairs, and the kernel with
 // its sinks dropped, land far from it.

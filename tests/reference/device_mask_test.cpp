@@ -1,5 +1,5 @@
 // The kernels' mask arithmetic (templates/attention/mask.cuh), compiled for
-// the host and checked exhaustively against SEMANTICS.md's rule as the CPU
+// the host and checked exhaustively against docs/semantics.md's rule as the CPU
 // reference states it (key_visible), without a GPU: per-element visibility
 // (visible and the per-row intervals visible_in(row_keys)), the key-tile
 // range a query tile visits (every visible key inside it) and the interior

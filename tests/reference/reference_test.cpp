@@ -1,5 +1,5 @@
 // The CPU reference against hand-computed cases, one per rule of
-// SEMANTICS.md. Visibility is read off with q = 0 (uniform weights over the
+// docs/semantics.md. Visibility is read off with q = 0 (uniform weights over the
 // visible keys) and v_j = e_j, so o is the indicator of the visible set
 // divided by its size.
 #include "attnjit/reference.h"

@@ -1,5 +1,5 @@
 // The constexpr signature of one kernel variant and the cache key built
-// from it (DESIGN.md decision 4).
+// from it (one struct decides both the generated code and the key).
 #pragma once
 
 #include <cstdint>

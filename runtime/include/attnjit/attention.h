@@ -1,5 +1,5 @@
 // The typed attention API over the `attention` spec (specs/attention.yaml).
-// Semantics: ../SEMANTICS.md (mirrored in docs of the spec).
+// Semantics: docs/semantics.md of the repository.
 #pragma once
 
 #include <cstdint>

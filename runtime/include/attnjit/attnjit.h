@@ -11,7 +11,7 @@
  * - Strings returned by the library are owned by it; their lifetime is
  *   documented per function.
  *
- * Semantics of the attention arguments: SEMANTICS.md. */
+ * Semantics of the attention arguments: docs/semantics.md. */
 #ifndef ATTNJIT_ATTNJIT_H_
 #define ATTNJIT_ATTNJIT_H_
 

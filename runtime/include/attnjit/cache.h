@@ -1,4 +1,4 @@
-// The kernel cache (DESIGN.md decisions 5-8).
+// The kernel cache.
 //
 // Lookup order: memory, then read-only AOT directories, then the writable
 // user directory, then compile (unless no-JIT). Compiled binaries are

@@ -1,8 +1,8 @@
-// The CUDA Driver API, opened with dlopen on first use (DESIGN.md decision
-// 3): nothing in attnjit links libcuda, so specs, codegen, NVRTC and the
-// cache work on a machine without a driver. The first call that needs the
-// driver loads it; if that fails, every such call throws Error(kDriver)
-// with the dlopen message ("libcuda.so.1: cannot open shared object ...").
+// The CUDA Driver API, opened with dlopen on first use: nothing in attnjit
+// links libcuda, so specs, codegen, NVRTC and the cache work on a machine
+// without a driver. The first call that needs the driver loads it; if that
+// fails, every such call throws Error(kDriver) with the dlopen message
+// ("libcuda.so.1: cannot open shared object ...").
 // ATTNJIT_LIBCUDA overrides the library path (no fallback is tried then).
 #pragma once
 

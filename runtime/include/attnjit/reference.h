@@ -1,4 +1,4 @@
-// The CPU reference: SEMANTICS.md implemented literally, fp64 accumulation.
+// The CPU reference: docs/semantics.md implemented literally, fp64 accumulation.
 // Inputs are float copies of the device's bf16/fp16 values.
 #pragma once
 
@@ -30,7 +30,7 @@ struct ReferenceResult {
 
 ReferenceResult reference_attention(const ReferenceProblem& problem);
 
-// SEMANTICS.md "Visibility", literally: may the query at key position p of a
+// docs/semantics.md "Visibility", literally: may the query at key position p of a
 // sequence see key j of it (0 <= j < n_k)? spans: that sequence's inclusive
 // [r0, r1] pairs (used only with mm_prefix). The reference and the tests of
 // the kernels' mask arithmetic share it.

@@ -51,7 +51,7 @@ CheckResult check_attention(const AttentionFlags& flags, const CheckShape& shape
                             std::optional<SinkMode> reference_sinks = std::nullopt,
                             const std::map<std::string, int64_t>& tuning_overrides = {});
 
-// Error bound for a dtype (SEMANTICS.md "Error measure").
+// Error bound for a dtype (docs/semantics.md "Error measure").
 double error_bound(DType dtype);
 
 // Host conversions with round-to-nearest-even.

@@ -51,7 +51,7 @@ struct AttentionMetadata {
 };
 
 // Runs validate_attention_args(flags, args), then checks, against args'
-// sizes (SEMANTICS.md):
+// sizes (docs/semantics.md):
 // - cu_seqlens_q and cu_seqlens_k hold B+1 entries, start at 0, never
 //   decrease, end at total_q and total_k, and every length is within
 //   max_seqlen_q / max_seqlen_k;
