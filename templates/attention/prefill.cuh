@@ -16,6 +16,7 @@
 #include "attention/rows.cuh"
 #include "attention/sinks.cuh"
 #include "attention/softmax.cuh"
+#include "attention/tile_config.cuh"
 #include "attention/tile_io.cuh"
 #include "common/ptx.cuh"
 #include "common/types.cuh"
@@ -30,42 +31,14 @@
 
 namespace attnjit {
 
-template <class C, bool kWgmma = (C::wgmma != 0)>
-struct attention_prefill_traits {
-  static constexpr int kHeadDim = C::head_dim;
-  static constexpr int kBlockM = C::block_m;
-  static constexpr int kBlockN = C::block_n;
-  static constexpr int kWarps = C::warps;
-  static constexpr int kStages = C::stages;
-  // Each warp owns kMTiles m16 row tiles; with two, every K and V fragment
-  // read from shared memory feeds two MMAs (half the shared traffic).
-  static constexpr int kMTiles = kBlockM / (16 * kWarps);
-  static_assert(kBlockM == 16 * kMTiles * kWarps && kMTiles >= 1 && kMTiles <= 2,
-                "block_m must be 16 or 32 rows per warp");
-  static_assert(kBlockN % 16 == 0, "block_n must be a multiple of 16");
-  static_assert(kStages >= 2, "the pipeline needs at least two stages");
-  static constexpr int kStride = attention::SmemRow<kHeadDim>::kStride;
-  // Q fragments live in registers while they fit the budget, else they are
-  // re-read from shared memory for each key tile.
-  static constexpr bool kQInRegisters = kHeadDim * kMTiles <= 128;
-
-  static constexpr unsigned threads = kWarps * 32;
-  static constexpr unsigned smem_bytes = (kBlockM + 2 * kStages * kBlockN) * kStride * 2;
-  static constexpr unsigned min_blocks = C::min_blocks;  // blocks per SM to fit
-};
-
-// The warpgroup path: 64 query rows per warpgroup, swizzled tiles.
+// Threads and shared memory per block come from the tile configuration
+// (tile_config.cuh), the same function the runtime reads.
 template <class C>
-struct attention_prefill_traits<C, true> {
+struct attention_prefill_traits {
   static_assert(ATTNJIT_HAS_WGMMA || C::wgmma == 0, "wgmma = 1 needs the sm_90a target");
-#if ATTNJIT_HAS_WGMMA
-  static constexpr unsigned threads = attention::WarpgroupLayout<C>::kThreads;
-  static constexpr unsigned smem_bytes = attention::WarpgroupLayout<C>::smem_bytes;
-#else
-  static constexpr unsigned threads = 32;
-  static constexpr unsigned smem_bytes = 0;
-#endif
-  static constexpr unsigned min_blocks = C::min_blocks;
+  static constexpr unsigned threads = attention::tile_config<C>().threads;
+  static constexpr unsigned smem_bytes = attention::tile_config<C>().smem_bytes;
+  static constexpr unsigned min_blocks = C::min_blocks;  // blocks per SM to fit
 };
 
 namespace attention {
@@ -73,20 +46,24 @@ namespace attention {
 template <class C>
 struct Forward {
   using T = typename C::dtype;
-  using Traits = attention_prefill_traits<C>;
-  static constexpr int D = Traits::kHeadDim;
-  static constexpr int BM = Traits::kBlockM;
-  static constexpr int BN = Traits::kBlockN;
-  static constexpr int kM = Traits::kMTiles;
-  static constexpr int kStages = Traits::kStages;
-  static constexpr int kThreads = Traits::threads;
-  static constexpr int kStride = Traits::kStride;
+  static constexpr TileConfig kTile = tile_config<C>();
+  static constexpr int D = C::head_dim;
+  static constexpr int BM = C::block_m;
+  static constexpr int BN = C::block_n;
+  static constexpr int kM = kTile.m_tiles;
+  static constexpr int kStages = C::stages;
+  static constexpr int kThreads = kTile.threads;
+  static constexpr int kStride = kTile.smem_row_stride;
+  static_assert(BM == 16 * kM * C::warps && kM >= 1 && kM <= 2,
+                "block_m must be 16 or 32 rows per warp");
+  static_assert(BN % 16 == 0, "block_n must be a multiple of 16");
+  static_assert(kStages >= 2, "the pipeline needs at least two stages");
   static constexpr int kKSteps = D / 16;       // k-steps of Q K^T
   static constexpr int kScoreBlocks = BN / 8;  // n8 blocks of S
   static constexpr int kOutBlocks = D / 8;     // n8 blocks of O
   static constexpr bool kBF16 = element<T>::is_bf16;
   using Softmax = OnlineSoftmax<kScoreBlocks, kOutBlocks>;
-  using QFragments = unsigned[kM][Traits::kQInRegisters ? kKSteps : 1][4];
+  using QFragments = unsigned[kM][kTile.q_in_registers ? kKSteps : 1][4];
 
   // S = Q K^T for this warp's rows and the BN keys of the K tile.
   static __device__ __forceinline__ void scores(float (&s)[kM][kScoreBlocks][4],
@@ -104,7 +81,7 @@ struct Forward {
       unsigned a[kM][4];
 #pragma unroll
       for (int m = 0; m < kM; ++m) {
-        if constexpr (Traits::kQInRegisters) {
+        if constexpr (kTile.q_in_registers) {
 #pragma unroll
           for (int i = 0; i < 4; ++i) a[m][i] = qf[m][kk][i];
         } else {
@@ -235,7 +212,7 @@ __device__ void forward(const Params<typename C::dtype>& prm) {
     ptx::cp_async_commit();
     ptx::cp_async_wait<F::kStages - 1>();
     __syncthreads();
-    if constexpr (F::Traits::kQInRegisters) {
+    if constexpr (F::kTile.q_in_registers) {
       if (it == 0) {
 #pragma unroll
         for (int m = 0; m < F::kM; ++m) {
