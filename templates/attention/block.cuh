@@ -4,9 +4,9 @@
 // mask the tiles with the most keys go in the first wave.
 #pragma once
 
+#include "attention/gqa_rows.cuh"
 #include "attention/mask.cuh"
 #include "attention/params.cuh"
-#include "attention/rows.cuh"
 #include "attention/sinks.cuh"
 #include "common/ptx.cuh"
 
@@ -21,7 +21,7 @@ struct BlockWork {
   int q_begin;  // first token of the sequence in q / o
   int n_q, n_k;
   int k_begin;  // first key row of the sequence in k / v
-  RowMap<C::pack_gqa != 0> map;
+  PackedRows<C::pack_gqa != 0> map;
   int row0, row_end;  // the block's (packed) rows [row0, row_end)
   int shift;          // bottom-right alignment: p(i) = i + shift
   const T* q;         // the sequence's first q row
@@ -41,8 +41,8 @@ struct BlockWork {
     n_q = prm.cu_seqlens_q[b + 1] - q_begin;
     k_begin = prm.cu_seqlens_k[b];
     n_k = prm.cu_seqlens_k[b + 1] - k_begin;
-    map = RowMap<kPack>{kPack ? group : 1, kPack ? hk * group : static_cast<int>(blockIdx.y),
-                        kPack ? n_q * group : n_q};
+    map = PackedRows<kPack>{kPack ? group : 1, kPack ? hk * group : static_cast<int>(blockIdx.y),
+                            kPack ? n_q * group : n_q};
     const int m_tiles = (map.rows + kBlockM - 1) / kBlockM;
     const int m_tile = m_tiles - 1 - static_cast<int>(blockIdx.x);
     if (m_tile < 0) return false;

@@ -10,10 +10,10 @@
 
 #include "attention/block.cuh"
 #include "attention/epilogue.cuh"
+#include "attention/gqa_rows.cuh"
 #include "attention/logits.cuh"
 #include "attention/mask.cuh"
 #include "attention/params.cuh"
-#include "attention/rows.cuh"
 #include "attention/sinks.cuh"
 #include "attention/softmax.cuh"
 #include "attention/tile_config.cuh"

@@ -14,18 +14,18 @@
 
 #include "attention/block.cuh"
 #include "attention/epilogue.cuh"
+#include "attention/gqa_rows.cuh"
 #include "attention/logits.cuh"
 #include "attention/mask.cuh"
 #include "attention/params.cuh"
-#include "attention/rows.cuh"
 #include "attention/sinks.cuh"
 #include "attention/smem_sm90.cuh"
 #include "attention/softmax.cuh"
 #include "attention/tile_config.cuh"
 #include "attention/tile_io.cuh"
 #include "common/ptx.cuh"
-#include "common/types.cuh"
 #include "common/tma.cuh"
+#include "common/types.cuh"
 #include "common/wgmma.cuh"
 
 namespace attnjit {

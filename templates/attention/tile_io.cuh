@@ -5,7 +5,7 @@
 // ldmatrix phases do not conflict.
 #pragma once
 
-#include "attention/rows.cuh"
+#include "attention/gqa_rows.cuh"
 #include "attention/tile_config.cuh"
 #include "common/ptx.cuh"
 
@@ -68,7 +68,7 @@ __device__ __forceinline__ void load_tile_async(T* smem, const T* base, long lon
 }
 
 // The query rows [row0, row0 + kRows) of a block, each at its own
-// (position, head) (rows.cuh); rows at or past map.rows become zeros.
+// (position, head) (gqa_rows.cuh); rows at or past map.rows become zeros.
 template <int kRows, int kHeadDim, int kThreads, class T, class Map>
 __device__ __forceinline__ void load_query_rows_async(T* smem, const T* seq_base,
                                                       long long row_stride, long long head_stride,
