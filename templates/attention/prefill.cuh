@@ -8,7 +8,6 @@
 // attention_prefill_body<C>.
 #pragma once
 
-#include "attention/block.cuh"
 #include "attention/epilogue.cuh"
 #include "attention/gqa_rows.cuh"
 #include "attention/logits.cuh"
@@ -18,6 +17,7 @@
 #include "attention/softmax.cuh"
 #include "attention/tile_config.cuh"
 #include "attention/tile_io.cuh"
+#include "attention/tile_scheduler.cuh"
 #include "common/ptx.cuh"
 #include "common/types.cuh"
 // The warpgroup path (and its 40 KB of generated wrappers) only where it
@@ -150,8 +150,9 @@ __device__ void forward(const Params<typename C::dtype>& prm) {
   T* sK = sQ + F::BM * F::kStride;
   T* sV = sK + F::kStages * F::BN * F::kStride;
 
-  BlockWork<C, F::BM, F::BN> work;
-  if (!work.init(prm)) return;
+  using Scheduler = TileScheduler<C, F::BM, F::BN>;
+  typename Scheduler::Work work;
+  if (!Scheduler::get(prm, work)) return;
   const int tid = threadIdx.x;
   const int warp = tid / 32;
   const int lane = tid % 32;

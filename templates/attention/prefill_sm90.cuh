@@ -12,7 +12,6 @@
 // accumulators, packed) and V MN-major.
 #pragma once
 
-#include "attention/block.cuh"
 #include "attention/epilogue.cuh"
 #include "attention/gqa_rows.cuh"
 #include "attention/logits.cuh"
@@ -23,6 +22,7 @@
 #include "attention/softmax.cuh"
 #include "attention/tile_config.cuh"
 #include "attention/tile_io.cuh"
+#include "attention/tile_scheduler.cuh"
 #include "common/ptx.cuh"
 #include "common/tma.cuh"
 #include "common/types.cuh"
@@ -98,8 +98,8 @@ __device__ void forward_sm90(const Params<typename C::dtype>& prm) {
   const unsigned sV = sK + kStages * L::kTileBytes;
   const Ring ring(sQ + L::kDataBytes);
 
-  BlockWork<C, BM, BN> work;
-  if (!work.init(prm)) return;
+  typename TileScheduler<C, BM, BN>::Work work;
+  if (!TileScheduler<C, BM, BN>::get(prm, work)) return;
   const int tid = threadIdx.x;
   const int warp = tid / 32;
   const int lane = tid % 32;
