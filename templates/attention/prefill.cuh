@@ -246,8 +246,8 @@ __device__ void forward(const Params<typename C::dtype>& prm) {
 
 #pragma unroll
   for (int m = 0; m < F::kM; ++m) {
-    epilogue<C>(prm, softmax[m], o[m], sQ_warp + m * 16 * F::kStride, q_begin, map,
-                row0 + warp_row0 + m * 16, lane);
+    Epilogue<C>::store(prm, work, softmax[m], o[m], sQ_warp + m * 16 * F::kStride,
+                       row0 + warp_row0 + m * 16, lane);
   }
 }
 

@@ -302,7 +302,7 @@ __device__ void forward_sm90(const Params<typename C::dtype>& prm) {
   ptx::named_barrier_sync(1, kConsumerThreads);
 
   T* stage = reinterpret_cast<T*>(smem_raw + pad) + warp * 16 * SmemRow<D>::kStride;
-  epilogue<C>(prm, softmax, o, stage, q_begin, map, warp_row, lane);
+  Epilogue<C>::store(prm, work, softmax, o, stage, warp_row, lane);
 }
 
 }  // namespace attention
