@@ -12,19 +12,20 @@
 // accumulators, packed) and V MN-major.
 #pragma once
 
-#include "attention/block.cuh"
 #include "attention/epilogue.cuh"
+#include "attention/gqa_rows.cuh"
 #include "attention/logits.cuh"
 #include "attention/mask.cuh"
 #include "attention/params.cuh"
-#include "attention/rows.cuh"
 #include "attention/sinks.cuh"
 #include "attention/smem_sm90.cuh"
 #include "attention/softmax.cuh"
+#include "attention/tile_config.cuh"
 #include "attention/tile_io.cuh"
+#include "attention/tile_scheduler.cuh"
 #include "common/ptx.cuh"
-#include "common/types.cuh"
 #include "common/tma.cuh"
+#include "common/types.cuh"
 #include "common/wgmma.cuh"
 
 namespace attnjit {
@@ -32,48 +33,29 @@ namespace attention {
 
 template <class C>
 struct WarpgroupLayout {
+  static constexpr TileConfig kTile = tile_config<C>();
   static constexpr int D = C::head_dim;
   static constexpr int BM = C::block_m;
   static constexpr int BN = C::block_n;
   static constexpr int kStages = C::stages;
-  static constexpr int kWarpgroups = C::warps / 4;
   static_assert(C::warps % 4 == 0 && C::warps >= 4,
                 "wgmma needs whole warpgroups (warps % 4 == 0)");
-  static_assert(BM == 64 * kWarpgroups, "wgmma: block_m must be 64 rows per warpgroup");
+  static_assert(BM == 64 * kTile.warpgroups, "wgmma: block_m must be 64 rows per warpgroup");
   static_assert(BN % 16 == 0 && BN <= 256, "wgmma: block_n must be a multiple of 16, at most 256");
   static_assert(kStages >= 2, "the pipeline needs at least two stages");
-  static constexpr int kConsumerThreads = C::warps * 32;
-  static constexpr int kThreads = kConsumerThreads + 128;  // + the producer warpgroup
-  // Registers: every warpgroup starts with the launch bound's share; the
-  // producer needs few, so it gives them back (setmaxnreg) and the
-  // consumers take them, as far as the block's pool allows. A register
-  // file quarter (16K) holds one warp of each warpgroup of each block.
-  static constexpr int kShare = 65536 / (kThreads * C::min_blocks) / 8 * 8;
-  static constexpr int kLaunchRegisters = kShare > 255 ? 255 : kShare;
-  // A --maxrregcount cap (CompileOptions::max_registers) makes the launch
-  // share unknown here: no rebalancing then (setmaxnreg.inc past the
-  // block's pool would wait forever).
-#if defined(ATTNJIT_MAX_REGISTERS)
-  static constexpr bool kRebalance = false;
-#else
-  static constexpr bool kRebalance = kLaunchRegisters < 232;
-#endif
-  static constexpr int kProducerRegisters = kWarpgroups == 1 ? 40 : kWarpgroups == 2 ? 24 : 32;
-  static constexpr int kConsumerRegistersRaw =
-      ((kWarpgroups + 1) * kLaunchRegisters - kProducerRegisters) / kWarpgroups / 8 * 8;
-  static constexpr int kConsumerRegisters = kConsumerRegistersRaw > 256 ? 256 : kConsumerRegistersRaw;
+  static constexpr int kConsumerThreads = kTile.consumer_threads;
+  // Registers (tile_config.cuh): the producer gives some back, the
+  // consumers take them.
+  static constexpr bool kRebalance = kTile.rebalance;
+  static constexpr int kProducerRegisters = kTile.producer_registers;
+  static constexpr int kConsumerRegisters = kTile.consumer_registers;
   using Rows = SwizzledRows<D>;
-  static constexpr unsigned kQBytes = BM * D * 2;
-  static constexpr unsigned kTileBytes = BN * D * 2;
-  static constexpr unsigned kChunkBytes = BN * Rows::kSwizzleBytes;  // one TMA box
-  // 1024 bytes of slack to align the tiles; the epilogue stages each warp's
-  // 16 output rows (padded rows, tile_io.cuh) over Q and the first K tiles.
-  // The mbarriers follow: full and empty, for K and for V, per stage.
-  static constexpr unsigned kTilesBytes = kQBytes + 2 * kStages * kTileBytes;
-  static constexpr unsigned kStageOutBytes = BM * SmemRow<D>::kStride * 2;
-  static constexpr unsigned kDataBytes = kTilesBytes > kStageOutBytes ? kTilesBytes : kStageOutBytes;
-  static constexpr unsigned kBarrierBytes = 4 * kStages * 8;
-  static constexpr unsigned smem_bytes = 1024 + kDataBytes + kBarrierBytes;
+  static_assert(Rows::kChunk == kTile.tma_chunk, "the TMA box is one swizzle chunk wide");
+  static constexpr unsigned kQBytes = kTile.q_tile_bytes;
+  static constexpr unsigned kTileBytes = kTile.kv_tile_bytes;
+  static constexpr unsigned kChunkBytes = kTile.tma_box_bytes;  // one TMA box
+  // The tiles from a 1024-byte aligned base, then the mbarriers.
+  static constexpr unsigned kDataBytes = kTile.barrier_offset;
 };
 
 // The mbarrier ring: tile i of a block (counted from its first) uses stage
@@ -84,7 +66,9 @@ struct TileRing {
   unsigned full_k, full_v, empty_k, empty_v;  // shared addresses of barrier arrays
 
   __device__ __forceinline__ explicit TileRing(unsigned base)
-      : full_k(base), full_v(base + 8 * kStages), empty_k(base + 16 * kStages),
+      : full_k(base),
+        full_v(base + 8 * kStages),
+        empty_k(base + 16 * kStages),
         empty_v(base + 24 * kStages) {}
   static __device__ __forceinline__ int stage(int i) { return i % kStages; }
   static __device__ __forceinline__ unsigned parity(int i) { return unsigned(i / kStages) & 1u; }
@@ -114,8 +98,8 @@ __device__ void forward_sm90(const Params<typename C::dtype>& prm) {
   const unsigned sV = sK + kStages * L::kTileBytes;
   const Ring ring(sQ + L::kDataBytes);
 
-  BlockWork<C, BM, BN> work;
-  if (!work.init(prm)) return;
+  typename TileScheduler<C, BM, BN>::Work work;
+  if (!TileScheduler<C, BM, BN>::get(prm, work)) return;
   const int tid = threadIdx.x;
   const int warp = tid / 32;
   const int lane = tid % 32;
@@ -318,7 +302,7 @@ __device__ void forward_sm90(const Params<typename C::dtype>& prm) {
   ptx::named_barrier_sync(1, kConsumerThreads);
 
   T* stage = reinterpret_cast<T*>(smem_raw + pad) + warp * 16 * SmemRow<D>::kStride;
-  epilogue<C>(prm, softmax, o, stage, q_begin, map, warp_row, lane);
+  Epilogue<C>::store(prm, work, softmax, o, stage, warp_row, lane);
 }
 
 }  // namespace attention

@@ -1,12 +1,13 @@
 // Shared-memory tiles in the layout Hopper's warpgroup MMA reads through
 // descriptors: a tile of rows x D elements is split into column chunks of
-// kChunk elements (64, 32 or 16: the widest that divides D), stored one
+// kChunk elements (tile_config.cuh, swizzle_chunk), stored one
 // after the other; inside a chunk every row is kSwizzleBytes wide and its
 // 16-byte units are XOR-swizzled by the row (the hardware's 128/64/32-byte
 // swizzle). Every tile starts 1024-byte aligned. The same layout serves a
 // K-major operand (Q, K: D is the reduction dim) and, for V, an MN-major one.
 #pragma once
 
+#include "attention/tile_config.cuh"
 #include "attention/tile_io.cuh"
 #include "common/ptx.cuh"
 #include "common/wgmma.cuh"
@@ -16,7 +17,7 @@ namespace attention {
 
 template <int kHeadDim>
 struct SwizzledRows {
-  static constexpr int kChunk = kHeadDim % 64 == 0 ? 64 : kHeadDim % 32 == 0 ? 32 : 16;
+  static constexpr int kChunk = swizzle_chunk(kHeadDim);
   static constexpr int kSwizzleBytes = kChunk * 2;
   static constexpr int kUnits = kSwizzleBytes / 16;  // 16-byte units per swizzled row
   static constexpr int kShift = kUnits == 8 ? 0 : kUnits == 4 ? 1 : 2;

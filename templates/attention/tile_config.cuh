@@ -147,16 +147,14 @@ ATTNJIT_TILE_CONSTEXPR GridShape grid_shape(const TileConfig& tile, long long ma
 
 // The device side: a generated Config's configuration, from its tuning
 // params and the register cap the compile options announce
-// (ATTNJIT_MAX_REGISTERS is defined when one is set). A function, not a
-// constant: NVRTC would emit a constant's bytes into every module.
-#if defined(ATTNJIT_MAX_REGISTERS)
-constexpr bool kRegisterCap = true;
-#else
-constexpr bool kRegisterCap = false;
-#endif
-
+// (ATTNJIT_MAX_REGISTERS is defined when one is set).
 template <class C>
 ATTNJIT_TILE_CONSTEXPR TileConfig tile_config() {
+#if defined(ATTNJIT_MAX_REGISTERS)
+  constexpr bool kRegisterCap = true;
+#else
+  constexpr bool kRegisterCap = false;
+#endif
   return make_tile_config(TileShape{C::head_dim, C::block_m, C::block_n, C::warps, C::stages,
                                     C::min_blocks, C::pack_gqa != 0, C::wgmma != 0, kRegisterCap});
 }

@@ -1,11 +1,12 @@
 // Moving tiles between global and shared memory: 16-byte cp.async loads
 // with zero fill past the end of a sequence (so padding rows are exact
 // zeros, never stale data), and the 16-byte store of the output tile.
-// Shared rows are padded by 16 bytes, which makes every ldmatrix phase hit
-// 8 distinct 16-byte bank groups for all supported head dims.
+// Shared rows are padded (tile_config.cuh, padded_row_stride) so that
+// ldmatrix phases do not conflict.
 #pragma once
 
-#include "attention/rows.cuh"
+#include "attention/gqa_rows.cuh"
+#include "attention/tile_config.cuh"
 #include "common/ptx.cuh"
 
 namespace attnjit {
@@ -13,8 +14,8 @@ namespace attention {
 
 template <int kHeadDim>
 struct SmemRow {
-  static constexpr int kChunks = kHeadDim / 8;  // 16-byte chunks per row
-  static constexpr int kStride = kHeadDim + 8;  // elements, padded
+  static constexpr int kChunks = kHeadDim / 8;                 // 16-byte chunks per row
+  static constexpr int kStride = padded_row_stride(kHeadDim);  // elements
   static_assert(kHeadDim % 16 == 0, "head dim must be a multiple of 16");
 };
 
@@ -67,7 +68,7 @@ __device__ __forceinline__ void load_tile_async(T* smem, const T* base, long lon
 }
 
 // The query rows [row0, row0 + kRows) of a block, each at its own
-// (position, head) (rows.cuh); rows at or past map.rows become zeros.
+// (position, head) (gqa_rows.cuh); rows at or past map.rows become zeros.
 template <int kRows, int kHeadDim, int kThreads, class T, class Map>
 __device__ __forceinline__ void load_query_rows_async(T* smem, const T* seq_base,
                                                       long long row_stride, long long head_stride,

@@ -1,8 +1,9 @@
-// The launch grid (attention_grid, runtime) and the kernels' block setup
-// (templates/attention/block.cuh, compiled for the host) together: for
-// random varlen batches, GQA groups, tile heights and with and without GQA
-// packing, every (token, query head) output row belongs to exactly one
-// block, and each block reads the k/v head of its query heads. No GPU.
+// The launch grid (attention_grid, runtime) and the kernels' tile
+// scheduler (templates/attention/tile_scheduler.cuh, compiled for the host)
+// together: for random varlen batches, GQA groups, tile heights and with
+// and without GQA packing, every (token, query head) output row belongs to
+// exactly one block, and each block reads the k/v head of its query heads.
+// No GPU.
 #include <gtest/gtest.h>
 
 #include <map>
@@ -15,7 +16,7 @@
 
 // clang-format off
 #include "host_device.h"
-#include "attention/block.cuh"
+#include "attention/tile_scheduler.cuh"
 #include "host_device_end.h"
 // clang-format on
 
@@ -67,8 +68,9 @@ void check_grid(std::mt19937_64& rng) {
   for (blockIdx.z = 0; blockIdx.z < grid.z; ++blockIdx.z) {
     for (blockIdx.y = 0; blockIdx.y < grid.y; ++blockIdx.y) {
       for (blockIdx.x = 0; blockIdx.x < grid.x; ++blockIdx.x) {
-        attention::BlockWork<Config<kPack>, kBlockM, 64> work;
-        if (!work.init(prm)) continue;
+        using Scheduler = attention::TileScheduler<Config<kPack>, kBlockM, 64>;
+        typename Scheduler::Work work;
+        if (!Scheduler::get(prm, work)) continue;
         ASSERT_LT(work.row0, work.row_end) << what;
         for (int row = work.row0; row < work.row_end; ++row) {
           const int pos = work.map.position(row);

@@ -1,15 +1,17 @@
-// Which (query position, head) each row of a block holds. Without GQA
-// packing a block is one query head over consecutive positions. With it,
-// the G = Hq / Hkv query heads that share a kv head are interleaved: packed
-// row R holds position R / G of head hk * G + R % G, so every K and V tile
-// a block loads serves G heads, and a window spans G times fewer positions.
+// GQA packing: which (query position, head) each row of a query tile
+// holds. Without packing a tile is one query head over consecutive
+// positions. With it, the G = Hq / Hkv query heads that share a kv head are
+// interleaved: packed row R holds position R / G of head hk * G + R % G, so
+// every K and V tile a block loads serves G heads, and a window spans G
+// times fewer positions. The loaders, the mask's positions and the
+// epilogue all go through this one mapping.
 #pragma once
 
 namespace attnjit {
 namespace attention {
 
 template <bool kPack>
-struct RowMap {
+struct PackedRows {
   int group;  // heads interleaved per position (1 without packing)
   int head0;  // the head of member 0 of each group
   int rows;   // valid rows of this sequence: n_q * group

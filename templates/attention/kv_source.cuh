@@ -1,0 +1,88 @@
+// Where a work tile's keys and values come from, apart from how a mainloop
+// consumes them: the varlen layout, in which a sequence's keys are rows
+// [k_begin, k_begin + n_k) of k and v ([total_k, Hkv, D] at the args' row
+// and head strides; the work tile holds the first row's address of its kv
+// head). Each path copies key tile kt its own way: cp.async into padded
+// rows, zero-filled past the sequence's keys (mma.sync), or TMA boxes into
+// swizzled tiles through the maps the runtime encodes (wgmma). A K/V cache
+// in another layout (pages) is another source type with the same members.
+#pragma once
+
+#include "attention/params.cuh"
+#include "attention/tile_config.cuh"
+#include "attention/tile_io.cuh"
+#include "common/ptx.cuh"
+#include "common/tma.cuh"
+#include "common/types.cuh"
+
+namespace attnjit {
+namespace attention {
+
+template <class C>
+struct VarlenKV {
+  using T = typename C::dtype;
+  static constexpr int D = C::head_dim;
+  static constexpr int BN = C::block_n;
+
+  const T* k;  // the sequence's first k row of kv head hk (the work tile's)
+  const T* v;
+  long long k_row_stride, v_row_stride;
+  int n_k;                         // the sequence's keys
+  int k_begin, hk;                 // the TMA maps' row and head coordinates
+  const TensorMap *k_map, *v_map;  // [rows, heads, D], boxes of one swizzle chunk
+
+  template <class Work>
+  __device__ __forceinline__ VarlenKV(const Params<T>& prm, const Work& work)
+      : k(work.k),
+        v(work.v),
+        k_row_stride(prm.k_row_stride),
+        v_row_stride(prm.v_row_stride),
+        n_k(work.n_k),
+        k_begin(work.k_begin),
+        hk(work.hk),
+        k_map(&prm.k_map),
+        v_map(&prm.v_map) {}
+
+  // cp.async of key tile kt of K (or V) into padded shared rows (SmemRow),
+  // spread over kThreads threads.
+  template <int kThreads>
+  __device__ __forceinline__ void load_k_async(T* tile, int kt, int tid) const {
+    load_tile_async<BN, D, kThreads>(tile, k, k_row_stride, kt * BN, n_k, tid);
+  }
+  template <int kThreads>
+  __device__ __forceinline__ void load_v_async(T* tile, int kt, int tid) const {
+    load_tile_async<BN, D, kThreads>(tile, v, v_row_stride, kt * BN, n_k, tid);
+  }
+
+  __device__ __forceinline__ void prefetch_maps() const {
+    ptx::prefetch_tensor_map(k_map);
+    ptx::prefetch_tensor_map(v_map);
+  }
+
+  // TMA of key tile kt of K (or V) into the swizzled tile at shared address
+  // `tile`, as D / tma_chunk boxes whose bytes complete the phase of the
+  // mbarrier `full`. One thread issues it. Whole boxes: the rows past the
+  // sequence's keys arrive too (the next sequence's, or zeros past the
+  // tensor).
+  __device__ __forceinline__ void tma_load_k(unsigned tile, unsigned full, int kt) const {
+    tma_load(k_map, tile, full, kt);
+  }
+  __device__ __forceinline__ void tma_load_v(unsigned tile, unsigned full, int kt) const {
+    tma_load(v_map, tile, full, kt);
+  }
+
+ private:
+  __device__ __forceinline__ void tma_load(const TensorMap* map, unsigned tile, unsigned full,
+                                           int kt) const {
+    constexpr TileConfig kTile = tile_config<C>();
+    const int row = k_begin + kt * BN;
+    ptx::mbarrier_arrive_expect_tx(full, kTile.kv_tile_bytes);
+#pragma unroll
+    for (int c = 0; c < D / kTile.tma_chunk; ++c) {
+      ptx::tma_load_3d(tile + c * kTile.tma_box_bytes, map, full, c * kTile.tma_chunk, hk, row);
+    }
+  }
+};
+
+}  // namespace attention
+}  // namespace attnjit

@@ -1,0 +1,108 @@
+// The tile scheduler: which query tile a block works on, and what that tile
+// knows of its sequence (rows, keys, mask, the key tiles to visit). One
+// block per tile over the grid of grid_shape (tile_config.cuh): (query
+// tiles, heads, sequences), grid.y over kv heads when packing GQA, else
+// over query heads. blockIdx.x counts query tiles from the last, so with a
+// causal mask the tiles with the most keys go in the first wave. Another
+// order or a persistent loop over tiles is another scheduler type; the
+// mainloops and the epilogue only see the work tile.
+#pragma once
+
+#include "attention/gqa_rows.cuh"
+#include "attention/mask.cuh"
+#include "attention/params.cuh"
+#include "attention/sinks.cuh"
+#include "common/ptx.cuh"
+
+namespace attnjit {
+namespace attention {
+
+// One query tile of kBlockM (packed) rows of one sequence and head slot.
+template <class C, int kBlockM, int kBlockN>
+struct WorkTile {
+  using T = typename C::dtype;
+
+  int hk;       // kv head
+  int q_begin;  // first token of the sequence in q / o
+  int n_q, n_k;
+  int k_begin;  // first key row of the sequence in k / v
+  PackedRows<C::pack_gqa != 0> map;
+  int row0, row_end;  // the tile's (packed) rows [row0, row_end)
+  int shift;          // bottom-right alignment: p(i) = i + shift
+  const T* q;         // the sequence's first q row
+  const T* k;         // the sequence's first k row of head hk
+  const T* v;
+  Mask<C> mask;
+  int p_first, p_last;  // key positions of the tile's first and last rows
+  KeyRange range;       // key tiles to visit
+
+  // Sequence b, kv head kv_head and its group = Hq / Hkv query heads when
+  // packing GQA, else query head `head` alone.
+  __device__ __forceinline__ void set_sequence(const Params<T>& prm, int b, int kv_head, int group,
+                                               int head) {
+    constexpr bool kPack = C::pack_gqa != 0;
+    hk = kv_head;
+    q_begin = prm.cu_seqlens_q[b];
+    n_q = prm.cu_seqlens_q[b + 1] - q_begin;
+    k_begin = prm.cu_seqlens_k[b];
+    n_k = prm.cu_seqlens_k[b + 1] - k_begin;
+    map =
+        PackedRows<kPack>{kPack ? group : 1, kPack ? hk * group : head, kPack ? n_q * group : n_q};
+  }
+
+  // Query tiles of the sequence (set_sequence first).
+  __device__ __forceinline__ int m_tiles() const { return (map.rows + kBlockM - 1) / kBlockM; }
+
+  // Query tile m_tile of sequence b (set_sequence first).
+  __device__ __forceinline__ void set_tile(const Params<T>& prm, int b, int m_tile) {
+    row0 = m_tile * kBlockM;
+    row_end = ptx::imin(row0 + kBlockM, map.rows);
+    shift = n_k - n_q;
+    q = prm.q + q_begin * prm.q_row_stride;
+    k = prm.k + k_begin * prm.k_row_stride + hk * prm.k_head_stride;
+    v = prm.v + k_begin * prm.v_row_stride + hk * prm.v_head_stride;
+    mask = Mask<C>{n_k, prm.window_left, prm.window_right, nullptr, 0};
+    if constexpr (C::mm_prefix) {
+      const int s0 = prm.mm_span_offsets[b];
+      mask.spans = prm.mm_spans + 2 * s0;
+      mask.span_count = prm.mm_span_offsets[b + 1] - s0;
+    }
+    p_first = map.position(row0) + shift;
+    p_last = map.position(row_end - 1) + shift;
+    range = mask.key_range(p_first, p_last, kBlockN);
+  }
+
+  // Per query row, once: the keys it sees (edge-tile masks) and its sink
+  // logit in base 2.
+  __device__ __forceinline__ void row_setup(const Params<T>& prm, int row,
+                                            typename Mask<C>::RowKeys& keys, float& sink2) const {
+    const int p = map.position(row) + shift;
+    int span_lo, span_hi;
+    mask.span_of(p, span_lo, span_hi);
+    keys = mask.row_keys(p, span_lo, span_hi);
+    sink2 = Sinks<C>::logit2(prm.sinks, map.head(row));
+  }
+};
+
+template <class C, int kBlockM, int kBlockN>
+struct TileScheduler {
+  using Work = WorkTile<C, kBlockM, kBlockN>;
+
+  // This block's tile; false when its sequence has no such tile (the grid
+  // covers the longest sequence).
+  static __device__ __forceinline__ bool get(const Params<typename C::dtype>& prm, Work& work) {
+    constexpr bool kPack = C::pack_gqa != 0;
+    const int b = blockIdx.z;
+    const int group = prm.num_heads_q / prm.num_heads_kv;
+    const int y = static_cast<int>(blockIdx.y);  // a kv head when packing, else a query head
+    const int hk = kPack ? y : y / group;
+    work.set_sequence(prm, b, hk, group, y);
+    const int m_tile = work.m_tiles() - 1 - static_cast<int>(blockIdx.x);
+    if (m_tile < 0) return false;
+    work.set_tile(prm, b, m_tile);
+    return true;
+  }
+};
+
+}  // namespace attention
+}  // namespace attnjit
