@@ -84,5 +84,119 @@ struct VarlenKV {
   }
 };
 
+// An engine's paged cache (kv_layout = paged): key position j of the
+// sequence is row j % page_size of page block_table[seq, j / page_size],
+// pages [page_size, Hkv, D] at the args' page, row and head strides. Only
+// pages that hold the sequence's keys are read: the table's entries past
+// them may hold anything.
+template <class C>
+struct PagedKV {
+  using T = typename C::dtype;
+  static constexpr int D = C::head_dim;
+  static constexpr int BN = C::block_n;
+
+  const T* k;  // kv head hk of page 0
+  const T* v;
+  long long k_row_stride, v_row_stride, k_page_stride, v_page_stride;
+  const int* table;  // the sequence's row of the block table
+  int page_size;
+  int n_k, hk;
+  const TensorMap *k_map, *v_map;  // [pages, rows of a page, heads, D]
+
+  template <class Work>
+  __device__ __forceinline__ PagedKV(const Params<T>& prm, const Work& work)
+      : k(prm.k + work.hk * prm.k_head_stride),
+        v(prm.v + work.hk * prm.v_head_stride),
+        k_row_stride(prm.k_row_stride),
+        v_row_stride(prm.v_row_stride),
+        k_page_stride(prm.k_page_stride),
+        v_page_stride(prm.v_page_stride),
+        table(prm.block_table + work.seq * prm.block_table_stride),
+        page_size(prm.page_size),
+        n_k(work.n_k),
+        hk(work.hk),
+        k_map(&prm.k_map),
+        v_map(&prm.v_map) {}
+
+  // cp.async of key tile kt, each row from its page; rows past the
+  // sequence's keys become zeros and their pages are not looked up.
+  template <int kThreads>
+  __device__ __forceinline__ void load_k_async(T* tile, int kt, int tid) const {
+    load_rows<kThreads>(tile, k, k_row_stride, k_page_stride, kt, tid);
+  }
+  template <int kThreads>
+  __device__ __forceinline__ void load_v_async(T* tile, int kt, int tid) const {
+    load_rows<kThreads>(tile, v, v_row_stride, v_page_stride, kt, tid);
+  }
+
+  __device__ __forceinline__ void prefetch_maps() const {
+    ptx::prefetch_tensor_map(k_map);
+    ptx::prefetch_tensor_map(v_map);
+  }
+
+  // TMA of key tile kt: one box per page the tile spans (min(block_n,
+  // page_size) rows; the runtime encodes the maps' boxes so, and checks
+  // that the two sizes divide one another). Boxes past the sequence's last
+  // page are not issued, and the barrier expects only the bytes issued;
+  // their rows keep stale data, which the consumers mask (K) or zero (V,
+  // the tail tile) like any row past the sequence's keys.
+  __device__ __forceinline__ void tma_load_k(unsigned tile, unsigned full, int kt) const {
+    tma_load(k_map, tile, full, kt);
+  }
+  __device__ __forceinline__ void tma_load_v(unsigned tile, unsigned full, int kt) const {
+    tma_load(v_map, tile, full, kt);
+  }
+
+ private:
+  template <int kThreads>
+  __device__ __forceinline__ void load_rows(T* tile, const T* base, long long row_stride,
+                                            long long page_stride, int kt, int tid) const {
+    const int row0 = kt * BN;
+    load_rows_async<BN, D, kThreads>(
+        tile,
+        [&](int r, const T*& src) {
+          const int j = row0 + r;
+          const bool valid = j < n_k;
+          src = valid ? base + static_cast<long long>(table[j / page_size]) * page_stride +
+                            (j % page_size) * row_stride
+                      : base;
+          return valid;
+        },
+        tid);
+  }
+
+  __device__ __forceinline__ void tma_load(const TensorMap* map, unsigned tile, unsigned full,
+                                           int kt) const {
+    constexpr TileConfig kTile = tile_config<C>();
+    const int j0 = kt * BN;
+    const int rows = page_size < BN ? page_size : BN;  // one box, inside one page
+    const int boxes = ptx::imin(BN / rows, (n_k - j0 + rows - 1) / rows);
+    ptx::mbarrier_arrive_expect_tx(full, static_cast<unsigned>(boxes * rows * D * 2));
+#pragma unroll 1
+    for (int b = 0; b < boxes; ++b) {
+      const int j = j0 + b * rows;
+      const int page = table[j / page_size];
+      const unsigned dst = tile + static_cast<unsigned>(b * rows * kTile.swizzle_bytes);
+#pragma unroll
+      for (int c = 0; c < D / kTile.tma_chunk; ++c) {
+        ptx::tma_load_4d(dst + c * kTile.tma_box_bytes, map, full, c * kTile.tma_chunk, hk,
+                         j % page_size, page);
+      }
+    }
+  }
+};
+
+// The source a variant reads its keys and values from.
+template <class C, bool kPaged = paged_kv<C>()>
+struct KVSourceOf {
+  using type = VarlenKV<C>;
+};
+template <class C>
+struct KVSourceOf<C, true> {
+  using type = PagedKV<C>;
+};
+template <class C>
+using KVSource = typename KVSourceOf<C>::type;
+
 }  // namespace attention
 }  // namespace attnjit

@@ -13,5 +13,12 @@ namespace attention {
 template <class T>
 using Params = ::attnjit::attention_prefill_params<T>;
 
+// Whether a variant reads an engine's paged K/V cache (the spec's
+// kv_layout flag).
+template <class C>
+__host__ __device__ constexpr bool paged_kv() {
+  return C::kv_layout == C::kv_layout_t::paged;
+}
+
 }  // namespace attention
 }  // namespace attnjit

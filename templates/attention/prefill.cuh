@@ -44,7 +44,7 @@ __device__ __forceinline__ void attention_prefill_body(
   // or epilogue) is another type picked here by a flag, not a branch in
   // these.
   using Scheduler = attention::TileScheduler<C, C::block_m, C::block_n>;
-  using KV = attention::VarlenKV<C>;
+  using KV = attention::KVSource<C>;
   using Epilogue = attention::Epilogue<C>;
 #if ATTNJIT_HAS_WGMMA
   if constexpr (C::wgmma != 0) {

@@ -22,10 +22,11 @@ template <class C, int kBlockM, int kBlockN>
 struct WorkTile {
   using T = typename C::dtype;
 
+  int seq;      // the sequence
   int hk;       // kv head
   int q_begin;  // first token of the sequence in q / o
   int n_q, n_k;
-  int k_begin;  // first key row of the sequence in k / v
+  int k_begin;  // first key row of the sequence in k / v (0 in a paged cache)
   PackedRows<C::pack_gqa != 0> map;
   int row0, row_end;  // the tile's (packed) rows [row0, row_end)
   int shift;          // bottom-right alignment: p(i) = i + shift
@@ -41,11 +42,17 @@ struct WorkTile {
   __device__ __forceinline__ void set_sequence(const Params<T>& prm, int b, int kv_head, int group,
                                                int head) {
     constexpr bool kPack = C::pack_gqa != 0;
+    seq = b;
     hk = kv_head;
     q_begin = prm.cu_seqlens_q[b];
     n_q = prm.cu_seqlens_q[b + 1] - q_begin;
-    k_begin = prm.cu_seqlens_k[b];
-    n_k = prm.cu_seqlens_k[b + 1] - k_begin;
+    if constexpr (paged_kv<C>()) {
+      k_begin = 0;  // the key source finds each key's page
+      n_k = prm.seqused_k[b];
+    } else {
+      k_begin = prm.cu_seqlens_k[b];
+      n_k = prm.cu_seqlens_k[b + 1] - k_begin;
+    }
     map =
         PackedRows<kPack>{kPack ? group : 1, kPack ? hk * group : head, kPack ? n_q * group : n_q};
   }
