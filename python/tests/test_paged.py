@@ -32,6 +32,7 @@ def _import_attnjit():
     """
     try:
         import attnjit
+        import attnjit.reference  # noqa: F401
         return attnjit, True
     except ImportError:
         pass
