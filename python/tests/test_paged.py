@@ -73,6 +73,7 @@ reference = attnjit.reference
 relative_error = reference.relative_error
 lse_error = reference.lse_error
 varlen_attention_reference = reference.varlen_attention_reference
+gather_paged = reference.gather_paged
 
 HAS_GPU = torch.cuda.is_available() and HAS_EXTENSION
 gpu = pytest.mark.skipif(
@@ -419,6 +420,31 @@ def test_spans_are_checked_against_seqused_k():
                              [20, 7], "paged_attention")
 
 
+def test_gather_paged_reads_through_the_table():
+    ps = 16
+    # The value of a row is 100 * page + row, in each head and element.
+    ids = (100 * torch.arange(5)[:, None] + torch.arange(ps)[None, :]).float()
+    k_cache = ids[:, :, None, None].expand(5, ps, 2, 8).contiguous()
+    v_cache = (-ids)[:, None, :, None].expand(5, 2, ps, 8).contiguous()
+    v_cache = v_cache.transpose(1, 2)  # heads-outer
+    table = torch.tensor([[2, 0, -1], [4, 7, 7], [3, 1, 0]],
+                         dtype=torch.int32)
+    used = torch.tensor([20, 5, 0], dtype=torch.int32)
+    k, v, cu_k = reference.gather_paged(k_cache, v_cache, table, used)
+    want = ([200 + r for r in range(16)] + [0, 1, 2, 3]
+            + [400 + r for r in range(5)])
+    assert cu_k.tolist() == [0, 20, 25, 25]
+    assert k[:, 0, 0].tolist() == want and k[:, 1, 7].tolist() == want
+    assert v[:, 1, 3].tolist() == [-x for x in want]
+    q = torch.randn(4, 4, 8)
+    cu_q = torch.tensor([0, 3, 4, 4], dtype=torch.int32)
+    out, lse = reference.paged_attention_reference(
+        q, k_cache, v_cache, table, cu_q, used, window_size=(3, 0))
+    want_out, want_lse = varlen_attention_reference(
+        q, k, v, cu_q, cu_k, causal=True, window_size=(3, 0))
+    assert torch.equal(out, want_out) and torch.equal(lse, want_lse)
+
+
 def test_fake_tensors_go_through_the_op():
     """The custom op's schema and fake implementation (torch.compile and
     CUDA-graph capture rely on them), with fake CUDA tensors: no GPU."""
@@ -565,16 +591,8 @@ class Paged:
     def gather(self):
         """The contiguous equivalent: k, v [sum of seqused_k, Hkv, D] and
         cu_seqlens_k, read through the block table."""
-        ks, vs = [], []
-        for b, n_k in enumerate(self.seqused_k.tolist()):
-            j = torch.arange(n_k, device="cuda")
-            pages = self.block_table[b].long()[j // self.page_size]
-            ks.append(self.k_cache[pages, j % self.page_size])
-            vs.append(self.v_cache[pages, j % self.page_size])
-        empty = self.k_cache.new_empty((0, *self.k_cache.shape[2:]))
-        k = torch.cat(ks) if ks else empty
-        v = torch.cat(vs) if vs else empty
-        return k, v, _cu(self.seqused_k.tolist(), "cuda")
+        return gather_paged(self.k_cache, self.v_cache, self.block_table,
+                            self.seqused_k)
 
 
 def _sinks(hq, seed=0):
