@@ -222,8 +222,8 @@ def _check_values(cu_seqlens_q, seqused_k, block_table, total_q, max_q, max_k,
             b, i = (int(x) for x in bad.nonzero()[0])
             _error(ValueError, f"block_table[{b}, {i}] = {int(table[b, i])} "
                                f"is not a page of the cache [0, {num_pages}) "
-                               f"(sequence {b} reads its first {int(pages[b])} "
-                               f"entries)")
+                               f"(sequence {b} reads its first "
+                               f"{int(pages[b])} entries)")
     return used
 
 

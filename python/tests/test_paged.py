@@ -227,7 +227,8 @@ def test_cu_seqlens_q():
     args = _args()
     _raises(TypeError, "`cu_seqlens_q` must be torch.int32",
             cu_seqlens_q=args["cu_seqlens_q"].long())
-    _raises(ValueError, r"cu_seqlens_q must be 1-D \[B\+1\], got shape \[1, 3\]",
+    _raises(ValueError,
+            r"cu_seqlens_q must be 1-D \[B\+1\], got shape \[1, 3\]",
             cu_seqlens_q=args["cu_seqlens_q"][None])
     _raises(ValueError, r"cu_seqlens_q must be 1-D \[B\+1\], got shape \[0\]",
             cu_seqlens_q=torch.zeros(0, dtype=torch.int32))
@@ -254,7 +255,8 @@ def test_block_table():
     _raises(TypeError, "`block_table` must be torch.int32",
             block_table=table.long())
     _raises(ValueError, r"block_table must be 2-D \[B, max_pages_per_seq\] "
-                        r"with B = 2 rows \(one per sequence of cu_seqlens_q\), "
+                        r"with B = 2 rows \(one per sequence of "
+                        r"cu_seqlens_q\), "
                         r"got shape \[4\]", block_table=table.flatten())
     _raises(ValueError, r"with B = 2 rows .* got shape \[3, 2\]",
             block_table=torch.zeros(3, 2, dtype=torch.int32))
@@ -348,8 +350,8 @@ def test_cache_layouts_accepted(layout):
         cache = torch.randn(n, 2, 16, hkv, 64).bfloat16()
         args["k_cache"], args["v_cache"] = cache[:, 0], cache[:, 1]
     elif layout == "heads_outer":
-        args["k_cache"] = torch.randn(n, hkv, 16, 64).bfloat16().transpose(1, 2)
-        args["v_cache"] = torch.randn(n, hkv, 16, 64).bfloat16().transpose(1, 2)
+        for name in ("k_cache", "v_cache"):
+            args[name] = torch.randn(n, hkv, 16, 64).bfloat16().transpose(1, 2)
     elif layout in ("one_page", "one_head"):
         # Strides of dimensions of size 1 are never stepped over.
         base = torch.randn(n, 16, 3, 64).bfloat16()
@@ -400,7 +402,8 @@ def test_check_values():
     rejects(r"seqused_k\[0\] = -1 is below the 5 new queries", used=(-1, 7))
     rejects(r"max_seqlen_k \(19\) is below seqused_k\[0\] = 20", max_k=19)
     rejects(r"block_table\[0, 1\] = 6 is not a page of the cache \[0, 6\) "
-            r"\(sequence 0 reads its first 2 entries\)", table=((0, 6), (2, 3)))
+            r"\(sequence 0 reads its first 2 entries\)",
+            table=((0, 6), (2, 3)))
     rejects(r"block_table\[1, 0\] = -1 is not a page", table=((0, 1), (-1, 3)))
     rejects(r"block_table\[1, 0\] = 2 is not a page of the cache \[0, 2\)",
             num_pages=2)
