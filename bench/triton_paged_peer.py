@@ -159,11 +159,13 @@ def _paged_attention_kernel(
 
 def paged_attention_triton(q, k_cache, v_cache, block_table, cu_seqlens_q, seqused_k,
                            max_seqlen_q, max_seqlen_k, softmax_scale=None, causal=True,
-                           window_size=(-1, -1), sinks=None, sinks_mode="none", out=None):
+                           window_size=(-1, -1), sinks=None, sinks_mode="none", out=None,
+                           config=None):
     """q [total_q, Hq, D]; k_cache/v_cache [num_pages, page_size, Hkv, D] (last
     dim contiguous); block_table int32 [B, max_pages]; cu_seqlens_q int32
     [B+1]; seqused_k int32 [B]. The arguments of attnjit.paged_attention
-    (no spans, no soft-cap, no LSE). Returns out [total_q, Hq, D]."""
+    (no spans, no soft-cap, no LSE). config: (BLOCK_M, BLOCK_N, warps,
+    stages) instead of the autotuned one. Returns out [total_q, Hq, D]."""
     _, hq, d = q.shape
     _, page_size, hkv, _ = k_cache.shape
     assert q.stride(2) == 1 and k_cache.stride(3) == 1 and v_cache.stride(3) == 1
@@ -173,7 +175,12 @@ def paged_attention_triton(q, k_cache, v_cache, block_table, cu_seqlens_q, sequs
     wl, wr = window_size
     scale = softmax_scale if softmax_scale is not None else d ** -0.5
     grid = lambda meta: (triton.cdiv(max_seqlen_q, meta["BLOCK_M"]), hq, batch)  # noqa: E731
-    _paged_attention_kernel[grid](
+    kernel, meta = _paged_attention_kernel, {}
+    if config is not None:
+        kernel = _paged_attention_kernel.fn
+        meta = dict(BLOCK_M=config[0], BLOCK_N=config[1], num_warps=config[2],
+                    num_stages=config[3])
+    kernel[grid](
         q, k_cache, v_cache, out, block_table, cu_seqlens_q, seqused_k,
         sinks if sinks is not None else q, scale * LOG2E,
         q.stride(0), q.stride(1), out.stride(0), out.stride(1),
@@ -181,7 +188,7 @@ def paged_attention_triton(q, k_cache, v_cache, block_table, cu_seqlens_q, sequs
         v_cache.stride(0), v_cache.stride(1), v_cache.stride(2), block_table.stride(0),
         hq // hkv, wl, wr, max_seqlen_q, max_seqlen_k,
         D=d, D_PAD=triton.next_power_of_2(d), PAGE=page_size, CAUSAL=bool(causal),
-        WINDOW=tuple(window_size) != (-1, -1), SINK=SINK_CODES[sinks_mode])
+        WINDOW=tuple(window_size) != (-1, -1), SINK=SINK_CODES[sinks_mode], **meta)
     return out
 
 
@@ -365,7 +372,7 @@ def self_check(device):
     dtype = torch.bfloat16 if device == "cuda" else torch.float32
     g = torch.Generator().manual_seed(0)
     worst = worst_ref = 0.0
-    for n_q, n_k, hq, hkv, d, page, causal, window, mode, share in CHECK_CASES:
+    for case, (n_q, n_k, hq, hkv, d, page, causal, window, mode, share) in enumerate(CHECK_CASES):
         q, kc, vc, table, cu_q, used_k = make_paged_case(
             n_q, n_k, hq, hkv, d, page, device, dtype, share_first_page=share, generator=g)
         sinks = (torch.rand(hq, generator=g) * 4 - 1).to(device) if mode != "none" else None
@@ -380,16 +387,23 @@ def self_check(device):
         err_ref = float(ref.relative_error(want, theirs))
         # Pages that no query may see become NaN: reading one would show.
         poisoned = poison_unseen_pages(kc, vc, table, n_q, n_k, window)
-        out = torch.full_like(q, float("nan"))
-        paged_attention_triton(q, kc, vc, table, cu_q, used_k, max(n_q), max(n_k),
-                               causal=causal, window_size=window, sinks=sinks,
-                               sinks_mode=mode, out=out)
-        err = float(ref.relative_error(out.float(), want))
+        # The autotuned call (as the benchmark makes it), and on the GPU one
+        # more tile configuration per case, in turn.
+        configs = [None] if INTERPRET else [None, _CONFIGS[case % len(_CONFIGS)]]
+        errs = []
+        for config in configs:
+            out = torch.full_like(q, float("nan"))
+            paged_attention_triton(q, kc, vc, table, cu_q, used_k, max(n_q), max(n_k),
+                                   causal=causal, window_size=window, sinks=sinks,
+                                   sinks_mode=mode, out=out, config=config)
+            errs.append(float(ref.relative_error(out.float(), want)))
+        err = max(errs)
         worst, worst_ref = max(worst, err), max(worst_ref, err_ref)
         print(f"n_q={n_q} n_k={n_k} H{hq}/{hkv} D{d} page {page} causal={causal} "
               f"window={window} sinks={mode}{' shared page' if share else ''}"
               f"{f' ({poisoned} unseen pages poisoned)' if poisoned else ''}: "
-              f"rel err {err:.2e} (reference vs project's {err_ref:.1e})")
+              f"rel err {err:.2e}{f' (also config {configs[-1]})' if configs[-1] else ''} "
+              f"(reference vs project's {err_ref:.1e})")
     bound = 1e-2 if dtype == torch.bfloat16 else 1e-4
     print(f"worst {worst:.2e} (bound {bound:.0e}); reference vs project's {worst_ref:.1e}")
     return worst <= bound and worst_ref <= 1e-5
