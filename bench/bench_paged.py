@@ -25,7 +25,7 @@ first) and then timed (median of triton.testing.do_bench):
   flex            FlexAttention (compiled) on the contiguous equivalent
 Useful FLOPs count unmasked (query, key) pairs only; bytes are q and o once
 plus the K/V rows some query can see, each kv head's once; the floor is
-max(bytes at 4.24 TB/s, FLOPs at 793 TFLOP/s).
+max(bytes at 4.24 TB/s, FLOPs at 793 TFLOP/s); "% floor" is floor / time.
 
     python3 bench/bench_paged.py --out bench/results/DATE-h200-COMMIT-paged.json
     python3 bench/bench_paged.py --quick       # one small problem of each kind
@@ -35,7 +35,6 @@ max(bytes at 4.24 TB/s, FLOPs at 793 TFLOP/s).
 import argparse
 import datetime
 import json
-import math
 import os
 import sys
 import types
@@ -118,8 +117,8 @@ def paged_of(pr, page_size=64, batch=None, seqlen=None):
     pr = (name, batch, seqlen, hq, hkv, d, causal, window, sinks, use_spans)
     spans = ([(b, r0, r1) for b in range(batch) for r0, r1 in ba.image_spans(seqlen)]
              if use_spans else [])
-    return Problem("paged_" + name + suffix, "paged", [seqlen] * batch, [seqlen] * batch, hq, hkv, d,
-                   causal, window, sinks, spans, page_size, base=pr)
+    return Problem("paged_" + name + suffix, "paged", [seqlen] * batch, [seqlen] * batch,
+                   hq, hkv, d, causal, window, sinks, spans, page_size, base=pr)
 
 
 def engine_problems():
@@ -378,7 +377,7 @@ def sdpa_peer(pr, x, backend="cudnn"):
     if gqa and backend is not None:
         try:
             run_with(True)
-        except RuntimeError:  # no GQA in this backend: repeat K/V per query head
+        except Exception:  # no GQA in this backend: repeat K/V per query head
             for c in calls:
                 c[1] = c[1].repeat_interleave(pr.hq // pr.hkv, dim=1)
                 c[2] = c[2].repeat_interleave(pr.hq // pr.hkv, dim=1)
@@ -421,7 +420,7 @@ def flex_peer(pr, x, compile=True):
         def unpack(o):
             return o.transpose(1, 2).reshape(-1, pr.hq, pr.d)
 
-        def where(q_idx, kv_idx):  # (same sequence, query position, key position)
+        def locate(q_idx, kv_idx):  # (same sequence, query position, key position)
             return None, q_idx + offset, kv_idx
         needs_mask = pr.window != (-1, -1) or (pr.causal and nq > 1)
     else:
@@ -441,12 +440,12 @@ def flex_peer(pr, x, compile=True):
         def unpack(o):
             return o[0].transpose(0, 1)
 
-        def where(q_idx, kv_idx):
+        def locate(q_idx, kv_idx):
             return q_seq[q_idx] == k_seq[kv_idx], q_pos[q_idx], k_pos[kv_idx]
         needs_mask = True
 
     def mask_mod(b, h, q_idx, kv_idx):
-        same, p, j = where(q_idx, kv_idx)
+        same, p, j = locate(q_idx, kv_idx)
         ok = (p >= 0) if same is None else same
         if pr.causal:
             ok = ok & (j <= p)
@@ -456,14 +455,18 @@ def flex_peer(pr, x, compile=True):
             ok = ok & (j - p <= wr)
         return ok
 
-    block_mask = (create_block_mask(mask_mod, None, None, q_len, kv_len, device=dev)
+    # Compiled mask creation (on the GPU) does not materialize the dense
+    # [q_len, kv_len] mask, which for a packed batch is large.
+    block_mask = (create_block_mask(mask_mod, None, None, q_len, kv_len, device=dev,
+                                    _compile=compile)
                   if needs_mask else None)
     score_mod = None
     if pr.sinks == "bias_key0":
         sinks = x.sinks
 
-        def score_mod(score, b, h, q_idx, kv_idx):
-            return torch.where(where(q_idx, kv_idx)[2] == 0, score + sinks[h], score)
+        def key0_bias(score, b, h, q_idx, kv_idx):
+            return torch.where(locate(q_idx, kv_idx)[2] == 0, score + sinks[h], score)
+        score_mod = key0_bias
     flex = torch.compile(flex_attention, dynamic=False) if compile else flex_attention
     gqa = pr.hq != pr.hkv
     if pr.sinks == "null_logit":
@@ -519,7 +522,8 @@ def bench_problem(pr, peers):
             err = check_peer(run, packed, out, want)
         except Exception as e:
             row["ms"][name] = None
-            row["notes"][name] = f"{note}; failed: {type(e).__name__}: {str(e).splitlines()[0][:100]}"
+            why = str(e).splitlines()[0][:100] if str(e) else ""
+            row["notes"][name] = f"{note}; failed: {type(e).__name__}: {why}"
             print(f"  {name:<15} - ({row['notes'][name]})", flush=True)
             continue
         t = ba.time_ms(run)
