@@ -511,7 +511,7 @@ def bench_problem(pr, peers):
         try:
             built = BUILDERS[name](pr, x)
         except Exception as e:  # a peer that cannot be set up for this problem
-            built = (None, f"{type(e).__name__}: {str(e).splitlines()[0][:100]}")
+            built = (None, f"{type(e).__name__}: {(str(e).splitlines() or [''])[0][:100]}")
         if built[0] is None:
             row["ms"][name], row["notes"][name] = None, built[1]
             print(f"  {name:<15} - ({built[1]})", flush=True)
@@ -522,7 +522,7 @@ def bench_problem(pr, peers):
             err = check_peer(run, packed, out, want)
         except Exception as e:
             row["ms"][name] = None
-            why = str(e).splitlines()[0][:100] if str(e) else ""
+            why = (str(e).splitlines() or [""])[0][:100]
             row["notes"][name] = f"{note}; failed: {type(e).__name__}: {why}"
             print(f"  {name:<15} - ({row['notes'][name]})", flush=True)
             continue
