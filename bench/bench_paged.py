@@ -30,6 +30,7 @@ max(bytes at 4.24 TB/s, FLOPs at 793 TFLOP/s); "% floor" is floor / time.
     python3 bench/bench_paged.py --out bench/results/DATE-h200-COMMIT-paged.json
     python3 bench/bench_paged.py --quick       # one small problem of each kind
     python3 bench/bench_paged.py --self-test   # CPU: counts, construction, peers
+    TRITON_INTERPRET=1 python3 bench/bench_paged.py --self-test  # + the Triton kernel
 """
 
 import argparse

@@ -18,8 +18,12 @@ block-table load masked to that range, so pages outside it are never read;
 the mask applied by element on every visited tile; GQA by head division; both
 sink forms (GPT-OSS null logit: an extra denominator term; MiMo bias on key 0
 of each sequence). Decodes (n_q = 1) and chunks run in one launch; a program
-whose query tile is past its sequence's new tokens returns at once. No
-multimodal spans and no soft-cap. Head dims that are not a power of two are
+whose query tile is past its sequence's new tokens returns at once. Each
+query head of a GQA group reads its kv head's pages itself (the group's
+later reads mostly hit L2), and a decode fills one row of a 16-row query
+tile: the plain per-head form, without packing a group's heads into one tile
+or splitting long key ranges across programs. No multimodal spans and no
+soft-cap. Head dims that are not a power of two are
 padded in registers.
 
 Check it on the CPU, in Triton's interpreter, against a plain PyTorch
