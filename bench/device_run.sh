@@ -2,6 +2,7 @@
 # One call on the GPU machine: build, GPU tests, Python tests and examples,
 # the side-by-side benchmark. Logs go to $OUT (or ./device-out).
 #   STAGES="build gpu python bench jit profile" bash bench/device_run.sh
+#   STAGES="build paged" PAGED_ARGS=--quick (paged stage: bench_paged.py's arguments)
 #   PROFILE_PROBLEMS=gpt_oss_window127_null,causal_gqa_d128 (profile stage)
 #   TUNE_PROBLEMS=mimo_window64_key0,... TUNE_TIMEOUT=150 (tune stage)
 #   SANITIZE_VARIANTS=bf16_d128_causal,... (sanitize stage: memcheck, racecheck)
@@ -38,6 +39,15 @@ if stage bench; then
   python3 bench/bench_attention.py --commit "$commit" --out "$OUT/bench.json" \
     >"$OUT/bench.txt" 2>&1 || status=1
   cat "$OUT/bench.txt" | tail -30
+fi
+if stage paged; then
+  # The paged K/V cache: the Triton paged kernel's check on the GPU, then the
+  # engine problems side by side (PAGED_ARGS=--quick for one of each kind).
+  python3 bench/triton_paged_peer.py >"$OUT/triton-paged-check.txt" 2>&1 || status=1
+  tail -1 "$OUT/triton-paged-check.txt"
+  python3 bench/bench_paged.py ${PAGED_ARGS:-} --commit "$commit" --out "$OUT/bench-paged.json" \
+    2>&1 | tee "$OUT/bench-paged.txt" | tail -110
+  [[ ${PIPESTATUS[0]} -eq 0 ]] || status=1
 fi
 if stage jit; then
   ./build-gpu/bench/attnjit_jit_costs "$OUT/jit.json" >"$OUT/jit.txt" 2>&1 || status=1

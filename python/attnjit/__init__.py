@@ -12,11 +12,19 @@ few hundred milliseconds) or loads it from the kernel cache
 offline build; $ATTNJIT_NO_JIT=1 forbids compiling); later calls launch at
 once. The call is also the custom op ``torch.ops.attnjit.varlen_attention``,
 used under torch.compile.
+
+Over an engine's paged K/V cache ([num_pages, page_size, Hkv, D] with a
+block table; the custom op ``torch.ops.attnjit.paged_attention``):
+
+    out = attnjit.paged_attention(q, k_cache, v_cache, block_table,
+                                  cu_seqlens_q, seqused_k, max_seqlen_q,
+                                  max_seqlen_k, causal=True)
 """
 
 from . import _C
 from ._varlen import (HEAD_DIMS, SINK_MODES, check_mm_prefix_ranges,
                       mm_prefix_spans, varlen_attention)
+from ._paged import paged_attention
 
 Error = _C.Error
 __version__ = _C.version()
@@ -28,6 +36,6 @@ def cache_stats():
     return _C.cache_stats()
 
 
-__all__ = ["varlen_attention", "cache_stats", "check_mm_prefix_ranges",
-           "mm_prefix_spans", "Error", "HEAD_DIMS", "SINK_MODES",
-           "__version__"]
+__all__ = ["varlen_attention", "paged_attention", "cache_stats",
+           "check_mm_prefix_ranges", "mm_prefix_spans", "Error", "HEAD_DIMS",
+           "SINK_MODES", "__version__"]

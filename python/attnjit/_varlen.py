@@ -33,8 +33,11 @@ _kernels = {}
 _raw_stream = getattr(torch._C, "_cuda_getCurrentRawStream", None)
 
 
-def _fail(kind, message):
-    raise kind("varlen_attention: " + message)
+_OP = "varlen_attention"  # the name that prefixes this module's messages
+
+
+def _fail(kind, message, op=_OP):
+    raise kind(f"{op}: {message}")
 
 
 def _stream(device):
@@ -52,41 +55,213 @@ def _kernel(key):
     return kernel
 
 
-def _strides(t, name, heads):
-    """(row stride, head stride) in elements, after the layout checks."""
-    rows, head, last = t.stride()
+# ---- checks shared with attnjit._paged (op: the name in the messages) ----
+
+def _strides(t, name, heads, op=_OP):
+    """(row stride, head stride) in elements of the last three dimensions
+    [rows, heads, head_dim], after the layout checks."""
+    *_, rows, head, last = t.stride()
     if last != 1:
         _fail(ValueError, f"`{name}` must be contiguous in its last dimension "
-                          f"(head_dim), got strides {tuple(t.stride())}")
+                          f"(head_dim), got strides {tuple(t.stride())}", op)
     # A dimension of size 1 is never stepped over; give it a valid stride.
     if heads == 1:
-        head = t.shape[2]
-    if t.shape[0] <= 1:
+        head = t.shape[-1]
+    if t.shape[-3] <= 1:
         rows = heads * head
     if rows <= 0 or head <= 0 or rows % 8 or head % 8:
         _fail(ValueError, f"`{name}` row and head strides must be positive "
                           f"multiples of 8 elements (16-byte loads), got "
-                          f"strides {tuple(t.stride())}")
+                          f"strides {tuple(t.stride())}", op)
     return rows, head
 
 
-def _tensor(t, name, dtype=None):
+def _tensor(t, name, dtype=None, op=_OP):
     if not isinstance(t, torch.Tensor):
         _fail(TypeError, f"`{name}` must be a torch.Tensor, got "
-                         f"{type(t).__name__}")
+                         f"{type(t).__name__}", op)
     if dtype is not None and t.dtype != dtype:
-        _fail(TypeError, f"`{name}` must be {dtype}, got {t.dtype}")
+        _fail(TypeError, f"`{name}` must be {dtype}, got {t.dtype}", op)
 
 
-def _index(x, name, low, why):
+def _index(x, name, low, why, op=_OP):
     try:
         value = operator.index(x)
     except TypeError:
-        _fail(TypeError, f"`{name}` must be an int, got {type(x).__name__}")
+        _fail(TypeError, f"`{name}` must be an int, got {type(x).__name__}",
+              op)
     if value < low or value > _INT32_MAX:
         _fail(ValueError, f"`{name}` must be in [{low}, {_INT32_MAX}]{why}, "
-                          f"got {value}")
+                          f"got {value}", op)
     return value
+
+
+def _check_dtypes(q, k, v, k_name, v_name, op):
+    """q's dtype's kernel name, after checking that k and v share it."""
+    dtype = q.dtype
+    dtype_name = _DTYPE_NAMES.get(dtype)
+    if dtype_name is None:
+        _fail(TypeError, f"q, {k_name} and {v_name} must be bfloat16 or "
+                         f"float16, got {dtype}", op)
+    if k.dtype != dtype or v.dtype != dtype:
+        _fail(TypeError, f"q, {k_name} and {v_name} must have one dtype, got "
+                         f"{q.dtype}, {k.dtype} and {v.dtype}", op)
+    return dtype_name
+
+
+def _check_heads(heads_q, heads_kv, head_dim, op):
+    """The supported head dims and the GQA ratio."""
+    if head_dim not in HEAD_DIMS:
+        _fail(ValueError, f"head_dim {head_dim} is not supported (one of "
+                          f"{', '.join(map(str, HEAD_DIMS))})", op)
+    if heads_kv < 1 or heads_q % heads_kv:
+        _fail(ValueError, f"the query heads ({heads_q}) must be a multiple of "
+                          f"the key/value heads ({heads_kv})", op)
+
+
+def _check_modes(heads_q, softmax_scale, window_size, softcap, sinks,
+                 sinks_mode, mm_prefix_ranges, mm_prefix_clamp, op):
+    """The mode arguments; returns (scale, window_left, window_right,
+    softcap) as the launch takes them."""
+    if softmax_scale is None:
+        scale = 0.0  # the kernel's default, 1/sqrt(head_dim)
+    else:
+        scale = float(softmax_scale)
+        if not (math.isfinite(scale) and scale > 0):
+            _fail(ValueError, f"softmax_scale must be finite and > 0, got "
+                              f"{softmax_scale}", op)
+    try:
+        window_left, window_right = window_size
+    except (TypeError, ValueError):
+        _fail(TypeError, f"window_size must be a pair (left, right), got "
+                         f"{window_size!r}", op)
+    window_left = _index(window_left, "window_size[0]", -1, " (-1: unbounded)",
+                         op)
+    window_right = _index(window_right, "window_size[1]", -1,
+                          " (-1: unbounded)", op)
+    softcap = float(softcap)
+    if not (math.isfinite(softcap) and softcap >= 0):
+        _fail(ValueError, f"softcap must be finite and >= 0 (0: off), got "
+                          f"{softcap}", op)
+
+    if sinks_mode not in SINK_MODES:
+        _fail(ValueError, f"sinks_mode must be one of {', '.join(SINK_MODES)}, "
+                          f"got {sinks_mode!r}", op)
+    if (sinks is None) != (sinks_mode == "none"):
+        _fail(ValueError, f"sinks must be given exactly when sinks_mode is not "
+                          f"'none' (sinks_mode={sinks_mode!r}, sinks "
+                          f"{'missing' if sinks is None else 'given'})", op)
+    if sinks is not None:
+        _tensor(sinks, "sinks", torch.float32, op)
+        if sinks.shape != (heads_q,) or (heads_q > 1 and sinks.stride(0) != 1):
+            _fail(ValueError, f"sinks must be a contiguous [Hq] = [{heads_q}] "
+                              f"tensor, got shape {list(sinks.shape)}", op)
+
+    if mm_prefix_ranges is not None:
+        _tensor(mm_prefix_ranges, "mm_prefix_ranges", torch.int32, op)
+        if mm_prefix_ranges.dim() != 2 or mm_prefix_ranges.shape[1] != 3:
+            _fail(ValueError, f"mm_prefix_ranges must be [R, 3] (sequence, "
+                              f"start, end inclusive), got shape "
+                              f"{list(mm_prefix_ranges.shape)}", op)
+    elif mm_prefix_clamp:
+        _fail(ValueError, "mm_prefix_clamp=True needs mm_prefix_ranges", op)
+    return scale, window_left, window_right, softcap
+
+
+def _check_out(out, q, op):
+    if out is not None:
+        _tensor(out, "out", q.dtype, op)
+        if out.shape != q.shape:
+            _fail(ValueError, f"out must have q's shape {list(q.shape)}, got "
+                              f"{list(out.shape)}", op)
+
+
+def _check_aligned(named, op):
+    """16-byte aligned starts of the (name, tensor or None) pairs."""
+    misaligned = [name for name, t in named
+                  if t is not None and t.data_ptr() % 16]
+    if misaligned:
+        _fail(ValueError, f"{', '.join(misaligned)} must start at a "
+                          f"16-byte aligned address (a view that starts "
+                          f"mid-row of a larger tensor is not)", op)
+
+
+def _check_device(q, named, mm_prefix_ranges, op):
+    """q's CUDA device index, after checking that the (name, tensor or
+    None) pairs are on it and mm_prefix_ranges on it or on the CPU."""
+    device = q.get_device()
+    given = [(n, t) for n, t in named if t is not None]
+    if device < 0 or any(t.get_device() != device for _, t in given):
+        names = ["q"] + [n for n, _ in named]
+        _fail(ValueError, f"{', '.join(names[:-1])} and {names[-1]} "
+                          "must be CUDA tensors on one device, got "
+                          f"q on {q.device}, "
+                          + ", ".join(f"{n} on {t.device}" for n, t in given),
+              op)
+    if mm_prefix_ranges is not None and mm_prefix_ranges.get_device() not in (
+            -1, device):
+        _fail(ValueError, f"mm_prefix_ranges must be on q's device or on the "
+                          f"CPU, got {mm_prefix_ranges.device}", op)
+    return device
+
+
+def _check_lengths(name, values, total, bound, bound_name, op):
+    """A prefix sum read from the device (check=True): it starts at 0, does
+    not decrease, ends within `total` rows, and no length passes `bound`.
+    Returns the lengths."""
+    lengths = [b - a for a, b in zip(values, values[1:])]
+    if values[0] != 0 or any(n < 0 for n in lengths):
+        _fail(ValueError, f"{name} must start at 0 and not decrease, got "
+                          f"{values}", op)
+    if values[-1] > total:
+        _fail(ValueError, f"{name} ends at {values[-1]}, past the "
+                          f"{total} rows of its tensor", op)
+    if lengths and max(lengths) > bound:
+        _fail(ValueError, f"{bound_name} ({bound}) is below the longest "
+                          f"sequence ({max(lengths)})", op)
+    return lengths
+
+
+def _no_backward(op, *tensors):
+    if torch.is_grad_enabled() and any(t.requires_grad for t in tensors):
+        _fail(RuntimeError, "there is no backward pass: call it under "
+                            "torch.no_grad() or torch.inference_mode()", op)
+
+
+def _on_device(device, fn):
+    """fn() with q's device current (a launch goes to the current CUDA
+    context, and new tensors to the current device)."""
+    if device == torch._C._cuda_getDevice():
+        return fn()
+    with torch.cuda.device(device):
+        return fn()
+
+
+def _span_pointers(mm_prefix_ranges, num_seqs, q, device, key_lengths, check,
+                   op):
+    """(offsets pointer, spans pointer, tensors) of the kernel's span CSR;
+    (0, 0, None) without spans. A CPU `mm_prefix_ranges` is checked on the
+    host (no device read); a CUDA one only when `check`, then against
+    `key_lengths()` (the keys of each sequence, read from the device). The
+    caller holds the returned tensors until the launch is enqueued."""
+    if mm_prefix_ranges is None:
+        return 0, 0, None
+    if check or mm_prefix_ranges.get_device() < 0:
+        _check_spans(mm_prefix_ranges, num_seqs,
+                     key_lengths() if check else None, op)
+    offsets, spans = _on_device(
+        device, lambda: mm_prefix_spans(mm_prefix_ranges, num_seqs, q.device))
+    offsets_ptr = offsets.data_ptr()
+    # No span at all: any valid address; it is never read.
+    spans_ptr = spans.data_ptr() if spans.numel() else offsets_ptr
+    return offsets_ptr, spans_ptr, (offsets, spans)
+
+
+def _launch_on(device, key, method, args):
+    """Looks the variant up and launches it on q's device's current stream."""
+    def go():
+        getattr(_kernel(key), method)(*args, _stream(device))
+    _on_device(device, go)
 
 
 def _validate(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seqlen_k,
@@ -101,13 +276,7 @@ def _validate(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seqlen_k,
     _tensor(q, "q")
     _tensor(k, "k")
     _tensor(v, "v")
-    dtype = q.dtype
-    dtype_name = _DTYPE_NAMES.get(dtype)
-    if dtype_name is None:
-        _fail(TypeError, f"q, k and v must be bfloat16 or float16, got {dtype}")
-    if k.dtype != dtype or v.dtype != dtype:
-        _fail(TypeError, f"q, k and v must have one dtype, got {q.dtype}, "
-                         f"{k.dtype} and {v.dtype}")
+    dtype_name = _check_dtypes(q, k, v, "k", "v", _OP)
     if q.dim() != 3 or k.dim() != 3 or v.dim() != 3:
         _fail(ValueError, f"q, k and v must be 3-D [total, heads, head_dim], "
                           f"got shapes {list(q.shape)}, {list(k.shape)} and "
@@ -120,12 +289,7 @@ def _validate(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seqlen_k,
     if head_dim_k != head_dim:
         _fail(ValueError, f"q and k must have one head_dim, got {head_dim} and "
                           f"{head_dim_k}")
-    if head_dim not in HEAD_DIMS:
-        _fail(ValueError, f"head_dim {head_dim} is not supported (one of "
-                          f"{', '.join(map(str, HEAD_DIMS))})")
-    if heads_kv < 1 or heads_q % heads_kv:
-        _fail(ValueError, f"the query heads ({heads_q}) must be a multiple of "
-                          f"the key/value heads ({heads_kv})")
+    _check_heads(heads_q, heads_kv, head_dim, _OP)
     if heads_q > _GRID_MAX or total_q > _INT32_MAX or total_k > _INT32_MAX:
         _fail(ValueError, f"too large: {heads_q} query heads (at most "
                           f"{_GRID_MAX}), {total_q} query and {total_k} key "
@@ -149,86 +313,22 @@ def _validate(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seqlen_k,
     max_q = _index(max_seqlen_q, "max_seqlen_q", 0, "")
     max_k = _index(max_seqlen_k, "max_seqlen_k", 0, "")
 
-    if softmax_scale is None:
-        scale = 0.0  # the kernel's default, 1/sqrt(head_dim)
-    else:
-        scale = float(softmax_scale)
-        if not (math.isfinite(scale) and scale > 0):
-            _fail(ValueError, f"softmax_scale must be finite and > 0, got "
-                              f"{softmax_scale}")
-    try:
-        window_left, window_right = window_size
-    except (TypeError, ValueError):
-        _fail(TypeError, f"window_size must be a pair (left, right), got "
-                         f"{window_size!r}")
-    window_left = _index(window_left, "window_size[0]", -1, " (-1: unbounded)")
-    window_right = _index(window_right, "window_size[1]", -1, " (-1: unbounded)")
-    softcap = float(softcap)
-    if not (math.isfinite(softcap) and softcap >= 0):
-        _fail(ValueError, f"softcap must be finite and >= 0 (0: off), got "
-                          f"{softcap}")
-
-    if sinks_mode not in SINK_MODES:
-        _fail(ValueError, f"sinks_mode must be one of {', '.join(SINK_MODES)}, "
-                          f"got {sinks_mode!r}")
-    if (sinks is None) != (sinks_mode == "none"):
-        _fail(ValueError, f"sinks must be given exactly when sinks_mode is not "
-                          f"'none' (sinks_mode={sinks_mode!r}, sinks "
-                          f"{'missing' if sinks is None else 'given'})")
-    if sinks is not None:
-        _tensor(sinks, "sinks", torch.float32)
-        if sinks.shape != (heads_q,) or (heads_q > 1 and sinks.stride(0) != 1):
-            _fail(ValueError, f"sinks must be a contiguous [Hq] = [{heads_q}] "
-                              f"tensor, got shape {list(sinks.shape)}")
-
-    if mm_prefix_ranges is not None:
-        _tensor(mm_prefix_ranges, "mm_prefix_ranges", torch.int32)
-        if mm_prefix_ranges.dim() != 2 or mm_prefix_ranges.shape[1] != 3:
-            _fail(ValueError, f"mm_prefix_ranges must be [R, 3] (sequence, "
-                              f"start, end inclusive), got shape "
-                              f"{list(mm_prefix_ranges.shape)}")
-    elif mm_prefix_clamp:
-        _fail(ValueError, "mm_prefix_clamp=True needs mm_prefix_ranges")
-
-    if out is not None:
-        _tensor(out, "out", dtype)
-        if out.shape != q.shape:
-            _fail(ValueError, f"out must have q's shape {list(q.shape)}, got "
-                              f"{list(out.shape)}")
+    scale, window_left, window_right, softcap = _check_modes(
+        heads_q, softmax_scale, window_size, softcap, sinks, sinks_mode,
+        mm_prefix_ranges, mm_prefix_clamp, _OP)
+    _check_out(out, q, _OP)
     q_strides = _strides(q, "q", heads_q)
     k_strides = _strides(k, "k", heads_kv)
     v_strides = _strides(v, "v", heads_kv)
     o_strides = _strides(out, "out", heads_q) if out is not None else None
     if pointers:
-        misaligned = [name for name, t in (("q", q), ("k", k), ("v", v),
-                                           ("out", out))
-                      if t is not None and t.data_ptr() % 16]
-        if misaligned:
-            _fail(ValueError, f"{', '.join(misaligned)} must start at a "
-                              f"16-byte aligned address (a view that starts "
-                              f"mid-row of a larger tensor is not)")
+        _check_aligned((("q", q), ("k", k), ("v", v), ("out", out)), _OP)
 
-    device = q.get_device()
-    others = [cu_seqlens_q, cu_seqlens_k, k, v]
-    if sinks is not None:
-        others.append(sinks)
-    if out is not None:
-        others.append(out)
-    if device < 0 or any(t.get_device() != device for t in others):
-        _fail(ValueError, "q, k, v, cu_seqlens_q, cu_seqlens_k, sinks and out "
-                          "must be CUDA tensors on one device, got "
-                          f"q on {q.device}, "
-                          + ", ".join(f"{n} on {t.device}" for n, t in
-                                      (("k", k), ("v", v),
-                                       ("cu_seqlens_q", cu_seqlens_q),
-                                       ("cu_seqlens_k", cu_seqlens_k),
-                                       ("sinks", sinks), ("out", out))
-                                      if t is not None))
-    if mm_prefix_ranges is not None and mm_prefix_ranges.get_device() not in (
-            -1, device):
-        _fail(ValueError, f"mm_prefix_ranges must be on q's device or on the "
-                          f"CPU, got {mm_prefix_ranges.device}")
-
+    device = _check_device(q, (("k", k), ("v", v),
+                               ("cu_seqlens_q", cu_seqlens_q),
+                               ("cu_seqlens_k", cu_seqlens_k),
+                               ("sinks", sinks), ("out", out)),
+                           mm_prefix_ranges, _OP)
     window = window_left != -1 or window_right != -1
     return (dtype_name, device, num_seqs, total_q, total_k, heads_q, heads_kv,
             head_dim, max_q, max_k, scale, window_left, window_right, window,
@@ -237,20 +337,10 @@ def _validate(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seqlen_k,
 
 def _check_values(cu_seqlens_q, cu_seqlens_k, total_q, total_k, max_q, max_k):
     """The checks that read device memory (check=True): they synchronize."""
-    for name, cu, total, bound, bound_name in (
-            ("cu_seqlens_q", cu_seqlens_q, total_q, max_q, "max_seqlen_q"),
-            ("cu_seqlens_k", cu_seqlens_k, total_k, max_k, "max_seqlen_k")):
-        values = cu.tolist()
-        lengths = [b - a for a, b in zip(values, values[1:])]
-        if values[0] != 0 or any(n < 0 for n in lengths):
-            _fail(ValueError, f"{name} must start at 0 and not decrease, got "
-                              f"{values}")
-        if values[-1] > total:
-            _fail(ValueError, f"{name} ends at {values[-1]}, past the "
-                              f"{total} rows of its tensor")
-        if lengths and max(lengths) > bound:
-            _fail(ValueError, f"{bound_name} ({bound}) is below the longest "
-                              f"sequence ({max(lengths)})")
+    _check_lengths("cu_seqlens_q", cu_seqlens_q.tolist(), total_q, max_q,
+                   "max_seqlen_q", _OP)
+    return _check_lengths("cu_seqlens_k", cu_seqlens_k.tolist(), total_k,
+                          max_k, "max_seqlen_k", _OP)
 
 
 def check_mm_prefix_ranges(ranges, num_seqs, key_lengths=None):
@@ -258,26 +348,31 @@ def check_mm_prefix_ranges(ranges, num_seqs, key_lengths=None):
     [0, num_seqs), 0 <= start <= end (< the sequence's key length when
     `key_lengths` is given), and no two spans of one sequence overlapping.
     Reads the tensor on the host (a synchronization for a CUDA tensor)."""
+    _check_spans(ranges, num_seqs, key_lengths, _OP)
+
+
+def _check_spans(ranges, num_seqs, key_lengths, op):
     rows = ranges.tolist()
     by_seq = {}
     for seq, start, end in rows:
         if not 0 <= seq < num_seqs:
             _fail(ValueError, f"mm_prefix_ranges: sequence {seq} is not in "
-                              f"[0, {num_seqs})")
+                              f"[0, {num_seqs})", op)
         if not 0 <= start <= end:
             _fail(ValueError, f"mm_prefix_ranges: span [{start}, {end}] of "
-                              f"sequence {seq} needs 0 <= start <= end")
+                              f"sequence {seq} needs 0 <= start <= end", op)
         if key_lengths is not None and end >= key_lengths[seq]:
             _fail(ValueError, f"mm_prefix_ranges: span [{start}, {end}] is "
                               f"past the {key_lengths[seq]} keys of sequence "
-                              f"{seq}")
+                              f"{seq}", op)
         by_seq.setdefault(seq, []).append((start, end))
     for seq, spans in by_seq.items():
         spans.sort()
         for (s0, e0), (s1, e1) in zip(spans, spans[1:]):
             if s1 <= e0:
                 _fail(ValueError, f"mm_prefix_ranges: spans [{s0}, {e0}] and "
-                                  f"[{s1}, {e1}] of sequence {seq} overlap")
+                                  f"[{s1}, {e1}] of sequence {seq} overlap",
+                      op)
 
 
 def mm_prefix_spans(ranges, num_seqs, device):
@@ -308,10 +403,7 @@ def _launch(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seqlen_k,
          q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seqlen_k,
          softmax_scale, window_size, sinks, sinks_mode, mm_prefix_ranges,
          mm_prefix_clamp, softcap, return_lse, out, True)
-    if (torch.is_grad_enabled()
-            and (q.requires_grad or k.requires_grad or v.requires_grad)):
-        _fail(RuntimeError, "there is no backward pass: call it under "
-                            "torch.no_grad() or torch.inference_mode()")
+    _no_backward(_OP, q, k, v)
     if out is None:
         out = q.new_empty((total_q, heads_q, head_dim))
         o_strides = (heads_q * head_dim, head_dim)
@@ -320,28 +412,12 @@ def _launch(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seqlen_k,
     mm_prefix = mm_prefix_ranges is not None
     # With an unbounded window the clamp changes nothing.
     clamp = bool(mm_prefix_clamp) and window
+    key_lengths = None
     if check:
-        _check_values(cu_seqlens_q, cu_seqlens_k, total_q, total_k, max_q,
-                      max_k)
-    if mm_prefix:
-        if check or mm_prefix_ranges.get_device() < 0:
-            key_lengths = None
-            if check:
-                cu = cu_seqlens_k.tolist()
-                key_lengths = [b - a for a, b in zip(cu, cu[1:])]
-            check_mm_prefix_ranges(mm_prefix_ranges, num_seqs, key_lengths)
-        if device != torch._C._cuda_getDevice():
-            with torch.cuda.device(device):
-                offsets, spans = mm_prefix_spans(mm_prefix_ranges, num_seqs,
-                                                 q.device)
-        else:
-            offsets, spans = mm_prefix_spans(mm_prefix_ranges, num_seqs,
-                                             q.device)
-        offsets_ptr = offsets.data_ptr()
-        # No span at all: any valid address; it is never read.
-        spans_ptr = spans.data_ptr() if spans.numel() else offsets_ptr
-    else:
-        offsets_ptr = spans_ptr = 0
+        key_lengths = _check_values(cu_seqlens_q, cu_seqlens_k, total_q,
+                                    total_k, max_q, max_k)
+    offsets_ptr, spans_ptr, _spans = _span_pointers(
+        mm_prefix_ranges, num_seqs, q, device, lambda: key_lengths, check, _OP)
     if total_q == 0 or num_seqs == 0:
         return out, lse
 
@@ -358,12 +434,7 @@ def _launch(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seqlen_k,
             v_strides[0], v_strides[1], o_strides[0], o_strides[1], num_seqs,
             heads_q, heads_kv, total_q, total_k, max_q, max_k, scale, softcap,
             window_left, window_right)
-    if device == torch._C._cuda_getDevice():
-        _kernel(key).launch(*args, _stream(device))
-    else:
-        # The launch goes to the current CUDA context: make it q's device's.
-        with torch.cuda.device(device):
-            _kernel(key).launch(*args, _stream(device))
+    _launch_on(device, key, "launch", args)
     return out, lse
 
 

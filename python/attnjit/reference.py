@@ -1,4 +1,5 @@
-"""A plain PyTorch reference of docs/semantics.md, in fp32, for tests and examples.
+"""A plain PyTorch reference of docs/semantics.md, in fp32, for tests and examples
+(a paged cache is gathered into varlen tensors first).
 
 It loops over sequences and materializes each score matrix [Hq, n_q, n_k],
 so it is meant for checking, not for speed. It reads cu_seqlens and the
@@ -79,6 +80,42 @@ def varlen_attention_reference(q, k, v, cu_seqlens_q, cu_seqlens_k,
         out[q0:q1] = torch.einsum("hij,jhd->ihd", weights, vb)
         lse[:, q0:q1] = row_lse
     return out, lse
+
+
+def gather_paged(k_cache, v_cache, block_table, seqused_k):
+    """A paged cache's keys and values as contiguous varlen tensors: (k, v
+    [sum of seqused_k, Hkv, D], cu_seqlens_k int32 [B+1]). Key position j
+    of sequence b is row j % page_size of page block_table[b, j //
+    page_size]; only those entries of block_table are read."""
+    page_size = k_cache.shape[1]
+    used = seqused_k.tolist()
+    ks, vs = [], []
+    for b, n_k in enumerate(used):
+        j = torch.arange(n_k, device=k_cache.device)
+        pages = block_table[b].to(k_cache.device, torch.long)[j // page_size]
+        ks.append(k_cache[pages, j % page_size])
+        vs.append(v_cache[pages, j % page_size])
+    empty = k_cache.new_empty((0, *k_cache.shape[2:]))
+    cu = [0]
+    for n_k in used:
+        cu.append(cu[-1] + n_k)
+    return (torch.cat(ks) if ks else empty, torch.cat(vs) if vs else empty,
+            torch.tensor(cu, dtype=torch.int32, device=k_cache.device))
+
+
+def paged_attention_reference(q, k_cache, v_cache, block_table, cu_seqlens_q,
+                              seqused_k, softmax_scale=None, causal=True,
+                              window_size=(-1, -1), sinks=None,
+                              sinks_mode="none", mm_prefix_ranges=None,
+                              mm_prefix_clamp=False, softcap=0.0):
+    """paged_attention's result: the varlen reference over the gathered
+    keys. Returns (out [total_q, Hq, D] fp32, lse [Hq, total_q] fp32)."""
+    k, v, cu_seqlens_k = gather_paged(k_cache, v_cache, block_table, seqused_k)
+    return varlen_attention_reference(
+        q, k, v, cu_seqlens_q, cu_seqlens_k, softmax_scale=softmax_scale,
+        causal=causal, window_size=window_size, sinks=sinks,
+        sinks_mode=sinks_mode, mm_prefix_ranges=mm_prefix_ranges,
+        mm_prefix_clamp=mm_prefix_clamp, softcap=softcap)
 
 
 def relative_error(actual, reference):

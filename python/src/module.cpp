@@ -122,6 +122,57 @@ void launch(AttentionKernel& kernel, uintptr_t q, uintptr_t k, uintptr_t v, uint
   kernel.launch(a, reinterpret_cast<CuStream>(stream));
 }
 
+// One launch over a paged K/V cache (kv_layout = paged): k_cache and
+// v_cache are [num_pages, page_size, Hkv, D] with (page, row, head)
+// strides; n_k(b) is seqused_k[b].
+void launch_paged(AttentionKernel& kernel, uintptr_t q, uintptr_t k_cache, uintptr_t v_cache,
+                  uintptr_t o, uintptr_t lse, uintptr_t sinks, uintptr_t cu_seqlens_q,
+                  uintptr_t seqused_k, uintptr_t block_table, uintptr_t mm_span_offsets,
+                  uintptr_t mm_spans, int64_t q_row_stride, int64_t q_head_stride,
+                  int64_t k_page_stride, int64_t k_row_stride, int64_t k_head_stride,
+                  int64_t v_page_stride, int64_t v_row_stride, int64_t v_head_stride,
+                  int64_t o_row_stride, int64_t o_head_stride, int64_t block_table_stride,
+                  int num_seqs, int num_heads_q, int num_heads_kv, int total_q, int max_seqlen_q,
+                  int max_seqlen_k, int page_size, int num_pages, float scale, float softcap,
+                  int window_left, int window_right, uintptr_t stream) {
+  AttentionArgs a;
+  a.q = reinterpret_cast<const void*>(q);
+  a.k = reinterpret_cast<const void*>(k_cache);
+  a.v = reinterpret_cast<const void*>(v_cache);
+  a.o = reinterpret_cast<void*>(o);
+  a.lse = reinterpret_cast<float*>(lse);
+  a.sinks = reinterpret_cast<const float*>(sinks);
+  a.cu_seqlens_q = reinterpret_cast<const int32_t*>(cu_seqlens_q);
+  a.seqused_k = reinterpret_cast<const int32_t*>(seqused_k);
+  a.block_table = reinterpret_cast<const int32_t*>(block_table);
+  a.mm_span_offsets = reinterpret_cast<const int32_t*>(mm_span_offsets);
+  a.mm_spans = reinterpret_cast<const int32_t*>(mm_spans);
+  a.q_row_stride = q_row_stride;
+  a.q_head_stride = q_head_stride;
+  a.k_page_stride = k_page_stride;
+  a.k_row_stride = k_row_stride;
+  a.k_head_stride = k_head_stride;
+  a.v_page_stride = v_page_stride;
+  a.v_row_stride = v_row_stride;
+  a.v_head_stride = v_head_stride;
+  a.o_row_stride = o_row_stride;
+  a.o_head_stride = o_head_stride;
+  a.block_table_stride = block_table_stride;
+  a.num_seqs = num_seqs;
+  a.num_heads_q = num_heads_q;
+  a.num_heads_kv = num_heads_kv;
+  a.total_q = total_q;
+  a.max_seqlen_q = max_seqlen_q;
+  a.max_seqlen_k = max_seqlen_k;
+  a.page_size = page_size;
+  a.num_pages = num_pages;
+  a.scale = scale;
+  a.softcap = softcap;
+  a.window_left = window_left;
+  a.window_right = window_right;
+  kernel.launch(a, reinterpret_cast<CuStream>(stream));
+}
+
 nb::dict cache_stats() {
   const CacheStats s = KernelCache::global().stats();
   nb::dict d;
@@ -172,7 +223,16 @@ NB_MODULE(_C, m) {
            "total_q"_a, "total_k"_a, "max_seqlen_q"_a, "max_seqlen_k"_a, "scale"_a, "softcap"_a,
            "window_left"_a, "window_right"_a, "stream"_a,
            "Checks the arguments on the host and launches on `stream` in the "
-           "calling thread's current CUDA context (no sync, no allocation).");
+           "calling thread's current CUDA context (no sync, no allocation).")
+      .def("launch_paged", &launch_paged, "q"_a, "k_cache"_a, "v_cache"_a, "o"_a, "lse"_a,
+           "sinks"_a, "cu_seqlens_q"_a, "seqused_k"_a, "block_table"_a, "mm_span_offsets"_a,
+           "mm_spans"_a, "q_row_stride"_a, "q_head_stride"_a, "k_page_stride"_a,
+           "k_row_stride"_a, "k_head_stride"_a, "v_page_stride"_a, "v_row_stride"_a,
+           "v_head_stride"_a, "o_row_stride"_a, "o_head_stride"_a, "block_table_stride"_a,
+           "num_seqs"_a, "num_heads_q"_a, "num_heads_kv"_a, "total_q"_a, "max_seqlen_q"_a,
+           "max_seqlen_k"_a, "page_size"_a, "num_pages"_a, "scale"_a, "softcap"_a,
+           "window_left"_a, "window_right"_a, "stream"_a,
+           "The same over a paged K/V cache (a kv_layout=paged variant).");
 
   m.def("get_kernel", &get_kernel, "flags"_a, "target"_a = nb::none(),
         "The variant for these flags (a dict in the attention spec's names "

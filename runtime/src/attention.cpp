@@ -12,6 +12,7 @@
 
 #include <fmt/format.h>
 
+#include "attention/tile_config.h"
 #include "attention_prefill_params.h"
 #include "attnjit/error.h"
 
@@ -21,21 +22,20 @@ namespace {
 [[noreturn]] void fail(const std::string& message) { throw Error(ErrorKind::kArgument, message); }
 
 // The TMA maps of k and v for the warpgroup kernels: [rows, heads, D] as a
-// 3-D tensor (D innermost), boxes of block_n rows of one head and one
-// swizzle chunk of D: 64, 32 or 16 elements, the widest dividing D, as the
-// kernel's shared-memory tiles are laid out (templates/attention/
-// smem_sm90.cuh, SwizzledRows). Rows past a sequence's keys belong to the
-// next sequence (the kernel zeroes those V rows) or lie past total_k
-// (zeros). Encoding both maps adds 0.2-0.4 us to a launch (H200 host), so
-// each thread keeps the maps of its last launch and re-encodes only when a
-// tensor changed.
+// 3-D tensor (D innermost), boxes of the tile config's TMA box: block_n rows
+// of one head and one swizzle chunk of D, as the kernel's shared-memory
+// tiles are laid out (templates/attention/tile_config.cuh). Rows past a
+// sequence's keys belong to the next sequence (the kernel zeroes those V
+// rows) or lie past total_k (zeros). Encoding both maps adds 0.2-0.4 us to
+// a launch (H200 host), so each thread keeps the maps of its last launch
+// and re-encodes only when a tensor changed.
 bool same_tensor(const TiledTensor& x, const TiledTensor& y) {
-  return x.base == y.base && x.bf16 == y.bf16 && std::equal(x.dims, x.dims + 3, y.dims) &&
-         std::equal(x.strides, x.strides + 2, y.strides) && std::equal(x.box, x.box + 3, y.box) &&
-         x.swizzle_bytes == y.swizzle_bytes;
+  return x.base == y.base && x.bf16 == y.bf16 && x.rank == y.rank &&
+         std::equal(x.dims, x.dims + 4, y.dims) && std::equal(x.strides, x.strides + 3, y.strides) &&
+         std::equal(x.box, x.box + 4, y.box) && x.swizzle_bytes == y.swizzle_bytes;
 }
 
-void kv_tensor_maps(const AttentionFlags& flags, const AttentionArgs& a, int block_n,
+void kv_tensor_maps(const AttentionFlags& flags, const AttentionArgs& a, const TmaBox& box,
                     const TensorMapBytes* (&out)[2]) {
   struct Cached {
     TiledTensor tensor;  // base null (never a valid k or v) until encoded
@@ -43,34 +43,53 @@ void kv_tensor_maps(const AttentionFlags& flags, const AttentionArgs& a, int blo
   };
   thread_local Cached cached[2];
   const int d = flags.head_dim;
-  const uint32_t chunk = d % 64 == 0 ? 64 : d % 32 == 0 ? 32 : 16;
+  const bool paged = flags.kv_layout == KvLayout::kPaged;
   const void* bases[2] = {a.k, a.v};
   const int64_t row_strides[2] = {a.k_row_stride, a.v_row_stride};
   const int64_t head_strides[2] = {a.k_head_stride, a.v_head_stride};
+  const int64_t page_strides[2] = {a.k_page_stride, a.v_page_stride};
   for (int i = 0; i < 2; ++i) {
     TiledTensor t;
     t.base = bases[i];
     t.bf16 = flags.dtype == DType::kBF16;
     t.dims[0] = uint64_t(d);
     t.dims[1] = uint64_t(a.num_heads_kv);
-    t.dims[2] = uint64_t(a.total_k > 0 ? a.total_k : 1);
     // One head: its coordinate is always 0, so the head stride is never
     // stepped; keep it at least a row of D so the strides nest.
     t.strides[0] = uint64_t(a.num_heads_kv == 1 ? std::max<int64_t>(head_strides[i], d)
                                                 : head_strides[i]) * 2;
     t.strides[1] = uint64_t(row_strides[i]) * 2;
-    t.box[0] = chunk;
+    t.box[0] = uint32_t(box.chunk);
     t.box[1] = 1;
-    t.box[2] = uint32_t(block_n);
-    t.swizzle_bytes = int(chunk) * 2;
+    t.swizzle_bytes = box.swizzle_bytes;
+    if (paged) {
+      // [pages, rows of a page, heads, D]; a box never crosses a page: a
+      // tile of block_n keys is one box per page it spans, or one box of
+      // block_n rows inside a larger page.
+      t.rank = 4;
+      t.dims[2] = uint64_t(a.page_size);
+      t.dims[3] = uint64_t(a.num_pages);
+      t.strides[2] = uint64_t(page_strides[i]) * 2;
+      t.box[2] = uint32_t(std::min(box.rows, a.page_size));
+      t.box[3] = 1;
+    } else {
+      t.dims[2] = uint64_t(a.total_k > 0 ? a.total_k : 1);
+      t.box[2] = uint32_t(box.rows);
+    }
     Cached& c = cached[i];
     if (!same_tensor(c.tensor, t)) {
       // Checked only here: a cached map's strides passed already.
       constexpr int64_t kMaxStride = int64_t(1) << 39;  // elements: the TMA's 2^40 bytes
-      if (row_strides[i] >= kMaxStride || head_strides[i] >= kMaxStride) {
+      if (row_strides[i] >= kMaxStride || head_strides[i] >= kMaxStride ||
+          (paged && page_strides[i] >= kMaxStride)) {
         fail(fmt::format("attention: k and v strides must stay below 2^39 elements on sm_90a "
                          "(the TMA's limit); got k ({}, {}), v ({}, {})",
                          a.k_row_stride, a.k_head_stride, a.v_row_stride, a.v_head_stride));
+      }
+      if (paged && a.page_size % box.rows != 0 && box.rows % a.page_size != 0) {
+        fail(fmt::format("attention: page_size {} must divide or be a multiple of the kernel's "
+                         "key tile ({} rows) on sm_90a",
+                         a.page_size, box.rows));
       }
       c.tensor = TiledTensor{};  // a failed encode leaves no stale hit behind
       Driver::get().encode_tensor_map(c.map, t);
@@ -147,6 +166,16 @@ inline void require_layout(const char* name, int64_t rows, int64_t row_stride, i
   if (!ok) layout_failed(name, rows, row_stride, heads, head_stride, head_dim);
 }
 
+// The variant's tile configuration, from its typed tuning values by the
+// one rule the kernels use (tile_config.cuh).
+attention::TileConfig tile_config_of(const Signature& sig) {
+  const auto param = [&](const char* name) { return int(sig.tuning_value(name)); };
+  return attention::make_tile_config(attention::TileShape{
+      int(sig.flags.get_int("head_dim")), param("block_m"), param("block_n"), param("warps"),
+      param("stages"), param("min_blocks"), param("pack_gqa") != 0, param("wgmma") != 0,
+      sig.options.max_registers != 0});
+}
+
 // The kernel ABI: the struct generated from the spec's `args`, filled by
 // field in one place. Scalars the flags switch off are passed neutral.
 using KernelParams = attention_prefill_params<void>;
@@ -179,12 +208,58 @@ KernelParams kernel_params(const AttentionFlags& flags, const AttentionArgs& a) 
   p.softcap = flags.softcap ? a.softcap : 0.f;
   p.window_left = flags.window ? a.window_left : -1;
   p.window_right = flags.window ? a.window_right : -1;
+  p.block_table = a.block_table;
+  p.seqused_k = a.seqused_k;
+  p.block_table_stride = a.block_table_stride;
+  p.k_page_stride = a.k_page_stride;
+  p.v_page_stride = a.v_page_stride;
+  p.page_size = a.page_size;
   return p;
+}
+
+void validate_contiguous_kv(const AttentionFlags& flags, const AttentionArgs& a) {
+  require_pointer(a.cu_seqlens_k, "cu_seqlens_k", 4, "k and v are contiguous");
+  ATTNJIT_REQUIRE(a.total_k >= 0, "attention: total_k must be >= 0, got {}", a.total_k);
+  require_layout("k", a.total_k, a.k_row_stride, a.num_heads_kv, a.k_head_stride, flags.head_dim);
+  require_layout("v", a.total_k, a.v_row_stride, a.num_heads_kv, a.v_head_stride, flags.head_dim);
+}
+
+// A page of [page_size, Hkv, D] must nest inside the page stride, as the
+// rows and heads of a contiguous tensor nest.
+void require_page_layout(const char* name, const AttentionArgs& a, int64_t row_stride,
+                         int64_t head_stride, int64_t page_stride, int64_t head_dim) {
+  require_layout(name, a.page_size, row_stride, a.num_heads_kv, head_stride, head_dim);
+  const int64_t extent = (a.page_size - 1) * row_stride + (a.num_heads_kv - 1) * head_stride +
+                         head_dim;
+  ATTNJIT_REQUIRE(page_stride % 8 == 0 && (a.num_pages <= 1 || page_stride >= extent),
+                  "attention: `{}` pages overlap or are misaligned: page stride {} for pages of "
+                  "{} elements (a multiple of 8 elements, at least the page's extent)",
+                  name, page_stride, extent);
+}
+
+void validate_paged_kv(const AttentionFlags& flags, const AttentionArgs& a) {
+  require_pointer(a.block_table, "block_table", 4, "kv_layout is paged");
+  require_pointer(a.seqused_k, "seqused_k", 4, "kv_layout is paged");
+  ATTNJIT_REQUIRE(a.page_size >= 16 && a.page_size % 16 == 0 && a.page_size <= 4096,
+                  "attention: page_size must be a multiple of 16 in [16, 4096], got {}",
+                  a.page_size);
+  ATTNJIT_REQUIRE(a.num_pages > 0, "attention: num_pages must be > 0 for a paged cache, got {}",
+                  a.num_pages);
+  const int64_t pages_needed = (int64_t(a.max_seqlen_k) + a.page_size - 1) / a.page_size;
+  ATTNJIT_REQUIRE(a.block_table_stride >= pages_needed,
+                  "attention: block_table_stride {} is below the {} pages max_seqlen_k {} needs",
+                  a.block_table_stride, pages_needed, a.max_seqlen_k);
+  require_page_layout("k", a, a.k_row_stride, a.k_head_stride, a.k_page_stride, flags.head_dim);
+  require_page_layout("v", a, a.v_row_stride, a.v_head_stride, a.v_page_stride, flags.head_dim);
 }
 
 }  // namespace
 
 const char* to_string(DType dtype) { return dtype == DType::kBF16 ? "bf16" : "fp16"; }
+
+const char* to_string(KvLayout layout) {
+  return layout == KvLayout::kPaged ? "paged" : "contiguous";
+}
 
 const char* to_string(SinkMode mode) {
   switch (mode) {
@@ -212,7 +287,8 @@ std::map<std::string, FlagValue> AttentionFlags::to_flag_map() const {
           {"mm_prefix", mm_prefix},
           {"mm_clamp", mm_clamp},
           {"softcap", softcap},
-          {"return_lse", return_lse}};
+          {"return_lse", return_lse},
+          {"kv_layout", std::string(to_string(kv_layout))}};
 }
 
 FlagSet AttentionFlags::to_flag_set() const {
@@ -233,6 +309,7 @@ AttentionFlags AttentionFlags::from_flag_set(const FlagSet& flags) {
   f.mm_clamp = flags.get_bool("mm_clamp");
   f.softcap = flags.get_bool("softcap");
   f.return_lse = flags.get_bool("return_lse");
+  f.kv_layout = flags.get_name("kv_layout") == "paged" ? KvLayout::kPaged : KvLayout::kContiguous;
   return f;
 }
 
@@ -242,7 +319,6 @@ void validate_attention_args(const AttentionFlags& flags, const AttentionArgs& a
   require_pointer(a.v, "v", 16, "always needed");
   require_pointer(a.o, "o", 16, "always needed");
   require_pointer(a.cu_seqlens_q, "cu_seqlens_q", 4, "always needed");
-  require_pointer(a.cu_seqlens_k, "cu_seqlens_k", 4, "always needed");
   if (flags.return_lse) require_pointer(a.lse, "lse", 4, "return_lse is on");
   if (flags.sinks != SinkMode::kNone) {
     require_pointer(a.sinks, "sinks", 4, "a sink mode is on");
@@ -255,6 +331,11 @@ void validate_attention_args(const AttentionFlags& flags, const AttentionArgs& a
   require_strides("k", a.k_row_stride, a.k_head_stride);
   require_strides("v", a.v_row_stride, a.v_head_stride);
   require_strides("o", a.o_row_stride, a.o_head_stride);
+  if (flags.kv_layout == KvLayout::kPaged) {
+    validate_paged_kv(flags, a);
+  } else {
+    validate_contiguous_kv(flags, a);
+  }
   ATTNJIT_REQUIRE(a.num_seqs >= 0 && a.num_seqs <= 65535,
                   "attention: num_seqs {} is outside [0, 65535]", a.num_seqs);
   ATTNJIT_REQUIRE(a.num_heads_q > 0 && a.num_heads_kv > 0 && a.num_heads_q % a.num_heads_kv == 0 &&
@@ -262,8 +343,8 @@ void validate_attention_args(const AttentionFlags& flags, const AttentionArgs& a
                   "attention: num_heads_q ({}) must be a positive "
                   "multiple of num_heads_kv ({})",
                   a.num_heads_q, a.num_heads_kv);
-  ATTNJIT_REQUIRE(a.total_q >= 0 && a.total_k >= 0 && a.max_seqlen_q >= 0 && a.max_seqlen_k >= 0,
-                  "attention: totals and max sequence lengths must be >= 0");
+  ATTNJIT_REQUIRE(a.total_q >= 0 && a.max_seqlen_q >= 0 && a.max_seqlen_k >= 0,
+                  "attention: total_q and max sequence lengths must be >= 0");
   // The kernels index a sequence's (packed) query rows with 32-bit ints:
   // with GQA packing a block row is (position, one of the Hq / Hkv heads).
   ATTNJIT_REQUIRE(int64_t(a.max_seqlen_q) * (a.num_heads_q / a.num_heads_kv) <= INT32_MAX,
@@ -272,8 +353,6 @@ void validate_attention_args(const AttentionFlags& flags, const AttentionArgs& a
                   a.max_seqlen_q, a.num_heads_q / a.num_heads_kv);
   const int64_t d = flags.head_dim;
   require_layout("q", a.total_q, a.q_row_stride, a.num_heads_q, a.q_head_stride, d);
-  require_layout("k", a.total_k, a.k_row_stride, a.num_heads_kv, a.k_head_stride, d);
-  require_layout("v", a.total_k, a.v_row_stride, a.num_heads_kv, a.v_head_stride, d);
   require_layout("o", a.total_q, a.o_row_stride, a.num_heads_q, a.o_head_stride, d);
   ATTNJIT_REQUIRE(std::isfinite(a.scale), "attention: scale {} is not finite", a.scale);
   if (flags.softcap) {
@@ -319,10 +398,11 @@ std::shared_ptr<AttentionKernel> AttentionKernel::get(
   auto kernel = std::shared_ptr<AttentionKernel>(new AttentionKernel());
   kernel->flags_ = AttentionFlags::from_flag_set(flags);
   kernel->kernel_ = std::make_unique<Kernel>(found.entry);
-  kernel->block_m_ = int(sig.tuning_value("block_m"));
-  kernel->block_n_ = int(sig.tuning_value("block_n"));
-  kernel->pack_gqa_ = sig.tuning_value("pack_gqa") != 0;
-  kernel->tma_ = sig.tuning_value("wgmma") != 0;
+  const attention::TileConfig tile = tile_config_of(sig);
+  kernel->block_m_ = tile.shape.block_m;
+  kernel->pack_gqa_ = tile.shape.pack_gqa;
+  kernel->tma_ = tile.shape.wgmma;
+  kernel->tma_box_ = TmaBox{tile.tma_chunk, tile.tma_box_rows, tile.swizzle_bytes};
   kernel->source_ = found.source;
   if (!memoize) return kernel;
   std::lock_guard<std::mutex> lock(mutex);
@@ -337,7 +417,7 @@ void AttentionKernel::launch(const AttentionArgs& a, CuStream stream) {
   // ignore the (zeroed) fields.
   if (tma_) {
     const TensorMapBytes* maps[2];
-    kv_tensor_maps(flags_, a, block_n_, maps);
+    kv_tensor_maps(flags_, a, tma_box_, maps);
     std::memcpy(&params.k_map, maps[0], sizeof(params.k_map));
     std::memcpy(&params.v_map, maps[1], sizeof(params.v_map));
   }
@@ -347,14 +427,12 @@ void AttentionKernel::launch(const AttentionArgs& a, CuStream stream) {
 }
 
 LaunchGrid attention_grid(const AttentionArgs& a, int block_m, bool pack_gqa) {
-  // With GQA packing a block holds the Hq / Hkv heads of one kv head.
-  const int64_t group = pack_gqa ? a.num_heads_q / a.num_heads_kv : 1;
-  const int64_t rows = int64_t(a.max_seqlen_q) * group;
-  LaunchGrid grid;
-  grid.x = unsigned((rows + block_m - 1) / block_m);
-  grid.y = unsigned(pack_gqa ? a.num_heads_kv : a.num_heads_q);
-  grid.z = unsigned(a.num_seqs);
-  return grid;
+  attention::TileConfig tile{};
+  tile.shape.block_m = block_m;
+  tile.shape.pack_gqa = pack_gqa;
+  const attention::GridShape grid =
+      attention::grid_shape(tile, a.max_seqlen_q, a.num_heads_q, a.num_heads_kv, a.num_seqs);
+  return LaunchGrid{grid.x, grid.y, grid.z};
 }
 
 }  // namespace attnjit

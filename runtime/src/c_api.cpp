@@ -105,6 +105,22 @@ void require_struct(const T* value, const char* what) {
   }
 }
 
+// Structs grow by appending fields (API version 2 added the paged ones);
+// a caller built against an older header passes a smaller struct_size and
+// the fields past it read as their defaults.
+#define ATTNJIT_HAS_FIELD(value, type, field) \
+  ((value)->struct_size >= offsetof(type, field) + sizeof(((type*)nullptr)->field))
+
+template <class T>
+void require_struct_v1(const T* value, const char* what, size_t v1_size) {
+  if (value == nullptr) throw Error(ErrorKind::kArgument, fmt::format("{} is null", what));
+  if (value->struct_size < v1_size) {
+    throw Error(ErrorKind::kArgument, fmt::format("{}->struct_size is {}, expected at least {} "
+                                                  "(set it with the header's *_init function)",
+                                                  what, value->struct_size, v1_size));
+  }
+}
+
 bool read_bool(int32_t value, const char* name) {
   require(value == 0 || value == 1, ErrorKind::kFlags,
           fmt::format("flag '{}' must be 0 or 1, got {}", name, value));
@@ -112,7 +128,7 @@ bool read_bool(int32_t value, const char* name) {
 }
 
 AttentionFlags to_flags(const attnjit_attention_flags* c) {
-  require_struct(c, "flags");
+  require_struct_v1(c, "flags", offsetof(attnjit_attention_flags, kv_layout));
   AttentionFlags f;
   require(c->dtype == ATTNJIT_DTYPE_BF16 || c->dtype == ATTNJIT_DTYPE_FP16, ErrorKind::kFlags,
           fmt::format("flag 'dtype': {} is not ATTNJIT_DTYPE_BF16 (0) or "
@@ -141,6 +157,15 @@ AttentionFlags to_flags(const attnjit_attention_flags* c) {
   f.mm_clamp = read_bool(c->mm_clamp, "mm_clamp");
   f.softcap = read_bool(c->softcap, "softcap");
   f.return_lse = read_bool(c->return_lse, "return_lse");
+  if (ATTNJIT_HAS_FIELD(c, attnjit_attention_flags, kv_layout)) {
+    require(c->kv_layout == ATTNJIT_KV_CONTIGUOUS || c->kv_layout == ATTNJIT_KV_PAGED,
+            ErrorKind::kFlags,
+            fmt::format("flag 'kv_layout': {} is not ATTNJIT_KV_CONTIGUOUS (0) or "
+                        "ATTNJIT_KV_PAGED (1)",
+                        c->kv_layout));
+    f.kv_layout = c->kv_layout == ATTNJIT_KV_PAGED ? attnjit::KvLayout::kPaged
+                                                    : attnjit::KvLayout::kContiguous;
+  }
   return f;
 }
 
@@ -240,7 +265,7 @@ attnjit::CacheConfig to_config(const attnjit_context_options* options) {
 }
 
 attnjit::AttentionArgs to_args(const attnjit_attention_args* c) {
-  require_struct(c, "args");
+  require_struct_v1(c, "args", offsetof(attnjit_attention_args, block_table));
   attnjit::AttentionArgs a;
   a.q = c->q;
   a.k = c->k;
@@ -271,6 +296,15 @@ attnjit::AttentionArgs to_args(const attnjit_attention_args* c) {
   a.softcap = c->softcap;
   a.window_left = c->window_left;
   a.window_right = c->window_right;
+  if (ATTNJIT_HAS_FIELD(c, attnjit_attention_args, num_pages)) {
+    a.block_table = c->block_table;
+    a.seqused_k = c->seqused_k;
+    a.block_table_stride = c->block_table_stride;
+    a.k_page_stride = c->k_page_stride;
+    a.v_page_stride = c->v_page_stride;
+    a.page_size = c->page_size;
+    a.num_pages = c->num_pages;
+  }
   return a;
 }
 

@@ -11,6 +11,7 @@
 #include <cuda.h>
 #include <dlfcn.h>
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include <atomic>
 #include <cstdlib>
@@ -393,18 +394,19 @@ void Driver::encode_tensor_map(TensorMapBytes& map, const TiledTensor& t) {
     case 32: swizzle = CU_TENSOR_MAP_SWIZZLE_32B; break;
     default: break;
   }
-  const cuuint32_t element_strides[3] = {1, 1, 1};
+  const cuuint32_t element_strides[4] = {1, 1, 1, 1};
   const CUresult result = impl_->api.tensor_map_encode_tiled(
       reinterpret_cast<CUtensorMap*>(&map),
-      t.bf16 ? CU_TENSOR_MAP_DATA_TYPE_BFLOAT16 : CU_TENSOR_MAP_DATA_TYPE_FLOAT16, 3,
-      const_cast<void*>(t.base), t.dims, t.strides, t.box, element_strides,
+      t.bf16 ? CU_TENSOR_MAP_DATA_TYPE_BFLOAT16 : CU_TENSOR_MAP_DATA_TYPE_FLOAT16,
+      cuuint32_t(t.rank), const_cast<void*>(t.base), t.dims, t.strides, t.box, element_strides,
       CU_TENSOR_MAP_INTERLEAVE_NONE, swizzle, CU_TENSOR_MAP_L2_PROMOTION_L2_256B,
       CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
   if (result != CUDA_SUCCESS) {
-    impl_->fail(fmt::format("cuTensorMapEncodeTiled(dims {}x{}x{}, byte strides {} {}, box "
-                            "{}x{}x{}, swizzle {} B)",
-                            t.dims[0], t.dims[1], t.dims[2], t.strides[0], t.strides[1],
-                            t.box[0], t.box[1], t.box[2], t.swizzle_bytes),
+    const int n = t.rank;
+    impl_->fail(fmt::format("cuTensorMapEncodeTiled(dims {}, byte strides {}, box {}, swizzle {} B)",
+                            fmt::join(t.dims, t.dims + n, "x"),
+                            fmt::join(t.strides, t.strides + n - 1, " "),
+                            fmt::join(t.box, t.box + n, "x"), t.swizzle_bytes),
                 result);
   }
 }

@@ -119,6 +119,25 @@ ReferenceResult reference_attention(const ReferenceProblem& pr) {
   return out;
 }
 
+ReferenceProblem gather_paged(ReferenceProblem pr, const PagedKv& paged) {
+  const size_t row = size_t(pr.num_heads_kv) * pr.head_dim;  // one token of one page
+  pr.cu_seqlens_k.assign(1, 0);
+  pr.k.clear();
+  pr.v.clear();
+  for (int b = 0; b < pr.num_seqs; ++b) {
+    const int n_k = paged.seqused_k[b];
+    for (int j = 0; j < n_k; ++j) {
+      const int page = paged.block_table[size_t(b) * paged.max_pages + j / paged.page_size];
+      assert(page >= 0 && page < paged.num_pages);
+      const size_t at = (size_t(page) * paged.page_size + j % paged.page_size) * row;
+      pr.k.insert(pr.k.end(), paged.k_cache.begin() + at, paged.k_cache.begin() + at + row);
+      pr.v.insert(pr.v.end(), paged.v_cache.begin() + at, paged.v_cache.begin() + at + row);
+    }
+    pr.cu_seqlens_k.push_back(pr.cu_seqlens_k.back() + n_k);
+  }
+  return pr;
+}
+
 double relative_error(const std::vector<double>& a, const std::vector<double>& b) {
   assert(a.size() == b.size());
   double num = 0, den = 0;

@@ -1,5 +1,6 @@
 #include "attnjit/selfcheck.h"
 
+#include <algorithm>
 #include <climits>
 
 #include <cmath>
@@ -109,6 +110,66 @@ ReferenceProblem make_problem(const AttentionFlags& flags, const CheckShape& sha
   return pr;
 }
 
+// A paged K/V cache holding the problem's keys (reference.h, PagedKv):
+// pages in a shuffled order with NaN spare pages and NaN rows past each
+// sequence's keys; sequence 1's first page is sequence 0's (its keys and
+// values are made equal first, in pr and the bits). -1 marks table
+// entries the kernel must never read.
+struct PagedCache {
+  int page_size = 0, num_pages = 0, max_pages = 0;
+  std::vector<uint16_t> k, v;  // [num_pages, page_size, Hkv, D]
+  std::vector<int32_t> block_table, seqused_k;
+};
+
+PagedCache make_paged_cache(ReferenceProblem& pr, std::vector<uint16_t>& k_bits,
+                            std::vector<uint16_t>& v_bits, int page_size, std::mt19937_64& rng) {
+  const size_t row = size_t(pr.num_heads_kv) * pr.head_dim;
+  PagedCache c;
+  c.page_size = page_size;
+  std::vector<int> pages_of(pr.num_seqs);
+  for (int b = 0; b < pr.num_seqs; ++b) {
+    const int n_k = pr.cu_seqlens_k[b + 1] - pr.cu_seqlens_k[b];
+    c.seqused_k.push_back(n_k);
+    pages_of[b] = (n_k + page_size - 1) / page_size;
+    c.max_pages = std::max(c.max_pages, pages_of[b]);
+  }
+  // Prefix sharing: sequence 1 starts with sequence 0's first (full) page.
+  const bool share = pr.num_seqs >= 2 && c.seqused_k[0] >= page_size && c.seqused_k[1] >= page_size;
+  if (share) {
+    const size_t from = size_t(pr.cu_seqlens_k[0]) * row, to = size_t(pr.cu_seqlens_k[1]) * row;
+    const size_t n = size_t(page_size) * row;
+    std::copy_n(k_bits.begin() + from, n, k_bits.begin() + to);
+    std::copy_n(v_bits.begin() + from, n, v_bits.begin() + to);
+    std::copy_n(pr.k.begin() + from, n, pr.k.begin() + to);
+    std::copy_n(pr.v.begin() + from, n, pr.v.begin() + to);
+  }
+  int distinct = 0;
+  for (int b = 0; b < pr.num_seqs; ++b) distinct += pages_of[b] - (share && b == 1 ? 1 : 0);
+  c.num_pages = distinct + 3;  // spare pages stay NaN
+  std::vector<int32_t> physical(c.num_pages);
+  for (int i = 0; i < c.num_pages; ++i) physical[i] = i;
+  std::shuffle(physical.begin(), physical.end(), rng);
+  const int stride = c.max_pages + 2;
+  c.block_table.assign(size_t(pr.num_seqs) * stride, -1);
+  c.k.assign(size_t(c.num_pages) * page_size * row, 0xFFFF);
+  c.v.assign(c.k.size(), 0xFFFF);
+  int next = 0;
+  for (int b = 0; b < pr.num_seqs; ++b) {
+    for (int t = 0; t < pages_of[b]; ++t) {
+      const bool shared = share && b == 1 && t == 0;
+      const int page = shared ? c.block_table[0] : physical[next++];
+      c.block_table[size_t(b) * stride + t] = page;
+      const int rows = std::min(page_size, c.seqused_k[b] - t * page_size);
+      const size_t src = (size_t(pr.cu_seqlens_k[b]) + size_t(t) * page_size) * row;
+      const size_t dst = size_t(page) * page_size * row;
+      std::copy_n(k_bits.begin() + src, rows * row, c.k.begin() + dst);
+      std::copy_n(v_bits.begin() + src, rows * row, c.v.begin() + dst);
+    }
+  }
+  c.max_pages = stride;
+  return c;
+}
+
 void compare(const ReferenceResult& ref, const std::vector<uint16_t>& o_bits,
              const std::vector<float>& lse, bool with_lse, DType dtype, CheckResult& out) {
   std::vector<double> o(ref.o.size());
@@ -141,6 +202,27 @@ bool CheckResult::passed(double bound) const {
 
 double error_bound(DType dtype) { return dtype == DType::kBF16 ? 1e-2 : 3e-3; }
 
+namespace {
+
+// Page sizes 16 to 256 over the standard shapes; then an engine's batch:
+// decodes (one query) beside chunks over cached prefixes, a chunk boundary
+// inside a span (its cached keys and its keys in the chunk both seen), a
+// sequence of one key and one of none.
+void add_paged_shapes(std::vector<CheckShape>& shapes) {
+  const int sizes[] = {16, 256, 64, 32};
+  for (size_t i = 0; i < shapes.size(); ++i) shapes[i].page_size = sizes[i % 4];
+  CheckShape mixed{"paged_decode_and_chunks", {1, 1, 300, 1, 0, 1}, {500, 17, 700, 1, 40, 64},
+                   8, 2, 127, 0, {}, 2.f};
+  mixed.spans = {{{100, 480}}, {}, {{380, 450}, {600, 650}}, {}, {}, {{0, 63}}};
+  mixed.page_size = 16;
+  shapes.push_back(mixed);
+  mixed.name = "paged_decode_and_chunks_p128";
+  mixed.page_size = 128;
+  shapes.push_back(mixed);
+}
+
+}  // namespace
+
 std::vector<CheckShape> standard_check_shapes(const AttentionFlags& flags) {
   std::vector<CheckShape> shapes;
   // Ragged batch: lengths 0 and 1 and off the tile, GQA 4, a window smaller
@@ -167,6 +249,7 @@ std::vector<CheckShape> standard_check_shapes(const AttentionFlags& flags) {
     // Window sizes are ignored without the flag; keep one shape each.
     shapes.resize(3);
   }
+  if (flags.kv_layout == KvLayout::kPaged) add_paged_shapes(shapes);
   return shapes;
 }
 
@@ -191,6 +274,9 @@ CheckResult check_attention(const AttentionFlags& flags, const CheckShape& shape
   std::uniform_real_distribution<float> uniform(-1.f, 3.f);
   pr.sinks.resize(pr.num_heads_q);
   for (float& s : pr.sinks) s = uniform(rng);
+  const bool paged = flags.kv_layout == KvLayout::kPaged;
+  PagedCache pages;
+  if (paged) pages = make_paged_cache(pr, k_bits, v_bits, shape.page_size, rng);
   auto kernel = AttentionKernel::get(flags, cache, nullptr, tuning_overrides);
   CheckResult result;
   result.variant = kernel->kernel().name();
@@ -200,14 +286,19 @@ CheckResult check_attention(const AttentionFlags& flags, const CheckShape& shape
   constexpr int kGuardRows = 16;
   const size_t o_elems = size_t(total_q) * pr.num_heads_q * D;
   const size_t guard_elems = size_t(kGuardRows) * pr.num_heads_q * D;
-  DeviceBuffer q(q_bits.size() * 2), k(k_bits.size() * 2), v(v_bits.size() * 2),
+  const std::vector<uint16_t>& k_data = paged ? pages.k : k_bits;
+  const std::vector<uint16_t>& v_data = paged ? pages.v : v_bits;
+  DeviceBuffer q(q_bits.size() * 2), k(k_data.size() * 2), v(v_data.size() * 2),
       o((o_elems + guard_elems) * 2), lse((size_t(pr.num_heads_q) * total_q + 64) * 4),
       sinks(pr.sinks.size() * 4), cu_q(pr.cu_seqlens_q.size() * 4),
       cu_k(pr.cu_seqlens_k.size() * 4), offsets(pr.mm_span_offsets.size() * 4),
-      spans(pr.mm_spans.size() * 4 + 8);
+      spans(pr.mm_spans.size() * 4 + 8), table(pages.block_table.size() * 4 + 8),
+      seqused(pages.seqused_k.size() * 4 + 8);
   q.upload(q_bits);
-  k.upload(k_bits);
-  v.upload(v_bits);
+  k.upload(k_data);
+  v.upload(v_data);
+  table.upload(pages.block_table);
+  seqused.upload(pages.seqused_k);
   sinks.upload(pr.sinks);
   cu_q.upload(pr.cu_seqlens_q);
   cu_k.upload(pr.cu_seqlens_k);
@@ -241,6 +332,16 @@ CheckResult check_attention(const AttentionFlags& flags, const CheckShape& shape
   a.softcap = shape.softcap;
   a.window_left = shape.window_left;
   a.window_right = shape.window_right;
+  if (paged) {
+    a.cu_seqlens_k = nullptr;  // the paged kernel must not need it
+    a.total_k = 0;
+    a.block_table = table.as<int32_t>();
+    a.seqused_k = seqused.as<int32_t>();
+    a.block_table_stride = pages.max_pages;
+    a.page_size = pages.page_size;
+    a.num_pages = pages.num_pages;
+    a.k_page_stride = a.v_page_stride = int64_t(pages.page_size) * a.k_row_stride;
+  }
   kernel->launch(a, nullptr);
   Driver::get().synchronize();
 

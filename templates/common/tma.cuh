@@ -62,6 +62,18 @@ __device__ __forceinline__ void tma_load_3d(unsigned dst, const TensorMap* map, 
       : "memory");
 }
 
+// The same for a 4-D tensor map (a paged cache: D, heads, rows of a page,
+// pages).
+__device__ __forceinline__ void tma_load_4d(unsigned dst, const TensorMap* map, unsigned bar,
+                                            int c0, int c1, int c2, int c3) {
+  asm volatile(
+      "cp.async.bulk.tensor.4d.shared::cluster.global.tile.mbarrier::complete_tx::bytes"
+      " [%0], [%1, {%2, %3, %4, %5}], [%6];" ::"r"(dst),
+      "l"(reinterpret_cast<unsigned long long>(map)), "r"(c0), "r"(c1), "r"(c2), "r"(c3),
+      "r"(bar)
+      : "memory");
+}
+
 // Warpgroup-collective register reallocation: this warpgroup's per-thread
 // register count becomes N (a multiple of 8 in [24, 256]); inc waits until
 // the block's pool has the registers that dec calls released.

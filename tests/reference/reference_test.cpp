@@ -208,3 +208,54 @@ TEST(Reference, RelativeErrorFailsOnNaN) {
 
 }  // namespace
 }  // namespace attnjit
+
+namespace attnjit {
+namespace {
+
+// Two sequences over a shuffled page pool: pages out of order, one page
+// shared by both (prefix caching), the table's unused tail full of ids
+// that do not exist. Gathering gives each sequence its keys in position
+// order, and the paged problem's result is the contiguous one's.
+TEST(PagedReference, GathersKeysInPositionOrderFromSharedShuffledPages) {
+  constexpr int kPage = 4, kHkv = 2, kD = 3, kHq = 4;
+  PagedKv paged;
+  paged.page_size = kPage;
+  paged.num_pages = 5;
+  paged.max_pages = 4;
+  const size_t row = size_t(kHkv) * kD;
+  for (int page = 0; page < paged.num_pages; ++page) {
+    for (int r = 0; r < kPage; ++r) {
+      for (size_t e = 0; e < row; ++e) {
+        // Key value encodes (page, row, element); v its negation.
+        paged.k_cache.push_back(float(page * 100 + r * 10) + float(e) * 0.01f);
+        paged.v_cache.push_back(-paged.k_cache.back());
+      }
+    }
+  }
+  // Sequence 0: 6 keys on pages 3, 1. Sequence 1: 9 keys on pages 3, 0, 4
+  // (page 3 shared). -7 marks entries that must never be read.
+  paged.block_table = {3, 1, -7, -7, 3, 0, 4, -7};
+  paged.seqused_k = {6, 9};
+
+  ReferenceProblem p;
+  p.num_seqs = 2;
+  p.num_heads_q = kHq;
+  p.num_heads_kv = kHkv;
+  p.head_dim = kD;
+  p.cu_seqlens_q = {0, 2, 5};
+  p.q.assign(size_t(5) * kHq * kD, 0.25f);
+  p.causal = true;
+  const ReferenceProblem gathered = gather_paged(p, paged);
+  ASSERT_EQ(gathered.cu_seqlens_k, (std::vector<int32_t>{0, 6, 15}));
+  const auto key_at = [&](int token, size_t e) { return gathered.k[token * row + e]; };
+  EXPECT_FLOAT_EQ(key_at(0, 0), 300.f);         // seq 0, j 0: page 3 row 0
+  EXPECT_FLOAT_EQ(key_at(5, 1), 110.01f);       // seq 0, j 5: page 1 row 1
+  EXPECT_FLOAT_EQ(key_at(6, 0), 300.f);         // seq 1, j 0: the shared page
+  EXPECT_FLOAT_EQ(key_at(6 + 8, 2), 400.02f);   // seq 1, j 8: page 4 row 0
+  EXPECT_FLOAT_EQ(gathered.v[(6 + 4) * row], -0.f);  // seq 1, j 4: page 0 row 0
+  EXPECT_EQ(gathered.k.size(), size_t(15) * row);
+  EXPECT_EQ(reference_attention(gathered).o.size(), size_t(5) * kHq * kD);
+}
+
+}  // namespace
+}  // namespace attnjit

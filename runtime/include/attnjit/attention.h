@@ -16,9 +16,11 @@ namespace attnjit {
 
 enum class DType { kBF16, kFP16 };
 enum class SinkMode { kNone, kNullLogit, kBiasKey0 };
+enum class KvLayout { kContiguous, kPaged };
 
 const char* to_string(DType dtype);
 const char* to_string(SinkMode mode);
+const char* to_string(KvLayout layout);
 
 // The constexpr flags of the attention family.
 struct AttentionFlags {
@@ -31,6 +33,7 @@ struct AttentionFlags {
   bool mm_clamp = false;   // ... but only inside the window
   bool softcap = false;
   bool return_lse = false;
+  KvLayout kv_layout = KvLayout::kContiguous;  // paged: an engine's page table
 
   // The typed view of the spec's flags. The canonical form, which keys the
   // memo and the cache, is the spec's FlagSet: to_flag_set() resolves
@@ -74,6 +77,19 @@ struct AttentionArgs {
   float softcap = 0.f;   // used when the softcap flag is on; must be > 0
   int window_left = -1;  // used when the window flag is on; -1: unbounded
   int window_right = -1;
+
+  // The paged layout (kv_layout = paged; docs/semantics.md, "Paged K/V"):
+  // k and v are caches of num_pages pages of page_size tokens; the token
+  // at row r of page g, head h sits at g * page_stride + r * row_stride +
+  // h * head_stride. Key position j of sequence b is row j % page_size of
+  // page block_table[b * block_table_stride + j / page_size]; n_k(b) is
+  // seqused_k[b], and cu_seqlens_k and total_k are not used.
+  const int32_t* block_table = nullptr;  // [B, block_table_stride]
+  const int32_t* seqused_k = nullptr;    // [B]
+  int64_t block_table_stride = 0;        // >= the pages of the longest sequence
+  int64_t k_page_stride = 0, v_page_stride = 0;
+  int page_size = 0;  // a multiple of 16
+  int num_pages = 0;  // pages in the k and v caches
 };
 
 // Host-side checks that need no device access: null pointers the flags
@@ -91,6 +107,12 @@ struct LaunchGrid {
   unsigned x = 0, y = 0, z = 0;
 };
 LaunchGrid attention_grid(const AttentionArgs& args, int block_m, bool pack_gqa);
+
+// A TMA box of k or v: `chunk` elements of D (one swizzle chunk), one
+// head, `rows` keys; rows of `swizzle_bytes` in shared memory.
+struct TmaBox {
+  int chunk = 0, rows = 0, swizzle_bytes = 0;
+};
 
 class AttentionKernel {
  public:
@@ -120,10 +142,12 @@ class AttentionKernel {
  private:
   AttentionFlags flags_;
   std::unique_ptr<Kernel> kernel_;
+  // What the launch needs of the tile configuration (computed once, by the
+  // kernels' own rule: templates/attention/tile_config.cuh).
   int block_m_ = 0;
-  int block_n_ = 0;
   bool pack_gqa_ = false;
   bool tma_ = false;  // the sm_90a warpgroup path: k and v through TMA maps
+  TmaBox tma_box_;
   EntrySource source_ = EntrySource::kCompiled;
 };
 

@@ -30,7 +30,7 @@ extern "C" {
 #endif
 
 /* Bumped when a function is added or a struct grows. */
-#define ATTNJIT_C_API_VERSION 1
+#define ATTNJIT_C_API_VERSION 2
 
 /* Status codes; one per attnjit::ErrorKind, plus OK and INTERNAL. */
 typedef enum attnjit_status {
@@ -127,6 +127,11 @@ typedef enum attnjit_sinks {
   ATTNJIT_SINKS_BIAS_KEY0 = 2   /* MiMo-V2.5 vision: a bias on key 0 */
 } attnjit_sinks;
 
+typedef enum attnjit_kv_layout {
+  ATTNJIT_KV_CONTIGUOUS = 0, /* k, v: varlen [total_k, Hkv, D] with cu_seqlens_k */
+  ATTNJIT_KV_PAGED = 1       /* k, v: an engine's paged cache (block_table, seqused_k) */
+} attnjit_kv_layout;
+
 /* The constexpr flags of one variant. Booleans are 0 or 1. */
 typedef struct attnjit_attention_flags {
   size_t struct_size;
@@ -139,6 +144,8 @@ typedef struct attnjit_attention_flags {
   int32_t mm_clamp;  /* ... but only inside the window (needs window) */
   int32_t softcap;
   int32_t return_lse;
+  /* Since API version 2 (a struct_size without it reads as contiguous). */
+  int32_t kv_layout; /* attnjit_kv_layout */
 } attnjit_attention_flags;
 
 /* bf16, head_dim 128, every mode off. */
@@ -181,6 +188,19 @@ typedef struct attnjit_attention_args {
   float softcap;       /* > 0, used when the softcap flag is on */
   int32_t window_left; /* used when the window flag is on; -1: unbounded */
   int32_t window_right;
+  /* Since API version 2: the paged layout (kv_layout = ATTNJIT_KV_PAGED).
+   * k and v are caches of num_pages pages of page_size tokens; the token at
+   * row r of page g, head h is at g * page_stride + r * row_stride + h *
+   * head_stride (elements). Key position j of sequence b is row
+   * j % page_size of page block_table[b * block_table_stride + j /
+   * page_size]; seqused_k[b] is its key count; cu_seqlens_k and total_k
+   * are not used. Pages may be shared and in any order. */
+  const int32_t* block_table; /* [B, block_table_stride] */
+  const int32_t* seqused_k;   /* [B] */
+  int64_t block_table_stride;
+  int64_t k_page_stride, v_page_stride;
+  int32_t page_size; /* a multiple of 16 */
+  int32_t num_pages;
 } attnjit_attention_args;
 
 /* Null pointers, zero sizes, default scale, unbounded windows. */

@@ -34,14 +34,17 @@ struct alignas(128) TensorMapBytes {
   uint64_t opaque[16] = {};
 };
 
-// A 3-D tensor of 16-bit elements for a tiled TMA map: dims and box
-// innermost first, byte strides of dims 1 and 2 (dim 0 is contiguous).
+// A 3-D or 4-D tensor of 16-bit elements for a tiled TMA map: dims and box
+// innermost first, byte strides of dims 1 .. rank-1 (dim 0 is contiguous).
+// Contiguous k/v are [tokens, heads, D]; a paged cache adds the page as a
+// fourth dimension: [pages, rows of a page, heads, D].
 struct TiledTensor {
   const void* base = nullptr;
   bool bf16 = true;
-  uint64_t dims[3] = {};
-  uint64_t strides[2] = {};
-  uint32_t box[3] = {};
+  int rank = 3;
+  uint64_t dims[4] = {};
+  uint64_t strides[3] = {};
+  uint32_t box[4] = {};
   int swizzle_bytes = 0;  // 128, 64, 32 or 0 (none)
 };
 

@@ -30,6 +30,22 @@ struct ReferenceResult {
 
 ReferenceResult reference_attention(const ReferenceProblem& problem);
 
+// A paged K/V cache (docs/semantics.md, "Paged K/V"): key position j of
+// sequence b is row j % page_size of page block_table[b * max_pages + j /
+// page_size]. Pages may be shared and in any order; entries past a
+// sequence's last page are never read.
+struct PagedKv {
+  int page_size = 0, num_pages = 0, max_pages = 0;
+  std::vector<float> k_cache, v_cache;  // [num_pages, page_size, Hkv, D], contiguous
+  std::vector<int32_t> block_table;     // [B, max_pages]
+  std::vector<int32_t> seqused_k;       // [B]: n_k(b)
+};
+
+// The contiguous problem the paged one stands for: each sequence's keys
+// gathered from its pages into `problem.k` / `problem.v`, cu_seqlens_k
+// from seqused_k. `problem` holds everything else (q, cu_seqlens_q, modes).
+ReferenceProblem gather_paged(ReferenceProblem problem, const PagedKv& paged);
+
 // docs/semantics.md "Visibility", literally: may the query at key position p of a
 // sequence see key j of it (0 <= j < n_k)? spans: that sequence's inclusive
 // [r0, r1] pairs (used only with mm_prefix). The reference and the tests of

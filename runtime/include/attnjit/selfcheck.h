@@ -23,6 +23,7 @@ struct CheckShape {
   // Per sequence, inclusive key-position spans (used when mm_prefix is on).
   std::vector<std::vector<std::pair<int, int>>> spans;
   float softcap = 2.f;  // used when the softcap flag is on
+  int page_size = 16;   // tokens per page when kv_layout is paged
 };
 
 struct CheckResult {
@@ -41,7 +42,13 @@ struct CheckResult {
 // with lengths 0 and 1 and lengths off the tile, q shorter than k, windows
 // of 0, smaller than a tile and larger than the sequence, spans at the
 // start, across tile edges, longer than the window and adjacent, GQA ratios
-// 1, 4 and 8.
+// 1, 4 and 8. Paged variants add page sizes 16 to 256, decodes beside
+// chunks in one batch, and a chunk boundary inside a span.
+//
+// With kv_layout paged, check_attention scatters each sequence's keys over
+// a shuffled pool of pages (the first page of two sequences shared, as
+// prefix caching does, unused rows and spare pages NaN, the table's unused
+// entries out of range) and compares with the contiguous reference.
 std::vector<CheckShape> standard_check_shapes(const AttentionFlags& flags);
 
 // `reference_sinks` compares against another sink mode's reference (the
