@@ -331,11 +331,6 @@ void validate_attention_args(const AttentionFlags& flags, const AttentionArgs& a
   require_strides("k", a.k_row_stride, a.k_head_stride);
   require_strides("v", a.v_row_stride, a.v_head_stride);
   require_strides("o", a.o_row_stride, a.o_head_stride);
-  if (flags.kv_layout == KvLayout::kPaged) {
-    validate_paged_kv(flags, a);
-  } else {
-    validate_contiguous_kv(flags, a);
-  }
   ATTNJIT_REQUIRE(a.num_seqs >= 0 && a.num_seqs <= 65535,
                   "attention: num_seqs {} is outside [0, 65535]", a.num_seqs);
   ATTNJIT_REQUIRE(a.num_heads_q > 0 && a.num_heads_kv > 0 && a.num_heads_q % a.num_heads_kv == 0 &&
@@ -353,6 +348,11 @@ void validate_attention_args(const AttentionFlags& flags, const AttentionArgs& a
                   a.max_seqlen_q, a.num_heads_q / a.num_heads_kv);
   const int64_t d = flags.head_dim;
   require_layout("q", a.total_q, a.q_row_stride, a.num_heads_q, a.q_head_stride, d);
+  if (flags.kv_layout == KvLayout::kPaged) {
+    validate_paged_kv(flags, a);
+  } else {
+    validate_contiguous_kv(flags, a);
+  }
   require_layout("o", a.total_q, a.o_row_stride, a.num_heads_q, a.o_head_stride, d);
   ATTNJIT_REQUIRE(std::isfinite(a.scale), "attention: scale {} is not finite", a.scale);
   if (flags.softcap) {

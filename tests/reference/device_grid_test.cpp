@@ -31,6 +31,8 @@ struct Config {
   static constexpr bool window = false;
   static constexpr bool mm_prefix = false;
   static constexpr bool mm_clamp = false;
+  enum class kv_layout_t : int { contiguous = 0, paged = 1 };
+  static constexpr kv_layout_t kv_layout = kv_layout_t::contiguous;
 };
 
 template <int kPack, int kBlockM>

@@ -6,6 +6,7 @@
 #pragma once
 
 #define __device__
+#define __host__
 #define __forceinline__ inline
 inline float __shfl_xor_sync(unsigned, float value, int) { return value; }
 struct HostDim3 {

@@ -63,6 +63,20 @@ AttentionArgs good_args() {
   return a;
 }
 
+// A paged cache of 10 pages of 16 tokens, [page, row, head, D], for the
+// same heads; cu_seqlens_k and total_k are not used.
+void make_paged(AttentionFlags& f, AttentionArgs& a) {
+  f.kv_layout = KvLayout::kPaged;
+  a.cu_seqlens_k = nullptr;
+  a.total_k = 0;
+  a.block_table = fake<const int32_t>(0xb00000);
+  a.seqused_k = fake<const int32_t>(0xc00000);
+  a.page_size = 16;
+  a.num_pages = 10;
+  a.block_table_stride = 4;  // 60 keys at most: 4 pages
+  a.k_page_stride = a.v_page_stride = 16 * 2 * kD;
+}
+
 struct ArgCase {
   const char* name;
   std::function<void(AttentionFlags&, AttentionArgs&)> edit;
@@ -259,6 +273,65 @@ const std::vector<ArgCase>& arg_cases() {
          a.window_left = -2;
        },
        "window sizes must be >= -1, got (-2, -1)"},
+      // The paged layout.
+      {"paged_accepted", [](F& f, A& a) { make_paged(f, a); }, nullptr},
+      {"paged_heads_outer_accepted",  // [page, head, row, D]
+       [](F& f, A& a) {
+         make_paged(f, a);
+         a.k_row_stride = kD;
+         a.k_head_stride = 16 * kD;
+       },
+       nullptr},
+      {"paged_combined_kv_accepted",  // [page, 2, row, head, D]: k and v interleaved by page
+       [](F& f, A& a) {
+         make_paged(f, a);
+         a.k_page_stride = a.v_page_stride = 2 * 16 * 2 * kD;
+       },
+       nullptr},
+      {"paged_null_block_table",
+       [](F& f, A& a) {
+         make_paged(f, a);
+         a.block_table = nullptr;
+       },
+       "`block_table` is null (kv_layout is paged)"},
+      {"paged_null_seqused_k",
+       [](F& f, A& a) {
+         make_paged(f, a);
+         a.seqused_k = nullptr;
+       },
+       "`seqused_k` is null (kv_layout is paged)"},
+      {"contiguous_null_cu_seqlens_k", [](F&, A& a) { a.cu_seqlens_k = nullptr; },
+       "`cu_seqlens_k` is null (k and v are contiguous)"},
+      {"paged_page_size_not_multiple_of_16",
+       [](F& f, A& a) {
+         make_paged(f, a);
+         a.page_size = 24;
+       },
+       "page_size must be a multiple of 16 in [16, 4096], got 24"},
+      {"paged_no_pages",
+       [](F& f, A& a) {
+         make_paged(f, a);
+         a.num_pages = 0;
+       },
+       "num_pages must be > 0"},
+      {"paged_table_too_narrow",
+       [](F& f, A& a) {
+         make_paged(f, a);
+         a.block_table_stride = 3;
+       },
+       "block_table_stride 3 is below the 4 pages max_seqlen_k 60 needs"},
+      {"paged_pages_overlap",
+       [](F& f, A& a) {
+         make_paged(f, a);
+         a.v_page_stride = 8 * 2 * kD;
+       },
+       "`v` pages overlap or are misaligned"},
+      {"paged_rows_overlap",
+       [](F& f, A& a) {
+         make_paged(f, a);
+         a.k_row_stride = kD;
+       },
+       "`k` rows or heads overlap"},
       {"window_right_below_minus_one",
        [](F& f, A& a) {
          f.window = true;
