@@ -56,7 +56,7 @@ long long visible_count(const bench::Problem& pr, int p, int n,
 // per SM it asks for (227 KiB per SM on Hopper) and, for wgmma, its
 // accumulators (S: BN/2, P: BN/4, O: D/2 registers per thread, plus about
 // 30) fit the consumers' registers after the producer gave its share back
-// (templates/attention/prefill_sm90.cuh, WarpgroupLayout).
+// (templates/attention/tile_config.cuh, make_tile_config).
 std::vector<std::map<std::string, int64_t>> tuning_grid(int head_dim, bool gqa, bool hopper) {
   std::vector<std::map<std::string, int64_t>> grid;
   auto add = [&](int bm, int warps, int bn, int stages, int min_blocks, int wgmma) {

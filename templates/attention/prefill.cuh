@@ -1,11 +1,14 @@
 // Varlen prefill attention on tensor cores, one block per (query tile,
-// query head, sequence). Two forward paths share the tiling, masks, sinks,
-// softmax and epilogue: mma.sync m16n8k16 (sm_80 and later; each warp owns
-// 16 or 32 query rows, K and V tiles stream through a cp.async pipeline)
-// and, with the tuning parameter wgmma = 1 on sm_90a, warpgroup MMAs
-// (prefill_sm90.cuh). Entry points for the generated unit (specs/README.md,
-// "template contract"): attention_prefill_traits<C> and
-// attention_prefill_body<C>.
+// head, sequence): the entry points of the generated unit (specs/README.md,
+// "template contract"), attention_prefill_traits<C> and
+// attention_prefill_body<C>. The body gathers the args and picks a path
+// and its pieces, so a new kind of piece arrives as a type chosen here.
+// Each path is a block program (forward_sm80.cuh, forward_sm90.cuh) over a
+// tile scheduler (tile_scheduler.cuh), a mainloop (mainloop_sm80.cuh:
+// mma.sync on any target; mainloop_sm90.cuh: a TMA producer and wgmma
+// consumers, tuning parameter wgmma = 1 on sm_90a), a K/V source
+// (kv_source.cuh) and an epilogue (epilogue.cuh); both share the masks,
+// sinks, logits and softmax. Every derived size is tile_config.cuh's.
 #pragma once
 
 #include "attention/epilogue.cuh"
@@ -20,15 +23,14 @@
 // can run: NVRTC defines the feature macro for sm_90a.
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
 #define ATTNJIT_HAS_WGMMA 1
-#include "attention/prefill_sm90.cuh"
+#include "attention/forward_sm90.cuh"
+#include "attention/mainloop_sm90.cuh"
 #else
 #define ATTNJIT_HAS_WGMMA 0
 #endif
 
 namespace attnjit {
 
-// Threads and shared memory per block come from the tile configuration
-// (tile_config.cuh), the same function the runtime reads.
 template <class C>
 struct attention_prefill_traits {
   static_assert(ATTNJIT_HAS_WGMMA || C::wgmma == 0, "wgmma = 1 needs the sm_90a target");
@@ -48,7 +50,7 @@ __device__ __forceinline__ void attention_prefill_body(
   using Epilogue = attention::Epilogue<C>;
 #if ATTNJIT_HAS_WGMMA
   if constexpr (C::wgmma != 0) {
-    attention::forward_sm90<C>(prm);
+    attention::forward_sm90<C, Scheduler, attention::MainloopSm90<C, KV>, Epilogue>(prm);
     return;
   }
 #endif

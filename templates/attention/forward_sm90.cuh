@@ -1,0 +1,53 @@
+// The warpgroup path's block (sm_90a): the scheduler's work tile, then two
+// roles. The producer warpgroup gives most of its registers to the
+// consumers (setmaxnreg, tile_config.cuh) and one of its lanes streams K
+// and V through the TMA; the consumer warpgroups run the MMAs and the
+// epilogue. The only block-wide barrier is the one after the mbarriers are
+// initialized; the consumers meet on named barrier 1.
+#pragma once
+
+#include "attention/mask.cuh"
+#include "attention/params.cuh"
+#include "attention/tile_config.cuh"
+#include "common/ptx.cuh"
+#include "common/tma.cuh"
+
+namespace attnjit {
+namespace attention {
+
+template <class C, class Scheduler, class Mainloop, class Epilogue>
+__device__ void forward_sm90(const Params<typename C::dtype>& prm) {
+  using KV = typename Mainloop::KvSource;
+  constexpr TileConfig kTile = Mainloop::kTile;
+  extern __shared__ __align__(1024) unsigned char smem_raw[];
+  const typename Mainloop::SharedTiles smem(smem_raw, ptx::smem_addr(smem_raw));
+
+  typename Scheduler::Work work;
+  if (!Scheduler::get(prm, work)) return;
+  const int tid = threadIdx.x;
+  const int warp = tid / 32;
+  const int lane = tid % 32;
+  const KeyRange range = work.range;
+  const int first = range.first_tile, last = range.last_tile;
+
+  if (tid == 0) smem.ring.template init<C::warps>();
+  __syncthreads();
+
+  if (warp >= C::warps) {
+    if constexpr (kTile.rebalance) ptx::setmaxnreg_dec<kTile.producer_registers>();
+    if (warp == C::warps && lane == 0) Mainloop::Producer::run(smem, KV(prm, work), first, last);
+    return;
+  }
+  if constexpr (kTile.rebalance) ptx::setmaxnreg_inc<kTile.consumer_registers>();
+  typename Mainloop::Consumer consumer(prm, smem, first, last, tid, warp, lane);
+  typename Mainloop::Softmax softmax;
+  float o[Mainloop::kOutBlocks][4];
+  consumer.run(work, softmax, o);
+  // Every consumer is done with Q and the tiles before any stages its
+  // output over them.
+  ptx::named_barrier_sync(1, Mainloop::kConsumerThreads);
+  Epilogue::store(prm, work, softmax, o, smem.output_rows(warp), consumer.warp_row, lane);
+}
+
+}  // namespace attention
+}  // namespace attnjit

@@ -1,0 +1,387 @@
+// The Hopper (sm_90a) forward mainloop: the same tiling, masks, sinks and
+// softmax as the mma.sync path, with the two products on warpgroup MMAs
+// and the key and value tiles copied by the TMA. A producer warpgroup (one
+// lane of it) streams K and V tiles into a ring of C::stages buffers, in the
+// swizzled layout wgmma reads (smem_sm90.cuh); each buffer has a "full"
+// mbarrier (the copy's bytes landed) and an "empty" one (every consumer
+// warp is done with it), separately for K and V, so a K buffer is refilled
+// as soon as its Q K^T is done (TileRing). The consumer warpgroups (64
+// query rows each) never synchronize with each other inside the key loop:
+// S = Q K^T reads Q and K through descriptors, O += P V takes P from
+// registers (the S accumulators, packed) and V MN-major, and Q K^T of tile
+// t is in flight with P V of tile t - 1. The K/V source says where a key
+// tile's rows are (kv_source.cuh); forward_sm90.cuh runs the two roles.
+#pragma once
+
+#include "attention/logits.cuh"
+#include "attention/mask.cuh"
+#include "attention/params.cuh"
+#include "attention/sinks.cuh"
+#include "attention/smem_sm90.cuh"
+#include "attention/softmax.cuh"
+#include "attention/tile_config.cuh"
+#include "attention/tile_io.cuh"
+#include "common/ptx.cuh"
+#include "common/tma.cuh"
+#include "common/types.cuh"
+#include "common/wgmma.cuh"
+
+namespace attnjit {
+namespace attention {
+
+// The mbarrier ring: tile i of a block (counted from its first) uses stage
+// i mod stages; the n-th use of a stage completes phase n of its barriers,
+// whose parity the waiter names.
+template <int kStages>
+struct TileRing {
+  unsigned full_k, full_v, empty_k, empty_v;  // shared addresses of barrier arrays
+
+  __device__ __forceinline__ explicit TileRing(unsigned base)
+      : full_k(base),
+        full_v(base + 8 * kStages),
+        empty_k(base + 16 * kStages),
+        empty_v(base + 24 * kStages) {}
+  static __device__ __forceinline__ int stage(int i) { return i % kStages; }
+  static __device__ __forceinline__ unsigned parity(int i) { return unsigned(i / kStages) & 1u; }
+  // Tile i's barrier in the array at `bars`.
+  static __device__ __forceinline__ unsigned at(unsigned bars, int i) {
+    return bars + 8u * unsigned(stage(i));
+  }
+
+  // By one thread, before the block's first barrier: a full barrier
+  // completes on the producer's arrival and its copy's bytes, an empty one
+  // on the arrival of every consumer warp.
+  template <int kConsumerWarps>
+  __device__ __forceinline__ void init() const {
+#pragma unroll 1
+    for (int st = 0; st < kStages; ++st) {
+      ptx::mbarrier_init(at(full_k, st), 1);
+      ptx::mbarrier_init(at(full_v, st), 1);
+      ptx::mbarrier_init(at(empty_k, st), kConsumerWarps);
+      ptx::mbarrier_init(at(empty_v, st), kConsumerWarps);
+    }
+    ptx::fence_mbarrier_init();
+  }
+
+  // Until tile i has landed in its buffer (`full` is full_k or full_v).
+  static __device__ __forceinline__ void wait_full(unsigned full, int i) {
+    ptx::mbarrier_wait(at(full, i), parity(i));
+  }
+  // Until the consumers are done with tile i - stages, the buffer's
+  // previous tile (`empty` is empty_k or empty_v).
+  static __device__ __forceinline__ void wait_empty(unsigned empty, int i) {
+    ptx::mbarrier_wait(at(empty, i), parity(i) ^ 1u);
+  }
+  // This warp is done reading tile i's buffer (its MMAs have completed).
+  static __device__ __forceinline__ void release(unsigned empty, int i, int lane) {
+    __syncwarp();
+    if (lane == 0) ptx::mbarrier_arrive(at(empty, i));
+  }
+};
+
+template <class C, class KV>
+struct MainloopSm90 {
+  using T = typename C::dtype;
+  static constexpr TileConfig kTile = tile_config<C>();
+  static constexpr int D = C::head_dim;
+  static constexpr int BM = C::block_m;
+  static constexpr int BN = C::block_n;
+  static constexpr int kStages = C::stages;
+  static_assert(C::warps % 4 == 0 && C::warps >= 4,
+                "wgmma needs whole warpgroups (warps % 4 == 0)");
+  static_assert(BM == 64 * kTile.warpgroups, "wgmma: block_m must be 64 rows per warpgroup");
+  static_assert(BN % 16 == 0 && BN <= 256, "wgmma: block_n must be a multiple of 16, at most 256");
+  static_assert(kStages >= 2, "the pipeline needs at least two stages");
+  static constexpr int kConsumerThreads = kTile.consumer_threads;
+  static constexpr int kScoreBlocks = BN / 8;  // n8 blocks of S
+  static constexpr int kOutBlocks = D / 8;     // n8 blocks of O
+  static constexpr bool kBF16 = element<T>::is_bf16;
+  using Rows = SwizzledRows<D>;
+  static_assert(Rows::kChunk == kTile.tma_chunk, "the TMA box is one swizzle chunk wide");
+  using Ring = TileRing<kStages>;
+  using Softmax = OnlineSoftmax<kScoreBlocks, kOutBlocks>;
+  using RowKeys = typename Mask<C>::RowKeys;
+  using KvSource = KV;
+
+  // Shared memory from a 1024-byte aligned base: Q, the K ring, the V ring
+  // (swizzled), the ring's barriers past them (tile_config.cuh). The
+  // epilogue stages output rows over Q and the first tiles.
+  struct SharedTiles {
+    unsigned char* raw;
+    unsigned pad;  // raw + pad is 1024-byte aligned
+    unsigned q, k, v;
+    Ring ring;
+
+    __device__ __forceinline__ explicit SharedTiles(unsigned char* smem, unsigned raw_address)
+        : raw(smem),
+          pad((1024u - (raw_address & 1023u)) & 1023u),
+          q(raw_address + pad),
+          k(q + kTile.q_tile_bytes),
+          v(k + kStages * kTile.kv_tile_bytes),
+          ring(q + kTile.barrier_offset) {}
+
+    // Tile i's buffer in the K (or V) ring at `tiles`.
+    static __device__ __forceinline__ unsigned tile(unsigned tiles, int i) {
+      return tiles + Ring::stage(i) * kTile.kv_tile_bytes;
+    }
+    // 16 padded rows (SmemRow) for warp w's output, over Q.
+    __device__ __forceinline__ T* output_rows(int w) const {
+      return reinterpret_cast<T*>(raw + pad) + w * 16 * SmemRow<D>::kStride;
+    }
+  };
+
+  // This thread's rows (g and g + 8 of its warp's 16): the keys they see
+  // (edge-tile masks) and their sink logits.
+  struct RowState {
+    RowKeys keys[2];
+    float sink2[2];
+  };
+
+  // The producer: one lane of the producer warpgroup issues every copy,
+  // K of tile i once the consumers are done with Q K^T of tile i - stages,
+  // V once they are done with its P V.
+  struct Producer {
+    static __device__ __forceinline__ void run(const SharedTiles& smem, const KV& kv, int first,
+                                               int last) {
+      kv.prefetch_maps();
+#pragma unroll 1
+      for (int kt = first; kt <= last; ++kt) {
+        const int i = kt - first;
+        const unsigned tile = Ring::stage(i) * kTile.kv_tile_bytes;  // in either ring
+        if (i >= kStages) Ring::wait_empty(smem.ring.empty_k, i);
+        kv.tma_load_k(smem.k + tile, Ring::at(smem.ring.full_k, i), kt);
+        if (i >= kStages) Ring::wait_empty(smem.ring.empty_v, i);
+        kv.tma_load_v(smem.v + tile, Ring::at(smem.ring.full_v, i), kt);
+      }
+    }
+  };
+
+  // The consumer warpgroups: Q by cp.async, then for each key tile S =
+  // Q K^T, the softmax, O += P V. One object per thread holding scalars;
+  // the row state, fragments and accumulators stay local arrays.
+  struct Consumer {
+    const Params<T>& prm;
+    const SharedTiles& smem;
+    const int first, last;  // the work tile's key tiles; `first` is ring index 0
+    const int tid, warp, lane;
+    int warp_row;      // this warp's first row in the work tile (set by run)
+    int wg_row0;       // this warpgroup's first row in the Q tile
+    int tail_tile;     // the tile holding the sequence's last key when it is partial, else -1
+    float multiplier;  // what the softmax multiplies scores by (LogitScale)
+
+    __device__ __forceinline__ Consumer(const Params<T>& params, const SharedTiles& tiles,
+                                        int first_tile, int last_tile, int thread, int w, int l)
+        : prm(params),
+          smem(tiles),
+          first(first_tile),
+          last(last_tile),
+          tid(thread),
+          warp(w),
+          lane(l) {}
+
+    // softmax and o: this thread's softmax state and output accumulators,
+    // for the epilogue.
+    template <class Work>
+    __device__ __forceinline__ void run(const Work& work, Softmax& softmax,
+                                        float (&o)[kOutBlocks][4]) {
+      load_q(work);
+      warp_row = work.row0 + warp * 16;
+      RowState rows;
+      init_rows(work, rows, softmax, o);
+      wg_row0 = (warp / 4) * 64;
+      ptx::cp_async_wait<0>();
+      ptx::fence_proxy_async_shared();
+      ptx::named_barrier_sync(1, kConsumerThreads);  // Q is in shared memory
+      tail_tile = work.n_k % BN != 0 ? work.n_k / BN : -1;
+      multiplier = LogitScale<C>::score_multiplier(prm.scale);
+      key_loop(work, rows, softmax, o);
+    }
+
+   private:
+    // The key tiles: wait for K (and V), issue the MMAs, release buffers.
+    template <class Work>
+    __device__ __forceinline__ void key_loop(const Work& work, const RowState& rows,
+                                             Softmax& softmax, float (&o)[kOutBlocks][4]) {
+      // Q K^T of tile t and P V of tile t - 1 are in flight together, and
+      // the softmax of tile t overlaps P V (t - 1); the output is rescaled
+      // once that has landed.
+      unsigned a[BN / 16][4];
+      if (first <= last) {  // the first tile's Q K^T alone (o is still 0)
+        wait_k(first);
+        float s[kScoreBlocks][4];
+        ptx::warpgroup_arrive();
+        issue_scores(s, first);
+        ptx::warpgroup_commit();
+        ptx::warpgroup_wait<0>();
+        ptx::fence_operands(s);
+        release_k(first);
+        float correction[2];
+        softmax_tile(work, rows, softmax, s, first, correction);
+        pack_p(a, s);
+      }
+#pragma unroll 1
+      for (int kt = first + 1; kt <= last; ++kt) {
+        wait_k(kt);
+        wait_v(work, kt - 1);
+        float s[kScoreBlocks][4];
+        ptx::fence_operands(o);
+        ptx::fence_operands(a);
+        ptx::warpgroup_arrive();
+        issue_scores(s, kt);
+        ptx::warpgroup_commit();
+        issue_pv(o, a, kt - 1);
+        ptx::warpgroup_commit();
+        ptx::warpgroup_wait<1>();
+        ptx::fence_operands(s);
+        release_k(kt);
+        float correction[2];
+        softmax_tile(work, rows, softmax, s, kt, correction);
+        ptx::warpgroup_wait<0>();
+        ptx::fence_operands(o);
+        ptx::fence_operands(a);
+        release_v(kt - 1);
+        Softmax::rescale(o, correction);
+        pack_p(a, s);
+      }
+      if (first <= last) last_pv(work, o, a);
+    }
+
+    // cp.async by every consumer thread, one commit group.
+    template <class Work>
+    __device__ __forceinline__ void load_q(const Work& work) const {
+      const auto& map = work.map;
+      const int row0 = work.row0;
+      const T* q = work.q;
+      const Params<T>& p = prm;
+      Rows::template load_async<BM, kConsumerThreads, T>(
+          smem.q,
+          [&](int r, const T*& src) {
+            const int row = row0 + r;
+            if (row >= map.rows) {
+              src = q;
+              return false;
+            }
+            src = q + map.position(row) * p.q_row_stride + map.head(row) * p.q_head_stride;
+            return true;
+          },
+          tid);
+      ptx::cp_async_commit();
+    }
+
+    // This thread's rows, and the softmax state and zero outputs they start
+    // from.
+    template <class Work>
+    __device__ __forceinline__ void init_rows(const Work& work, RowState& rows, Softmax& softmax,
+                                              float (&o)[kOutBlocks][4]) const {
+#pragma unroll
+      for (int r = 0; r < 2; ++r) {
+        work.row_setup(prm, warp_row + lane / 4 + 8 * r, rows.keys[r], rows.sink2[r]);
+      }
+      Sinks<C>::init(softmax, rows.sink2, lane);
+#pragma unroll
+      for (int db = 0; db < kOutBlocks; ++db) {
+        o[db][0] = o[db][1] = o[db][2] = o[db][3] = 0.f;
+      }
+    }
+
+    __device__ __forceinline__ unsigned k_tile(int kt) const {
+      return SharedTiles::tile(smem.k, kt - first);
+    }
+    __device__ __forceinline__ unsigned v_tile(int kt) const {
+      return SharedTiles::tile(smem.v, kt - first);
+    }
+    __device__ __forceinline__ void wait_k(int kt) const {
+      Ring::wait_full(smem.ring.full_k, kt - first);
+    }
+    // This warp is done with tile kt's K (or V) buffer.
+    __device__ __forceinline__ void release_k(int kt) const {
+      Ring::release(smem.ring.empty_k, kt - first, lane);
+    }
+    __device__ __forceinline__ void release_v(int kt) const {
+      Ring::release(smem.ring.empty_v, kt - first, lane);
+    }
+
+    // V of tile kt has landed (and, in the tail tile, had its rows past
+    // the sequence's keys zeroed).
+    template <class Work>
+    __device__ __forceinline__ void wait_v(const Work& work, int kt) const {
+      Ring::wait_full(smem.ring.full_v, kt - first);
+      if (kt == tail_tile) zero_v_tail(work, kt);
+    }
+
+    // The TMA copies whole tiles: in the one that holds the sequence's last
+    // key, the rows past it are the next sequence's values or whatever the
+    // buffer holds past its used rows. Their P is exactly 0, but 0 * Inf or
+    // NaN is NaN, so those V rows are zeroed (as cp.async's zero fill did)
+    // before P V reads the tile. K needs nothing: masked scores are
+    // replaced.
+    template <class Work>
+    __device__ __forceinline__ void zero_v_tail(const Work& work, int kt) const {
+      Rows::template zero_rows<BN, kConsumerThreads>(v_tile(kt), work.n_k - kt * BN, tid);
+      ptx::fence_proxy_async_shared();
+      ptx::named_barrier_sync(1, kConsumerThreads);
+    }
+
+    // S = Q K^T of tile kt, issued (not waited for).
+    __device__ __forceinline__ void issue_scores(float (&s)[kScoreBlocks][4], int kt) const {
+      const unsigned tile = k_tile(kt);
+#pragma unroll
+      for (int kk = 0; kk < D / 16; ++kk) {
+        ptx::WarpgroupMma<BN>::template ss<kBF16>(s,
+                                                  Rows::template k_major<BM>(smem.q, wg_row0, kk),
+                                                  Rows::template k_major<BN>(tile, 0, kk), kk > 0);
+      }
+    }
+
+    // O += P V of tile kt, issued.
+    __device__ __forceinline__ void issue_pv(float (&o)[kOutBlocks][4],
+                                             const unsigned (&a)[BN / 16][4], int kt) const {
+      const unsigned tile = v_tile(kt);
+#pragma unroll
+      for (int kk = 0; kk < BN / 16; ++kk) {
+        ptx::WarpgroupMma<D>::template rs<kBF16>(o, a[kk], Rows::template mn_major<BN>(tile, kk),
+                                                 1);
+      }
+    }
+
+    // Scores of tile kt -> probabilities, and the output's rescale factor.
+    template <class Work>
+    __device__ __forceinline__ void softmax_tile(const Work& work, const RowState& rows,
+                                                 Softmax& softmax, float (&s)[kScoreBlocks][4],
+                                                 int kt, float (&correction)[2]) const {
+      const int j0 = kt * BN;
+      const bool edge = !work.mask.interior(work.p_first, work.p_last, j0, BN);
+      to_logits<C>(s, prm, rows.sink2, rows.keys, j0, edge, lane);
+      softmax.update_scores(s, correction, multiplier);
+    }
+
+    // Probabilities -> the A fragments of P V.
+    static __device__ __forceinline__ void pack_p(unsigned (&a)[BN / 16][4],
+                                                  const float (&s)[kScoreBlocks][4]) {
+#pragma unroll
+      for (int kk = 0; kk < BN / 16; ++kk) {
+        a[kk][0] = element<T>::pack(s[2 * kk][0], s[2 * kk][1]);
+        a[kk][1] = element<T>::pack(s[2 * kk][2], s[2 * kk][3]);
+        a[kk][2] = element<T>::pack(s[2 * kk + 1][0], s[2 * kk + 1][1]);
+        a[kk][3] = element<T>::pack(s[2 * kk + 1][2], s[2 * kk + 1][3]);
+      }
+    }
+
+    // The last tile's P V.
+    template <class Work>
+    __device__ __forceinline__ void last_pv(const Work& work, float (&o)[kOutBlocks][4],
+                                            unsigned (&a)[BN / 16][4]) {
+      wait_v(work, last);
+      ptx::fence_operands(o);
+      ptx::fence_operands(a);
+      ptx::warpgroup_arrive();
+      issue_pv(o, a, last);
+      ptx::warpgroup_commit();
+      ptx::warpgroup_wait<0>();
+      ptx::fence_operands(o);
+    }
+  };
+};
+
+}  // namespace attention
+}  // namespace attnjit
