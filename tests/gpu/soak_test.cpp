@@ -1,9 +1,11 @@
 // Soak: thousands of launches with random flags (from the spec's matrix and
 // presets) and random shapes, windows and spans, every one checked against
-// the reference with the output poisoned first. ATTNJIT_SOAK_LAUNCHES sets
+// the reference with the output poisoned first; paged variants get random
+// page sizes and shuffled, partly shared page pools. ATTNJIT_SOAK_LAUNCHES sets
 // the count (default 2000).
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <climits>
 #include <cstdlib>
 #include <random>
@@ -30,6 +32,7 @@ std::vector<std::pair<int, int>> random_spans(int n_k, std::mt19937_64& rng) {
   return spans;
 }
 
+
 CheckShape random_shape(std::mt19937_64& rng) {
   static const std::pair<int, int> kHeads[] = {{1, 1}, {4, 1}, {8, 2}, {8, 8}, {6, 3}};
   CheckShape s;
@@ -37,7 +40,10 @@ CheckShape random_shape(std::mt19937_64& rng) {
   const int batch = 1 + int(rng() % 4);
   for (int b = 0; b < batch; ++b) {
     const int n_k = int(rng() % 220);
-    const int n_q = rng() % 3 == 0 ? int(rng() % (n_k + 1)) : n_k;  // q shorter than k
+    // q shorter than k (a chunk over a cached prefix), sometimes one query
+    // (a decode beside the others).
+    const int pick = int(rng() % 6);
+    const int n_q = pick < 2 ? int(rng() % (n_k + 1)) : pick == 2 ? std::min(n_k, 1) : n_k;
     s.seqlens_q.push_back(n_q);
     s.seqlens_k.push_back(n_k);
     s.spans.push_back(random_spans(n_k, rng));
@@ -49,6 +55,8 @@ CheckShape random_shape(std::mt19937_64& rng) {
   s.window_left = kWindows[rng() % 9];
   s.window_right = kWindows[rng() % 9];
   s.softcap = 1.f + float(rng() % 30);
+  static const int kPages[] = {16, 32, 64, 128, 256};  // used by paged variants
+  s.page_size = kPages[rng() % 5];
   return s;
 }
 
