@@ -12,7 +12,7 @@ LookupResult KernelCache::get(const Spec& spec, const Signature& signature) {
   EntryDescription description;
   description.canonical_signature = signature.canonical();
   description.display_name = signature.display_name();
-  description.target = signature.options.target.name();
+  description.target = signature.options.target;
   description.nvrtc_version = nvrtc_version();
   return get_or_compile(key, description,
                         [&] { return compile_source(source, signature.options); });

@@ -86,9 +86,9 @@ TEST(CacheDisk, EntryOfARealSignatureIsRecordedUnderItsTypedTarget) {
 
   KernelCache cache(testing::disk_config(dir.path()));
   ::testing::internal::CaptureStderr();
-  LookupResult r = cache.get_or_compile(fake_key("typed"), signature.canonical(),
-                                        signature.display_name(),
-                                        [] { return fake_kernel("typed"); });
+  LookupResult r =
+      cache.get_or_compile(fake_key("typed"), signature.canonical(), signature.display_name(),
+                           signature.options.target, [] { return fake_kernel("typed"); });
   const std::string err = ::testing::internal::GetCapturedStderr();
   EXPECT_EQ(r.source, EntrySource::kDisk) << err;
   EXPECT_EQ(r.entry->target, "sm_90a");
@@ -96,9 +96,9 @@ TEST(CacheDisk, EntryOfARealSignatureIsRecordedUnderItsTypedTarget) {
   expect_stats(cache.stats(), 0, 1, 0, 0, 0, 0);
 
   KernelCache memory(testing::memory_config());
-  LookupResult compiled = memory.get_or_compile(fake_key("typed"), signature.canonical(),
-                                                signature.display_name(),
-                                                [] { return fake_kernel("typed"); });
+  LookupResult compiled =
+      memory.get_or_compile(fake_key("typed"), signature.canonical(), signature.display_name(),
+                            signature.options.target, [] { return fake_kernel("typed"); });
   EXPECT_EQ(compiled.entry->target, "sm_90a");
 }
 
@@ -222,8 +222,8 @@ TEST(CacheDisk, DirectoryRemovedDuringCompileIsRecreated) {
   testing::TempDir dir;
   std::string user_dir = dir / "cache";
   KernelCache cache(testing::disk_config(user_dir));
-  LookupResult r =
-      cache.get_or_compile(fake_key("midway"), "fake[tag=midway]@sm_90a", "fake_midway", [&] {
+  LookupResult r = cache.get_or_compile(
+      fake_key("midway"), "fake[tag=midway]@sm_90a", "fake_midway", testing::fake_target(), [&] {
         fs::remove_all(user_dir);  // under the lock the compile holds
         return fake_kernel("midway");
       });
