@@ -346,6 +346,22 @@ TEST(CApi, EmptyCacheDirMeansMemoryOnly) {
   EXPECT_EQ(other.stats().compiles, 1u);
 }
 
+// A destroyed context frees its cache, so the next one may get the same
+// address; the typed API's memo must still not serve it the destroyed
+// cache's kernels.
+TEST(CApi, ContextAfterADestroyedOneCompilesForItself) {
+  attnjit_attention_flags flags = flags_d64();
+  flags.softcap = 1;
+  for (int round = 0; round < 2; ++round) {
+    Context context(isolated_options(""));
+    attnjit_kernel* kernel = nullptr;
+    ASSERT_EQ(attnjit_get_attention_kernel(context.get(), &flags, "sm_80", &kernel), ATTNJIT_OK)
+        << message();
+    EXPECT_STREQ(attnjit_kernel_source(kernel), "compiled") << "round " << round;
+    EXPECT_EQ(context.stats().compiles, 1u) << "round " << round;
+  }
+}
+
 TEST(CApi, CheckedModeValidatesHostMetadata) {
   attnjit_attention_flags flags;
   attnjit_attention_flags_init(&flags);
