@@ -83,11 +83,16 @@ TEST(CompileOptions, FromEnvironment) {
     EXPECT_FALSE(options.line_info);
     EXPECT_EQ(options.max_registers, 0);
   }
+  for (const char* yes : {"yes", "TRUE", "On"}) {
+    ScopedEnv line_info("ATTNJIT_LINEINFO", yes);
+    EXPECT_TRUE(CompileOptions::from_environment(parse_target("sm_80")).line_info) << yes;
+  }
   {
     ScopedEnv line_info("ATTNJIT_LINEINFO", "maybe");
     EXPECT_EQ(error_message([] { CompileOptions::from_environment(parse_target("sm_80")); },
                             ErrorKind::kFlags),
-              "ATTNJIT_LINEINFO='maybe' must be 0 or 1");
+              "ATTNJIT_LINEINFO='maybe' is not a boolean (accepted: 1/0, true/false, yes/no, "
+              "on/off in any case; empty or unset: false)");
   }
   {
     ScopedEnv registers("ATTNJIT_MAXRREG", "300");
