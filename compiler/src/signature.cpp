@@ -5,11 +5,11 @@
 
 #include <algorithm>
 #include <charconv>
-#include <cstdlib>
 #include <limits>
 #include <memory>
 
 #include "attnjit/codegen.h"
+#include "attnjit/env.h"
 #include "attnjit/error.h"
 #include "attnjit/nvrtc.h"
 #include "check.h"
@@ -20,21 +20,8 @@ namespace {
 
 const char* bool_text(bool value) { return value ? "true" : "false"; }
 
-std::string environment(const char* name) {
-  const char* value = std::getenv(name);
-  return value == nullptr ? "" : value;
-}
-
-bool read_switch(const char* name) {
-  const std::string value = environment(name);
-  if (value.empty() || value == "0" || value == "false" || value == "off") return false;
-  if (value == "1" || value == "true" || value == "on") return true;
-  throw Error(ErrorKind::kFlags,
-              std::string(name) + "=" + detail::quoted(value) + " must be 0 or 1");
-}
-
 int read_register_cap(const char* name) {
-  const std::string value = environment(name);
+  const std::string value = env_text(name);
   if (value.empty()) return 0;
   int cap = -1;
   const auto [end, error] = std::from_chars(value.data(), value.data() + value.size(), cap);
@@ -164,7 +151,7 @@ std::string CompileOptions::canonical() const {
 CompileOptions CompileOptions::from_environment(const Target& target) {
   CompileOptions options;
   options.target = target;
-  options.line_info = read_switch("ATTNJIT_LINEINFO");
+  options.line_info = env_bool("ATTNJIT_LINEINFO", false);
   options.max_registers = read_register_cap("ATTNJIT_MAXRREG");
   return options;
 }

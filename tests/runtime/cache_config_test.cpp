@@ -81,7 +81,7 @@ TEST_F(CacheConfigEnv, AotDirsSplitOnColonsSkippingEmptyParts) {
 
 TEST_F(CacheConfigEnv, SwitchesAreReadAsBooleans) {
   const std::vector<std::pair<const char*, bool>> table = {
-      {"1", true},     {"true", true}, {"YES", true},  {"on", true},  {"0", false},
+      {"1", true},      {"true", true}, {"YES", true},  {"on", true}, {"0", false},
       {"false", false}, {"No", false},  {"OFF", false}, {"", false},
   };
   for (const auto& [text, expected] : table) {

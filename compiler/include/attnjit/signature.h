@@ -28,9 +28,10 @@ struct CompileOptions {
   std::string canonical() const;
 
   // The defaults for `target`, changed by the only environment variables
-  // that change code: ATTNJIT_LINEINFO (0/1, -lineinfo) and ATTNJIT_MAXRREG
-  // (0-255, --maxrregcount; 0 means no cap). Throws Error(kFlags) for a
-  // value it cannot read. Every other ATTNJIT_* variable is code-neutral.
+  // that change code: ATTNJIT_LINEINFO (a switch read by env_bool:
+  // -lineinfo) and ATTNJIT_MAXRREG (0-255, --maxrregcount; 0 means no cap).
+  // Throws Error(kFlags) for a value it cannot read. Every other ATTNJIT_*
+  // variable is code-neutral.
   static CompileOptions from_environment(const Target& target);
 };
 

@@ -35,9 +35,9 @@ struct CacheConfig {
   // ':'-separated).
   std::vector<std::string> aot_dirs;
   // A miss in every cache is an error instead of a compile
-  // ($ATTNJIT_NO_JIT=1).
+  // ($ATTNJIT_NO_JIT, a switch read by env_bool).
   bool no_jit = false;
-  // Print every cold compile to stderr ($ATTNJIT_LOG=1). Cache faults
+  // Print every cold compile to stderr ($ATTNJIT_LOG, a switch). Cache faults
   // (corrupt entries, failed writes, an unwritable directory) are warned
   // about on stderr whether or not this is set.
   bool log = false;
