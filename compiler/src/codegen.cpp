@@ -10,6 +10,7 @@
 #include <optional>
 
 #include "attnjit/error.h"
+#include "attnjit/sha256.h"
 #include "names.h"
 
 namespace attnjit {

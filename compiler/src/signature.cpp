@@ -1,17 +1,15 @@
 // Signatures, compile options and cache keys (DESIGN.md decision 4).
 #include "attnjit/signature.h"
 
-#include <openssl/evp.h>
-
 #include <algorithm>
 #include <charconv>
 #include <limits>
-#include <memory>
 
 #include "attnjit/codegen.h"
 #include "attnjit/env.h"
 #include "attnjit/error.h"
 #include "attnjit/nvrtc.h"
+#include "attnjit/sha256.h"
 #include "check.h"
 #include "names.h"
 
@@ -78,44 +76,24 @@ void check_overrides(const Spec& spec, const std::map<std::string, int64_t>& ove
   }
 }
 
-// Hashes fields with their length in front (8 bytes, little endian).
+// Hashes fields with their length in front (8 bytes, little endian), so
+// that no two lists of fields share a byte stream.
 class FieldHasher {
  public:
-  FieldHasher() : context_(EVP_MD_CTX_new(), &EVP_MD_CTX_free) {
-    ATTNJIT_CHECK(context_ && EVP_DigestInit_ex(context_.get(), EVP_sha256(), nullptr) == 1,
-                  "OpenSSL could not start a SHA-256 digest");
-  }
   void field(const std::string& bytes) {
-    unsigned char length[8];
+    char length[8];
     uint64_t size = bytes.size();
-    for (unsigned char& byte : length) {
-      byte = static_cast<unsigned char>(size & 0xff);
+    for (char& byte : length) {
+      byte = static_cast<char>(size & 0xff);
       size >>= 8;
     }
-    update(length, sizeof length);
-    raw(bytes);
+    hash_.update(std::string_view(length, sizeof length));
+    hash_.update(bytes);
   }
-  void raw(const std::string& bytes) { update(bytes.data(), bytes.size()); }
-  std::string hex() {
-    unsigned char digest[EVP_MAX_MD_SIZE];
-    unsigned int size = 0;
-    ATTNJIT_CHECK(EVP_DigestFinal_ex(context_.get(), digest, &size) == 1,
-                  "OpenSSL could not finish a SHA-256 digest");
-    static constexpr char kHex[] = "0123456789abcdef";
-    std::string text;
-    for (unsigned int i = 0; i < size; ++i) {
-      text += kHex[digest[i] >> 4];
-      text += kHex[digest[i] & 0xf];
-    }
-    return text;
-  }
+  std::string hex() { return hash_.hex(); }
 
  private:
-  void update(const void* data, std::size_t size) {
-    ATTNJIT_CHECK(EVP_DigestUpdate(context_.get(), data, size) == 1,
-                  "OpenSSL could not update a SHA-256 digest");
-  }
-  std::unique_ptr<EVP_MD_CTX, decltype(&EVP_MD_CTX_free)> context_;
+  Sha256 hash_;
 };
 
 }  // namespace
@@ -233,12 +211,6 @@ CacheKey hash_cache_key(const CacheKeyInputs& inputs) {
 
 CacheKey make_cache_key(const Signature& signature, const std::string& generated_source) {
   return hash_cache_key(cache_key_inputs(signature, generated_source));
-}
-
-std::string sha256_hex(const std::string& bytes) {
-  FieldHasher hasher;
-  hasher.raw(bytes);
-  return hasher.hex();
 }
 
 }  // namespace attnjit

@@ -7,6 +7,7 @@
 
 #include "attnjit/codegen.h"
 #include "attnjit/nvrtc.h"
+#include "attnjit/sha256.h"
 #include "attnjit/signature.h"
 #include "test_support.h"
 
@@ -223,6 +224,11 @@ TEST(Signature, RejectsAFlagSetOfAnotherSpec) {
 TEST(CacheKey, Sha256) {
   EXPECT_EQ(sha256_hex("abc"), "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad");
   EXPECT_EQ(sha256_hex(""), "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855");
+  Sha256 pieces;
+  pieces.update("a");
+  pieces.update("");
+  pieces.update("bc");
+  EXPECT_EQ(pieces.hex(), sha256_hex("abc"));
 }
 
 TEST(CacheKey, SameInputsSameKey) {

@@ -86,6 +86,4 @@ struct CacheKeyInputs {
 CacheKeyInputs cache_key_inputs(const Signature& signature, const std::string& generated_source);
 CacheKey hash_cache_key(const CacheKeyInputs& inputs);
 
-std::string sha256_hex(const std::string& bytes);
-
 }  // namespace attnjit
