@@ -3,7 +3,7 @@
 #include <cstdio>
 
 #include "attnjit/cache.h"
-#include "attnjit/codegen.h"
+#include "attnjit/embedded.h"
 #include "commands.h"
 
 namespace attnjit::cli {

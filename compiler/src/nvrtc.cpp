@@ -14,6 +14,7 @@
 #include <fstream>
 #include <optional>
 
+#include "attnjit/embedded.h"
 #include "attnjit/error.h"
 #include "names.h"
 

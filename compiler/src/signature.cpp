@@ -5,7 +5,7 @@
 #include <charconv>
 #include <limits>
 
-#include "attnjit/codegen.h"
+#include "attnjit/embedded.h"
 #include "attnjit/env.h"
 #include "attnjit/error.h"
 #include "attnjit/nvrtc.h"

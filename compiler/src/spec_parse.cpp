@@ -7,7 +7,7 @@
 #include <optional>
 #include <sstream>
 
-#include "attnjit/codegen.h"
+#include "attnjit/embedded.h"
 #include "attnjit/error.h"
 #include "attnjit/spec.h"
 #include "flag_values.h"

@@ -6,6 +6,7 @@
 #include <set>
 
 #include "attnjit/codegen.h"
+#include "attnjit/embedded.h"
 #include "attnjit/nvrtc.h"
 #include "attnjit/sha256.h"
 #include "attnjit/signature.h"
