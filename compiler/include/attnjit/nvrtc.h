@@ -6,7 +6,7 @@
 #include <vector>
 
 #include "attnjit/codegen.h"
-#include "attnjit/signature.h"
+#include "attnjit/options.h"
 
 namespace attnjit {
 
