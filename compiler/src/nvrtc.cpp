@@ -137,13 +137,6 @@ std::string dump(const GeneratedSource& source, const std::string& log, const st
 
 }  // namespace
 
-std::string nvrtc_version() {
-  int major = 0;
-  int minor = 0;
-  if (nvrtcVersion(&major, &minor) != NVRTC_SUCCESS) return "unknown";
-  return std::to_string(major) + "." + std::to_string(minor);
-}
-
 CompiledKernel compile_source(const GeneratedSource& source, const CompileOptions& options) {
   const auto start = std::chrono::steady_clock::now();
   const std::vector<std::string> flags = options.nvrtc_flags();

@@ -1,8 +1,10 @@
 // KernelCache::get: the one place where the cache meets the compiler
 // (kept apart so that the rest of the cache links without it).
 #include "attnjit/cache.h"
+#include "attnjit/cache_key.h"
 #include "attnjit/codegen.h"
 #include "attnjit/nvrtc.h"
+#include "attnjit/nvrtc_version.h"
 
 namespace attnjit {
 

@@ -23,6 +23,7 @@
 #include <thread>
 
 #include "attnjit/cache.h"
+#include "attnjit/cache_key.h"
 #include "attnjit/codegen.h"
 #include "attnjit/error.h"
 #include "attnjit/signature.h"

@@ -22,6 +22,7 @@
 #include <vector>
 
 #include "attnjit/cache.h"
+#include "attnjit/cache_key.h"
 #include "attnjit/codegen.h"
 #include "attnjit/signature.h"
 #include "attnjit/spec.h"

@@ -41,9 +41,6 @@ struct CompiledKernel {
   double compile_seconds = 0;
 };
 
-// "13.0"
-std::string nvrtc_version();
-
 // Compiles with every embedded header available by its path under
 // templates/ (no include path, no toolkit header). Throws Error(kCompile)
 // with the log, the options and the path where the source was written

@@ -1,5 +1,6 @@
-// The constexpr signature of one kernel variant and the cache key built
-// from it (DESIGN.md decision 4).
+// The constexpr signature of one kernel variant: its flags, the tile
+// configuration the spec's tuning rules pick for them, and its compile
+// options (DESIGN.md decision 4).
 #pragma once
 
 #include <cstdint>
@@ -33,34 +34,5 @@ struct Signature {
 // win over the rules, for the autotuner.
 Signature make_signature(const Spec& spec, const FlagSet& flags, const CompileOptions& options,
                          const std::map<std::string, int64_t>& overrides = {});
-
-// Bumped whenever the on-disk entry layout changes.
-constexpr int kCacheFormatVersion = 1;
-
-struct CacheKey {
-  std::string hex;  // 64 lowercase hex digits (SHA-256)
-  bool operator==(const CacheKey& o) const { return hex == o.hex; }
-  bool operator!=(const CacheKey& o) const { return hex != o.hex; }
-  bool operator<(const CacheKey& o) const { return hex < o.hex; }
-};
-
-// SHA-256 over: the expanded source, the bytes of every embedded header it
-// may include, the canonical signature, the target, NVRTC's version, the
-// sorted options and kCacheFormatVersion. No path, no time, no host name.
-CacheKey make_cache_key(const Signature& signature, const std::string& generated_source);
-
-// The same key with every input spelled out; make_cache_key() fills
-// nvrtc_version() and embedded_headers_digest(). Each field is hashed with
-// its length in front, so no two input lists share a byte stream.
-struct CacheKeyInputs {
-  std::string canonical_signature;
-  std::string target;
-  std::string nvrtc_version;
-  std::vector<std::string> nvrtc_flags;  // sorted
-  std::string generated_source;
-  std::string headers_digest;
-};
-CacheKeyInputs cache_key_inputs(const Signature& signature, const std::string& generated_source);
-CacheKey hash_cache_key(const CacheKeyInputs& inputs);
 
 }  // namespace attnjit

@@ -19,7 +19,7 @@
 #include <string>
 #include <vector>
 
-#include "attnjit/codegen.h"
+#include "attnjit/cache_key.h"
 #include "attnjit/nvrtc.h"
 #include "attnjit/signature.h"
 #include "attnjit/spec.h"
