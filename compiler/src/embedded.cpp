@@ -1,10 +1,12 @@
 #include "attnjit/embedded.h"
 
 #include <algorithm>
+#include <mutex>
 #include <string_view>
 #include <utility>
 
 #include "attnjit/sha256.h"
+#include "check.h"
 
 namespace attnjit {
 namespace embedded {
@@ -19,6 +21,27 @@ void sort_by_path(std::vector<EmbeddedHeader>& headers) {
             [](const EmbeddedHeader& a, const EmbeddedHeader& b) { return a.path < b.path; });
 }
 
+// Headers added by register_embedded_headers(), until the set is first
+// read; after that the set is fixed, so references handed out stay valid.
+struct Registry {
+  std::mutex mutex;
+  bool fixed = false;
+  std::vector<EmbeddedHeader> added;
+};
+
+Registry& registry() {
+  static Registry instance;
+  return instance;
+}
+
+// Moves the registered headers out and refuses any later registration.
+std::vector<EmbeddedHeader> fix_registered_headers() {
+  Registry& added = registry();
+  std::lock_guard<std::mutex> lock(added.mutex);
+  added.fixed = true;
+  return std::move(added.added);
+}
+
 }  // namespace
 
 const std::vector<EmbeddedHeader>& embedded_headers() {
@@ -27,7 +50,12 @@ const std::vector<EmbeddedHeader>& embedded_headers() {
     for (const auto& [path, bytes] : embedded::templates()) {
       result.push_back(EmbeddedHeader{path, std::string(bytes)});
     }
+    for (EmbeddedHeader& header : fix_registered_headers()) result.push_back(std::move(header));
     sort_by_path(result);
+    for (std::size_t i = 1; i < result.size(); ++i) {
+      ATTNJIT_CHECK(result[i - 1].path != result[i].path,
+                    "a registered header has the path of an embedded one");
+    }
     return result;
   }();
   return headers;
@@ -54,6 +82,13 @@ std::string headers_digest(std::vector<EmbeddedHeader> headers) {
 const std::string& embedded_headers_digest() {
   static const std::string digest = headers_digest(embedded_headers());
   return digest;
+}
+
+void register_embedded_headers(std::vector<EmbeddedHeader> headers) {
+  Registry& added = registry();
+  std::lock_guard<std::mutex> lock(added.mutex);
+  ATTNJIT_CHECK(!added.fixed, "register_embedded_headers() after the headers were first used");
+  for (EmbeddedHeader& header : headers) added.added.push_back(std::move(header));
 }
 
 }  // namespace attnjit
