@@ -4,7 +4,9 @@
 #include "attnjit/attnjit.h"
 
 #include <gtest/gtest.h>
+#include <stdlib.h>
 
+#include <cstdlib>
 #include <string>
 #include <vector>
 
@@ -359,6 +361,21 @@ TEST(CApi, ContextAfterADestroyedOneCompilesForItself) {
         << message();
     EXPECT_STREQ(attnjit_kernel_source(kernel), "compiled") << "round " << round;
     EXPECT_EQ(context.stats().compiles, 1u) << "round " << round;
+  }
+}
+
+TEST(CApi, AMisspeltSwitchInTheEnvironmentIsAnError) {
+  const char* old = std::getenv("ATTNJIT_NO_JIT");
+  const std::string saved = old != nullptr ? old : "";
+  ::setenv("ATTNJIT_NO_JIT", "ye", 1);
+  attnjit_context* context = nullptr;
+  EXPECT_EQ(attnjit_context_create(nullptr, &context), ATTNJIT_ERROR_FLAGS);
+  EXPECT_EQ(context, nullptr);
+  EXPECT_EQ(message().rfind("ATTNJIT_NO_JIT='ye' is not a boolean", 0), 0u) << message();
+  if (old != nullptr) {
+    ::setenv("ATTNJIT_NO_JIT", saved.c_str(), 1);
+  } else {
+    ::unsetenv("ATTNJIT_NO_JIT");
   }
 }
 
