@@ -18,6 +18,7 @@
 #include "attnjit/codegen.h"
 #include "attnjit/driver.h"
 #include "attnjit/nvrtc.h"
+#include "attnjit/nvrtc_version.h"
 
 namespace {
 

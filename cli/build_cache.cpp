@@ -26,6 +26,7 @@
 #include "attnjit/driver.h"
 #include "attnjit/error.h"
 #include "attnjit/nvrtc.h"
+#include "attnjit/nvrtc_version.h"
 #include "attnjit/selfcheck.h"
 #include "commands.h"
 

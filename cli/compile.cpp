@@ -11,9 +11,11 @@
 #include <fmt/format.h>
 
 #include "attnjit/cache.h"
+#include "attnjit/cache_key.h"
 #include "attnjit/codegen.h"
 #include "attnjit/error.h"
 #include "attnjit/nvrtc.h"
+#include "attnjit/nvrtc_version.h"
 #include "commands.h"
 
 namespace attnjit::cli {

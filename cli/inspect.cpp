@@ -5,7 +5,7 @@
 #include <system_error>
 
 #include "attnjit/cache.h"
-#include "attnjit/codegen.h"
+#include "attnjit/embedded.h"
 #include "attnjit/error.h"
 #include "commands.h"
 

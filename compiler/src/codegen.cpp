@@ -6,18 +6,14 @@
 
 #include <fmt/format.h>
 
-#include <algorithm>
 #include <optional>
 
+#include "attnjit/embedded.h"
 #include "attnjit/error.h"
 #include "attnjit/kernel_params.h"
 #include "names.h"
 
 namespace attnjit {
-namespace embedded {
-const std::vector<std::pair<const char*, std::string_view>>& templates();
-}  // namespace embedded
-
 namespace {
 
 [[noreturn]] void codegen_error(const SourceLocation& at, const std::string& message) {
@@ -177,43 +173,6 @@ std::string GeneratedSource::key_text() const {
            std::to_string(header.contents.size()) + ":" + header.contents;
   }
   return out;
-}
-
-const std::vector<EmbeddedHeader>& embedded_headers() {
-  static const std::vector<EmbeddedHeader> headers = [] {
-    std::vector<EmbeddedHeader> result;
-    for (const auto& [path, bytes] : embedded::templates()) {
-      result.push_back(EmbeddedHeader{path, std::string(bytes)});
-    }
-    std::sort(result.begin(), result.end(),
-              [](const EmbeddedHeader& a, const EmbeddedHeader& b) { return a.path < b.path; });
-    return result;
-  }();
-  return headers;
-}
-
-const EmbeddedHeader* find_embedded_header(const std::string& path) {
-  for (const EmbeddedHeader& header : embedded_headers()) {
-    if (header.path == path) return &header;
-  }
-  return nullptr;
-}
-
-std::string headers_digest(std::vector<EmbeddedHeader> headers) {
-  std::sort(headers.begin(), headers.end(),
-            [](const EmbeddedHeader& a, const EmbeddedHeader& b) { return a.path < b.path; });
-  std::string stream;
-  for (const EmbeddedHeader& header : headers) {
-    for (const std::string* field : {&header.path, &header.contents}) {
-      stream += std::to_string(field->size()) + ":" + *field + ",";
-    }
-  }
-  return sha256_hex(stream);
-}
-
-const std::string& embedded_headers_digest() {
-  static const std::string digest = headers_digest(embedded_headers());
-  return digest;
 }
 
 }  // namespace attnjit

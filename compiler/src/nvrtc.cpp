@@ -14,6 +14,7 @@
 #include <fstream>
 #include <optional>
 
+#include "attnjit/embedded.h"
 #include "attnjit/error.h"
 #include "names.h"
 
@@ -139,13 +140,6 @@ std::string dump(const GeneratedSource& source, const std::string& log, const st
 }
 
 }  // namespace
-
-std::string nvrtc_version() {
-  int major = 0;
-  int minor = 0;
-  if (nvrtcVersion(&major, &minor) != NVRTC_SUCCESS) return "unknown";
-  return std::to_string(major) + "." + std::to_string(minor);
-}
 
 CompiledKernel compile_source(const GeneratedSource& source, const CompileOptions& options) {
   const auto start = std::chrono::steady_clock::now();

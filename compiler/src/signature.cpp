@@ -1,49 +1,16 @@
-// Signatures, compile options and cache keys (one struct drives both).
+// make_signature(): the spec's tuning rules applied to one flag set.
 #include "attnjit/signature.h"
 
-#include <openssl/evp.h>
-
 #include <algorithm>
-#include <charconv>
-#include <cstdlib>
 #include <limits>
-#include <memory>
 
-#include "attnjit/codegen.h"
 #include "attnjit/error.h"
-#include "attnjit/nvrtc.h"
+#include "attnjit/sha256.h"
 #include "check.h"
 #include "names.h"
 
 namespace attnjit {
 namespace {
-
-const char* bool_text(bool value) { return value ? "true" : "false"; }
-
-std::string environment(const char* name) {
-  const char* value = std::getenv(name);
-  return value == nullptr ? "" : value;
-}
-
-bool read_switch(const char* name) {
-  const std::string value = environment(name);
-  if (value.empty() || value == "0" || value == "false" || value == "off") return false;
-  if (value == "1" || value == "true" || value == "on") return true;
-  throw Error(ErrorKind::kFlags,
-              std::string(name) + "=" + detail::quoted(value) + " must be 0 or 1");
-}
-
-int read_register_cap(const char* name) {
-  const std::string value = environment(name);
-  if (value.empty()) return 0;
-  int cap = -1;
-  const auto [end, error] = std::from_chars(value.data(), value.data() + value.size(), cap);
-  if (error != std::errc() || end != value.data() + value.size() || cap < 0 || cap > 255) {
-    throw Error(ErrorKind::kFlags, std::string(name) + "=" + detail::quoted(value) +
-                                       " must be a register count from 0 (no cap) to 255");
-  }
-  return cap;
-}
 
 void check_flag_set(const Spec& spec, const FlagSet& flags) {
   const bool same_size = flags.values.size() == spec.flags.size();
@@ -91,83 +58,7 @@ void check_overrides(const Spec& spec, const std::map<std::string, int64_t>& ove
   }
 }
 
-// Hashes fields with their length in front (8 bytes, little endian).
-class FieldHasher {
- public:
-  FieldHasher() : context_(EVP_MD_CTX_new(), &EVP_MD_CTX_free) {
-    ATTNJIT_CHECK(context_ && EVP_DigestInit_ex(context_.get(), EVP_sha256(), nullptr) == 1,
-                  "OpenSSL could not start a SHA-256 digest");
-  }
-  void field(const std::string& bytes) {
-    unsigned char length[8];
-    uint64_t size = bytes.size();
-    for (unsigned char& byte : length) {
-      byte = static_cast<unsigned char>(size & 0xff);
-      size >>= 8;
-    }
-    update(length, sizeof length);
-    raw(bytes);
-  }
-  void raw(const std::string& bytes) { update(bytes.data(), bytes.size()); }
-  std::string hex() {
-    unsigned char digest[EVP_MAX_MD_SIZE];
-    unsigned int size = 0;
-    ATTNJIT_CHECK(EVP_DigestFinal_ex(context_.get(), digest, &size) == 1,
-                  "OpenSSL could not finish a SHA-256 digest");
-    static constexpr char kHex[] = "0123456789abcdef";
-    std::string text;
-    for (unsigned int i = 0; i < size; ++i) {
-      text += kHex[digest[i] >> 4];
-      text += kHex[digest[i] & 0xf];
-    }
-    return text;
-  }
-
- private:
-  void update(const void* data, std::size_t size) {
-    ATTNJIT_CHECK(EVP_DigestUpdate(context_.get(), data, size) == 1,
-                  "OpenSSL could not update a SHA-256 digest");
-  }
-  std::unique_ptr<EVP_MD_CTX, decltype(&EVP_MD_CTX_free)> context_;
-};
-
 }  // namespace
-
-std::vector<std::string> CompileOptions::nvrtc_flags() const {
-  std::vector<std::string> flags = {
-      "--gpu-architecture=" + target.name(),
-      "--std=c++17",
-      // Only the embedded headers may be included, never a file that
-      // happens to sit next to the process.
-      "--no-source-include",
-      // ptxas reports registers, spills, stack and shared memory in the log.
-      "--ptxas-options=-v",
-  };
-  if (fast_math) flags.push_back("--use_fast_math");
-  if (line_info) flags.push_back("-lineinfo");
-  if (max_registers > 0) {
-    flags.push_back("--maxrregcount=" + std::to_string(max_registers));
-    // Templates that move registers between warps (setmaxnreg) must know
-    // the cap: their launch share is no longer the launch bound's.
-    flags.push_back("-DATTNJIT_MAX_REGISTERS=" + std::to_string(max_registers));
-  }
-  std::sort(flags.begin(), flags.end());
-  return flags;
-}
-
-std::string CompileOptions::canonical() const {
-  return target.name() + "{emit_ptx=" + bool_text(emit_ptx) + ",fast_math=" + bool_text(fast_math) +
-         ",line_info=" + bool_text(line_info) + ",max_registers=" + std::to_string(max_registers) +
-         "}";
-}
-
-CompileOptions CompileOptions::from_environment(const Target& target) {
-  CompileOptions options;
-  options.target = target;
-  options.line_info = read_switch("ATTNJIT_LINEINFO");
-  options.max_registers = read_register_cap("ATTNJIT_MAXRREG");
-  return options;
-}
 
 std::string Signature::canonical() const {
   std::vector<std::string> params;
@@ -221,37 +112,6 @@ Signature make_signature(const Spec& spec, const FlagSet& flags, const CompileOp
                                        detail::quoted(param) + " has no override");
   }
   return signature;
-}
-
-CacheKeyInputs cache_key_inputs(const Signature& signature, const std::string& generated_source) {
-  return CacheKeyInputs{signature.canonical(), signature.options.target.name(),
-                        nvrtc_version(),       signature.options.nvrtc_flags(),
-                        generated_source,      embedded_headers_digest()};
-}
-
-CacheKey hash_cache_key(const CacheKeyInputs& inputs) {
-  FieldHasher hasher;
-  hasher.field("attnjit-cache-v" + std::to_string(kCacheFormatVersion));
-  hasher.field(inputs.canonical_signature);
-  hasher.field(inputs.target);
-  hasher.field(inputs.nvrtc_version);
-  std::vector<std::string> flags = inputs.nvrtc_flags;
-  std::sort(flags.begin(), flags.end());
-  hasher.field(std::to_string(flags.size()));
-  for (const std::string& flag : flags) hasher.field(flag);
-  hasher.field(inputs.generated_source);
-  hasher.field(inputs.headers_digest);
-  return CacheKey{hasher.hex()};
-}
-
-CacheKey make_cache_key(const Signature& signature, const std::string& generated_source) {
-  return hash_cache_key(cache_key_inputs(signature, generated_source));
-}
-
-std::string sha256_hex(const std::string& bytes) {
-  FieldHasher hasher;
-  hasher.raw(bytes);
-  return hasher.hex();
 }
 
 }  // namespace attnjit

@@ -9,7 +9,7 @@
 
 #include <sys/stat.h>
 
-#include "attnjit/codegen.h"
+#include "attnjit/embedded.h"
 #include "attnjit/error.h"
 #include "attnjit/spec.h"
 #include "flag_values.h"

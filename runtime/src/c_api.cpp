@@ -201,19 +201,17 @@ struct attnjit_kernel {
 namespace {
 
 // What a context owns; shared with its prewarm jobs so that destroying the
-// context while they run is safe.
+// context while they run is safe. The cache is owned outright: the typed
+// API's memo keys a cache by its instance_id(), never reused, so a later
+// context's cache at the same address cannot be served this one's kernels.
+// The kernels handed out hold their entries themselves and never point
+// into the cache.
 struct ContextState {
-  explicit ContextState(const attnjit::CacheConfig& config) : cache(new KernelCache(config)) {}
-  ~ContextState() {
-    // AttentionKernel::get memoizes per process by the cache's address, so
-    // a later context's cache must never reuse this address: destroy the
-    // cache (its entries, its files' locks) but keep its few bytes.
-    cache->~KernelCache();
-  }
+  explicit ContextState(const attnjit::CacheConfig& config) : cache(config) {}
   ContextState(const ContextState&) = delete;
   ContextState& operator=(const ContextState&) = delete;
 
-  KernelCache* cache;
+  KernelCache cache;
   std::mutex mutex;  // guards kernels
   std::map<const AttentionKernel*, std::unique_ptr<attnjit_kernel>> kernels;
 };
@@ -222,7 +220,7 @@ struct ContextState {
 // only keeps one stable handle per variant it handed out.
 attnjit_kernel* get_kernel(ContextState& state, const AttentionFlags& flags, const Target& target) {
   std::shared_ptr<AttentionKernel> kernel =
-      attnjit::on_large_stack([&] { return AttentionKernel::get(flags, *state.cache, &target); });
+      attnjit::on_large_stack([&] { return AttentionKernel::get(flags, state.cache, &target); });
   std::lock_guard<std::mutex> lock(state.mutex);
   std::unique_ptr<attnjit_kernel>& handle = state.kernels[kernel.get()];
   if (handle == nullptr) {
@@ -399,7 +397,7 @@ attnjit_status attnjit_cache_stats_get(const attnjit_context* context, attnjit_c
     require(out != nullptr, ErrorKind::kArgument, "out is null");
     require(out->struct_size >= offsetof(attnjit_cache_stats, memory_hits), ErrorKind::kArgument,
             fmt::format("out->struct_size is {}, too small for any field", out->struct_size));
-    const attnjit::CacheStats s = context->state->cache->stats();
+    const attnjit::CacheStats s = context->state->cache.stats();
     attnjit_cache_stats full;
     attnjit_cache_stats_init(&full);
     full.memory_hits = s.memory_hits;
@@ -408,7 +406,7 @@ attnjit_status attnjit_cache_stats_get(const attnjit_context* context, attnjit_c
     full.compiles = s.compiles;
     full.corrupt_entries = s.corrupt_entries;
     full.write_failures = s.write_failures;
-    full.disk_disabled = context->state->cache->disk_disabled() ? 1 : 0;
+    full.disk_disabled = context->state->cache.disk_disabled() ? 1 : 0;
     // An older caller's struct gets the fields it knows, nothing past them.
     const size_t bytes = std::min(out->struct_size, sizeof(full));
     const size_t skip = sizeof(full.struct_size);

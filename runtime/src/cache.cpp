@@ -52,10 +52,7 @@ struct Slot {
 };
 
 std::string target_of(const EntryDescription& description) {
-  if (!description.target.empty()) return description.target;
-  size_t at = description.canonical_signature.rfind('@');
-  if (at == std::string::npos) return "";
-  return description.canonical_signature.substr(at + 1);
+  return description.target ? description.target->name() : "";
 }
 
 // Metadata text from a file, made safe for a one-line warning.
@@ -311,11 +308,12 @@ KernelCache& KernelCache::global() {
 
 LookupResult KernelCache::get_or_compile(const CacheKey& key,
                                          const std::string& canonical_signature,
-                                         const std::string& display_name,
+                                         const std::string& display_name, const Target& target,
                                          const std::function<CompiledKernel()>& compile) {
   EntryDescription description;
   description.canonical_signature = canonical_signature;
   description.display_name = display_name;
+  description.target = target;
   return get_or_compile(key, description, compile);
 }
 

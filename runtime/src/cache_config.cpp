@@ -2,41 +2,24 @@
 #include <pwd.h>
 #include <unistd.h>
 
-#include <algorithm>
-#include <cctype>
-#include <cstdlib>
-
 #include "attnjit/cache.h"
+#include "attnjit/env.h"
 
 namespace attnjit {
 namespace {
 
-// Unset and empty are the same (as XDG treats its variables).
-std::string env(const char* name) {
-  const char* value = std::getenv(name);
-  return value ? value : "";
-}
-
-// "1", "true", "yes", "on" in any case; anything else is false.
-bool env_flag(const char* name) {
-  std::string value = env(name);
-  std::transform(value.begin(), value.end(), value.begin(),
-                 [](unsigned char c) { return std::tolower(c); });
-  return value == "1" || value == "true" || value == "yes" || value == "on";
-}
-
 std::string home_directory() {
-  std::string home = env("HOME");
+  std::string home = env_text("HOME");
   if (!home.empty()) return home;
   const passwd* entry = ::getpwuid(::getuid());
   return entry && entry->pw_dir ? entry->pw_dir : "";
 }
 
 std::string default_user_dir() {
-  std::string dir = env("ATTNJIT_CACHE_DIR");
+  std::string dir = env_text("ATTNJIT_CACHE_DIR");
   if (!dir.empty()) return dir;
   // XDG: a relative value is invalid and must be ignored.
-  std::string xdg = env("XDG_CACHE_HOME");
+  std::string xdg = env_text("XDG_CACHE_HOME");
   if (!xdg.empty() && xdg[0] == '/') return xdg + "/attnjit";
   std::string home = home_directory();
   if (home.empty()) return "";  // nowhere to write: memory only
@@ -60,9 +43,9 @@ std::vector<std::string> split_dirs(const std::string& text) {
 CacheConfig CacheConfig::from_environment() {
   CacheConfig config;
   config.user_dir = default_user_dir();
-  config.aot_dirs = split_dirs(env("ATTNJIT_AOT_DIRS"));
-  config.no_jit = env_flag("ATTNJIT_NO_JIT");
-  config.log = env_flag("ATTNJIT_LOG");
+  config.aot_dirs = split_dirs(env_text("ATTNJIT_AOT_DIRS"));
+  config.no_jit = env_bool("ATTNJIT_NO_JIT", false);
+  config.log = env_bool("ATTNJIT_LOG", false);
   return config;
 }
 

@@ -1,8 +1,10 @@
 // KernelCache::get: the one place where the cache meets the compiler
 // (kept apart so that the rest of the cache links without it).
 #include "attnjit/cache.h"
+#include "attnjit/cache_key.h"
 #include "attnjit/codegen.h"
 #include "attnjit/nvrtc.h"
+#include "attnjit/nvrtc_version.h"
 
 namespace attnjit {
 
@@ -12,7 +14,7 @@ LookupResult KernelCache::get(const Spec& spec, const Signature& signature) {
   EntryDescription description;
   description.canonical_signature = signature.canonical();
   description.display_name = signature.display_name();
-  description.target = signature.options.target.name();
+  description.target = signature.options.target;
   description.nvrtc_version = nvrtc_version();
   return get_or_compile(key, description,
                         [&] { return compile_source(source, signature.options); });

@@ -10,6 +10,7 @@
 
 #include "attnjit/codegen.h"
 #include "attnjit/nvrtc.h"
+#include "attnjit/nvrtc_version.h"
 #include "test_support.h"
 
 namespace attnjit {

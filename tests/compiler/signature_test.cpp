@@ -1,12 +1,7 @@
-// Signatures, compile options and cache keys.
+// Signatures: canonical text, display names, tuning rules, overrides.
 #include <gtest/gtest.h>
 
-#include <algorithm>
-#include <cstdlib>
-#include <set>
-
-#include "attnjit/codegen.h"
-#include "attnjit/nvrtc.h"
+#include "attnjit/sha256.h"
 #include "attnjit/signature.h"
 #include "test_support.h"
 
@@ -25,76 +20,6 @@ Signature attention_signature(const std::map<std::string, FlagValue>& given,
                               const CompileOptions& options) {
   const Spec spec = load_embedded_spec("attention");
   return make_signature(spec, resolve_flags(spec, given), options);
-}
-
-// Sets an environment variable for one scope.
-class ScopedEnv {
- public:
-  ScopedEnv(const char* name, const char* value) : name_(name) {
-    if (const char* old = std::getenv(name)) old_ = old;
-    ::setenv(name, value, 1);
-  }
-  ~ScopedEnv() {
-    if (old_.empty()) {
-      ::unsetenv(name_);
-    } else {
-      ::setenv(name_, old_.c_str(), 1);
-    }
-  }
-
- private:
-  const char* name_;
-  std::string old_;
-};
-
-TEST(CompileOptions, NvrtcFlagsAreSortedAndComplete) {
-  EXPECT_EQ(options_for("sm_90a").nvrtc_flags(),
-            (std::vector<std::string>{"--gpu-architecture=sm_90a", "--no-source-include",
-                                      "--ptxas-options=-v", "--std=c++17", "--use_fast_math"}));
-  CompileOptions options = options_for("sm_80");
-  options.fast_math = false;
-  options.line_info = true;
-  options.max_registers = 128;
-  EXPECT_EQ(options.nvrtc_flags(),
-            (std::vector<std::string>{"--gpu-architecture=sm_80", "--maxrregcount=128",
-                                      "--no-source-include", "--ptxas-options=-v", "--std=c++17",
-                                      "-DATTNJIT_MAX_REGISTERS=128", "-lineinfo"}));
-}
-
-TEST(CompileOptions, Canonical) {
-  EXPECT_EQ(options_for("sm_90a").canonical(),
-            "sm_90a{emit_ptx=true,fast_math=true,line_info=false,max_registers=0}");
-}
-
-TEST(CompileOptions, FromEnvironment) {
-  {
-    ScopedEnv line_info("ATTNJIT_LINEINFO", "1");
-    ScopedEnv registers("ATTNJIT_MAXRREG", "96");
-    const CompileOptions options = CompileOptions::from_environment(parse_target("sm_86"));
-    EXPECT_EQ(options.target.name(), "sm_86");
-    EXPECT_TRUE(options.line_info);
-    EXPECT_EQ(options.max_registers, 96);
-    EXPECT_TRUE(options.fast_math);
-  }
-  {
-    ScopedEnv line_info("ATTNJIT_LINEINFO", "0");
-    ScopedEnv registers("ATTNJIT_MAXRREG", "");
-    const CompileOptions options = CompileOptions::from_environment(parse_target("sm_80"));
-    EXPECT_FALSE(options.line_info);
-    EXPECT_EQ(options.max_registers, 0);
-  }
-  {
-    ScopedEnv line_info("ATTNJIT_LINEINFO", "maybe");
-    EXPECT_EQ(error_message([] { CompileOptions::from_environment(parse_target("sm_80")); },
-                            ErrorKind::kFlags),
-              "ATTNJIT_LINEINFO='maybe' must be 0 or 1");
-  }
-  {
-    ScopedEnv registers("ATTNJIT_MAXRREG", "300");
-    EXPECT_EQ(error_message([] { CompileOptions::from_environment(parse_target("sm_80")); },
-                            ErrorKind::kFlags),
-              "ATTNJIT_MAXRREG='300' must be a register count from 0 (no cap) to 255");
-  }
 }
 
 Signature axpy_signature(const std::map<std::string, FlagValue>& given,
@@ -213,99 +138,6 @@ TEST(Signature, RejectsAFlagSetOfAnotherSpec) {
       error_message([&] { make_signature(testing::axpy_spec(), reordered, options_for("sm_80")); },
                     ErrorKind::kFlags),
       "flag set does not match spec 'axpy' at flag 'dtype'; build it with resolve_flags()");
-}
-
-TEST(CacheKey, Sha256) {
-  EXPECT_EQ(sha256_hex("abc"), "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad");
-  EXPECT_EQ(sha256_hex(""), "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855");
-}
-
-TEST(CacheKey, SameInputsSameKey) {
-  const Signature signature = attention_signature({}, options_for("sm_90a"));
-  const CacheKey first = make_cache_key(signature, "source");
-  const CacheKey second = make_cache_key(attention_signature({}, options_for("sm_90a")), "source");
-  EXPECT_EQ(first, second);
-  EXPECT_EQ(first.hex.size(), 64u);
-  EXPECT_EQ(first.hex.find_first_not_of("0123456789abcdef"), std::string::npos);
-}
-
-TEST(CacheKey, EveryInputChangesTheKey) {
-  const Signature base = attention_signature({}, options_for("sm_90a"));
-  std::set<std::string> keys = {make_cache_key(base, "source").hex};
-  const auto add = [&](const CacheKey& key) { EXPECT_TRUE(keys.insert(key.hex).second); };
-  add(make_cache_key(attention_signature({{"causal", true}}, options_for("sm_90a")), "source"));
-  add(make_cache_key(attention_signature({{"head_dim", int64_t{64}}}, options_for("sm_90a")),
-                     "source"));
-  add(make_cache_key(attention_signature({}, options_for("sm_90")), "source"));
-  add(make_cache_key(attention_signature({}, options_for("sm_80")), "source"));
-  for (int option = 0; option < 4; ++option) {
-    CompileOptions options = options_for("sm_90a");
-    if (option == 0) options.line_info = true;
-    if (option == 1) options.fast_math = false;
-    if (option == 2) options.max_registers = 128;
-    if (option == 3) options.emit_ptx = false;
-    add(make_cache_key(attention_signature({}, options), "source"));
-  }
-  add(make_cache_key(base, "sourcf"));
-}
-
-TEST(CacheKey, InputsAreSpelledOut) {
-  const Signature signature = attention_signature({}, options_for("sm_90a"));
-  const CacheKeyInputs inputs = cache_key_inputs(signature, "source");
-  EXPECT_EQ(inputs.canonical_signature, signature.canonical());
-  EXPECT_EQ(inputs.target, "sm_90a");
-  EXPECT_EQ(inputs.nvrtc_version, nvrtc_version());
-  EXPECT_EQ(inputs.nvrtc_flags, signature.options.nvrtc_flags());
-  EXPECT_EQ(inputs.generated_source, "source");
-  EXPECT_EQ(inputs.headers_digest, embedded_headers_digest());
-  EXPECT_EQ(hash_cache_key(inputs), make_cache_key(signature, "source"));
-  // The flags are hashed sorted, whatever order a caller gives.
-  CacheKeyInputs reordered = inputs;
-  std::reverse(reordered.nvrtc_flags.begin(), reordered.nvrtc_flags.end());
-  EXPECT_EQ(hash_cache_key(reordered), hash_cache_key(inputs));
-}
-
-TEST(CacheKey, OneTemplateByteChangesTheKey) {
-  std::vector<EmbeddedHeader> headers = embedded_headers();
-  EXPECT_EQ(headers_digest(headers), embedded_headers_digest());
-  const Signature signature = attention_signature({}, options_for("sm_90a"));
-  CacheKeyInputs inputs = cache_key_inputs(signature, "source");
-  const CacheKey before = hash_cache_key(inputs);
-  for (EmbeddedHeader& header : headers) {
-    if (header.path == "testing/axpy.cuh") header.contents[header.contents.size() / 2] ^= 1;
-  }
-  inputs.headers_digest = headers_digest(headers);
-  EXPECT_NE(inputs.headers_digest, embedded_headers_digest());
-  EXPECT_NE(hash_cache_key(inputs), before);
-  inputs = cache_key_inputs(signature, "source");
-  inputs.nvrtc_version = "13.1";
-  EXPECT_NE(hash_cache_key(inputs), before);
-}
-
-TEST(CacheKey, FieldBoundariesMatter) {
-  CacheKeyInputs a;
-  a.canonical_signature = "ab";
-  a.target = "c";
-  CacheKeyInputs b = a;
-  b.canonical_signature = "a";
-  b.target = "bc";
-  EXPECT_NE(hash_cache_key(a), hash_cache_key(b));
-}
-
-TEST(CacheKey, NoPathInTheKey) {
-  // The spec's file name is for messages only.
-  const std::string text = testing::read_text(testing::axpy_spec_path());
-  const Spec here = parse_spec(text, "/some/where/axpy.yaml");
-  const Spec there = parse_spec(text, "elsewhere.yaml");
-  const Signature a = make_signature(here, resolve_flags(here, {}), options_for("sm_80"));
-  const Signature b = make_signature(there, resolve_flags(there, {}), options_for("sm_80"));
-  EXPECT_EQ(make_cache_key(a, generate_source(here, a).text),
-            make_cache_key(b, generate_source(there, b).text));
-  const CacheKeyInputs inputs = cache_key_inputs(a, generate_source(here, a).text);
-  for (const std::string& field : {inputs.canonical_signature, inputs.generated_source}) {
-    EXPECT_EQ(field.find("/some/where"), std::string::npos);
-    EXPECT_EQ(field.find(ATTNJIT_SOURCE_DIR), std::string::npos);
-  }
 }
 
 }  // namespace

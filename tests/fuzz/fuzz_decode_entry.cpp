@@ -18,6 +18,7 @@
 
 #include "attnjit/cache.h"
 #include "attnjit/error.h"
+#include "attnjit/sha256.h"
 #include "attnjit/signature.h"
 #include "fuzz/fuzz_entry_key.h"
 

@@ -44,6 +44,7 @@ inline std::string flags_name(const AttentionFlags& f) {
   if (f.mm_clamp) name += "_clamp";
   if (f.softcap) name += "_softcap";
   if (f.return_lse) name += "_lse";
+  if (f.kv_layout == KvLayout::kPaged) name += "_paged";
   return name;
 }
 

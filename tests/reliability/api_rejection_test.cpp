@@ -465,6 +465,13 @@ attnjit_attention_args to_c(const AttentionArgs& a) {
   c.softcap = a.softcap;
   c.window_left = a.window_left;
   c.window_right = a.window_right;
+  c.block_table = a.block_table;
+  c.seqused_k = a.seqused_k;
+  c.block_table_stride = a.block_table_stride;
+  c.k_page_stride = a.k_page_stride;
+  c.v_page_stride = a.v_page_stride;
+  c.page_size = a.page_size;
+  c.num_pages = a.num_pages;
   return c;
 }
 
@@ -480,6 +487,7 @@ attnjit_attention_flags to_c(const AttentionFlags& f) {
   c.mm_clamp = f.mm_clamp;
   c.softcap = f.softcap;
   c.return_lse = f.return_lse;
+  c.kv_layout = f.kv_layout == KvLayout::kPaged ? ATTNJIT_KV_PAGED : ATTNJIT_KV_CONTIGUOUS;
   return c;
 }
 

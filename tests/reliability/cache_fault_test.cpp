@@ -23,6 +23,7 @@
 #include <thread>
 
 #include "attnjit/cache.h"
+#include "attnjit/cache_key.h"
 #include "attnjit/codegen.h"
 #include "attnjit/error.h"
 #include "attnjit/signature.h"
@@ -50,10 +51,11 @@ CompiledKernel sized_kernel(const std::string& tag, size_t bytes) {
 
 LookupResult get_sized(KernelCache& cache, const std::string& tag, size_t bytes,
                        std::atomic<int>* compiles = nullptr) {
-  return cache.get_or_compile(fake_key(tag), "fake[tag=" + tag + "]@sm_90a", "fake_" + tag, [&] {
-    if (compiles) ++*compiles;
-    return sized_kernel(tag, bytes);
-  });
+  return cache.get_or_compile(fake_key(tag), "fake[tag=" + tag + "]@sm_90a", "fake_" + tag,
+                              testing::fake_target(), [&] {
+                                if (compiles) ++*compiles;
+                                return sized_kernel(tag, bytes);
+                              });
 }
 
 // Files under `dir` that are neither entries nor lock files (a temp file of
@@ -437,11 +439,12 @@ TEST(NothingLost, DiskHitKeepsEveryResourceField) {
   auto compile = [&] { return kernel; };
   {
     KernelCache cache(testing::disk_config(dir.path()));
-    cache.get_or_compile(fake_key("r"), "fake[tag=r]@sm_90a", "fake_r", compile);
+    cache.get_or_compile(fake_key("r"), "fake[tag=r]@sm_90a", "fake_r", testing::fake_target(),
+                         compile);
   }
   KernelCache next(testing::disk_config(dir.path()));
-  const LookupResult r =
-      next.get_or_compile(fake_key("r"), "fake[tag=r]@sm_90a", "fake_r", compile);
+  const LookupResult r = next.get_or_compile(fake_key("r"), "fake[tag=r]@sm_90a", "fake_r",
+                                             testing::fake_target(), compile);
   ASSERT_EQ(r.source, EntrySource::kDisk);
   const ResourceUsage& got = r.entry->kernel.resources;
   EXPECT_EQ(got.registers, kernel.resources.registers);

@@ -22,6 +22,7 @@
 #include <vector>
 
 #include "attnjit/cache.h"
+#include "attnjit/cache_key.h"
 #include "attnjit/codegen.h"
 #include "attnjit/signature.h"
 #include "attnjit/spec.h"
@@ -101,7 +102,8 @@ int run_child(const Load& load, int process, const std::string& user_dir, const 
           const std::string tag = tag_of(variant);
           try {
             LookupResult r = cache.get_or_compile(
-                fake_key(tag), "fake[tag=" + tag + "]@sm_90a", "fake_" + tag, [&] {
+                fake_key(tag), "fake[tag=" + tag + "]@sm_90a", "fake_" + tag,
+                testing::fake_target(), [&] {
                   append_line(log, tag);
                   std::this_thread::sleep_for(std::chrono::milliseconds(load.compile_ms));
                   return fake_kernel(tag);

@@ -15,7 +15,9 @@
 
 #include "attnjit/attention.h"
 #include "attnjit/cache.h"
+#include "attnjit/cache_key.h"
 #include "attnjit/codegen.h"
+#include "attnjit/nvrtc_version.h"
 #include "attnjit/signature.h"
 
 namespace attnjit::testing {

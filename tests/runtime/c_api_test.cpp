@@ -4,7 +4,9 @@
 #include "attnjit/attnjit.h"
 
 #include <gtest/gtest.h>
+#include <stdlib.h>
 
+#include <cstdlib>
 #include <string>
 #include <vector>
 
@@ -344,6 +346,37 @@ TEST(CApi, EmptyCacheDirMeansMemoryOnly) {
       << message();
   EXPECT_STREQ(attnjit_kernel_source(kernel), "compiled");
   EXPECT_EQ(other.stats().compiles, 1u);
+}
+
+// A destroyed context frees its cache, so the next one may get the same
+// address; the typed API's memo must still not serve it the destroyed
+// cache's kernels.
+TEST(CApi, ContextAfterADestroyedOneCompilesForItself) {
+  attnjit_attention_flags flags = flags_d64();
+  flags.softcap = 1;
+  for (int round = 0; round < 2; ++round) {
+    Context context(isolated_options(""));
+    attnjit_kernel* kernel = nullptr;
+    ASSERT_EQ(attnjit_get_attention_kernel(context.get(), &flags, "sm_80", &kernel), ATTNJIT_OK)
+        << message();
+    EXPECT_STREQ(attnjit_kernel_source(kernel), "compiled") << "round " << round;
+    EXPECT_EQ(context.stats().compiles, 1u) << "round " << round;
+  }
+}
+
+TEST(CApi, AMisspeltSwitchInTheEnvironmentIsAnError) {
+  const char* old = std::getenv("ATTNJIT_NO_JIT");
+  const std::string saved = old != nullptr ? old : "";
+  ::setenv("ATTNJIT_NO_JIT", "ye", 1);
+  attnjit_context* context = nullptr;
+  EXPECT_EQ(attnjit_context_create(nullptr, &context), ATTNJIT_ERROR_FLAGS);
+  EXPECT_EQ(context, nullptr);
+  EXPECT_EQ(message().rfind("ATTNJIT_NO_JIT='ye' is not a boolean", 0), 0u) << message();
+  if (old != nullptr) {
+    ::setenv("ATTNJIT_NO_JIT", saved.c_str(), 1);
+  } else {
+    ::unsetenv("ATTNJIT_NO_JIT");
+  }
 }
 
 TEST(CApi, CheckedModeValidatesHostMetadata) {

@@ -4,8 +4,12 @@
 
 #include <map>
 #include <optional>
+#include <string>
+#include <utility>
+#include <vector>
 
 #include "attnjit/cache.h"
+#include "attnjit/error.h"
 
 namespace attnjit {
 namespace {
@@ -75,17 +79,38 @@ TEST_F(CacheConfigEnv, AotDirsSplitOnColonsSkippingEmptyParts) {
   EXPECT_EQ(CacheConfig::from_environment().aot_dirs, (std::vector<std::string>{"/a", "/b/c"}));
 }
 
-TEST_F(CacheConfigEnv, FlagsAcceptUsualTrueSpellings) {
-  for (const char* yes : {"1", "true", "YES", "on"}) {
-    env_.set("ATTNJIT_NO_JIT", yes);
-    env_.set("ATTNJIT_LOG", yes);
-    CacheConfig config = CacheConfig::from_environment();
-    EXPECT_TRUE(config.no_jit) << yes;
-    EXPECT_TRUE(config.log) << yes;
+TEST_F(CacheConfigEnv, SwitchesAreReadAsBooleans) {
+  const std::vector<std::pair<const char*, bool>> table = {
+      {"1", true},      {"true", true}, {"YES", true},  {"on", true}, {"0", false},
+      {"false", false}, {"No", false},  {"OFF", false}, {"", false},
+  };
+  for (const auto& [text, expected] : table) {
+    env_.set("ATTNJIT_NO_JIT", text);
+    env_.set("ATTNJIT_LOG", text);
+    const CacheConfig config = CacheConfig::from_environment();
+    EXPECT_EQ(config.no_jit, expected) << text;
+    EXPECT_EQ(config.log, expected) << text;
   }
-  for (const char* no : {"0", "false", "", "off"}) {
-    env_.set("ATTNJIT_NO_JIT", no);
-    EXPECT_FALSE(CacheConfig::from_environment().no_jit) << no;
+}
+
+// A misspelt switch used to read as false, so ATTNJIT_NO_JIT=2 quietly
+// allowed compiling in production.
+TEST_F(CacheConfigEnv, SwitchesRejectAnythingElse) {
+  for (const char* name : {"ATTNJIT_NO_JIT", "ATTNJIT_LOG"}) {
+    for (const char* text : {"2", "garbage", "y", " 1"}) {
+      env_.set(name, text);
+      try {
+        CacheConfig::from_environment();
+        ADD_FAILURE() << name << "=" << text << " was accepted";
+      } catch (const Error& e) {
+        EXPECT_EQ(e.kind(), ErrorKind::kFlags);
+        EXPECT_EQ(std::string(e.what()),
+                  std::string(name) + "='" + text +
+                      "' is not a boolean (accepted: 1/0, true/false, yes/no, on/off in any case; "
+                      "empty or unset: false)");
+      }
+      env_.set(name, nullptr);
+    }
   }
 }
 

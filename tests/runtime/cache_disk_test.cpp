@@ -10,6 +10,8 @@
 
 #include "attnjit/cache.h"
 #include "attnjit/error.h"
+#include "attnjit/signature.h"
+#include "attnjit/target.h"
 #include "cache_test_support.h"
 
 namespace attnjit {
@@ -65,6 +67,39 @@ TEST(CacheDisk, EntryIsPublishedAndHitByTheNextProcess) {
   EXPECT_EQ(get_fake(cache, "k", &compiles).source, EntrySource::kMemory);
   EXPECT_EQ(compiles.load(), 0);
   expect_stats(cache.stats(), 1, 1, 0, 0, 0, 0);
+}
+
+// A real signature's canonical text ends in "@sm_90a{emit_ptx=...}", so
+// the target an entry is recorded and checked under must come from the
+// signature's options, not from that text: an entry KernelCache::get wrote
+// for sm_90a must be a hit, not "an entry for another target".
+TEST(CacheDisk, EntryOfARealSignatureIsRecordedUnderItsTypedTarget) {
+  testing::TempDir dir;
+  Signature signature;
+  signature.family = "fake";
+  signature.entry = "fake_entry";
+  signature.options.target = parse_target("sm_90a");
+  CacheEntry written = fake_entry("typed");
+  written.canonical_signature = signature.canonical();
+  written.display_name = signature.display_name();
+  write_bytes(KernelCache::entry_path(dir.path(), written.key), encode_entry(written));
+
+  KernelCache cache(testing::disk_config(dir.path()));
+  ::testing::internal::CaptureStderr();
+  LookupResult r =
+      cache.get_or_compile(fake_key("typed"), signature.canonical(), signature.display_name(),
+                           signature.options.target, [] { return fake_kernel("typed"); });
+  const std::string err = ::testing::internal::GetCapturedStderr();
+  EXPECT_EQ(r.source, EntrySource::kDisk) << err;
+  EXPECT_EQ(r.entry->target, "sm_90a");
+  EXPECT_EQ(err, "");
+  expect_stats(cache.stats(), 0, 1, 0, 0, 0, 0);
+
+  KernelCache memory(testing::memory_config());
+  LookupResult compiled =
+      memory.get_or_compile(fake_key("typed"), signature.canonical(), signature.display_name(),
+                            signature.options.target, [] { return fake_kernel("typed"); });
+  EXPECT_EQ(compiled.entry->target, "sm_90a");
 }
 
 TEST(CacheDisk, EmptyUserDirMeansMemoryOnly) {
@@ -187,8 +222,8 @@ TEST(CacheDisk, DirectoryRemovedDuringCompileIsRecreated) {
   testing::TempDir dir;
   std::string user_dir = dir / "cache";
   KernelCache cache(testing::disk_config(user_dir));
-  LookupResult r =
-      cache.get_or_compile(fake_key("midway"), "fake[tag=midway]@sm_90a", "fake_midway", [&] {
+  LookupResult r = cache.get_or_compile(
+      fake_key("midway"), "fake[tag=midway]@sm_90a", "fake_midway", testing::fake_target(), [&] {
         fs::remove_all(user_dir);  // under the lock the compile holds
         return fake_kernel("midway");
       });

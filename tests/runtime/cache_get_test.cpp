@@ -6,7 +6,7 @@
 
 #include "attnjit/cache.h"
 #include "attnjit/error.h"
-#include "attnjit/nvrtc.h"
+#include "attnjit/nvrtc_version.h"
 #include "attnjit/spec.h"
 #include "attnjit/target.h"
 #include "cache_test_support.h"

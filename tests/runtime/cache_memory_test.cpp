@@ -29,7 +29,7 @@ TEST(CacheMemory, SecondLookupIsAMemoryHit) {
   EXPECT_EQ(first.entry, second.entry);
   EXPECT_EQ(compiles.load(), 1);
   EXPECT_EQ(first.entry->display_name, "fake_a");
-  EXPECT_EQ(first.entry->target, "sm_90a");  // from the signature's '@'
+  EXPECT_EQ(first.entry->target, "sm_90a");
   EXPECT_EQ(first.entry->kernel.cubin, fake_kernel("a").cubin);
   expect_stats(cache.stats(), /*memory_hits=*/1, /*disk_hits=*/0,
                /*aot_hits=*/0, /*compiles=*/1, /*corrupt_entries=*/0,
@@ -46,11 +46,12 @@ TEST(CacheMemory, ManyThreadsOnOneKeyCompileOnce) {
   for (int i = 0; i < kThreads; ++i) {
     results.push_back(std::async(std::launch::async, [&] {
       start.wait();
-      return cache.get_or_compile(fake_key("shared"), "fake[shared]@sm_90a", "fake_shared", [&] {
-        ++compiles;
-        std::this_thread::sleep_for(std::chrono::milliseconds(100));
-        return fake_kernel("shared");
-      });
+      return cache.get_or_compile(fake_key("shared"), "fake[shared]@sm_90a", "fake_shared",
+                                  testing::fake_target(), [&] {
+                                    ++compiles;
+                                    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+                                    return fake_kernel("shared");
+                                  });
     }));
   }
   go.set_value();
@@ -73,11 +74,12 @@ void check_hit_does_not_wait(KernelCache& cache) {
   std::promise<void> started, release;
   std::shared_future<void> released = release.get_future().share();
   auto slow = std::async(std::launch::async, [&] {
-    return cache.get_or_compile(fake_key("slow"), "fake[slow]@sm_90a", "fake_slow", [&] {
-      started.set_value();
-      released.wait();
-      return fake_kernel("slow");
-    });
+    return cache.get_or_compile(fake_key("slow"), "fake[slow]@sm_90a", "fake_slow",
+                                testing::fake_target(), [&] {
+                                  started.set_value();
+                                  released.wait();
+                                  return fake_kernel("slow");
+                                });
   });
   started.get_future().wait();
   // A waiter on the slow key stays blocked ...
@@ -115,7 +117,7 @@ TEST(CacheMemory, FailedCompileReachesEveryWaiterAndIsRetried) {
   std::shared_future<void> released = release.get_future().share();
   auto failing = [&] {
     return cache.get_or_compile(fake_key("bad"), "fake[bad]@sm_90a", "fake_bad",
-                                [&]() -> CompiledKernel {
+                                testing::fake_target(), [&]() -> CompiledKernel {
                                   started.set_value();
                                   released.wait();
                                   throw Error(ErrorKind::kCompile, "nvrtc: no");
@@ -128,7 +130,7 @@ TEST(CacheMemory, FailedCompileReachesEveryWaiterAndIsRetried) {
   // fails the same way, so the test does not depend on timing.
   auto follower = std::async(std::launch::async, [&] {
     return cache.get_or_compile(
-        fake_key("bad"), "fake[bad]@sm_90a", "fake_bad",
+        fake_key("bad"), "fake[bad]@sm_90a", "fake_bad", testing::fake_target(),
         []() -> CompiledKernel { throw Error(ErrorKind::kCompile, "nvrtc: no"); });
   });
   std::this_thread::sleep_for(std::chrono::milliseconds(200));
@@ -153,7 +155,8 @@ TEST(CacheMemory, MalformedKeyIsRejected) {
   KernelCache cache(testing::memory_config());
   for (const char* bad : {"", "../../etc/passwd", "ABCDEF"}) {
     try {
-      cache.get_or_compile(CacheKey{bad}, "sig", "name", [] { return fake_kernel("x"); });
+      cache.get_or_compile(CacheKey{bad}, "sig", "name", testing::fake_target(),
+                           [] { return fake_kernel("x"); });
       ADD_FAILURE() << "accepted key '" << bad << "'";
     } catch (const Error& e) {
       EXPECT_EQ(e.kind(), ErrorKind::kCache);
@@ -189,7 +192,7 @@ TEST(CacheMemory, DescriptionOverloadRecordsTargetAndNvrtcVersion) {
   EntryDescription description;
   description.canonical_signature = "fake[x]@sm_80";
   description.display_name = "fake_x";
-  description.target = "sm_89";
+  description.target = parse_target("sm_89");
   description.nvrtc_version = "13.0";
   LookupResult r =
       cache.get_or_compile(fake_key("described"), description, [] { return fake_kernel("x"); });

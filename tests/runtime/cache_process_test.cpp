@@ -46,8 +46,8 @@ bool flock_works(const std::string& dir) {
   if (::read(start_fd, &go, 1) != 1) ::_exit(kChildThrew);
   try {
     KernelCache cache(testing::disk_config(user_dir));
-    LookupResult r =
-        cache.get_or_compile(fake_key("raced"), "fake[tag=raced]@sm_90a", "fake_raced", [&] {
+    LookupResult r = cache.get_or_compile(
+        fake_key("raced"), "fake[tag=raced]@sm_90a", "fake_raced", testing::fake_target(), [&] {
           int fd = ::open(log.c_str(), O_WRONLY | O_APPEND | O_CREAT, 0644);
           if (fd >= 0) {
             (void)!::write(fd, "compile\n", 8);
@@ -123,9 +123,12 @@ TEST(CacheProcesses, TwoCachesOnOneDirectoryCompileOnce) {
     std::this_thread::sleep_for(std::chrono::milliseconds(200));
     return fake_kernel("twin");
   };
-  std::thread other(
-      [&] { b.get_or_compile(fake_key("twin"), "fake[tag=twin]@sm_90a", "fake_twin", slow); });
-  a.get_or_compile(fake_key("twin"), "fake[tag=twin]@sm_90a", "fake_twin", slow);
+  std::thread other([&] {
+    b.get_or_compile(fake_key("twin"), "fake[tag=twin]@sm_90a", "fake_twin", testing::fake_target(),
+                     slow);
+  });
+  a.get_or_compile(fake_key("twin"), "fake[tag=twin]@sm_90a", "fake_twin", testing::fake_target(),
+                   slow);
   other.join();
   if (flock_works(dir.path())) {
     EXPECT_EQ(compiles.load(), 1);

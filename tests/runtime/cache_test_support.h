@@ -13,6 +13,7 @@
 #include <string>
 
 #include "attnjit/cache.h"
+#include "attnjit/target.h"
 
 namespace attnjit::testing {
 
@@ -75,6 +76,9 @@ inline CompiledKernel fake_kernel(const std::string& tag) {
   return kernel;
 }
 
+// The target of every fake signature ("...@sm_90a").
+inline Target fake_target() { return parse_target("sm_90a"); }
+
 inline CacheEntry fake_entry(const std::string& tag) {
   CacheEntry entry;
   entry.key = fake_key(tag);
@@ -99,10 +103,11 @@ inline CacheConfig memory_config() { return CacheConfig{}; }
 // get_or_compile with the fake kernel of `tag`, counting compiles.
 inline LookupResult get_fake(KernelCache& cache, const std::string& tag,
                              std::atomic<int>* compiles = nullptr) {
-  return cache.get_or_compile(fake_key(tag), "fake[tag=" + tag + "]@sm_90a", "fake_" + tag, [&] {
-    if (compiles) ++*compiles;
-    return fake_kernel(tag);
-  });
+  return cache.get_or_compile(fake_key(tag), "fake[tag=" + tag + "]@sm_90a", "fake_" + tag,
+                              fake_target(), [&] {
+                                if (compiles) ++*compiles;
+                                return fake_kernel(tag);
+                              });
 }
 
 inline std::string read_bytes(const std::string& path) {

@@ -69,17 +69,4 @@ struct GeneratedSource {
 // Throws Error(kCodegen) if the template is not embedded.
 GeneratedSource generate_source(const Spec& spec, const Signature& signature);
 
-// The embedded template headers (templates/**, captured at build time).
-struct EmbeddedHeader {
-  std::string path;  // relative to templates/, e.g. "attention/mask.cuh"
-  std::string contents;
-};
-const std::vector<EmbeddedHeader>& embedded_headers();
-const EmbeddedHeader* find_embedded_header(const std::string& path);
-// SHA-256 over all embedded headers (sorted by path): part of every key.
-const std::string& embedded_headers_digest();
-// The same digest over any list of headers (paths and contents, each
-// length-prefixed, sorted by path).
-std::string headers_digest(std::vector<EmbeddedHeader> headers);
-
 }  // namespace attnjit

@@ -6,7 +6,7 @@
 #include <vector>
 
 #include "attnjit/codegen.h"
-#include "attnjit/signature.h"
+#include "attnjit/options.h"
 
 namespace attnjit {
 
@@ -40,9 +40,6 @@ struct CompiledKernel {
   ResourceUsage resources;
   double compile_seconds = 0;
 };
-
-// "13.0"
-std::string nvrtc_version();
 
 // Compiles with every embedded header available by its path under
 // templates/ (no include path, no toolkit header). Throws Error(kCompile)

@@ -1,5 +1,6 @@
-// The constexpr signature of one kernel variant and the cache key built
-// from it (one struct decides both the generated code and the key).
+// The constexpr signature of one kernel variant: its flags, the tile
+// configuration the spec's tuning rules pick for them, and its compile
+// options (one struct decides both the generated code and the key).
 #pragma once
 
 #include <cstdint>
@@ -7,32 +8,10 @@
 #include <string>
 #include <vector>
 
+#include "attnjit/options.h"
 #include "attnjit/spec.h"
-#include "attnjit/target.h"
 
 namespace attnjit {
-
-// Options that change the generated binary. Immutable once built; every
-// field is part of the key. Environment variables that change code are read
-// into this struct in one place (CompileOptions::from_environment) and
-// nowhere else.
-struct CompileOptions {
-  Target target;
-  bool line_info = false;  // -lineinfo
-  bool fast_math = true;   // --use_fast_math
-  int max_registers = 0;   // 0: no cap
-  bool emit_ptx = true;    // keep PTX beside the cubin
-
-  std::vector<std::string> nvrtc_flags() const;  // sorted, deterministic
-  // "sm_90a{emit_ptx=true,fast_math=true,line_info=false,max_registers=0}"
-  std::string canonical() const;
-
-  // The defaults for `target`, changed by the only environment variables
-  // that change code: ATTNJIT_LINEINFO (0/1, -lineinfo) and ATTNJIT_MAXRREG
-  // (0-255, --maxrregcount; 0 means no cap). Throws Error(kFlags) for a
-  // value it cannot read. Every other ATTNJIT_* variable is code-neutral.
-  static CompileOptions from_environment(const Target& target);
-};
 
 // Everything that identifies one variant: the spec's family and flag
 // values, the tile config picked by the tuning rules, and the options.
@@ -55,36 +34,5 @@ struct Signature {
 // win over the rules, for the autotuner.
 Signature make_signature(const Spec& spec, const FlagSet& flags, const CompileOptions& options,
                          const std::map<std::string, int64_t>& overrides = {});
-
-// Bumped whenever the on-disk entry layout changes.
-constexpr int kCacheFormatVersion = 1;
-
-struct CacheKey {
-  std::string hex;  // 64 lowercase hex digits (SHA-256)
-  bool operator==(const CacheKey& o) const { return hex == o.hex; }
-  bool operator!=(const CacheKey& o) const { return hex != o.hex; }
-  bool operator<(const CacheKey& o) const { return hex < o.hex; }
-};
-
-// SHA-256 over: the expanded source, the bytes of every embedded header it
-// may include, the canonical signature, the target, NVRTC's version, the
-// sorted options and kCacheFormatVersion. No path, no time, no host name.
-CacheKey make_cache_key(const Signature& signature, const std::string& generated_source);
-
-// The same key with every input spelled out; make_cache_key() fills
-// nvrtc_version() and embedded_headers_digest(). Each field is hashed with
-// its length in front, so no two input lists share a byte stream.
-struct CacheKeyInputs {
-  std::string canonical_signature;
-  std::string target;
-  std::string nvrtc_version;
-  std::vector<std::string> nvrtc_flags;  // sorted
-  std::string generated_source;
-  std::string headers_digest;
-};
-CacheKeyInputs cache_key_inputs(const Signature& signature, const std::string& generated_source);
-CacheKey hash_cache_key(const CacheKeyInputs& inputs);
-
-std::string sha256_hex(const std::string& bytes);
 
 }  // namespace attnjit

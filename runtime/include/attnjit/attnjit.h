@@ -90,7 +90,9 @@ static inline void attnjit_context_options_init(attnjit_context_options* options
 }
 
 /* options may be NULL (everything from the environment). Works without a
- * GPU. */
+ * GPU. ATTNJIT_NO_JIT or ATTNJIT_LOG set to anything but 1/0, true/false,
+ * yes/no or on/off (any case) is ATTNJIT_ERROR_FLAGS, so that a misspelt
+ * switch is never read as off. */
 ATTNJIT_API attnjit_status attnjit_context_create(const attnjit_context_options* options,
                                                   attnjit_context** out);
 /* Frees the context and its kernels. Prewarm jobs still running keep what

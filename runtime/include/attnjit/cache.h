@@ -19,10 +19,11 @@
 #include <string>
 #include <vector>
 
-#include "attnjit/codegen.h"
+#include "attnjit/cache_key.h"
 #include "attnjit/nvrtc.h"
 #include "attnjit/signature.h"
 #include "attnjit/spec.h"
+#include "attnjit/target.h"
 
 namespace attnjit {
 
@@ -34,9 +35,9 @@ struct CacheConfig {
   // ':'-separated).
   std::vector<std::string> aot_dirs;
   // A miss in every cache is an error instead of a compile
-  // ($ATTNJIT_NO_JIT=1).
+  // ($ATTNJIT_NO_JIT, a switch read by env_bool).
   bool no_jit = false;
-  // Print every cold compile to stderr ($ATTNJIT_LOG=1). Cache faults
+  // Print every cold compile to stderr ($ATTNJIT_LOG, a switch). Cache faults
   // (corrupt entries, failed writes, an unwritable directory) are warned
   // about on stderr whether or not this is set.
   bool log = false;
@@ -71,7 +72,10 @@ struct CacheEntry {
 struct EntryDescription {
   std::string canonical_signature;
   std::string display_name;
-  std::string target;  // empty: the text after the last '@' of the signature
+  // The target the binary is for, typed (the signature's options.target):
+  // recorded in a new entry, and an entry found on disk for another target
+  // is rejected. Unset: neither.
+  std::optional<Target> target;
   std::string nvrtc_version;
 };
 
@@ -102,7 +106,7 @@ class KernelCache {
   // same key counts as a memory hit. A failed compile is not counted and is
   // rethrown to every caller waiting for it; the next call tries again.
   LookupResult get_or_compile(const CacheKey& key, const std::string& canonical_signature,
-                              const std::string& display_name,
+                              const std::string& display_name, const Target& target,
                               const std::function<CompiledKernel()>& compile);
   LookupResult get_or_compile(const CacheKey& key, const EntryDescription& description,
                               const std::function<CompiledKernel()>& compile);

@@ -1,0 +1,13 @@
+// The version of the NVRTC library attnjit runs against. Apart from the
+// compiler itself so that the cache key, which covers it, does not depend on
+// the compile step that runs only on a miss.
+#pragma once
+
+#include <string>
+
+namespace attnjit {
+
+// "13.0"; "unknown" if NVRTC cannot say.
+std::string nvrtc_version();
+
+}  // namespace attnjit
