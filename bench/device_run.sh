@@ -87,6 +87,22 @@ if stage sanitize; then
     echo "$tool: $(grep -E "ERROR SUMMARY|RACECHECK SUMMARY|PASSED|FAILED" "$OUT/$tool.log" | tr '\n' ' ')"
   done
 fi
+if stage twogpu; then
+  # Engines split heads over GPUs: one process per GPU sharing one disk
+  # cache (cold, so both compile the same variants at once: each is built
+  # once and both hit it), then one process driving both GPUs.
+  export ATTNJIT_CACHE_DIR=$(mktemp -d)
+  for ex in gpt_oss_paged_decode gemma4_paged_chunked; do
+    CUDA_VISIBLE_DEVICES=0 python3 python/examples/$ex.py >"$OUT/twogpu-0-$ex.log" 2>&1 &
+    CUDA_VISIBLE_DEVICES=1 python3 python/examples/$ex.py >"$OUT/twogpu-1-$ex.log" 2>&1 &
+  done
+  wait
+  for log in "$OUT"/twogpu-*.log; do echo "$(basename "$log"): $(tail -2 "$log" | tr '\n' ' ')"; done
+  grep -h PASSED "$OUT"/twogpu-*.log | wc -l | sed 's/^/passed: /'
+  python3 -m pytest -q python/tests -k "follows_the_tensors_device" >"$OUT/twogpu-pytest.log" 2>&1 || status=1
+  tail -2 "$OUT/twogpu-pytest.log"
+  export ATTNJIT_CACHE_DIR=$PWD/build-gpu/kcache
+fi
 # One archive: the machine returns only a few files per call.
 tar czf /tmp/attnjit-logs.tgz -C "$OUT" . && rm -rf "${OUT:?}"/* && mv /tmp/attnjit-logs.tgz "$OUT/logs.tgz"
 exit $status
