@@ -165,31 +165,22 @@ struct PagedKV {
         tid);
   }
 
-  // The tile's page ids are read first, all at once (one memory latency,
-  // not one per page: a decode walks its keys one tile after another, so
-  // dependent lookups would stall the producer on every tile).
   __device__ __forceinline__ void tma_load(const TensorMap* map, unsigned tile, unsigned full,
                                            int kt) const {
     constexpr TileConfig kTile = tile_config<C>();
-    constexpr int kMaxBoxes = BN / 16 > 0 ? BN / 16 : 1;  // pages are >= 16 rows
     const int j0 = kt * BN;
     const int rows = page_size < BN ? page_size : BN;  // one box, inside one page
     const int boxes = ptx::imin(BN / rows, (n_k - j0 + rows - 1) / rows);
-    int pages[kMaxBoxes];
-#pragma unroll
-    for (int b = 0; b < kMaxBoxes; ++b) {
-      pages[b] = b < boxes ? table[(j0 + b * rows) / page_size] : 0;
-    }
     ptx::mbarrier_arrive_expect_tx(full, static_cast<unsigned>(boxes * rows * D * 2));
-#pragma unroll
-    for (int b = 0; b < kMaxBoxes; ++b) {
-      if (b >= boxes) break;
+#pragma unroll 1
+    for (int b = 0; b < boxes; ++b) {
       const int j = j0 + b * rows;
+      const int page = table[j / page_size];
       const unsigned dst = tile + static_cast<unsigned>(b * rows * kTile.swizzle_bytes);
 #pragma unroll
       for (int c = 0; c < D / kTile.tma_chunk; ++c) {
         ptx::tma_load_4d(dst + c * kTile.tma_box_bytes, map, full, c * kTile.tma_chunk, hk,
-                         j % page_size, pages[b]);
+                         j % page_size, page);
       }
     }
   }
