@@ -35,9 +35,7 @@ __device__ void forward_sm90(const Params<typename C::dtype>& prm) {
 
   if (warp >= C::warps) {
     if constexpr (kTile.rebalance) ptx::setmaxnreg_dec<kTile.producer_registers>();
-    if (warp == C::warps && (KV::kWarpProducer || lane == 0)) {
-      Mainloop::Producer::run(smem, KV(prm, work), first, last, lane);
-    }
+    if (warp == C::warps && lane == 0) Mainloop::Producer::run(smem, KV(prm, work), first, last);
     return;
   }
   if constexpr (kTile.rebalance) ptx::setmaxnreg_inc<kTile.consumer_registers>();

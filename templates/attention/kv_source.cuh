@@ -64,17 +64,10 @@ struct VarlenKV {
   // mbarrier `full`. One thread issues it. Whole boxes: the rows past the
   // sequence's keys arrive too (the next sequence's, or zeros past the
   // tensor).
-  // Rows are where the map says: nothing to look up, one lane issues.
-  static constexpr bool kWarpProducer = false;
-  struct Lookup {};
-  __device__ __forceinline__ Lookup lookup(int, int) const { return {}; }
-
-  __device__ __forceinline__ void tma_load_k(unsigned tile, unsigned full, int kt, Lookup,
-                                             int) const {
+  __device__ __forceinline__ void tma_load_k(unsigned tile, unsigned full, int kt) const {
     tma_load(k_map, tile, full, kt);
   }
-  __device__ __forceinline__ void tma_load_v(unsigned tile, unsigned full, int kt, Lookup,
-                                             int) const {
+  __device__ __forceinline__ void tma_load_v(unsigned tile, unsigned full, int kt) const {
     tma_load(v_map, tile, full, kt);
   }
 
@@ -146,28 +139,12 @@ struct PagedKV {
   // that the two sizes divide one another). Boxes past the sequence's last
   // page are not issued, and the barrier expects only the bytes issued;
   // their rows keep stale data, which the consumers mask (K) or zero (V,
-  // the tail tile) like any row past the sequence's keys. The whole
-  // producer warp runs it: lane b holds box b's page id, looked up a tile
-  // ahead (lookup), so the copies never wait for the block table.
-  static constexpr bool kWarpProducer = true;
-  using Lookup = int;  // this lane's box's page id
-
-  __device__ __forceinline__ int rows_per_box() const { return page_size < BN ? page_size : BN; }
-  __device__ __forceinline__ int boxes(int kt) const {
-    const int rows = rows_per_box();
-    return ptx::imin(BN / rows, (n_k - kt * BN + rows - 1) / rows);  // <= 0 past the keys
+  // the tail tile) like any row past the sequence's keys.
+  __device__ __forceinline__ void tma_load_k(unsigned tile, unsigned full, int kt) const {
+    tma_load(k_map, tile, full, kt);
   }
-  __device__ __forceinline__ Lookup lookup(int kt, int lane) const {
-    return lane < boxes(kt) ? table[(kt * BN + lane * rows_per_box()) / page_size] : 0;
-  }
-
-  __device__ __forceinline__ void tma_load_k(unsigned tile, unsigned full, int kt, Lookup pages,
-                                             int lane) const {
-    tma_load(k_map, tile, full, kt, pages, lane);
-  }
-  __device__ __forceinline__ void tma_load_v(unsigned tile, unsigned full, int kt, Lookup pages,
-                                             int lane) const {
-    tma_load(v_map, tile, full, kt, pages, lane);
+  __device__ __forceinline__ void tma_load_v(unsigned tile, unsigned full, int kt) const {
+    tma_load(v_map, tile, full, kt);
   }
 
  private:
@@ -189,18 +166,16 @@ struct PagedKV {
   }
 
   __device__ __forceinline__ void tma_load(const TensorMap* map, unsigned tile, unsigned full,
-                                           int kt, int pages, int lane) const {
+                                           int kt) const {
     constexpr TileConfig kTile = tile_config<C>();
-    const int rows = rows_per_box();
-    const int n = boxes(kt);
-    if (lane == 0) {
-      ptx::mbarrier_arrive_expect_tx(full, static_cast<unsigned>(n * rows * D * 2));
-    }
+    const int j0 = kt * BN;
+    const int rows = page_size < BN ? page_size : BN;  // one box, inside one page
+    const int boxes = ptx::imin(BN / rows, (n_k - j0 + rows - 1) / rows);
+    ptx::mbarrier_arrive_expect_tx(full, static_cast<unsigned>(boxes * rows * D * 2));
 #pragma unroll 1
-    for (int b = 0; b < n; ++b) {
-      const int page = __shfl_sync(0xffffffffu, pages, b);
-      if (lane != 0) continue;
-      const int j = kt * BN + b * rows;
+    for (int b = 0; b < boxes; ++b) {
+      const int j = j0 + b * rows;
+      const int page = table[j / page_size];
       const unsigned dst = tile + static_cast<unsigned>(b * rows * kTile.swizzle_bytes);
 #pragma unroll
       for (int c = 0; c < D / kTile.tma_chunk; ++c) {

@@ -139,24 +139,19 @@ struct MainloopSm90 {
 
   // The producer: one lane of the producer warpgroup issues every copy,
   // K of tile i once the consumers are done with Q K^T of tile i - stages,
-  // V once they are done with its P V. A source that looks its rows up
-  // (pages) runs it on the whole warp: the lanes fetch the next tile's
-  // lookups while this tile's copies are issued (KV::Lookup).
+  // V once they are done with its P V.
   struct Producer {
     static __device__ __forceinline__ void run(const SharedTiles& smem, const KV& kv, int first,
-                                               int last, int lane) {
+                                               int last) {
       kv.prefetch_maps();
-      typename KV::Lookup lookup = kv.lookup(first, lane);
 #pragma unroll 1
       for (int kt = first; kt <= last; ++kt) {
         const int i = kt - first;
         const unsigned tile = Ring::stage(i) * kTile.kv_tile_bytes;  // in either ring
-        const typename KV::Lookup next = kv.lookup(kt + 1, lane);
         if (i >= kStages) Ring::wait_empty(smem.ring.empty_k, i);
-        kv.tma_load_k(smem.k + tile, Ring::at(smem.ring.full_k, i), kt, lookup, lane);
+        kv.tma_load_k(smem.k + tile, Ring::at(smem.ring.full_k, i), kt);
         if (i >= kStages) Ring::wait_empty(smem.ring.empty_v, i);
-        kv.tma_load_v(smem.v + tile, Ring::at(smem.ring.full_v, i), kt, lookup, lane);
-        lookup = next;
+        kv.tma_load_v(smem.v + tile, Ring::at(smem.ring.full_v, i), kt);
       }
     }
   };
