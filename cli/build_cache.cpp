@@ -40,6 +40,7 @@ struct BuildArgs {
   std::string out;
   bool presets_only = false;
   bool no_check = false;
+  bool dry_run = false;
 };
 
 struct WorkItem {
@@ -218,6 +219,27 @@ int run_build_cache(const BuildArgs& a) {
   for (const auto& n : names) specs.push_back(load_spec_argument(n));
   bool from_gpu = false;
   const std::vector<Target> targets = targets_or_default(a.targets, &from_gpu);
+  std::vector<WorkItem> items;
+  for (const Spec& spec : specs) {
+    for (const FlagSet& flags : variants_of(spec, a.presets_only)) {
+      for (const Target& t : targets) {
+        items.push_back({&spec, make_signature(spec, flags, CompileOptions::from_environment(t))});
+      }
+    }
+  }
+  std::string target_names;
+  for (const Target& t : targets) target_names += " " + t.name();
+  if (a.dry_run) {
+    std::printf("would build %zu variants of %zu spec(s) for%s%s (dry run: nothing compiled)\n",
+                items.size(), specs.size(), target_names.c_str(),
+                from_gpu ? " (the local GPU)" : "");
+    for (const WorkItem& it : items) {
+      std::printf("  %-7s %-28s %s\n", it.signature.options.target.name().c_str(),
+                  it.signature.display_name().c_str(), it.signature.flags.str().c_str());
+    }
+    return 0;
+  }
+
   CacheConfig config = CacheConfig::from_environment();
   if (!a.out.empty()) config.user_dir = a.out;
   config.aot_dirs.clear();
@@ -227,18 +249,7 @@ int run_build_cache(const BuildArgs& a) {
   }
   require_writable_dir(config.user_dir);
   KernelCache cache(config);
-
-  std::vector<WorkItem> items;
-  for (const Spec& spec : specs) {
-    for (const FlagSet& flags : variants_of(spec, a.presets_only)) {
-      for (const Target& t : targets) {
-        items.push_back({&spec, make_signature(spec, flags, CompileOptions::from_environment(t))});
-      }
-    }
-  }
   const int jobs = a.jobs > 0 ? a.jobs : int(std::max(1u, std::thread::hardware_concurrency()));
-  std::string target_names;
-  for (const Target& t : targets) target_names += " " + t.name();
   std::printf("building %zu variants of %zu spec(s) for%s%s into %s with %d jobs\n", items.size(),
               specs.size(), target_names.c_str(), from_gpu ? " (the local GPU)" : "",
               config.user_dir.c_str(), jobs);
@@ -285,6 +296,8 @@ Runner add_build_cache(CLI::App& app) {
                  "$XDG_CACHE_HOME/attnjit or ~/.cache/attnjit)");
   app.add_flag("--presets-only", a->presets_only, "Only the presets, not the matrix");
   app.add_flag("--no-check", a->no_check, "Do not run and check the presets on the local GPU");
+  app.add_flag("--dry-run", a->dry_run,
+               "List the variants that would be built, one per target, and compile nothing");
   return [a] { return run_build_cache(*a); };
 }
 

@@ -70,6 +70,11 @@ int run_specs() {
     const MatrixExpansion m = expand_matrix(spec);
     std::printf("  matrix %zu variants (%d illegal combinations dropped)\n", m.variants.size(),
                 m.dropped_illegal);
+    // What `attnjit build-cache` compiles per target: the matrix and the
+    // presets it does not already cover.
+    const size_t built = matrix_and_presets(spec).size();
+    std::printf("  build-cache %zu variants per target (the matrix and %zu preset(s) outside it)\n",
+                built, built - m.variants.size());
   }
   std::printf("embedded templates: %zu headers, digest %.16s\n", embedded_headers().size(),
               embedded_headers_digest().c_str());

@@ -3,7 +3,8 @@
 #   find_package(attnjit 0.1 REQUIRED)
 #   target_link_libraries(app PRIVATE attnjit::runtime)
 # and gets the same target names as a build inside this tree:
-# attnjit::compiler, attnjit::runtime and the command attnjit::cli.
+# attnjit::compiler, attnjit::runtime (static, the C++ API), attnjit::attnjit
+# (libattnjit.so, the C API of attnjit.h) and the command attnjit::cli.
 include(GNUInstallDirs)
 include(CMakePackageConfigHelpers)
 
@@ -15,6 +16,11 @@ install(TARGETS attnjit_compiler attnjit_runtime
   ARCHIVE DESTINATION ${CMAKE_INSTALL_LIBDIR} COMPONENT attnjit_development
   LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR} COMPONENT attnjit_runtime
   RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR} COMPONENT attnjit_runtime
+  INCLUDES DESTINATION ${CMAKE_INSTALL_INCLUDEDIR})
+install(TARGETS attnjit_shared
+  EXPORT attnjitTargets
+  LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR} COMPONENT attnjit_runtime
+          NAMELINK_COMPONENT attnjit_development
   INCLUDES DESTINATION ${CMAKE_INSTALL_INCLUDEDIR})
 install(DIRECTORY ${PROJECT_SOURCE_DIR}/compiler/include/
                   ${PROJECT_SOURCE_DIR}/runtime/include/

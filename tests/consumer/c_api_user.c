@@ -1,5 +1,6 @@
-/* The C API from C: a context in strict no-JIT mode over the cache the C++
- * half filled, the same variant found on disk, a flag error reported. */
+/* The C API from C, through the shared library (attnjit::attnjit): a
+ * context in strict no-JIT mode over the cache the C++ consumer filled, the
+ * same variant found on disk, a flag error reported. */
 #include <attnjit/attnjit.h>
 
 #include <stdio.h>
@@ -10,7 +11,7 @@ static int report(attnjit_status status, const char* what) {
   return 1;
 }
 
-int run_c_api(const char* cache_dir, const char* expected_key) {
+static int run_c_api(const char* cache_dir, const char* expected_key) {
   static const char* const no_aot_dirs[1] = {NULL};
   attnjit_context_options options;
   attnjit_context* context = NULL;
@@ -63,4 +64,17 @@ int run_c_api(const char* cache_dir, const char* expected_key) {
   attnjit_context_destroy(context);
   printf("%s\n", failed ? "consumer: FAILED" : "consumer: OK");
   return failed;
+}
+
+int main(int argc, char** argv) {
+  if (argc != 3) {
+    fprintf(stderr, "usage: %s CACHE_DIR EXPECTED_KEY\n", argv[0]);
+    return 2;
+  }
+  if (strcmp(attnjit_version(), ATTNJIT_EXPECTED_VERSION) != 0) {
+    fprintf(stderr, "attnjit_version() is %s, the package says %s\n", attnjit_version(),
+            ATTNJIT_EXPECTED_VERSION);
+    return 1;
+  }
+  return run_c_api(argv[1], argv[2]);
 }

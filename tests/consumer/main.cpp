@@ -1,7 +1,9 @@
-// Uses the installed attnjit from C++ and, through c_api_user.c, from C:
-// parse the embedded spec, compile the GPT-OSS preset for an explicit
-// target into a cache directory, then find the same variant through the
-// C API in strict no-JIT mode. No GPU is needed.
+// Uses the installed attnjit from C++ (the static libraries): parse the
+// embedded spec and compile the GPT-OSS preset for an explicit target into
+// a cache directory. c_api_user.c, linked against the shared library, then
+// finds the same variant through the C API in strict no-JIT mode (the key
+// printed here is handed to it by run_consumer_test.cmake). No GPU is
+// needed.
 #include <attnjit/attention.h>
 #include <attnjit/attnjit.h>
 #include <attnjit/cache.h>
@@ -12,8 +14,6 @@
 #include <cstdio>
 #include <cstring>
 #include <string>
-
-extern "C" int run_c_api(const char* cache_dir, const char* expected_key);
 
 int main(int argc, char** argv) {
   if (argc != 2) {
@@ -53,5 +53,5 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "attnjit error (%s): %s\n", attnjit::to_string(e.kind()), e.what());
     return 1;
   }
-  return run_c_api(argv[1], key.c_str());
+  return 0;
 }

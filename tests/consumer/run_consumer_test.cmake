@@ -1,6 +1,7 @@
 # ctest script (cmake -P): install the build tree into a fresh prefix,
 # configure and build tests/consumer against it with find_package(attnjit),
-# and run it. Variables: BUILD_DIR, SOURCE_DIR (this folder), WORK_DIR,
+# and run its two programs: the C++ one (static libraries) fills a cache, the
+# C one (the shared library) finds the same key there. Variables: BUILD_DIR, SOURCE_DIR (this folder), WORK_DIR,
 # GENERATOR, and optionally MAKE_PROGRAM, CONFIG, CXX_COMPILER,
 # CUDATOOLKIT_ROOT.
 foreach(var BUILD_DIR SOURCE_DIR WORK_DIR GENERATOR)
@@ -47,4 +48,26 @@ run("building the consumer" ${CMAKE_COMMAND} --build ${build} ${config_args})
 
 find_program(consumer attnjit_consumer PATHS ${build} ${build}/${CONFIG}
              NO_DEFAULT_PATH REQUIRED)
-run("running the consumer" ${consumer} ${WORK_DIR}/cache)
+find_program(consumer_c attnjit_consumer_c PATHS ${build} ${build}/${CONFIG}
+             NO_DEFAULT_PATH REQUIRED)
+execute_process(COMMAND ${consumer} ${WORK_DIR}/cache
+  RESULT_VARIABLE rc OUTPUT_VARIABLE cxx_output)
+message("${cxx_output}")
+if(NOT rc EQUAL 0)
+  message(FATAL_ERROR "consumer test: running the C++ consumer failed (${rc})")
+endif()
+if(NOT cxx_output MATCHES "key ([0-9a-f]+)")
+  message(FATAL_ERROR "consumer test: the C++ consumer printed no key")
+endif()
+set(key ${CMAKE_MATCH_1})
+
+# The C program loads libattnjit.so.<SOVERSION> (the SONAME).
+find_program(READELF readelf)
+if(READELF)
+  execute_process(COMMAND ${READELF} -d ${consumer_c} OUTPUT_VARIABLE dynamic
+                  RESULT_VARIABLE rc)
+  if(NOT rc EQUAL 0 OR NOT dynamic MATCHES "NEEDED[^\n]*\\[libattnjit\\.so\\.[0-9]+\\]")
+    message(FATAL_ERROR "consumer test: attnjit_consumer_c does not need libattnjit.so:\n${dynamic}")
+  endif()
+endif()
+run("running the C consumer" ${consumer_c} ${WORK_DIR}/cache ${key})
