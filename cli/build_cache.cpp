@@ -1,6 +1,9 @@
 // `attnjit build-cache`: the offline job. Every variant of the specs'
 // matrix and presets, for every target, compiled in parallel into a cache
 // directory with a manifest; a second run finds everything and says so.
+// `--shard K/N` builds the K-th of N disjoint parts of that set, so that a
+// fleet of machines fills one cache: the shards' directories merge by
+// copying (entries are content-addressed files).
 #include <algorithm>
 #include <atomic>
 #include <cerrno>
@@ -40,7 +43,35 @@ struct BuildArgs {
   std::string out;
   bool presets_only = false;
   bool no_check = false;
+  std::string shard;  // "K/N", empty: everything
 };
+
+// --shard K/N: K counts from 0 (0 <= K < N).
+struct Shard {
+  size_t index = 0;
+  size_t count = 1;
+};
+
+Shard parse_shard(const std::string& text) {
+  const auto bad = [&](const std::string& why) {
+    return Error(ErrorKind::kArgument, "--shard " + text + ": " + why);
+  };
+  const size_t slash = text.find('/');
+  const auto is_number = [](const std::string& s) {
+    return !s.empty() && s.size() <= 9 &&
+           std::all_of(s.begin(), s.end(), [](char c) { return c >= '0' && c <= '9'; });
+  };
+  if (slash == std::string::npos || !is_number(text.substr(0, slash)) ||
+      !is_number(text.substr(slash + 1))) {
+    throw bad("expected K/N, the K-th of N shards counting from 0 (e.g. 0/4)");
+  }
+  Shard shard{std::stoul(text.substr(0, slash)), std::stoul(text.substr(slash + 1))};
+  if (shard.count == 0) throw bad("N must be at least 1");
+  if (shard.index >= shard.count) {
+    throw bad(fmt::format("K must be in [0, {})", shard.count));
+  }
+  return shard;
+}
 
 struct WorkItem {
   const Spec* spec;
@@ -114,8 +145,9 @@ nlohmann::json manifest_of(const std::vector<WorkItem>& items) {
   return {{"format", kCacheFormatVersion}, {"nvrtc", nvrtc_version()}, {"entries", entries}};
 }
 
-void write_manifest(const std::string& dir, const nlohmann::json& manifest) {
-  const std::string path = dir + "/manifest.json";
+void write_manifest(const std::string& dir, const std::string& name,
+                    const nlohmann::json& manifest) {
+  const std::string path = dir + "/" + name;
   const std::string tmp = path + ".tmp." + std::to_string(::getpid());
   {
     std::ofstream f(tmp);
@@ -216,6 +248,7 @@ int run_build_cache(const BuildArgs& a) {
   std::vector<Spec> specs;
   const auto names = a.specs.empty() ? embedded_spec_names() : a.specs;
   for (const auto& n : names) specs.push_back(load_spec_argument(n));
+  const Shard shard = a.shard.empty() ? Shard{} : parse_shard(a.shard);
   bool from_gpu = false;
   const std::vector<Target> targets = targets_or_default(a.targets, &from_gpu);
   CacheConfig config = CacheConfig::from_environment();
@@ -236,12 +269,35 @@ int run_build_cache(const BuildArgs& a) {
       }
     }
   }
+  size_t all_items = items.size();
+  if (shard.count > 1) {
+    // A variant's place in the whole set sorted by (target, canonical
+    // signature) decides its shard: the same on every machine given the
+    // same specs, targets and environment, and the N shards partition it.
+    std::vector<std::pair<std::string, std::string>> order;
+    for (const WorkItem& it : items) {
+      order.emplace_back(it.signature.options.target.name(), it.signature.canonical());
+    }
+    std::vector<size_t> index(items.size());
+    for (size_t i = 0; i < index.size(); ++i) index[i] = i;
+    std::sort(index.begin(), index.end(), [&](size_t x, size_t y) { return order[x] < order[y]; });
+    std::vector<WorkItem> mine;
+    for (size_t rank = shard.index; rank < index.size(); rank += shard.count) {
+      mine.push_back(items[index[rank]]);
+    }
+    items = std::move(mine);
+  }
   const int jobs = a.jobs > 0 ? a.jobs : int(std::max(1u, std::thread::hardware_concurrency()));
+  std::set<std::string> target_set;
+  for (const WorkItem& it : items) target_set.insert(it.signature.options.target.name());
   std::string target_names;
-  for (const Target& t : targets) target_names += " " + t.name();
-  std::printf("building %zu variants of %zu spec(s) for%s%s into %s with %d jobs\n", items.size(),
-              specs.size(), target_names.c_str(), from_gpu ? " (the local GPU)" : "",
-              config.user_dir.c_str(), jobs);
+  for (const std::string& t : target_set) target_names += " " + t;
+  const std::string shard_note =
+      shard.count > 1 ? fmt::format(" (shard {}/{} of {})", shard.index, shard.count, all_items)
+                      : "";
+  std::printf("building %zu variants%s of %zu spec(s) for%s%s into %s with %d jobs\n",
+              items.size(), shard_note.c_str(), specs.size(), target_names.c_str(),
+              from_gpu ? " (the local GPU)" : "", config.user_dir.c_str(), jobs);
   const auto t0 = std::chrono::steady_clock::now();
   run_items(items, cache, jobs);
   const double wall = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
@@ -252,7 +308,13 @@ int run_build_cache(const BuildArgs& a) {
                  config.user_dir.c_str());
     return 1;
   }
-  write_manifest(config.user_dir, manifest_of(items));
+  // A shard's manifest has its own name, so that copying the shards into
+  // one directory keeps every one of them.
+  write_manifest(config.user_dir,
+                 shard.count > 1
+                     ? fmt::format("manifest-shard-{}-of-{}.json", shard.index, shard.count)
+                     : "manifest.json",
+                 manifest_of(items));
   int rc = print_summary(items, config.user_dir, wall);
   if (rc == 0 && !a.no_check) {
     std::string why;
@@ -285,6 +347,9 @@ Runner add_build_cache(CLI::App& app) {
                  "$XDG_CACHE_HOME/attnjit or ~/.cache/attnjit)");
   app.add_flag("--presets-only", a->presets_only, "Only the presets, not the matrix");
   app.add_flag("--no-check", a->no_check, "Do not run and check the presets on the local GPU");
+  app.add_option("--shard", a->shard,
+                 "K/N: build only the K-th of N disjoint shards (K from 0 to N-1) of the "
+                 "variants sorted by target and signature; shard directories merge by copying");
   return [a] { return run_build_cache(*a); };
 }
 
