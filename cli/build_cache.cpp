@@ -3,7 +3,9 @@
 // directory with a manifest; a second run finds everything and says so.
 // `--shard K/N` builds the K-th of N disjoint parts of that set, so that a
 // fleet of machines fills one cache: the shards' directories merge by
-// copying (entries are content-addressed files).
+// copying (entries are content-addressed files). `--manifest FILE` builds
+// the variants a deployment recorded (ATTNJIT_RECORD) instead of the
+// matrix.
 #include <algorithm>
 #include <atomic>
 #include <cerrno>
@@ -30,6 +32,7 @@
 #include "attnjit/error.h"
 #include "attnjit/nvrtc.h"
 #include "attnjit/nvrtc_version.h"
+#include "attnjit/record.h"
 #include "attnjit/selfcheck.h"
 #include "commands.h"
 
@@ -44,6 +47,7 @@ struct BuildArgs {
   bool presets_only = false;
   bool no_check = false;
   std::string shard;  // "K/N", empty: everything
+  std::string manifest;  // ATTNJIT_RECORD's file, empty: the specs' matrix
 };
 
 // --shard K/N: K counts from 0 (0 <= K < N).
@@ -93,6 +97,50 @@ std::vector<FlagSet> variants_of(const Spec& spec, bool presets_only) {
     if (seen.insert(flags.str()).second) presets.push_back(std::move(flags));
   }
   return presets;
+}
+
+// The manifest's variants, deduplicated, each checked against its spec
+// (one of `specs`, by family) and for `targets` when some were given, else
+// for the target the line names. An error names the file and line.
+std::vector<WorkItem> manifest_items(const std::string& path, const std::vector<Spec>& specs,
+                                     const std::vector<std::string>& names,
+                                     const std::vector<std::string>& targets) {
+  std::vector<WorkItem> items;
+  std::set<std::string> seen;
+  for (const ManifestLine& line : read_manifest(path)) {
+    const RecordedVariant& v = line.variant;
+    const std::string where = path + ":" + std::to_string(line.line) + ": ";
+    const Spec* spec = nullptr;
+    std::string known;
+    // By family (what record mode writes) or by the name it was loaded by.
+    for (size_t i = 0; i < specs.size(); ++i) {
+      if (specs[i].family == v.spec || names[i] == v.spec) spec = &specs[i];
+      known += (known.empty() ? "" : ", ") + specs[i].family;
+    }
+    if (spec == nullptr) {
+      throw Error(ErrorKind::kArgument,
+                  where + "unknown spec '" + v.spec + "' (known: " + known + ")");
+    }
+    try {
+      const FlagSet flags = resolve_flags(*spec, parse_flag_assignments(*spec, v.flags));
+      std::vector<Target> line_targets;
+      if (targets.empty()) {
+        line_targets.push_back(parse_target(v.target));
+      } else {
+        for (const std::string& t : targets) line_targets.push_back(parse_target(t));
+      }
+      for (const Target& t : line_targets) {
+        Signature sig = make_signature(*spec, flags, CompileOptions::from_environment(t));
+        if (seen.insert(sig.canonical()).second) items.push_back({spec, std::move(sig)});
+      }
+    } catch (const Error& e) {
+      throw Error(ErrorKind::kArgument, where + e.what());
+    }
+  }
+  if (items.empty()) {
+    throw Error(ErrorKind::kArgument, "manifest '" + path + "' names no variant");
+  }
+  return items;
 }
 
 void run_items(std::vector<WorkItem>& items, KernelCache& cache, int jobs) {
@@ -250,7 +298,10 @@ int run_build_cache(const BuildArgs& a) {
   for (const auto& n : names) specs.push_back(load_spec_argument(n));
   const Shard shard = a.shard.empty() ? Shard{} : parse_shard(a.shard);
   bool from_gpu = false;
-  const std::vector<Target> targets = targets_or_default(a.targets, &from_gpu);
+  // A manifest without --target names its own targets.
+  const std::vector<Target> targets = a.manifest.empty() || !a.targets.empty()
+                                          ? targets_or_default(a.targets, &from_gpu)
+                                          : std::vector<Target>{};
   CacheConfig config = CacheConfig::from_environment();
   if (!a.out.empty()) config.user_dir = a.out;
   config.aot_dirs.clear();
@@ -262,10 +313,15 @@ int run_build_cache(const BuildArgs& a) {
   KernelCache cache(config);
 
   std::vector<WorkItem> items;
-  for (const Spec& spec : specs) {
-    for (const FlagSet& flags : variants_of(spec, a.presets_only)) {
-      for (const Target& t : targets) {
-        items.push_back({&spec, make_signature(spec, flags, CompileOptions::from_environment(t))});
+  if (!a.manifest.empty()) {
+    items = manifest_items(a.manifest, specs, names, a.targets);
+  } else {
+    for (const Spec& spec : specs) {
+      for (const FlagSet& flags : variants_of(spec, a.presets_only)) {
+        for (const Target& t : targets) {
+          items.push_back(
+              {&spec, make_signature(spec, flags, CompileOptions::from_environment(t))});
+        }
       }
     }
   }
@@ -295,8 +351,10 @@ int run_build_cache(const BuildArgs& a) {
   const std::string shard_note =
       shard.count > 1 ? fmt::format(" (shard {}/{} of {})", shard.index, shard.count, all_items)
                       : "";
-  std::printf("building %zu variants%s of %zu spec(s) for%s%s into %s with %d jobs\n",
-              items.size(), shard_note.c_str(), specs.size(), target_names.c_str(),
+  const std::string what =
+      a.manifest.empty() ? fmt::format("{} spec(s)", specs.size()) : "'" + a.manifest + "'";
+  std::printf("building %zu variants%s of %s for%s%s into %s with %d jobs\n", items.size(),
+              shard_note.c_str(), what.c_str(), target_names.c_str(),
               from_gpu ? " (the local GPU)" : "", config.user_dir.c_str(), jobs);
   const auto t0 = std::chrono::steady_clock::now();
   run_items(items, cache, jobs);
@@ -345,11 +403,16 @@ Runner add_build_cache(CLI::App& app) {
   app.add_option("-o,--out", a->out,
                  "Cache directory (default: $ATTNJIT_CACHE_DIR, "
                  "$XDG_CACHE_HOME/attnjit or ~/.cache/attnjit)");
-  app.add_flag("--presets-only", a->presets_only, "Only the presets, not the matrix");
+  auto* presets_only =
+      app.add_flag("--presets-only", a->presets_only, "Only the presets, not the matrix");
   app.add_flag("--no-check", a->no_check, "Do not run and check the presets on the local GPU");
   app.add_option("--shard", a->shard,
                  "K/N: build only the K-th of N disjoint shards (K from 0 to N-1) of the "
                  "variants sorted by target and signature; shard directories merge by copying");
+  app.add_option("--manifest", a->manifest,
+                 "Build exactly the variants recorded in this file (ATTNJIT_RECORD), for "
+                 "--target when given, else for the targets it names")
+      ->excludes(presets_only);
   return [a] { return run_build_cache(*a); };
 }
 
