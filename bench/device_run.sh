@@ -6,6 +6,8 @@
 #   PROFILE_PROBLEMS=gpt_oss_window127_null,causal_gqa_d128 (profile stage)
 #   TUNE_PROBLEMS=mimo_window64_key0,... TUNE_TIMEOUT=150 (tune stage)
 #   SANITIZE_VARIANTS=bf16_d128_causal,... (sanitize stage: memcheck, racecheck)
+#   STAGES="build manifest" (record the seed examples' variants, build a cache
+#   from the manifest without the driver, rerun them on it with no JIT)
 set -uo pipefail
 OUT=${OUT:-$PWD/device-out}; mkdir -p "$OUT"
 STAGES=${STAGES:-build gpu python bench}
@@ -102,6 +104,34 @@ if stage twogpu; then
   python3 -m pytest -q python/tests -k "follows_the_tensors_device" >"$OUT/twogpu-pytest.log" 2>&1 || status=1
   tail -2 "$OUT/twogpu-pytest.log"
   export ATTNJIT_CACHE_DIR=$PWD/build-gpu/kcache
+fi
+if stage manifest; then
+  # Record mode end to end: the three seed examples record what they request
+  # (ATTNJIT_RECORD); build-cache builds exactly that with the driver hidden
+  # (as on a machine without a GPU); the examples then run again on that
+  # cache alone, with an empty user directory and compiling forbidden.
+  rec=$(mktemp -d)
+  examples="mimo_vision_window gemma4_sliding_images gpt_oss_sinks"
+  for ex in $examples; do
+    ATTNJIT_RECORD=$rec/manifest python3 python/examples/$ex.py \
+      >"$OUT/manifest-record-$ex.log" 2>&1 || status=1
+  done
+  cp "$rec/manifest" "$OUT/manifest.jsonl"
+  echo "recorded: $(wc -l <"$rec/manifest") lines, $(sort -u "$rec/manifest" | wc -l) distinct"
+  ATTNJIT_LIBCUDA=$rec/no-libcuda.so ./build-gpu/cli/attnjit build-cache \
+    --manifest "$rec/manifest" --out "$rec/aot" >"$OUT/manifest-build.log" 2>&1 || status=1
+  grep -E "^building|^sm_|nothing compiled" "$OUT/manifest-build.log"
+  ./build-gpu/cli/attnjit inspect -q "$rec/aot" | tail -1
+  mkdir -p "$rec/empty"
+  for ex in $examples; do
+    ATTNJIT_AOT_DIRS=$rec/aot ATTNJIT_CACHE_DIR=$rec/empty ATTNJIT_NO_JIT=1 \
+      python3 python/examples/$ex.py >"$OUT/manifest-aot-$ex.log" 2>&1 || status=1
+    echo "no-JIT $ex: $(tail -2 "$OUT/manifest-aot-$ex.log" | tr '\n' ' ')"
+  done
+  if [[ -n "$(find "$rec/empty" -name '*.ajk')" ]]; then
+    echo "manifest: something was compiled into the empty user directory"; status=1
+  fi
+  rm -rf "$rec"
 fi
 # One archive: the machine returns only a few files per call.
 tar czf /tmp/attnjit-logs.tgz -C "$OUT" . && rm -rf "${OUT:?}"/* && mv /tmp/attnjit-logs.tgz "$OUT/logs.tgz"

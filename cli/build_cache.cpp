@@ -1,6 +1,11 @@
 // `attnjit build-cache`: the offline job. Every variant of the specs'
 // matrix and presets, for every target, compiled in parallel into a cache
 // directory with a manifest; a second run finds everything and says so.
+// `--shard K/N` builds the K-th of N disjoint parts of that set, so that a
+// fleet of machines fills one cache: the shards' directories merge by
+// copying (entries are content-addressed files). `--manifest FILE` builds
+// the variants a deployment recorded (ATTNJIT_RECORD) instead of the
+// matrix.
 #include <algorithm>
 #include <atomic>
 #include <cerrno>
@@ -27,6 +32,7 @@
 #include "attnjit/error.h"
 #include "attnjit/nvrtc.h"
 #include "attnjit/nvrtc_version.h"
+#include "attnjit/record.h"
 #include "attnjit/selfcheck.h"
 #include "commands.h"
 
@@ -41,7 +47,36 @@ struct BuildArgs {
   bool presets_only = false;
   bool no_check = false;
   bool dry_run = false;
+  std::string shard;  // "K/N", empty: everything
+  std::string manifest;  // ATTNJIT_RECORD's file, empty: the specs' matrix
 };
+
+// --shard K/N: K counts from 0 (0 <= K < N).
+struct Shard {
+  size_t index = 0;
+  size_t count = 1;
+};
+
+Shard parse_shard(const std::string& text) {
+  const auto bad = [&](const std::string& why) {
+    return Error(ErrorKind::kArgument, "--shard " + text + ": " + why);
+  };
+  const size_t slash = text.find('/');
+  const auto is_number = [](const std::string& s) {
+    return !s.empty() && s.size() <= 9 &&
+           std::all_of(s.begin(), s.end(), [](char c) { return c >= '0' && c <= '9'; });
+  };
+  if (slash == std::string::npos || !is_number(text.substr(0, slash)) ||
+      !is_number(text.substr(slash + 1))) {
+    throw bad("expected K/N, the K-th of N shards counting from 0 (e.g. 0/4)");
+  }
+  Shard shard{std::stoul(text.substr(0, slash)), std::stoul(text.substr(slash + 1))};
+  if (shard.count == 0) throw bad("N must be at least 1");
+  if (shard.index >= shard.count) {
+    throw bad(fmt::format("K must be in [0, {})", shard.count));
+  }
+  return shard;
+}
 
 struct WorkItem {
   const Spec* spec;
@@ -63,6 +98,50 @@ std::vector<FlagSet> variants_of(const Spec& spec, bool presets_only) {
     if (seen.insert(flags.str()).second) presets.push_back(std::move(flags));
   }
   return presets;
+}
+
+// The manifest's variants, deduplicated, each checked against its spec
+// (one of `specs`, by family) and for `targets` when some were given, else
+// for the target the line names. An error names the file and line.
+std::vector<WorkItem> manifest_items(const std::string& path, const std::vector<Spec>& specs,
+                                     const std::vector<std::string>& names,
+                                     const std::vector<std::string>& targets) {
+  std::vector<WorkItem> items;
+  std::set<std::string> seen;
+  for (const ManifestLine& line : read_manifest(path)) {
+    const RecordedVariant& v = line.variant;
+    const std::string where = path + ":" + std::to_string(line.line) + ": ";
+    const Spec* spec = nullptr;
+    std::string known;
+    // By family (what record mode writes) or by the name it was loaded by.
+    for (size_t i = 0; i < specs.size(); ++i) {
+      if (specs[i].family == v.spec || names[i] == v.spec) spec = &specs[i];
+      known += (known.empty() ? "" : ", ") + specs[i].family;
+    }
+    if (spec == nullptr) {
+      throw Error(ErrorKind::kArgument,
+                  where + "unknown spec '" + v.spec + "' (known: " + known + ")");
+    }
+    try {
+      const FlagSet flags = resolve_flags(*spec, parse_flag_assignments(*spec, v.flags));
+      std::vector<Target> line_targets;
+      if (targets.empty()) {
+        line_targets.push_back(parse_target(v.target));
+      } else {
+        for (const std::string& t : targets) line_targets.push_back(parse_target(t));
+      }
+      for (const Target& t : line_targets) {
+        Signature sig = make_signature(*spec, flags, CompileOptions::from_environment(t));
+        if (seen.insert(sig.canonical()).second) items.push_back({spec, std::move(sig)});
+      }
+    } catch (const Error& e) {
+      throw Error(ErrorKind::kArgument, where + e.what());
+    }
+  }
+  if (items.empty()) {
+    throw Error(ErrorKind::kArgument, "manifest '" + path + "' names no variant");
+  }
+  return items;
 }
 
 void run_items(std::vector<WorkItem>& items, KernelCache& cache, int jobs) {
@@ -115,8 +194,9 @@ nlohmann::json manifest_of(const std::vector<WorkItem>& items) {
   return {{"format", kCacheFormatVersion}, {"nvrtc", nvrtc_version()}, {"entries", entries}};
 }
 
-void write_manifest(const std::string& dir, const nlohmann::json& manifest) {
-  const std::string path = dir + "/manifest.json";
+void write_manifest(const std::string& dir, const std::string& name,
+                    const nlohmann::json& manifest) {
+  const std::string path = dir + "/" + name;
   const std::string tmp = path + ".tmp." + std::to_string(::getpid());
   {
     std::ofstream f(tmp);
@@ -217,29 +297,12 @@ int run_build_cache(const BuildArgs& a) {
   std::vector<Spec> specs;
   const auto names = a.specs.empty() ? embedded_spec_names() : a.specs;
   for (const auto& n : names) specs.push_back(load_spec_argument(n));
+  const Shard shard = a.shard.empty() ? Shard{} : parse_shard(a.shard);
   bool from_gpu = false;
-  const std::vector<Target> targets = targets_or_default(a.targets, &from_gpu);
-  std::vector<WorkItem> items;
-  for (const Spec& spec : specs) {
-    for (const FlagSet& flags : variants_of(spec, a.presets_only)) {
-      for (const Target& t : targets) {
-        items.push_back({&spec, make_signature(spec, flags, CompileOptions::from_environment(t))});
-      }
-    }
-  }
-  std::string target_names;
-  for (const Target& t : targets) target_names += " " + t.name();
-  if (a.dry_run) {
-    std::printf("would build %zu variants of %zu spec(s) for%s%s (dry run: nothing compiled)\n",
-                items.size(), specs.size(), target_names.c_str(),
-                from_gpu ? " (the local GPU)" : "");
-    for (const WorkItem& it : items) {
-      std::printf("  %-7s %-28s %s\n", it.signature.options.target.name().c_str(),
-                  it.signature.display_name().c_str(), it.signature.flags.str().c_str());
-    }
-    return 0;
-  }
-
+  // A manifest without --target names its own targets.
+  const std::vector<Target> targets = a.manifest.empty() || !a.targets.empty()
+                                          ? targets_or_default(a.targets, &from_gpu)
+                                          : std::vector<Target>{};
   CacheConfig config = CacheConfig::from_environment();
   if (!a.out.empty()) config.user_dir = a.out;
   config.aot_dirs.clear();
@@ -249,10 +312,61 @@ int run_build_cache(const BuildArgs& a) {
   }
   require_writable_dir(config.user_dir);
   KernelCache cache(config);
+
+  std::vector<WorkItem> items;
+  if (!a.manifest.empty()) {
+    items = manifest_items(a.manifest, specs, names, a.targets);
+  } else {
+    for (const Spec& spec : specs) {
+      for (const FlagSet& flags : variants_of(spec, a.presets_only)) {
+        for (const Target& t : targets) {
+          items.push_back(
+              {&spec, make_signature(spec, flags, CompileOptions::from_environment(t))});
+        }
+      }
+    }
+  }
+  size_t all_items = items.size();
+  if (shard.count > 1) {
+    // A variant's place in the whole set sorted by (target, canonical
+    // signature) decides its shard: the same on every machine given the
+    // same specs, targets and environment, and the N shards partition it.
+    std::vector<std::pair<std::string, std::string>> order;
+    for (const WorkItem& it : items) {
+      order.emplace_back(it.signature.options.target.name(), it.signature.canonical());
+    }
+    std::vector<size_t> index(items.size());
+    for (size_t i = 0; i < index.size(); ++i) index[i] = i;
+    std::sort(index.begin(), index.end(), [&](size_t x, size_t y) { return order[x] < order[y]; });
+    std::vector<WorkItem> mine;
+    for (size_t rank = shard.index; rank < index.size(); rank += shard.count) {
+      mine.push_back(items[index[rank]]);
+    }
+    items = std::move(mine);
+  }
+  std::set<std::string> target_set;
+  for (const WorkItem& it : items) target_set.insert(it.signature.options.target.name());
+  std::string target_names;
+  for (const std::string& t : target_set) target_names += " " + t;
+  const std::string shard_note =
+      shard.count > 1 ? fmt::format(" (shard {}/{} of {})", shard.index, shard.count, all_items)
+                      : "";
+  const std::string what =
+      a.manifest.empty() ? fmt::format("{} spec(s)", specs.size()) : "'" + a.manifest + "'";
+  if (a.dry_run) {
+    std::printf("would build %zu variants%s of %s for%s%s (dry run: nothing compiled)\n",
+                items.size(), shard_note.c_str(), what.c_str(), target_names.c_str(),
+                from_gpu ? " (the local GPU)" : "");
+    for (const WorkItem& it : items) {
+      std::printf("  %-7s %-28s %s\n", it.signature.options.target.name().c_str(),
+                  it.signature.display_name().c_str(), it.signature.flags.str().c_str());
+    }
+    return 0;
+  }
   const int jobs = a.jobs > 0 ? a.jobs : int(std::max(1u, std::thread::hardware_concurrency()));
-  std::printf("building %zu variants of %zu spec(s) for%s%s into %s with %d jobs\n", items.size(),
-              specs.size(), target_names.c_str(), from_gpu ? " (the local GPU)" : "",
-              config.user_dir.c_str(), jobs);
+  std::printf("building %zu variants%s of %s for%s%s into %s with %d jobs\n", items.size(),
+              shard_note.c_str(), what.c_str(), target_names.c_str(),
+              from_gpu ? " (the local GPU)" : "", config.user_dir.c_str(), jobs);
   const auto t0 = std::chrono::steady_clock::now();
   run_items(items, cache, jobs);
   const double wall = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
@@ -263,7 +377,13 @@ int run_build_cache(const BuildArgs& a) {
                  config.user_dir.c_str());
     return 1;
   }
-  write_manifest(config.user_dir, manifest_of(items));
+  // A shard's manifest has its own name, so that copying the shards into
+  // one directory keeps every one of them.
+  write_manifest(config.user_dir,
+                 shard.count > 1
+                     ? fmt::format("manifest-shard-{}-of-{}.json", shard.index, shard.count)
+                     : "manifest.json",
+                 manifest_of(items));
   int rc = print_summary(items, config.user_dir, wall);
   if (rc == 0 && !a.no_check) {
     std::string why;
@@ -294,10 +414,18 @@ Runner add_build_cache(CLI::App& app) {
   app.add_option("-o,--out", a->out,
                  "Cache directory (default: $ATTNJIT_CACHE_DIR, "
                  "$XDG_CACHE_HOME/attnjit or ~/.cache/attnjit)");
-  app.add_flag("--presets-only", a->presets_only, "Only the presets, not the matrix");
+  auto* presets_only =
+      app.add_flag("--presets-only", a->presets_only, "Only the presets, not the matrix");
   app.add_flag("--no-check", a->no_check, "Do not run and check the presets on the local GPU");
   app.add_flag("--dry-run", a->dry_run,
                "List the variants that would be built, one per target, and compile nothing");
+  app.add_option("--shard", a->shard,
+                 "K/N: build only the K-th of N disjoint shards (K from 0 to N-1) of the "
+                 "variants sorted by target and signature; shard directories merge by copying");
+  app.add_option("--manifest", a->manifest,
+                 "Build exactly the variants recorded in this file (ATTNJIT_RECORD), for "
+                 "--target when given, else for the targets it names")
+      ->excludes(presets_only);
   return [a] { return run_build_cache(*a); };
 }
 

@@ -15,6 +15,7 @@
 #include "attention/tile_config.h"
 #include "attention_prefill_params.h"
 #include "attnjit/error.h"
+#include "attnjit/record.h"
 
 namespace attnjit {
 namespace {
@@ -393,6 +394,9 @@ std::shared_ptr<AttentionKernel> AttentionKernel::get(
     auto it = memo.find(memo_key);
     if (it != memo.end()) return it->second;
   }
+  // A memo miss: the first request of this variant in this process (and
+  // cache), where record mode (ATTNJIT_RECORD) appends it to its manifest.
+  if (memoize) record_requested_variant(spec.family, flags, t);
   const Signature sig = make_signature(spec, flags, options, tuning_overrides);
   LookupResult found = cache.get(spec, sig);
   auto kernel = std::shared_ptr<AttentionKernel>(new AttentionKernel());

@@ -11,7 +11,7 @@ config.test_exec_root = config.build_root
 # the machine has a GPU (ATTNJIT_LIBCUDA names a library that is not there).
 config.environment["ATTNJIT_CACHE_DIR"] = os.path.join(config.build_root, "cache")
 config.environment["ATTNJIT_LIBCUDA"] = os.path.join(config.build_root, "no-libcuda.so")
-for name in ("ATTNJIT_AOT_DIRS", "ATTNJIT_NO_JIT", "ATTNJIT_LOG", "ATTNJIT_DUMP_DIR"):
+for name in ("ATTNJIT_AOT_DIRS", "ATTNJIT_NO_JIT", "ATTNJIT_LOG", "ATTNJIT_DUMP_DIR", "ATTNJIT_RECORD"):
     config.environment.pop(name, None)
 config.substitutions.append(("%attnjit", config.attnjit_bin))
 config.substitutions.append(("%version", config.attnjit_version))
