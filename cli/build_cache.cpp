@@ -310,9 +310,6 @@ int run_build_cache(const BuildArgs& a) {
   if (config.user_dir.empty()) {
     throw Error(ErrorKind::kArgument, "no cache directory: pass --out DIR");
   }
-  require_writable_dir(config.user_dir);
-  KernelCache cache(config);
-
   std::vector<WorkItem> items;
   if (!a.manifest.empty()) {
     items = manifest_items(a.manifest, specs, names, a.targets);
@@ -363,6 +360,9 @@ int run_build_cache(const BuildArgs& a) {
     }
     return 0;
   }
+  // Checked before any compile, after a dry run (which writes nothing).
+  require_writable_dir(config.user_dir);
+  KernelCache cache(config);
   const int jobs = a.jobs > 0 ? a.jobs : int(std::max(1u, std::thread::hardware_concurrency()));
   std::printf("building %zu variants%s of %s for%s%s into %s with %d jobs\n", items.size(),
               shard_note.c_str(), what.c_str(), target_names.c_str(),
