@@ -61,6 +61,17 @@ if(NOT cxx_output MATCHES "key ([0-9a-f]+)")
 endif()
 set(key ${CMAKE_MATCH_1})
 
+# The same program linked against libattnjit.so alone finds the same key.
+find_program(consumer_shared attnjit_consumer_shared PATHS ${build} ${build}/${CONFIG}
+             NO_DEFAULT_PATH REQUIRED)
+execute_process(COMMAND ${consumer_shared} ${WORK_DIR}/cache-shared
+  RESULT_VARIABLE rc OUTPUT_VARIABLE shared_output ERROR_VARIABLE shared_error)
+message("${shared_output}")
+if(NOT rc EQUAL 0 OR NOT shared_output MATCHES "key ${key}")
+  message(FATAL_ERROR "consumer test: the C++ consumer linked against libattnjit.so failed "
+                      "(${rc}) or printed another key:\n${shared_output}${shared_error}")
+endif()
+
 # The C program loads libattnjit.so.<SOVERSION> (the SONAME).
 find_program(READELF readelf)
 if(READELF)

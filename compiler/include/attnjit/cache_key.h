@@ -7,6 +7,9 @@
 
 #include "attnjit/signature.h"
 
+// The public C++ API: exported from libattnjit.so (the build hides the rest).
+#pragma GCC visibility push(default)
+
 namespace attnjit {
 
 // Bumped whenever the on-disk entry layout changes.
@@ -39,3 +42,5 @@ CacheKeyInputs cache_key_inputs(const Signature& signature, const std::string& g
 CacheKey hash_cache_key(const CacheKeyInputs& inputs);
 
 }  // namespace attnjit
+
+#pragma GCC visibility pop

@@ -46,6 +46,9 @@
 #include "attnjit/signature.h"
 #include "attnjit/spec.h"
 
+// The public C++ API: exported from libattnjit.so (the build hides the rest).
+#pragma GCC visibility push(default)
+
 namespace attnjit {
 
 // Headers the generator writes per variant (the params struct), beside the
@@ -70,3 +73,5 @@ struct GeneratedSource {
 GeneratedSource generate_source(const Spec& spec, const Signature& signature);
 
 }  // namespace attnjit
+
+#pragma GCC visibility pop

@@ -8,6 +8,9 @@
 #include <string>
 #include <vector>
 
+// The public C++ API: exported from libattnjit.so (the build hides the rest).
+#pragma GCC visibility push(default)
+
 namespace attnjit {
 
 struct EmbeddedHeader {
@@ -33,3 +36,5 @@ std::string headers_digest(std::vector<EmbeddedHeader> headers);
 void register_embedded_headers(std::vector<EmbeddedHeader> headers);
 
 }  // namespace attnjit
+
+#pragma GCC visibility pop

@@ -5,6 +5,9 @@
 
 #include <string>
 
+// The public C++ API: exported from libattnjit.so (the build hides the rest).
+#pragma GCC visibility push(default)
+
 namespace attnjit {
 
 // The variable's value; unset and empty are the same.
@@ -16,3 +19,5 @@ std::string env_text(const char* name);
 bool env_bool(const char* name, bool default_value);
 
 }  // namespace attnjit
+
+#pragma GCC visibility pop

@@ -6,6 +6,9 @@
 #include <stdexcept>
 #include <string>
 
+// The public C++ API: exported from libattnjit.so (the build hides the rest).
+#pragma GCC visibility push(default)
+
 namespace attnjit {
 
 enum class ErrorKind {
@@ -31,3 +34,5 @@ class Error : public std::runtime_error {
 };
 
 }  // namespace attnjit
+
+#pragma GCC visibility pop

@@ -13,6 +13,9 @@
 
 #include "attnjit/spec.h"
 
+// The public C++ API: exported from libattnjit.so (the build hides the rest).
+#pragma GCC visibility push(default)
+
 namespace attnjit {
 
 // One field of the struct, laid out as both compilers lay it out (natural
@@ -44,3 +47,5 @@ std::string params_header_name(const Spec& spec);
 std::string params_header_text(const Spec& spec);
 
 }  // namespace attnjit
+
+#pragma GCC visibility pop

@@ -8,6 +8,9 @@
 #include "attnjit/codegen.h"
 #include "attnjit/options.h"
 
+// The public C++ API: exported from libattnjit.so (the build hides the rest).
+#pragma GCC visibility push(default)
+
 namespace attnjit {
 
 // -1: unknown. The first five come from ptxas's verbose report in the NVRTC
@@ -52,3 +55,5 @@ struct CompiledKernel {
 CompiledKernel compile_source(const GeneratedSource& source, const CompileOptions& options);
 
 }  // namespace attnjit
+
+#pragma GCC visibility pop

@@ -5,9 +5,14 @@
 
 #include <string>
 
+// The public C++ API: exported from libattnjit.so (the build hides the rest).
+#pragma GCC visibility push(default)
+
 namespace attnjit {
 
 // "13.0"; "unknown" if NVRTC cannot say.
 std::string nvrtc_version();
 
 }  // namespace attnjit
+
+#pragma GCC visibility pop

@@ -8,6 +8,9 @@
 
 #include "attnjit/target.h"
 
+// The public C++ API: exported from libattnjit.so (the build hides the rest).
+#pragma GCC visibility push(default)
+
 namespace attnjit {
 
 // Options that change the generated binary. Immutable once built; every
@@ -34,3 +37,5 @@ struct CompileOptions {
 };
 
 }  // namespace attnjit
+
+#pragma GCC visibility pop

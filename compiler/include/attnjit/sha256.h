@@ -6,6 +6,9 @@
 #include <string>
 #include <string_view>
 
+// The public C++ API: exported from libattnjit.so (the build hides the rest).
+#pragma GCC visibility push(default)
+
 namespace attnjit {
 
 // An incremental SHA-256; OpenSSL stays out of this header.
@@ -28,3 +31,5 @@ class Sha256 {
 std::string sha256_hex(const std::string& bytes);
 
 }  // namespace attnjit
+
+#pragma GCC visibility pop

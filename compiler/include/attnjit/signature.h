@@ -11,6 +11,9 @@
 #include "attnjit/options.h"
 #include "attnjit/spec.h"
 
+// The public C++ API: exported from libattnjit.so (the build hides the rest).
+#pragma GCC visibility push(default)
+
 namespace attnjit {
 
 // Everything that identifies one variant: the spec's family and flag
@@ -36,3 +39,5 @@ Signature make_signature(const Spec& spec, const FlagSet& flags, const CompileOp
                          const std::map<std::string, int64_t>& overrides = {});
 
 }  // namespace attnjit
+
+#pragma GCC visibility pop

@@ -13,6 +13,9 @@
 #include <variant>
 #include <vector>
 
+// The public C++ API: exported from libattnjit.so (the build hides the rest).
+#pragma GCC visibility push(default)
+
 namespace attnjit {
 
 struct SourceLocation {
@@ -173,3 +176,5 @@ MatrixExpansion expand_matrix(const Spec& spec);
 std::vector<FlagSet> matrix_and_presets(const Spec& spec);
 
 }  // namespace attnjit
+
+#pragma GCC visibility pop

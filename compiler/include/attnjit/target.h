@@ -4,6 +4,9 @@
 #include <string>
 #include <vector>
 
+// The public C++ API: exported from libattnjit.so (the build hides the rest).
+#pragma GCC visibility push(default)
+
 namespace attnjit {
 
 struct Target {
@@ -27,3 +30,5 @@ std::vector<Target> supported_targets();  // sm_80, sm_86, sm_89, sm_90a
 Target target_for_device(int major, int minor);
 
 }  // namespace attnjit
+
+#pragma GCC visibility pop

@@ -12,6 +12,9 @@
 #include "attnjit/kernel.h"
 #include "attnjit/spec.h"
 
+// The public C++ API: exported from libattnjit.so (the build hides the rest).
+#pragma GCC visibility push(default)
+
 namespace attnjit {
 
 enum class DType { kBF16, kFP16 };
@@ -155,3 +158,5 @@ class AttentionKernel {
 const Spec& attention_spec();
 
 }  // namespace attnjit
+
+#pragma GCC visibility pop

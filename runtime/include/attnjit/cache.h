@@ -25,6 +25,9 @@
 #include "attnjit/spec.h"
 #include "attnjit/target.h"
 
+// The public C++ API: exported from libattnjit.so (the build hides the rest).
+#pragma GCC visibility push(default)
+
 namespace attnjit {
 
 struct CacheConfig {
@@ -155,3 +158,5 @@ struct EntryReport {
 std::vector<EntryReport> scan_cache_dir(const std::string& dir);
 
 }  // namespace attnjit
+
+#pragma GCC visibility pop

@@ -12,6 +12,9 @@
 
 #include "attnjit/target.h"
 
+// The public C++ API: exported from libattnjit.so (the build hides the rest).
+#pragma GCC visibility push(default)
+
 // The driver's own opaque handle types, declared at global scope as
 // <cuda.h> does, so that CuStream is CUstream (and cudaStream_t) itself.
 struct CUctx_st;
@@ -114,3 +117,5 @@ class Driver {
 Target current_device_target();
 
 }  // namespace attnjit
+
+#pragma GCC visibility pop

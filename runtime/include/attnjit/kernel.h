@@ -10,6 +10,9 @@
 #include "attnjit/driver.h"
 #include "attnjit/signature.h"
 
+// The public C++ API: exported from libattnjit.so (the build hides the rest).
+#pragma GCC visibility push(default)
+
 namespace attnjit {
 
 class Kernel {
@@ -54,3 +57,5 @@ class Kernel {
 };
 
 }  // namespace attnjit
+
+#pragma GCC visibility pop

@@ -16,6 +16,9 @@
 #include <optional>
 #include <utility>
 
+// The public C++ API: exported from libattnjit.so (the build hides the rest).
+#pragma GCC visibility push(default)
+
 namespace attnjit {
 
 constexpr std::size_t kCompileStackBytes = std::size_t(512) << 20;
@@ -53,3 +56,5 @@ auto on_large_stack(Fn&& fn) -> decltype(fn()) {
 }
 
 }  // namespace attnjit
+
+#pragma GCC visibility pop

@@ -14,6 +14,9 @@
 #include "attnjit/spec.h"
 #include "attnjit/target.h"
 
+// The public C++ API: exported from libattnjit.so (the build hides the rest).
+#pragma GCC visibility push(default)
+
 namespace attnjit {
 
 struct RecordedVariant {
@@ -51,3 +54,5 @@ struct ManifestLine {
 std::vector<ManifestLine> read_manifest(const std::string& path);
 
 }  // namespace attnjit
+
+#pragma GCC visibility pop

@@ -6,6 +6,9 @@
 #include <utility>
 #include <vector>
 
+// The public C++ API: exported from libattnjit.so (the build hides the rest).
+#pragma GCC visibility push(default)
+
 namespace attnjit {
 
 struct ReferenceProblem {
@@ -57,3 +60,5 @@ bool key_visible(const ReferenceProblem& rule, const std::vector<std::pair<int, 
 double relative_error(const std::vector<double>& a, const std::vector<double>& b);
 
 }  // namespace attnjit
+
+#pragma GCC visibility pop

@@ -13,6 +13,9 @@
 #include "attnjit/attention.h"
 #include "attnjit/reference.h"
 
+// The public C++ API: exported from libattnjit.so (the build hides the rest).
+#pragma GCC visibility push(default)
+
 namespace attnjit {
 
 struct CheckShape {
@@ -68,3 +71,5 @@ uint16_t float_to_fp16(float f);
 float fp16_to_float(uint16_t h);
 
 }  // namespace attnjit
+
+#pragma GCC visibility pop

@@ -25,6 +25,9 @@
 
 #include "attnjit/attention.h"
 
+// The public C++ API: exported from libattnjit.so (the build hides the rest).
+#pragma GCC visibility push(default)
+
 namespace attnjit {
 
 // A read-only view of a host array (no ownership).
@@ -65,3 +68,5 @@ void validate_attention_metadata(const AttentionFlags& flags, const AttentionArg
                                  const AttentionMetadata& host);
 
 }  // namespace attnjit
+
+#pragma GCC visibility pop
