@@ -53,9 +53,11 @@ Target target_for_device(int major, int minor) {
     return {80, false};
   }
   if (major == 9 && minor == 0) return {90, true};
-  // Newer than Hopper: sm_90a code (wgmma, setmaxnreg) runs on 9.0 only,
-  // while compute_90 PTX is forward compatible; the driver JIT-compiles the
-  // sm_90 build's PTX there (its SASS does not run on another major).
+  // Newer than Hopper: sm_90a code (wgmma, setmaxnreg) runs on 9.0 only, so
+  // the portable sm_90 build is the closest. Its SASS does not run on
+  // another major, and the runtime loads the cubin only, so such a launch
+  // fails with the driver's error until a PTX fallback is added (its PTX
+  // is kept in the entry and is forward compatible).
   return {90, false};
 }
 
