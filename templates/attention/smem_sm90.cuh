@@ -1,8 +1,8 @@
 // Shared-memory tiles in the layout Hopper's warpgroup MMA reads through
 // descriptors: a tile of rows x D elements is split into column chunks of
-// kChunk elements (tile_config.cuh, swizzle_chunk), stored one
-// after the other; inside a chunk every row is kSwizzleBytes wide and its
-// 16-byte units are XOR-swizzled by the row (the hardware's 128/64/32-byte
+// kChunk elements (tile_config.cuh, swizzle_chunk), stored one after the
+// other; inside a chunk every row is kSwizzleBytes wide and its 16-byte
+// units are XOR-swizzled by the row (the hardware's 128/64/32-byte
 // swizzle). Every tile starts 1024-byte aligned. The same layout serves a
 // K-major operand (Q, K: D is the reduction dim) and, for V, an MN-major one.
 #pragma once
