@@ -367,10 +367,56 @@ void validate_attention_args(const AttentionFlags& flags, const AttentionArgs& a
   }
 }
 
+namespace {
+
+// The one memo of typed kernels: (cache, canonical flag text, compile
+// options) -> kernel. Never destroyed: at process exit the driver may
+// already be torn down (or a context destroyed), and unloading modules
+// then can crash.
+struct KernelMemo {
+  std::mutex mutex;
+  std::unordered_map<std::string, std::shared_ptr<AttentionKernel>> kernels;
+};
+
+KernelMemo& kernel_memo() {
+  static KernelMemo& memo = *new KernelMemo;
+  return memo;
+}
+
+std::string memo_key(const KernelCache& cache, const std::string& flag_text,
+                     const CompileOptions& options) {
+  return std::to_string(cache.instance_id()) + "|" + flag_text + "@" + options.canonical();
+}
+
+std::shared_ptr<AttentionKernel> memo_find(const std::string& key) {
+  KernelMemo& memo = kernel_memo();
+  std::lock_guard<std::mutex> lock(memo.mutex);
+  auto it = memo.kernels.find(key);
+  return it != memo.kernels.end() ? it->second : nullptr;
+}
+
+}  // namespace
+
+std::string AttentionFlags::canonical_text() const {
+  return fmt::format(
+      "dtype={},head_dim={},causal={},window={},sinks={},mm_prefix={},mm_clamp={},softcap={},"
+      "return_lse={},kv_layout={}",
+      to_string(dtype), head_dim, causal, window, to_string(sinks), mm_prefix, mm_clamp, softcap,
+      return_lse, to_string(kv_layout));
+}
+
 std::shared_ptr<AttentionKernel> AttentionKernel::get(
     const AttentionFlags& flags, KernelCache& cache, const Target* target,
     const std::map<std::string, int64_t>& tuning_overrides) {
-  return get(flags.to_flag_set(), cache, target, tuning_overrides);
+  const Target t = target != nullptr ? *target : current_device_target();
+  // A hit needs no resolving against the spec: only resolved flag sets are
+  // ever stored, under their canonical text, which canonical_text() spells
+  // without building the set.
+  if (tuning_overrides.empty()) {
+    const CompileOptions options = CompileOptions::from_environment(t);
+    if (auto hit = memo_find(memo_key(cache, flags.canonical_text(), options))) return hit;
+  }
+  return get(flags.to_flag_set(), cache, &t, tuning_overrides);
 }
 
 std::shared_ptr<AttentionKernel> AttentionKernel::get(
@@ -379,20 +425,12 @@ std::shared_ptr<AttentionKernel> AttentionKernel::get(
   const Target t = target != nullptr ? *target : current_device_target();
   const Spec& spec = attention_spec();
   const CompileOptions options = CompileOptions::from_environment(t);
-  // Never destroyed: at process exit the driver may already be torn down
-  // (or a context destroyed), and unloading modules then can crash.
-  static std::mutex& mutex = *new std::mutex;
-  static auto& memo = *new std::unordered_map<std::string, std::shared_ptr<AttentionKernel>>;
-  // The one memo, keyed by the canonical flag text and options (the
-  // signature's own spelling) per cache. Variants with tuning overrides
-  // (the autotuner's) skip it; the cache's memory level still serves them.
+  // Variants with tuning overrides (the autotuner's) skip the memo; the
+  // cache's own memory level still serves them.
   const bool memoize = tuning_overrides.empty();
-  const std::string memo_key =
-      std::to_string(cache.instance_id()) + "|" + flags.str() + "@" + options.canonical();
+  const std::string key = memo_key(cache, flags.str(), options);
   if (memoize) {
-    std::lock_guard<std::mutex> lock(mutex);
-    auto it = memo.find(memo_key);
-    if (it != memo.end()) return it->second;
+    if (auto hit = memo_find(key)) return hit;
   }
   // A memo miss: the first request of this variant in this process (and
   // cache), where record mode (ATTNJIT_RECORD) appends it to its manifest.
@@ -409,8 +447,9 @@ std::shared_ptr<AttentionKernel> AttentionKernel::get(
   kernel->tma_box_ = TmaBox{tile.tma_chunk, tile.tma_box_rows, tile.swizzle_bytes};
   kernel->source_ = found.source;
   if (!memoize) return kernel;
-  std::lock_guard<std::mutex> lock(mutex);
-  return memo.emplace(memo_key, std::move(kernel)).first->second;
+  KernelMemo& memo = kernel_memo();
+  std::lock_guard<std::mutex> lock(memo.mutex);
+  return memo.kernels.emplace(key, std::move(kernel)).first->second;
 }
 
 void AttentionKernel::launch(const AttentionArgs& a, CuStream stream) {

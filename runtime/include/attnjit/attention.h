@@ -44,6 +44,9 @@ struct AttentionFlags {
   // combination).
   std::map<std::string, FlagValue> to_flag_map() const;
   FlagSet to_flag_set() const;
+  // to_flag_set().str() for legal flags, spelled without resolving them
+  // (the memo's key on a hit; tests hold the two equal on every variant).
+  std::string canonical_text() const;
   static AttentionFlags from_flag_set(const FlagSet& flags);
 };
 
@@ -103,7 +106,7 @@ void validate_attention_args(const AttentionFlags& flags, const AttentionArgs& a
 
 // The grid of one launch: x query tiles of block_m (packed) rows over the
 // longest sequence, y heads (kv heads when packing GQA, else query heads),
-// z sequences. The kernels' block setup (templates/attention/block.cuh)
+// z sequences. The kernels' tile scheduler (templates/attention/tile_scheduler.cuh)
 // maps each block to its rows; tests/reference/device_grid_test.cpp checks
 // the two together write every output row exactly once.
 struct LaunchGrid {
