@@ -18,6 +18,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "attention/tile_config.h"
 #include "attnjit/attention.h"
 #include "attnjit/driver.h"
 #include "attnjit/selfcheck.h"
@@ -53,11 +54,14 @@ long long visible_count(const bench::Problem& pr, int p, int n,
 // The autotuner's search space: mma.sync configs (targets before sm_90a)
 // or, on sm_90a, warpgroup configs (64 rows per warpgroup plus the
 // producer warpgroup), each kept only if its shared memory fits the blocks
-// per SM it asks for (227 KiB per SM on Hopper) and, for wgmma, its
-// accumulators (S: BN/2, P: BN/4, O: D/2 registers per thread, plus about
-// 30) fit the consumers' registers after the producer gave its share back
-// (templates/attention/tile_config.cuh, make_tile_config).
+// per SM it asks for (227 KiB per SM on Hopper, 1 KiB reserved per block)
+// and, for wgmma, its accumulators (S: BN/2, P: BN/4, O: D/2 registers per
+// thread, plus about 30) fit the consumers' registers after the producer
+// gave its share back. Shared memory and registers come from the kernels'
+// own rule (make_tile_config).
 std::vector<std::map<std::string, int64_t>> tuning_grid(int head_dim, bool gqa, bool hopper) {
+  using attention::make_tile_config;
+  using attention::TileShape;
   std::vector<std::map<std::string, int64_t>> grid;
   auto add = [&](int bm, int warps, int bn, int stages, int min_blocks, int wgmma) {
     for (int pack = 0; pack <= (gqa ? 1 : 0); ++pack) {
@@ -71,14 +75,20 @@ std::vector<std::map<std::string, int64_t>> tuning_grid(int head_dim, bool gqa, 
     }
   };
   const long smem_limit = 227 * 1024;
+  auto fits = [&](const attention::TileConfig& c) {
+    const long min_blocks = c.shape.min_blocks;
+    return long(c.smem_bytes) * min_blocks <= smem_limit - min_blocks * 1024;
+  };
   std::vector<std::pair<int, int>> ampere_tiles = {{64, 4}, {128, 8}, {128, 4}, {64, 2}};
   if (hopper) ampere_tiles.clear();
   for (auto [bm, warps] : ampere_tiles) {
     for (int bn : {32, 64, 128}) {
       for (int stages : {2, 3}) {
         for (int min_blocks : {1, 2}) {
-          const long smem = long(bm + 2 * stages * bn) * (head_dim + 8) * 2;
-          if (smem * min_blocks > smem_limit - min_blocks * 1024) continue;
+          if (!fits(make_tile_config(
+                  TileShape{head_dim, bm, bn, warps, stages, min_blocks, false, false, false}))) {
+            continue;
+          }
           add(bm, warps, bn, stages, min_blocks, 0);
         }
       }
@@ -92,19 +102,10 @@ std::vector<std::map<std::string, int64_t>> tuning_grid(int head_dim, bool gqa, 
       for (int stages : {2, 3, 4, 6, 8}) {
         for (int min_blocks : {1, 2, 4}) {
           if (bn == 16 && stages < 4) continue;
-          const long smem = 1024 + 32L * stages +
-                            std::max<long>(long(bm + 2 * stages * bn) * head_dim * 2,
-                                           long(bm) * (head_dim + 8) * 2);
-          if (smem * min_blocks > smem_limit - min_blocks * 1024) continue;
-          const int warpgroups = bm / 64;
-          const int threads = bm * 2 + 128;
-          const int share = std::min(255, 65536 / (threads * min_blocks) / 8 * 8);
-          const int producer = warpgroups == 1 ? 40 : warpgroups == 2 ? 24 : 32;
-          const int regs =
-              share < 232
-                  ? std::min(256, ((warpgroups + 1) * share - producer) / warpgroups / 8 * 8)
-                  : share;
-          if (bn / 2 + bn / 4 + head_dim / 2 + 30 > regs) continue;
+          const attention::TileConfig c = make_tile_config(
+              TileShape{head_dim, bm, bn, bm / 16, stages, min_blocks, false, true, false});
+          if (!fits(c)) continue;
+          if (bn / 2 + bn / 4 + head_dim / 2 + 30 > c.consumer_registers) continue;
           add(bm, bm / 16, bn, stages, min_blocks, 1);
         }
       }
