@@ -1,0 +1,86 @@
+"""What the paged_attention tests share: attnjit imported (with a stand-in
+for an unbuilt extension, so that the argument checks still run), the
+reference, the GPU marker and the error bounds.
+"""
+
+import itertools
+import pathlib
+import sys
+import types
+
+import pytest
+
+torch = pytest.importorskip("torch")
+
+__all__ = ["attnjit", "HAS_EXTENSION", "_paged", "_varlen", "reference", "relative_error",
+           "lse_error", "varlen_attention_reference", "gather_paged", "HAS_GPU", "gpu",
+           "BOUND", "LSE_BOUND", "NAN", "_cu"]
+
+
+def _import_attnjit():
+    """(attnjit, whether its extension is the real one).
+
+    The argument checks run before any kernel is looked up, so they need no
+    extension. Where attnjit cannot be imported because attnjit._C is not
+    built, the package's sources beside this folder are imported with a
+    stand-in _C whose kernel lookup raises, and taken out of sys.modules
+    again afterwards, so that no other test module sees the stand-in.
+    """
+    try:
+        import attnjit
+        import attnjit.reference  # noqa: F401
+        return attnjit, True
+    except ImportError:
+        pass
+    sources = pathlib.Path(__file__).resolve().parents[1]
+    if not (sources / "attnjit" / "_paged.py").is_file():
+        pytest.skip("attnjit is not importable and its sources are not here",
+                    allow_module_level=True)
+    stand_in = types.ModuleType("attnjit._C")
+
+    class Error(RuntimeError):
+        pass
+
+    def get_kernel(flags, target=None):
+        raise Error("attnjit._C is not built (a test stand-in)")
+
+    stand_in.Error = Error
+    stand_in.version = lambda: "stand-in"
+    stand_in.cache_stats = dict
+    stand_in.get_kernel = get_kernel
+    saved_path, saved_modules = list(sys.path), set(sys.modules)
+    sys.path.insert(0, str(sources))
+    sys.modules["attnjit._C"] = stand_in
+    try:
+        import attnjit
+        import attnjit.reference  # noqa: F401
+    finally:
+        sys.path[:] = saved_path
+        for name in list(sys.modules):
+            if ((name == "attnjit" or name.startswith("attnjit."))
+                    and name not in saved_modules):
+                del sys.modules[name]
+    return attnjit, False
+
+
+attnjit, HAS_EXTENSION = _import_attnjit()
+_paged, _varlen = attnjit._paged, attnjit._varlen
+reference = attnjit.reference
+relative_error = reference.relative_error
+lse_error = reference.lse_error
+varlen_attention_reference = reference.varlen_attention_reference
+gather_paged = reference.gather_paged
+
+HAS_GPU = torch.cuda.is_available() and HAS_EXTENSION
+gpu = pytest.mark.skipif(
+    not HAS_GPU, reason="no GPU here (or attnjit._C not built); GPU tests "
+                        "run on the device machine")
+
+BOUND = {torch.bfloat16: 1e-2, torch.float16: 3e-3}
+LSE_BOUND = 2e-2
+NAN = float("nan")
+
+
+def _cu(lens, device="cpu"):
+    return torch.tensor([0, *itertools.accumulate(lens)], dtype=torch.int32,
+                        device=device)
