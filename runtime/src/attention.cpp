@@ -18,6 +18,8 @@
 #include "attnjit/record.h"
 
 namespace attnjit {
+void* split_workspace(const AttentionArgs& a, const SplitPlan& plan, CuStream stream);  // split_kv.cpp
+
 namespace {
 
 [[noreturn]] void fail(const std::string& message) { throw Error(ErrorKind::kArgument, message); }
@@ -215,6 +217,7 @@ KernelParams kernel_params(const AttentionFlags& flags, const AttentionArgs& a) 
   p.k_page_stride = a.k_page_stride;
   p.v_page_stride = a.v_page_stride;
   p.page_size = a.page_size;
+  p.num_splits = 1;  // launch_this() sets the split schedule
   return p;
 }
 
@@ -289,7 +292,8 @@ std::map<std::string, FlagValue> AttentionFlags::to_flag_map() const {
           {"mm_clamp", mm_clamp},
           {"softcap", softcap},
           {"return_lse", return_lse},
-          {"kv_layout", std::string(to_string(kv_layout))}};
+          {"kv_layout", std::string(to_string(kv_layout))},
+          {"split_kv", split_kv}};
 }
 
 FlagSet AttentionFlags::to_flag_set() const {
@@ -311,6 +315,7 @@ AttentionFlags AttentionFlags::from_flag_set(const FlagSet& flags) {
   f.softcap = flags.get_bool("softcap");
   f.return_lse = flags.get_bool("return_lse");
   f.kv_layout = flags.get_name("kv_layout") == "paged" ? KvLayout::kPaged : KvLayout::kContiguous;
+  f.split_kv = flags.get_bool("split_kv");
   return f;
 }
 
@@ -339,6 +344,8 @@ void validate_attention_args(const AttentionFlags& flags, const AttentionArgs& a
                   "attention: num_heads_q ({}) must be a positive "
                   "multiple of num_heads_kv ({})",
                   a.num_heads_q, a.num_heads_kv);
+  ATTNJIT_REQUIRE(a.num_splits >= 0, "attention: num_splits must be >= 0 (0: the library "
+                  "chooses), got {}", a.num_splits);
   ATTNJIT_REQUIRE(a.total_q >= 0 && a.max_seqlen_q >= 0 && a.max_seqlen_k >= 0,
                   "attention: total_q and max sequence lengths must be >= 0");
   // The kernels index a sequence's (packed) query rows with 32-bit ints:
@@ -400,9 +407,9 @@ std::shared_ptr<AttentionKernel> memo_find(const std::string& key) {
 std::string AttentionFlags::canonical_text() const {
   return fmt::format(
       "dtype={},head_dim={},causal={},window={},sinks={},mm_prefix={},mm_clamp={},softcap={},"
-      "return_lse={},kv_layout={}",
+      "return_lse={},kv_layout={},split_kv={}",
       to_string(dtype), head_dim, causal, window, to_string(sinks), mm_prefix, mm_clamp, softcap,
-      return_lse, to_string(kv_layout));
+      return_lse, to_string(kv_layout), split_kv);
 }
 
 std::shared_ptr<AttentionKernel> AttentionKernel::get(
@@ -445,7 +452,12 @@ std::shared_ptr<AttentionKernel> AttentionKernel::get(
   kernel->pack_gqa_ = tile.shape.pack_gqa;
   kernel->tma_ = tile.shape.wgmma;
   kernel->tma_box_ = TmaBox{tile.tma_chunk, tile.tma_box_rows, tile.swizzle_bytes};
+  kernel->block_n_ = tile.shape.block_n;
+  kernel->min_blocks_ = tile.shape.min_blocks;
+  kernel->split_keys_ = int(sig.tuning_value("split_keys"));
   kernel->source_ = found.source;
+  kernel->cache_ = &cache;
+  kernel->target_ = t;
   if (!memoize) return kernel;
   KernelMemo& memo = kernel_memo();
   std::lock_guard<std::mutex> lock(memo.mutex);
@@ -455,7 +467,22 @@ std::shared_ptr<AttentionKernel> AttentionKernel::get(
 void AttentionKernel::launch(const AttentionArgs& a, CuStream stream) {
   validate_attention_args(flags_, a);
   if (a.num_seqs == 0 || a.max_seqlen_q == 0) return;
+  for_args(a).launch_this(a, stream);
+}
+
+void AttentionKernel::launch_this(const AttentionArgs& a, CuStream stream) {
   KernelParams params = kernel_params(flags_, a);
+  SplitPlan plan;
+  if (flags_.split_kv) {
+    plan = split_plan(a);
+    params.num_splits = plan.num_splits;
+    if (plan.num_splits > 1) {
+      char* ws = static_cast<char*>(split_workspace(a, plan, stream));
+      params.split_counters = reinterpret_cast<int32_t*>(ws + plan.counters_offset);
+      params.lse_partial = reinterpret_cast<float*>(ws + plan.lse_offset);
+      params.o_partial = reinterpret_cast<float*>(ws + plan.o_offset);
+    }
+  }
   // The warpgroup kernels copy k and v tiles through TMA maps; the others
   // ignore the (zeroed) fields.
   if (tma_) {
@@ -465,16 +492,16 @@ void AttentionKernel::launch(const AttentionArgs& a, CuStream stream) {
     std::memcpy(&params.v_map, maps[1], sizeof(params.v_map));
   }
   void* args[] = {&params};
-  const LaunchGrid grid = attention_grid(a, block_m_, pack_gqa_);
+  const LaunchGrid grid = attention_grid(a, block_m_, pack_gqa_, plan.num_splits);
   kernel_->launch(grid.x, grid.y, grid.z, stream, args);
 }
 
-LaunchGrid attention_grid(const AttentionArgs& a, int block_m, bool pack_gqa) {
+LaunchGrid attention_grid(const AttentionArgs& a, int block_m, bool pack_gqa, int num_splits) {
   attention::TileConfig tile{};
   tile.shape.block_m = block_m;
   tile.shape.pack_gqa = pack_gqa;
-  const attention::GridShape grid =
-      attention::grid_shape(tile, a.max_seqlen_q, a.num_heads_q, a.num_heads_kv, a.num_seqs);
+  const attention::GridShape grid = attention::grid_shape(tile, a.max_seqlen_q, a.num_heads_q,
+                                                          a.num_heads_kv, a.num_seqs, num_splits);
   return LaunchGrid{grid.x, grid.y, grid.z};
 }
 

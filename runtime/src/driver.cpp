@@ -462,6 +462,16 @@ void Driver::synchronize() {
 
 void* Driver::symbol(const char* name) { return impl_->lookup(name, name); }
 
+bool Driver::stream_capturing(CuStream stream) {
+  using IsCapturing = CUresult (*)(CUstream, CUstreamCaptureStatus*);
+  static const IsCapturing is_capturing =
+      reinterpret_cast<IsCapturing>(symbol("cuStreamIsCapturing"));
+  if (is_capturing == nullptr) return false;
+  CUstreamCaptureStatus status = CU_STREAM_CAPTURE_STATUS_NONE;
+  impl_->check(is_capturing(stream, &status), "cuStreamIsCapturing");
+  return status != CU_STREAM_CAPTURE_STATUS_NONE;
+}
+
 unsigned long long Driver::context_id(CuContext ctx) {
   // cuCtxGetId (CUDA 12.0+) gives an id that is never reused, unlike the
   // handle, which a context created after another was destroyed may get.

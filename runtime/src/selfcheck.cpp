@@ -221,6 +221,24 @@ void add_paged_shapes(std::vector<CheckShape>& shapes) {
   shapes.push_back(mixed);
 }
 
+// Decode batches (split-KV): one query per sequence mostly, three in one
+// (a speculative step), contexts of 0, 1 and 7 keys up to 32768, GQA 8 so
+// a kv head's eight query heads share its tile; a window of a few tiles; a
+// span holding the query and one ending at it. Split counts: the
+// library's, none, two, and the most (128, cut to the keys' tiles).
+void add_decode_shapes(std::vector<CheckShape>& shapes) {
+  CheckShape decode{"decode", {1, 1, 3, 0, 1, 1, 1, 1}, {1, 600, 5000, 7, 0, 64, 32768, 7},
+                    16, 2, 300, 0, {}, 2.f};
+  decode.spans = {{}, {}, {{4500, 4998}}, {}, {}, {{0, 63}}, {{32000, 32767}}, {}};
+  const std::pair<const char*, int> splits[] = {
+      {"decode_auto", 0}, {"decode_split1", 1}, {"decode_split2", 2}, {"decode_split_max", 128}};
+  for (const auto& [name, count] : splits) {
+    decode.name = name;
+    decode.num_splits = count;
+    shapes.push_back(decode);
+  }
+}
+
 }  // namespace
 
 std::vector<CheckShape> standard_check_shapes(const AttentionFlags& flags) {
@@ -249,6 +267,7 @@ std::vector<CheckShape> standard_check_shapes(const AttentionFlags& flags) {
     // Window sizes are ignored without the flag; keep one shape each.
     shapes.resize(3);
   }
+  add_decode_shapes(shapes);
   if (flags.kv_layout == KvLayout::kPaged) add_paged_shapes(shapes);
   return shapes;
 }
@@ -332,6 +351,7 @@ CheckResult check_attention(const AttentionFlags& flags, const CheckShape& shape
   a.softcap = shape.softcap;
   a.window_left = shape.window_left;
   a.window_right = shape.window_right;
+  a.num_splits = shape.num_splits;
   if (paged) {
     a.cu_seqlens_k = nullptr;  // the paged kernel must not need it
     a.total_k = 0;
@@ -342,6 +362,7 @@ CheckResult check_attention(const AttentionFlags& flags, const CheckShape& shape
     a.num_pages = pages.num_pages;
     a.k_page_stride = a.v_page_stride = int64_t(pages.page_size) * a.k_row_stride;
   }
+  result.variant = kernel->for_args(a).kernel().name();  // the split sibling for a decode
   kernel->launch(a, nullptr);
   Driver::get().synchronize();
 

@@ -22,6 +22,8 @@ __device__ void forward_sm80(const Params<typename C::dtype>& prm) {
     Epilogue::store(prm, work, acc.softmax[m], acc.o[m], mainloop.q_rows(m),
                     work.row0 + mainloop.warp_row0 + m * 16, mainloop.lane);
   }
+  Epilogue::finish_split(prm, work, static_cast<int>(threadIdx.x), static_cast<int>(blockDim.x),
+                         [] { __syncthreads(); });
 }
 
 }  // namespace attention

@@ -47,6 +47,8 @@ __device__ void forward_sm90(const Params<typename C::dtype>& prm) {
   // output over them.
   ptx::named_barrier_sync(1, Mainloop::kConsumerThreads);
   Epilogue::store(prm, work, softmax, o, smem.output_rows(warp), consumer.warp_row, lane);
+  Epilogue::finish_split(prm, work, tid, Mainloop::kConsumerThreads,
+                         [] { ptx::named_barrier_sync(1, Mainloop::kConsumerThreads); });
 }
 
 }  // namespace attention

@@ -138,7 +138,7 @@ struct MainloopSm80 {
     }
 #pragma unroll
     for (int m = 0; m < kM; ++m) {
-      Sinks<C>::init(acc.softmax[m], rows.sink2[m], lane);
+      Sinks<C>::init(acc.softmax[m], rows.sink2[m], lane, work.splits == 1);
 #pragma unroll
       for (int db = 0; db < kOutBlocks; ++db) {
         acc.o[m][db][0] = acc.o[m][db][1] = acc.o[m][db][2] = acc.o[m][db][3] = 0.f;

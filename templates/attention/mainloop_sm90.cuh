@@ -277,7 +277,7 @@ struct MainloopSm90 {
       for (int r = 0; r < 2; ++r) {
         work.row_setup(prm, warp_row + lane / 4 + 8 * r, rows.keys[r], rows.sink2[r]);
       }
-      Sinks<C>::init(softmax, rows.sink2, lane);
+      Sinks<C>::init(softmax, rows.sink2, lane, work.splits == 1);
 #pragma unroll
       for (int db = 0; db < kOutBlocks; ++db) {
         o[db][0] = o[db][1] = o[db][2] = o[db][3] = 0.f;

@@ -24,10 +24,17 @@ struct Sinks {
     }
   }
 
+  // whole_row: the block sees all of its rows' keys. A split-KV part does
+  // not; its null logit enters once, when the parts are combined.
   template <class Softmax>
-  static __device__ __forceinline__ void init(Softmax& softmax, const float (&logit)[2], int lane) {
+  static __device__ __forceinline__ void init(Softmax& softmax, const float (&logit)[2], int lane,
+                                              bool whole_row) {
     if constexpr (kNullLogit) {
-      softmax.init_with_logit(logit, lane % 4 == 0);
+      if (whole_row) {
+        softmax.init_with_logit(logit, lane % 4 == 0);
+      } else {
+        softmax.init_empty();
+      }
     } else {
       softmax.init_empty();
     }

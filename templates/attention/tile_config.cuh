@@ -135,14 +135,39 @@ struct GridShape {
   unsigned x, y, z;
 };
 
+// With split-KV (num_splits > 1), x also counts the splits of a sequence
+// that fits one query tile: block x is query tile x of a longer sequence,
+// or split x of a one-tile one.
 ATTNJIT_TILE_CONSTEXPR GridShape grid_shape(const TileConfig& tile, long long max_seqlen_q,
-                                            int heads_q, int heads_kv, int num_seqs) {
+                                            int heads_q, int heads_kv, int num_seqs,
+                                            int num_splits = 1) {
   const bool pack = tile.shape.pack_gqa;
   const long long group = pack ? heads_q / heads_kv : 1;
   const long long rows = max_seqlen_q * group;
   const long long block_m = tile.shape.block_m;
-  return GridShape{unsigned((rows + block_m - 1) / block_m), unsigned(pack ? heads_kv : heads_q),
-                   unsigned(num_seqs)};
+  const long long m_tiles = (rows + block_m - 1) / block_m;
+  const long long x = m_tiles > num_splits ? m_tiles : num_splits;
+  return GridShape{unsigned(x), unsigned(pack ? heads_kv : heads_q), unsigned(num_seqs)};
+}
+
+// Split-KV: the key tiles [first, last] of a one-tile sequence divided
+// into `parts` contiguous runs of `per` tiles (the last may be shorter),
+// at most num_splits of them and none under min_tiles (the spec's
+// split_keys in tiles), so that a short sequence of a batch is not cut
+// into slivers. No visible key: one part. The scheduler and the combine
+// both use this rule; the host's split count is its num_splits.
+struct KeySplit {
+  int per;    // tiles per part
+  int parts;  // parts with at least one tile (1 when there is none)
+};
+
+ATTNJIT_TILE_CONSTEXPR KeySplit split_keys(int first_tile, int last_tile, int num_splits,
+                                           int min_tiles) {
+  const int count = last_tile - first_tile + 1;
+  if (count <= 0 || num_splits <= 1) return KeySplit{count > 0 ? count : 1, 1};
+  int per = (count + num_splits - 1) / num_splits;
+  if (per < min_tiles) per = min_tiles;
+  return KeySplit{per, (count + per - 1) / per};
 }
 
 // The device side: a generated Config's configuration, from its tuning

@@ -5,13 +5,16 @@
 // over query heads. blockIdx.x counts query tiles from the last, so with a
 // causal mask the tiles with the most keys go in the first wave. Another
 // order or a persistent loop over tiles is another scheduler type; the
-// mainloops and the epilogue only see the work tile.
+// mainloops and the epilogue only see the work tile. With split-KV a
+// sequence that fits one query tile has its key range split over blocks
+// (set_split); the epilogue combines the parts.
 #pragma once
 
 #include "attention/gqa_rows.cuh"
 #include "attention/mask.cuh"
 #include "attention/params.cuh"
 #include "attention/sinks.cuh"
+#include "attention/tile_config.cuh"
 #include "common/ptx.cuh"
 
 namespace attnjit {
@@ -35,7 +38,9 @@ struct WorkTile {
   const T* v;
   Mask<C> mask;
   int p_first, p_last;  // key positions of the tile's first and last rows
-  KeyRange range;       // key tiles to visit
+  KeyRange range;       // key tiles to visit (this split's, with split-KV)
+  int split;            // split-KV: which part of the row's keys this block has
+  int splits;           // ... of how many (1: the block sees every key of its rows)
 
   // Sequence b, kv head kv_head and its group = Hq / Hkv query heads when
   // packing GQA, else query head `head` alone.
@@ -77,6 +82,23 @@ struct WorkTile {
     p_first = map.position(row0) + shift;
     p_last = map.position(row_end - 1) + shift;
     range = mask.key_range(p_first, p_last, kBlockN);
+    split = 0;
+    splits = 1;
+  }
+
+  // Split-KV: this block takes part x of the tile's key range (set_tile
+  // first); false when the range has fewer parts (split_keys in
+  // tile_config.cuh).
+  __device__ __forceinline__ bool set_split(int x, int num_splits, int min_tiles) {
+    const KeySplit ks = split_keys(range.first_tile, range.last_tile, num_splits, min_tiles);
+    if (x >= ks.parts) return false;
+    split = x;
+    splits = ks.parts;
+    if (ks.parts > 1) {
+      range.first_tile += x * ks.per;
+      range.last_tile = ptx::imin(range.last_tile, range.first_tile + ks.per - 1);
+    }
+    return true;
   }
 
   // Per query row, once: the keys it sees (edge-tile masks) and its sink
@@ -104,6 +126,15 @@ struct TileScheduler {
     const int y = static_cast<int>(blockIdx.y);  // a kv head when packing, else a query head
     const int hk = kPack ? y : y / group;
     work.set_sequence(prm, b, hk, group, y);
+    if constexpr (C::split_kv) {
+      // A sequence that fits one query tile is split over its keys: block
+      // x is its part x (grid_shape's x covers both uses).
+      if (work.m_tiles() == 1 && prm.num_splits > 1) {
+        constexpr int kMinTiles = C::split_keys > kBlockN ? (C::split_keys + kBlockN - 1) / kBlockN : 1;
+        work.set_tile(prm, b, 0);
+        return work.set_split(static_cast<int>(blockIdx.x), prm.num_splits, kMinTiles);
+      }
+    }
     const int m_tile = work.m_tiles() - 1 - static_cast<int>(blockIdx.x);
     if (m_tile < 0) return false;
     work.set_tile(prm, b, m_tile);

@@ -145,7 +145,7 @@ TEST(SpecParse, AttentionPresetsAndMatrix) {
   EXPECT_EQ(gemma->doc, "Gemma-4 sliding layers with image spans clamped to the window");
   EXPECT_EQ(gemma->loc.str(), attention_at("gemma4_sliding_images:"));
   ASSERT_FALSE(spec.matrix.empty());
-  EXPECT_EQ(spec.matrix.front().loc.str(), attention_at("{dtype: ["));
+  EXPECT_EQ(spec.matrix.front().loc.str(), attention_at("{split_kv: [false, true], dtype: ["));
 }
 
 TEST(SpecParse, AxpyFamily) {

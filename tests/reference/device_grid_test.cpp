@@ -8,6 +8,7 @@
 
 #include <map>
 #include <random>
+#include <tuple>
 #include <vector>
 
 #include <fmt/format.h>
@@ -23,10 +24,12 @@
 namespace attnjit {
 namespace {
 
-template <int kPack>
+template <int kPack, bool kSplit = false, int kSplitKeys = 0>
 struct Config {
   using dtype = unsigned short;
   static constexpr int pack_gqa = kPack;
+  static constexpr bool split_kv = kSplit;
+  static constexpr int split_keys = kSplitKeys;
   static constexpr bool causal = true;
   static constexpr bool window = false;
   static constexpr bool mm_prefix = false;
@@ -90,6 +93,98 @@ void check_grid(std::mt19937_64& rng) {
   ASSERT_EQ(int(writes.size()), cu_q.back() * hq) << what;
   for (const auto& [row, count] : writes) {
     ASSERT_EQ(count, 1) << what << " token " << row.first << " head " << row.second;
+  }
+}
+
+// Split-KV: with num_splits parts, every key tile of every row is visited
+// by exactly one block, the key tiles of an unsplit schedule and no other;
+// the blocks of one (sequence, head slot) agree on their part count, which
+// equals the number of blocks that hold them (the combine waits for that
+// many), and sequences of more than one query tile are not split.
+template <int kPack, int kBlockM, int kMinTiles>
+void check_split(std::mt19937_64& rng) {
+  constexpr int kBlockN = 64;
+  const int num_seqs = 1 + int(rng() % 5);
+  const int hkv = 1 + int(rng() % 3);
+  const int group = 1 << int(rng() % 4);
+  const int hq = hkv * group;
+  const int num_splits = 1 + int(rng() % 9);
+  std::vector<int> cu_q{0}, cu_k{0};
+  int max_q = 0;
+  for (int b = 0; b < num_seqs; ++b) {
+    const int n_q = rng() % 4 == 0 ? int(rng() % 100) : int(rng() % 3);  // mostly decodes
+    cu_q.push_back(cu_q.back() + n_q);
+    cu_k.push_back(cu_k.back() + n_q + int(rng() % 2000));
+    max_q = std::max(max_q, n_q);
+  }
+  const std::string what =
+      fmt::format("pack={} block_m={} min_tiles={} B={} Hq={} Hkv={} max_q={} splits={}", kPack,
+                  kBlockM, kMinTiles, num_seqs, hq, hkv, max_q, num_splits);
+  AttentionArgs args;
+  args.num_seqs = num_seqs;
+  args.num_heads_q = hq;
+  args.num_heads_kv = hkv;
+  args.max_seqlen_q = max_q;
+  attention::Params<unsigned short> prm{};
+  prm.cu_seqlens_q = cu_q.data();
+  prm.cu_seqlens_k = cu_k.data();
+  prm.num_heads_q = hq;
+  prm.num_heads_kv = hkv;
+  prm.q_row_stride = hq;
+  prm.k_row_stride = prm.v_row_stride = hkv;
+  prm.k_head_stride = prm.v_head_stride = 1;
+  prm.num_splits = num_splits;
+  using Key = std::tuple<int, int, int>;  // (token, head, key tile)
+  // Visits of each key tile by each row, and each (sequence, slot)'s parts.
+  const auto visits = [&](auto config, int splits, std::map<Key, int>& seen,
+                          std::map<std::pair<int, int>, std::vector<int>>& parts) {
+    using Scheduler = attention::TileScheduler<decltype(config), kBlockM, kBlockN>;
+    const LaunchGrid grid = attention_grid(args, kBlockM, kPack != 0, splits);
+    for (blockIdx.z = 0; blockIdx.z < grid.z; ++blockIdx.z) {
+      for (blockIdx.y = 0; blockIdx.y < grid.y; ++blockIdx.y) {
+        for (blockIdx.x = 0; blockIdx.x < grid.x; ++blockIdx.x) {
+          typename Scheduler::Work work;
+          if (!Scheduler::get(prm, work)) continue;
+          if (work.splits > 1) {
+            EXPECT_EQ(work.m_tiles(), 1) << what;
+            EXPECT_LE(work.splits, num_splits) << what;
+          }
+          parts[{int(blockIdx.z), int(blockIdx.y)}].push_back(work.splits);
+          for (int row = work.row0; row < work.row_end; ++row) {
+            for (int kt = work.range.first_tile; kt <= work.range.last_tile; ++kt) {
+              ++seen[{work.q_begin + work.map.position(row), work.map.head(row), kt}];
+            }
+          }
+        }
+      }
+    }
+  };
+  std::map<Key, int> whole, split;
+  std::map<std::pair<int, int>, std::vector<int>> whole_parts, split_parts;
+  visits(Config<kPack>{}, 1, whole, whole_parts);
+  visits(Config<kPack, true, kMinTiles * kBlockN>{}, num_splits, split, split_parts);
+  ASSERT_EQ(whole.size(), split.size()) << what;
+  for (const auto& [key, count] : split) {
+    ASSERT_EQ(count, 1) << what << " token " << std::get<0>(key) << " head " << std::get<1>(key)
+                        << " tile " << std::get<2>(key);
+    ASSERT_EQ(whole.count(key), 1u) << what;
+  }
+  for (const auto& [slot, counts] : split_parts) {
+    // Unsplit slots have one block per query tile, each counting 1 part.
+    const int first = counts.front();
+    for (int c : counts) ASSERT_EQ(c, first) << what;
+    if (first > 1) ASSERT_EQ(int(counts.size()), first) << what;
+  }
+}
+
+TEST(DeviceGrid, SplitKvVisitsEveryKeyTileOnce) {
+  const uint64_t seed = std::random_device{}();
+  std::mt19937_64 rng(seed);
+  SCOPED_TRACE(fmt::format("seed {}", seed));
+  for (int trial = 0; trial < 40; ++trial) {
+    check_split<1, 64, 1>(rng);
+    check_split<1, 64, 4>(rng);
+    check_split<0, 64, 2>(rng);
   }
 }
 

@@ -2,9 +2,12 @@
 // Semantics: docs/semantics.md of the repository.
 #pragma once
 
+#include <atomic>
+#include <cstddef>
 #include <cstdint>
 #include <map>
 #include <memory>
+#include <mutex>
 #include <string>
 
 #include "attnjit/cache.h"
@@ -37,6 +40,11 @@ struct AttentionFlags {
   bool softcap = false;
   bool return_lse = false;
   KvLayout kv_layout = KvLayout::kContiguous;  // paged: an engine's page table
+  // A schedule, not a mode (the result is the same up to fp32 rounding):
+  // one-tile sequences split their keys over several blocks. launch()
+  // picks a split variant by itself for decode-shaped batches (see
+  // AttentionArgs::num_splits); set it to ask for one directly.
+  bool split_kv = false;
 
   // The typed view of the spec's flags. The canonical form, which keys the
   // memo and the cache, is the spec's FlagSet: to_flag_set() resolves
@@ -96,6 +104,32 @@ struct AttentionArgs {
   int64_t k_page_stride = 0, v_page_stride = 0;
   int page_size = 0;  // a multiple of 16
   int num_pages = 0;  // pages in the k and v caches
+
+  // Split-KV (decode; docs/semantics.md "Split-KV"). num_splits: 0 lets
+  // the library choose (a decode-shaped batch, every sequence within one
+  // query tile, goes to the split variant, with a split count from the
+  // spec's tuning rules and the GPU's SM count); 1 never splits; n > 1
+  // uses the split variant with at most n splits. The count depends only
+  // on host-known sizes (num_seqs, heads, max_seqlen_q/k, window), so one
+  // CUDA graph serves a batch-size bucket.
+  int num_splits = 0;
+  // Scratch for the parts (attention_split_plan says how many bytes).
+  // Null: the library keeps one per (context, stream), allocated zeroed on
+  // first need outside a CUDA-graph capture. A caller's must be zeroed
+  // once before first use and used by one stream at a time; the kernels
+  // leave its counters at zero.
+  void* workspace = nullptr;
+  size_t workspace_bytes = 0;
+};
+
+// The split schedule of one launch of a split variant: the split count and
+// the workspace it needs (0 bytes for one split): counters [B, grid.y]
+// int32, then lse parts [splits, total_q, Hq] and output parts [splits,
+// total_q, Hq, D] fp32, each 256-byte aligned.
+struct SplitPlan {
+  int num_splits = 1;
+  size_t counters_offset = 0, lse_offset = 0, o_offset = 0;
+  size_t workspace_bytes = 0;
 };
 
 // Host-side checks that need no device access: null pointers the flags
@@ -112,7 +146,8 @@ void validate_attention_args(const AttentionFlags& flags, const AttentionArgs& a
 struct LaunchGrid {
   unsigned x = 0, y = 0, z = 0;
 };
-LaunchGrid attention_grid(const AttentionArgs& args, int block_m, bool pack_gqa);
+LaunchGrid attention_grid(const AttentionArgs& args, int block_m, bool pack_gqa,
+                          int num_splits = 1);
 
 // A TMA box of k or v: `chunk` elements of D (one swizzle chunk), one
 // head, `rows` keys; rows of `swizzle_bytes` in shared memory.
@@ -142,10 +177,21 @@ class AttentionKernel {
   bool pack_gqa() const { return pack_gqa_; }
   EntrySource source() const { return source_; }
 
-  // validate_attention_args, then one launch on `stream`.
+  // validate_attention_args, then one launch on `stream` (of this variant,
+  // or of its split sibling for a decode-shaped batch: AttentionArgs::
+  // num_splits).
   void launch(const AttentionArgs& args, CuStream stream);
 
+  // The split schedule this variant (a split_kv one) would use for `args`
+  // on a GPU of `sm_count` SMs (0: the current device's).
+  SplitPlan split_plan(const AttentionArgs& args, int sm_count = 0) const;
+  // The kernel a launch with `args` runs: this one, or the split sibling
+  // (fetched, and compiled if needed, on first use).
+  AttentionKernel& for_args(const AttentionArgs& args);
+
  private:
+  void launch_this(const AttentionArgs& args, CuStream stream);
+
   AttentionFlags flags_;
   std::unique_ptr<Kernel> kernel_;
   // What the launch needs of the tile configuration (computed once, by the
@@ -154,7 +200,14 @@ class AttentionKernel {
   bool pack_gqa_ = false;
   bool tma_ = false;  // the sm_90a warpgroup path: k and v through TMA maps
   TmaBox tma_box_;
+  int block_n_ = 0, min_blocks_ = 1, split_keys_ = 0;
   EntrySource source_ = EntrySource::kCompiled;
+  // Where the split sibling comes from: this variant's cache and target.
+  KernelCache* cache_ = nullptr;
+  Target target_;
+  std::mutex split_mutex_;
+  std::shared_ptr<AttentionKernel> split_sibling_;
+  std::atomic<AttentionKernel*> split_ready_{nullptr};
 };
 
 // The attention spec compiled into the library.

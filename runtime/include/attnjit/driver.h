@@ -100,6 +100,9 @@ class Driver {
   void copy_to_host(void* dst, CuDevicePtr src, size_t bytes);
   void memset_d8(CuDevicePtr dst, unsigned char value, size_t bytes);
   void synchronize();  // the current context
+  // Whether `stream` is being captured into a CUDA graph (false where the
+  // driver lacks cuStreamIsCapturing).
+  bool stream_capturing(CuStream stream);
 
   // The raw symbol, for tests that need more (nullptr if absent).
   void* symbol(const char* name);

@@ -27,6 +27,7 @@ struct CheckShape {
   std::vector<std::vector<std::pair<int, int>>> spans;
   float softcap = 2.f;  // used when the softcap flag is on
   int page_size = 16;   // tokens per page when kv_layout is paged
+  int num_splits = 0;   // AttentionArgs::num_splits (0: the library's choice)
 };
 
 struct CheckResult {
@@ -45,8 +46,10 @@ struct CheckResult {
 // with lengths 0 and 1 and lengths off the tile, q shorter than k, windows
 // of 0, smaller than a tile and larger than the sequence, spans at the
 // start, across tile edges, longer than the window and adjacent, GQA ratios
-// 1, 4 and 8. Paged variants add page sizes 16 to 256, decodes beside
-// chunks in one batch, and a chunk boundary inside a span.
+// 1, 4 and 8; decode batches (one to three queries per sequence, contexts
+// of 0 to 32768 keys) with the split count chosen by the library, forced
+// to 1, 2 and the most allowed. Paged variants add page sizes 16 to 256,
+// decodes beside chunks in one batch, and a chunk boundary inside a span.
 //
 // With kv_layout paged, check_attention scatters each sequence's keys over
 // a shuffled pool of pages (the first page of two sequences shared, as

@@ -1,0 +1,171 @@
+// Split-KV on the host: when a launch goes to the split variant, how many
+// splits it gets, and the workspace the parts live in. The kernels' side is
+// templates/attention/tile_scheduler.cuh (which block takes which part) and
+// epilogue.cuh (the parts and their combine by the last block).
+#include <algorithm>
+#include <cstdint>
+#include <map>
+#include <mutex>
+#include <utility>
+
+#include <fmt/format.h>
+
+#include "attention/tile_config.h"
+#include "attnjit/attention.h"
+#include "attnjit/error.h"
+
+namespace attnjit {
+namespace {
+
+size_t align256(size_t n) { return (n + 255) / 256 * 256; }
+
+// The SMs of the current context's device, cached per thread by context.
+int current_sm_count() {
+  thread_local unsigned long long last_id = 0;
+  thread_local int last_count = 0;
+  Driver& driver = Driver::get();
+  const CuContext ctx = driver.current_or_primary_context();
+  const unsigned long long id = driver.context_id(ctx);
+  if (id != last_id) {
+    last_count = driver.device_of(ctx).sm_count;
+    last_id = id;
+  }
+  return last_count;
+}
+
+// The most keys one query of a batch can see: all of the longest
+// sequence's, or a window's worth (plus the chunk's own queries) when a
+// window bounds them and no unclamped span reaches past it.
+int64_t visible_keys(const AttentionFlags& flags, const AttentionArgs& a) {
+  int64_t keys = a.max_seqlen_k;
+  const bool spans_escape = flags.mm_prefix && !flags.mm_clamp;
+  if (flags.window && !spans_escape && a.window_left >= 0) {
+    const int64_t right = a.window_right >= 0 ? a.window_right : a.max_seqlen_k;
+    keys = std::min<int64_t>(keys, a.window_left + a.max_seqlen_q + right);
+  }
+  return keys;
+}
+
+// A library-owned workspace per (context, stream), zeroed when allocated;
+// it only grows, and a buffer it outgrows stays allocated (a CUDA graph may
+// have captured its address). Never freed: at exit the driver may be gone.
+struct WorkspaceCache {
+  std::mutex mutex;
+  std::map<std::pair<unsigned long long, CuStream>, std::pair<CuDevicePtr, size_t>> buffers;
+};
+
+WorkspaceCache& workspace_cache() {
+  static WorkspaceCache& cache = *new WorkspaceCache;
+  return cache;
+}
+
+}  // namespace
+
+SplitPlan AttentionKernel::split_plan(const AttentionArgs& a, int sm_count) const {
+  SplitPlan plan;
+  if (!flags_.split_kv || a.num_splits == 1 || a.num_seqs <= 0 || a.max_seqlen_q <= 0) {
+    return plan;
+  }
+  const int group = pack_gqa_ ? a.num_heads_q / a.num_heads_kv : 1;
+  // Only sequences of one query tile split; a batch whose longest is more
+  // gets none (its tiles already fill the GPU).
+  if (int64_t(a.max_seqlen_q) * group > block_m_) return plan;
+  const int64_t slots = int64_t(a.num_seqs) * (pack_gqa_ ? a.num_heads_kv : a.num_heads_q);
+  const int64_t tiles = (visible_keys(flags_, a) + block_n_ - 1) / block_n_;
+  const int64_t min_tiles = std::max<int64_t>(1, (split_keys_ + block_n_ - 1) / block_n_);
+  const int64_t most = std::min<int64_t>({tiles / min_tiles, 128, a.num_splits > 1 ? a.num_splits : 128});
+  int splits = 1;
+  if (a.num_splits > 1) {
+    splits = int(std::max<int64_t>(1, most));
+  } else if (most > 1) {
+    // The fewest splits whose waves fill the GPU about as well as any
+    // count up to the most allowed: efficiency = waves / ceil(waves) over
+    // the blocks that run at once (SMs x blocks per SM).
+    const int64_t sms = sm_count > 0 ? sm_count : current_sm_count();
+    const double capacity = double(sms) * min_blocks_;
+    const auto efficiency = [&](int64_t s) {
+      const double waves = double(slots * s) / capacity;
+      return waves / std::ceil(waves);
+    };
+    if (double(slots) < 0.8 * capacity) {
+      double best = 0;
+      for (int64_t s = 1; s <= most; ++s) best = std::max(best, efficiency(s));
+      for (int64_t s = 1; s <= most; ++s) {
+        if (efficiency(s) >= 0.85 * best) {
+          splits = int(s);
+          break;
+        }
+      }
+    }
+  }
+  if (splits <= 1) return plan;
+  plan.num_splits = splits;
+  const LaunchGrid grid = attention_grid(a, block_m_, pack_gqa_, splits);
+  const size_t parts = size_t(splits) * size_t(a.total_q) * size_t(a.num_heads_q);
+  plan.counters_offset = 0;
+  plan.lse_offset = align256(size_t(a.num_seqs) * grid.y * sizeof(int32_t));
+  plan.o_offset = plan.lse_offset + align256(parts * sizeof(float));
+  plan.workspace_bytes = plan.o_offset + align256(parts * size_t(flags_.head_dim) * sizeof(float));
+  return plan;
+}
+
+AttentionKernel& AttentionKernel::for_args(const AttentionArgs& a) {
+  if (flags_.split_kv || a.num_splits == 1) return *this;
+  if (a.num_splits == 0) {
+    // Decode-shaped: every sequence within one split variant's query tile
+    // (64 packed rows; the split rules of the spec all use 64).
+    constexpr int64_t kSplitRows = 64;
+    const int64_t group = a.num_heads_kv > 0 ? a.num_heads_q / a.num_heads_kv : 1;
+    if (a.max_seqlen_q <= 0 || int64_t(a.max_seqlen_q) * group > kSplitRows) return *this;
+  }
+  if (AttentionKernel* ready = split_ready_.load(std::memory_order_acquire)) return *ready;
+  std::lock_guard<std::mutex> lock(split_mutex_);
+  if (!split_sibling_) {
+    AttentionFlags flags = flags_;
+    flags.split_kv = true;
+    split_sibling_ = AttentionKernel::get(flags, *cache_, &target_);
+    split_ready_.store(split_sibling_.get(), std::memory_order_release);
+  }
+  return *split_sibling_;
+}
+
+// The workspace of one split launch: the caller's, or the library's for
+// this context and stream.
+void* split_workspace(const AttentionArgs& a, const SplitPlan& plan, CuStream stream) {
+  if (a.workspace != nullptr) {
+    if (a.workspace_bytes < plan.workspace_bytes) {
+      throw Error(ErrorKind::kArgument,
+                  fmt::format("attention: the workspace has {} bytes; this split-KV launch ({} "
+                              "splits) needs {}",
+                              a.workspace_bytes, plan.num_splits, plan.workspace_bytes));
+    }
+    if ((reinterpret_cast<uintptr_t>(a.workspace) & 255) != 0) {
+      throw Error(ErrorKind::kArgument, "attention: the workspace must be 256-byte aligned");
+    }
+    return a.workspace;
+  }
+  Driver& driver = Driver::get();
+  const CuContext ctx = driver.current_or_primary_context();
+  const auto key = std::make_pair(driver.context_id(ctx), stream);
+  WorkspaceCache& cache = workspace_cache();
+  std::lock_guard<std::mutex> lock(cache.mutex);
+  auto& [ptr, bytes] = cache.buffers[key];
+  if (bytes < plan.workspace_bytes) {
+    if (driver.stream_capturing(stream)) {
+      throw Error(ErrorKind::kArgument,
+                  fmt::format("attention: a split-KV launch needs {} bytes of workspace while "
+                              "the stream is being captured into a CUDA graph; launch once with "
+                              "the largest shape before capturing, or pass a workspace",
+                              plan.workspace_bytes));
+    }
+    const size_t grown = std::max(plan.workspace_bytes, 2 * bytes);
+    const CuDevicePtr fresh = driver.mem_alloc(grown);
+    driver.memset_d8(fresh, 0, grown);
+    driver.synchronize();  // zeroed before any stream uses it
+    ptr = fresh;
+    bytes = grown;
+  }
+  return reinterpret_cast<void*>(ptr);
+}
+
+}  // namespace attnjit
