@@ -69,7 +69,6 @@ are tiles, and K/V outside every window poisoned with NaN:
 On a GPU the same command without TRITON_INTERPRET checks bf16 and fp16.
 """
 
-import math
 import os
 import sys
 
@@ -80,8 +79,8 @@ import triton.language as tl
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from triton_peer import (LOG2E, SINK_CODES, _interpreter_scalar_index,  # noqa: E402
                          _load_reference)
-from triton_paged_peer import (dense_reference, gather_pages,  # noqa: E402
-                               make_paged_case, paged_reference, poison_unseen_pages)
+from triton_paged_peer import (gather_pages, make_paged_case,  # noqa: E402
+                               paged_reference, poison_unseen_pages)
 
 INTERPRET = os.environ.get("TRITON_INTERPRET") == "1"
 
@@ -154,13 +153,12 @@ def _split_kv_kernel(
     t0 = tl.minimum(split * per_split, n_tiles)
     t1 = tl.minimum(t0 + per_split, n_tiles)
 
-    if SINK == 1 and DIRECT:  # one split: the null logit is a starting term
-        sink2 = tl.load(sinks_ptr + head, mask=row_ok, other=0.0) * 1.4426950408889634
-        row_max = sink2
-        row_sum = tl.zeros([BLOCK_M], dtype=tl.float32) + 1.0
-    else:
-        row_max = tl.zeros([BLOCK_M], dtype=tl.float32) - float("inf")
-        row_sum = tl.zeros([BLOCK_M], dtype=tl.float32)
+    row_max = tl.zeros([BLOCK_M], dtype=tl.float32) - float("inf")
+    row_sum = tl.zeros([BLOCK_M], dtype=tl.float32)
+    if SINK == 1:
+        if DIRECT:  # one split: the null logit is a starting term
+            row_max = tl.load(sinks_ptr + head, mask=row_ok, other=0.0) * 1.4426950408889634
+            row_sum = row_sum + 1.0
     if SINK == 2:
         bias2 = tl.load(sinks_ptr + head, mask=row_ok, other=0.0) * 1.4426950408889634
     acc = tl.zeros([BLOCK_M, D_PAD], dtype=tl.float32)
@@ -473,8 +471,8 @@ def self_check(device):
             f"{lay} " + " ".join(f"{n}:{e:.1e}" for (l2, n), e in errs.items() if l2 == lay)
             for lay in ("contiguous", "paged"))
         print(f"n_q={n_q} n_k={n_k} H{hq}/{hkv} D{d} page {page} causal={causal} "
-              f"window={window} sinks={mode} {key} ({rows} rows/tile, heuristic "
-              f"{heuristic} splits; poisoned {poisoned[1]} rows, {poisoned[0]} pages): "
+              f"window={window} sinks={mode} {key} ({rows} rows/tile, heuristic split "
+              f"count {heuristic}; poisoned {poisoned[1]} rows, {poisoned[0]} pages): "
               f"rel err by splits: {by_layout} (reference vs project's {err_ref:.1e})",
               flush=True)
     ok = all(w <= b for w, b in worst.values()) and worst_ref <= 1e-5
