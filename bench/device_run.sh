@@ -3,6 +3,7 @@
 # the side-by-side benchmark. Logs go to $OUT (or ./device-out).
 #   STAGES="build gpu python bench jit profile" bash bench/device_run.sh
 #   STAGES="build paged" PAGED_ARGS=--quick (paged stage: bench_paged.py's arguments)
+#   STAGES="build decode" DECODE_ARGS=--quick (decode stage: bench_decode.py's arguments)
 #   PROFILE_PROBLEMS=gpt_oss_window127_null,causal_gqa_d128 (profile stage)
 #   TUNE_PROBLEMS=mimo_window64_key0,... TUNE_TIMEOUT=150 (tune stage)
 #   SANITIZE_VARIANTS=bf16_d128_causal,... (sanitize stage: memcheck, racecheck)
@@ -49,6 +50,16 @@ if stage paged; then
   tail -1 "$OUT/triton-paged-check.txt"
   python3 bench/bench_paged.py ${PAGED_ARGS:-} --commit "$commit" --out "$OUT/bench-paged.json" \
     2>&1 | tee "$OUT/bench-paged.txt" | tail -110
+  [[ ${PIPESTATUS[0]} -eq 0 ]] || status=1
+fi
+if stage decode; then
+  # Decode (issue 13): the Triton split-KV kernel's check on the GPU, then
+  # the decode problems and the batch x context sweep against the measured
+  # read bandwidth (DECODE_ARGS=--quick for one small problem of each kind).
+  python3 bench/triton_decode_peer.py >"$OUT/triton-decode-check.txt" 2>&1 || status=1
+  tail -1 "$OUT/triton-decode-check.txt"
+  python3 bench/bench_decode.py ${DECODE_ARGS:-} --commit "$commit" --out "$OUT/bench-decode.json" \
+    2>&1 | tee "$OUT/bench-decode.txt" | tail -60
   [[ ${PIPESTATUS[0]} -eq 0 ]] || status=1
 fi
 if stage jit; then
