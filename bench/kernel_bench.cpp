@@ -59,10 +59,35 @@ long long visible_count(const bench::Problem& pr, int p, int n,
 // thread, plus about 30) fit the consumers' registers after the producer
 // gave its share back. Shared memory and registers come from the kernels'
 // own rule (make_tile_config).
-std::vector<std::map<std::string, int64_t>> tuning_grid(int head_dim, bool gqa, bool hopper) {
+std::vector<std::map<std::string, int64_t>> tuning_grid(int head_dim, bool gqa, bool hopper,
+                                                        bool decode) {
   using attention::make_tile_config;
   using attention::TileShape;
   std::vector<std::map<std::string, int64_t>> grid;
+  const long smem_limit_decode = 227 * 1024;
+  if (decode && hopper) {
+    // Split-KV decode: one consumer warpgroup of 64 packed rows; the key
+    // tile, the pipeline depth, blocks per SM and the fewest keys a split
+    // walks.
+    for (int bn : {32, 64, 128}) {
+      for (int stages : {2, 3, 4, 6}) {
+        for (int min_blocks : {1, 2, 3, 4}) {
+          const attention::TileConfig c = make_tile_config(
+              TileShape{head_dim, 64, bn, 4, stages, min_blocks, true, true, false});
+          if (long(c.smem_bytes + 1024) * min_blocks + 1024L * min_blocks > smem_limit_decode) {
+            continue;
+          }
+          if (bn / 2 + bn / 4 + head_dim / 2 + 30 > c.consumer_registers) continue;
+          for (int split_keys : {256, 512, 1024}) {
+            grid.push_back({{"block_m", 64}, {"warps", 4}, {"block_n", bn}, {"stages", stages},
+                            {"min_blocks", min_blocks}, {"pack_gqa", 1}, {"wgmma", 1},
+                            {"split_keys", split_keys}});
+          }
+        }
+      }
+    }
+    return grid;
+  }
   auto add = [&](int bm, int warps, int bn, int stages, int min_blocks, int wgmma) {
     for (int pack = 0; pack <= (gqa ? 1 : 0); ++pack) {
       grid.push_back({{"block_m", bm},
@@ -138,7 +163,11 @@ int main(int argc, char** argv) {
 
   nlohmann::json results = nlohmann::json::array();
   std::printf("%-26s %10s %10s %10s %10s\n", "problem", "ms", "TFLOP/s", "floor ms", "x floor");
-  for (const bench::Problem& pr : bench::peer_problems()) {
+  std::vector<bench::Problem> problems = bench::peer_problems();
+  for (const bench::Problem& pr : bench::decode_problems()) problems.push_back(pr);
+  for (const bench::Problem& pr : problems) {
+    const bool decode = pr.seqlen_q > 0;
+    const int n_q = decode ? pr.seqlen_q : pr.seqlen;
     if (!only.empty() && only.find("," + pr.name + ",") == std::string::npos) continue;
     AttentionFlags f;
     f.head_dim = pr.head_dim;
@@ -146,9 +175,11 @@ int main(int argc, char** argv) {
     f.window = pr.window_left >= 0 || pr.window_right >= 0;
     f.sinks = pr.sinks;
     f.mm_prefix = f.mm_clamp = pr.spans;
+    f.split_kv = decode;
     auto kernel = AttentionKernel::get(f);
     const int total = pr.batch * pr.seqlen;
-    const size_t q_elems = size_t(total) * pr.heads_q * pr.head_dim;
+    const int total_q = pr.batch * n_q;
+    const size_t q_elems = size_t(total_q) * pr.heads_q * pr.head_dim;
     const size_t kv_elems = size_t(total) * pr.heads_kv * pr.head_dim;
     std::vector<uint16_t> host(std::max(q_elems, kv_elems));
     std::mt19937 rng(1);
@@ -159,10 +190,13 @@ int main(int argc, char** argv) {
     d.copy_to_device(q, host.data(), q_elems * 2);
     d.copy_to_device(k, host.data(), kv_elems * 2);
     d.copy_to_device(v, host.data() + 7, kv_elems * 2 - 14);
-    std::vector<int32_t> cu(pr.batch + 1), offsets(pr.batch + 1, 0), spans;
+    std::vector<int32_t> cu(pr.batch + 1), cu_q(pr.batch + 1), offsets(pr.batch + 1, 0), spans;
     const auto seq_spans =
         pr.spans ? bench::image_spans(pr.seqlen) : std::vector<std::pair<int, int>>{};
-    for (int b = 0; b <= pr.batch; ++b) cu[b] = b * pr.seqlen;
+    for (int b = 0; b <= pr.batch; ++b) {
+      cu[b] = b * pr.seqlen;
+      cu_q[b] = b * n_q;
+    }
     for (int b = 0; b < pr.batch; ++b) {
       for (auto [r0, r1] : seq_spans) {
         spans.push_back(r0);
@@ -170,9 +204,10 @@ int main(int argc, char** argv) {
       }
       offsets[b + 1] = int(spans.size() / 2);
     }
-    CuDevicePtr cu_d = d.mem_alloc(cu.size() * 4), off_d = d.mem_alloc(offsets.size() * 4),
+    CuDevicePtr cu_d = d.mem_alloc(cu.size() * 4), cuq_d = d.mem_alloc(cu.size() * 4), off_d = d.mem_alloc(offsets.size() * 4),
                 spans_d = d.mem_alloc(spans.size() * 4 + 8), sinks_d = d.mem_alloc(pr.heads_q * 4);
     d.copy_to_device(cu_d, cu.data(), cu.size() * 4);
+    d.copy_to_device(cuq_d, cu_q.data(), cu_q.size() * 4);
     d.copy_to_device(off_d, offsets.data(), offsets.size() * 4);
     if (!spans.empty()) d.copy_to_device(spans_d, spans.data(), spans.size() * 4);
     std::vector<float> sinks(pr.heads_q, 1.f);
@@ -184,7 +219,8 @@ int main(int argc, char** argv) {
     a.v = reinterpret_cast<void*>(v);
     a.o = reinterpret_cast<void*>(o);
     a.sinks = reinterpret_cast<float*>(sinks_d);
-    a.cu_seqlens_q = a.cu_seqlens_k = reinterpret_cast<int32_t*>(cu_d);
+    a.cu_seqlens_q = reinterpret_cast<int32_t*>(cuq_d);
+    a.cu_seqlens_k = reinterpret_cast<int32_t*>(cu_d);
     a.mm_span_offsets = reinterpret_cast<int32_t*>(off_d);
     a.mm_spans = reinterpret_cast<int32_t*>(spans_d);
     a.q_row_stride = a.o_row_stride = int64_t(pr.heads_q) * pr.head_dim;
@@ -193,8 +229,10 @@ int main(int argc, char** argv) {
     a.num_seqs = pr.batch;
     a.num_heads_q = pr.heads_q;
     a.num_heads_kv = pr.heads_kv;
-    a.total_q = a.total_k = total;
-    a.max_seqlen_q = a.max_seqlen_k = pr.seqlen;
+    a.total_q = total_q;
+    a.total_k = total;
+    a.max_seqlen_q = n_q;
+    a.max_seqlen_k = pr.seqlen;
     a.window_left = pr.window_left;
     a.window_right = pr.window_right;
 
@@ -217,7 +255,7 @@ int main(int argc, char** argv) {
     nlohmann::json tuned = nlohmann::json::array();
     if (tune) {
       const auto configs = tuning_grid(pr.head_dim, pr.heads_q != pr.heads_kv,
-                                       current_device_target() == parse_target("sm_90a"));
+                                       current_device_target() == parse_target("sm_90a"), decode);
       std::vector<std::shared_ptr<AttentionKernel>> kernels(configs.size());
       std::vector<std::thread> pool;
       std::atomic<size_t> next{0};
@@ -250,7 +288,9 @@ int main(int argc, char** argv) {
                   best_text.c_str());
     }
     long long pairs = 0;
-    for (int p = 0; p < pr.seqlen; ++p) pairs += visible_count(pr, p, pr.seqlen, seq_spans);
+    for (int p = pr.seqlen - n_q; p < pr.seqlen; ++p) {
+      pairs += visible_count(pr, p, pr.seqlen, seq_spans);
+    }
     pairs *= pr.batch;
     const double flops = 4.0 * double(pairs) * pr.head_dim * pr.heads_q;
     const double bytes = 2.0 * (2 * q_elems + 2 * kv_elems);
@@ -265,7 +305,7 @@ int main(int argc, char** argv) {
                        {"floor_ms", floor_ms},
                        {"variant", kernel->kernel().name()},
                        {"tuning", tuned}});
-    for (CuDevicePtr p : {q, k, v, o, cu_d, off_d, spans_d, sinks_d}) d.mem_free(p);
+    for (CuDevicePtr p : {q, k, v, o, cu_d, cuq_d, off_d, spans_d, sinks_d}) d.mem_free(p);
   }
   std::ofstream(argc > 1 ? argv[1] : "kernel_bench.json") << results.dump(2) << "\n";
   return 0;

@@ -17,6 +17,7 @@ struct Problem {
   int window_left = -1, window_right = -1;  // window flag iff either >= 0
   SinkMode sinks = SinkMode::kNone;
   bool spans = false;  // image spans, clamped to the window
+  int seqlen_q = 0;    // new tokens per sequence (0: seqlen, a prefill); keys: seqlen
 };
 
 inline std::vector<Problem> peer_problems() {
@@ -28,6 +29,19 @@ inline std::vector<Problem> peer_problems() {
       {"gpt_oss_window127_null", 4, 4096, 64, 8, 64, true, 127, 0, SinkMode::kNullLogit},
       {"gemma4_window1023_spans", 2, 8192, 16, 8, 256, true, 1023, 0, SinkMode::kNone, true},
   };
+}
+
+// Decode (issue 13): one query per sequence over a long context; run on
+// the split-KV variant (the library routes decode-shaped launches there).
+inline std::vector<Problem> decode_problems() {
+  std::vector<Problem> out = {
+      {"decode_8x32k_d64", 8, 32768, 64, 8, 64, true},
+      {"decode_64x8k_d128", 64, 8192, 32, 8, 128, true},
+      {"decode_256x2k_d128", 256, 2048, 32, 8, 128, true},
+      {"decode_gpt_oss_8x32k", 8, 32768, 64, 8, 64, true, 127, 0, SinkMode::kNullLogit},
+  };
+  for (Problem& pr : out) pr.seqlen_q = 1;
+  return out;
 }
 
 // Image spans of the Gemma-4 problem: 1280 tokens (longer than the window)
