@@ -1,0 +1,110 @@
+// Split-KV on the host (runtime/src/split_kv.cpp), no GPU: which launches
+// go to the split sibling, how many splits a decode gets on a 132-SM GPU,
+// and the workspace they need. The kernels compile through NVRTC for
+// sm_90a into memory-only caches; nothing is launched.
+#include <gtest/gtest.h>
+
+#include <cmath>
+
+#include "attnjit/attention.h"
+#include "attnjit/cache.h"
+#include "attnjit/target.h"
+
+namespace attnjit {
+namespace {
+
+constexpr int kSms = 132;  // an H200
+
+AttentionArgs decode_args(int batch, int keys, int hq, int hkv) {
+  AttentionArgs a;
+  a.num_seqs = batch;
+  a.num_heads_q = hq;
+  a.num_heads_kv = hkv;
+  a.total_q = batch;
+  a.max_seqlen_q = 1;
+  a.max_seqlen_k = keys;
+  return a;
+}
+
+class SplitPlanTest : public ::testing::Test {
+ protected:
+  SplitPlanTest() : cache_(CacheConfig{}), target_(parse_target("sm_90a")) {}
+  std::shared_ptr<AttentionKernel> kernel(AttentionFlags flags) {
+    return AttentionKernel::get(flags, cache_, &target_);
+  }
+  KernelCache cache_;
+  Target target_;
+};
+
+TEST_F(SplitPlanTest, DecodeSplitsWhereTheGpuWouldIdleAndNowhereElse) {
+  AttentionFlags flags;
+  flags.head_dim = 64;
+  flags.causal = true;
+  flags.split_kv = true;
+  auto k = kernel(flags);
+  // 8 sequences x 8 kv heads = 64 blocks on 264 slots: split, enough to
+  // fill most of a wave, each part at least split_keys long.
+  const SplitPlan few = k->split_plan(decode_args(8, 32768, 64, 8), kSms);
+  EXPECT_GT(few.num_splits, 1);
+  EXPECT_GE(64 * few.num_splits, 0.8 * 2 * kSms * 0.85);
+  EXPECT_LE(few.num_splits, 32768 / 512);
+  // The workspace: counters [B, Hkv], then lse and o parts, 256-aligned.
+  const size_t parts = size_t(few.num_splits) * 8 * 64;
+  EXPECT_EQ(few.counters_offset, 0u);
+  EXPECT_EQ(few.lse_offset, 256u);
+  EXPECT_EQ(few.o_offset, few.lse_offset + (parts * 4 + 255) / 256 * 256);
+  EXPECT_EQ(few.workspace_bytes, few.o_offset + parts * 64 * 4);
+  // 256 x 8 blocks already fill the GPU several times: no split.
+  EXPECT_EQ(k->split_plan(decode_args(256, 2048, 32, 8), kSms).num_splits, 1);
+  EXPECT_EQ(k->split_plan(decode_args(256, 2048, 32, 8), kSms).workspace_bytes, 0u);
+  // Too few keys for two parts of split_keys.
+  EXPECT_EQ(k->split_plan(decode_args(1, 700, 64, 8), kSms).num_splits, 1);
+  // Rows past one query tile (16 queries x 8 heads > 64): no split.
+  AttentionArgs chunk = decode_args(1, 32768, 64, 8);
+  chunk.max_seqlen_q = 16;
+  chunk.total_q = 16;
+  EXPECT_EQ(k->split_plan(chunk, kSms).num_splits, 1);
+  // Forced: at most the count asked for; 1 means none.
+  AttentionArgs forced = decode_args(8, 32768, 64, 8);
+  forced.num_splits = 2;
+  EXPECT_EQ(k->split_plan(forced, kSms).num_splits, 2);
+  forced.num_splits = 1;
+  EXPECT_EQ(k->split_plan(forced, kSms).num_splits, 1);
+}
+
+TEST_F(SplitPlanTest, AWindowBoundsTheKeysThatCountForSplitting) {
+  AttentionFlags flags;
+  flags.head_dim = 64;
+  flags.causal = true;
+  flags.window = true;
+  flags.sinks = SinkMode::kNullLogit;
+  flags.split_kv = true;
+  auto k = kernel(flags);
+  AttentionArgs a = decode_args(8, 32768, 64, 8);
+  a.window_left = 127;
+  a.window_right = 0;
+  EXPECT_EQ(k->split_plan(a, kSms).num_splits, 1);  // 128 keys: one part
+  a.window_left = -1;
+  EXPECT_GT(k->split_plan(a, kSms).num_splits, 1);
+}
+
+TEST_F(SplitPlanTest, DecodeShapedLaunchesGoToTheSplitSibling) {
+  AttentionFlags flags;
+  flags.head_dim = 128;
+  flags.causal = true;
+  auto k = kernel(flags);
+  AttentionArgs a = decode_args(64, 8192, 32, 8);
+  AttentionKernel& sibling = k->for_args(a);
+  EXPECT_TRUE(sibling.flags().split_kv);
+  EXPECT_EQ(sibling.block_m(), 64);
+  EXPECT_TRUE(sibling.pack_gqa());
+  EXPECT_EQ(&k->for_args(a), &sibling);  // fetched once
+  a.max_seqlen_q = 17;                    // 17 x 4 rows: a prefill tile
+  EXPECT_EQ(&k->for_args(a), k.get());
+  a.max_seqlen_q = 1;
+  a.num_splits = 1;  // never split: this variant
+  EXPECT_EQ(&k->for_args(a), k.get());
+}
+
+}  // namespace
+}  // namespace attnjit
