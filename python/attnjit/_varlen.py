@@ -258,9 +258,24 @@ def _span_pointers(mm_prefix_ranges, num_seqs, q, device, key_lengths, check,
 
 
 def _launch_on(device, key, method, args):
-    """Looks the variant up and launches it on q's device's current stream."""
+    """Looks the variant up and launches it on q's device's current stream.
+
+    A decode-shaped launch may split its keys (split-KV) and needs scratch
+    for the parts. Eagerly the library keeps it per stream; while a CUDA
+    graph is being captured it comes from torch's allocator (the graph's
+    pool), zeroed in the graph, so every replay starts from zeroed counters.
+    """
     def go():
-        getattr(_kernel(key), method)(*args, _stream(device))
+        launch = getattr(_kernel(key), method)
+        stream = _stream(device)
+        if torch.cuda.is_current_stream_capturing():
+            need = launch(*args, stream, plan_only=True)
+            if need:
+                workspace = torch.zeros(need, dtype=torch.uint8, device=device)
+                launch(*args, stream, workspace=workspace.data_ptr(),
+                       workspace_bytes=need)
+                return
+        launch(*args, stream)
     _on_device(device, go)
 
 

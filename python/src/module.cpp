@@ -80,15 +80,35 @@ std::shared_ptr<AttentionKernel> get_kernel(const nb::dict& flags,
       [&] { return AttentionKernel::get(flag_set, KernelCache::global(), &resolved); });
 }
 
+// The launch, or with plan_only the split-KV workspace bytes it would
+// need (0: none), so that a caller capturing a CUDA graph can pass a
+// workspace from its own allocator.
+int64_t launch_or_plan(AttentionKernel& kernel, AttentionArgs& a, uintptr_t stream,
+                       int num_splits, uintptr_t workspace, int64_t workspace_bytes,
+                       bool plan_only) {
+  a.num_splits = num_splits;
+  a.workspace = reinterpret_cast<void*>(workspace);
+  a.workspace_bytes = size_t(workspace_bytes);
+  if (plan_only) {
+    validate_attention_args(kernel.flags(), a);
+    if (a.num_seqs == 0 || a.max_seqlen_q == 0) return 0;
+    AttentionKernel& runs = kernel.for_args(a);
+    return runs.flags().split_kv ? int64_t(runs.split_plan(a).workspace_bytes) : 0;
+  }
+  kernel.launch(a, reinterpret_cast<CuStream>(stream));
+  return 0;
+}
+
 // One launch; pointers and the stream are integers (0 for null).
-void launch(AttentionKernel& kernel, uintptr_t q, uintptr_t k, uintptr_t v, uintptr_t o,
+int64_t launch(AttentionKernel& kernel, uintptr_t q, uintptr_t k, uintptr_t v, uintptr_t o,
             uintptr_t lse, uintptr_t sinks, uintptr_t cu_seqlens_q, uintptr_t cu_seqlens_k,
             uintptr_t mm_span_offsets, uintptr_t mm_spans, int64_t q_row_stride,
             int64_t q_head_stride, int64_t k_row_stride, int64_t k_head_stride,
             int64_t v_row_stride, int64_t v_head_stride, int64_t o_row_stride,
             int64_t o_head_stride, int num_seqs, int num_heads_q, int num_heads_kv, int total_q,
             int total_k, int max_seqlen_q, int max_seqlen_k, float scale, float softcap,
-            int window_left, int window_right, uintptr_t stream) {
+            int window_left, int window_right, uintptr_t stream, int num_splits,
+            uintptr_t workspace, int64_t workspace_bytes, bool plan_only) {
   AttentionArgs a;
   a.q = reinterpret_cast<const void*>(q);
   a.k = reinterpret_cast<const void*>(k);
@@ -119,13 +139,13 @@ void launch(AttentionKernel& kernel, uintptr_t q, uintptr_t k, uintptr_t v, uint
   a.softcap = softcap;
   a.window_left = window_left;
   a.window_right = window_right;
-  kernel.launch(a, reinterpret_cast<CuStream>(stream));
+  return launch_or_plan(kernel, a, stream, num_splits, workspace, workspace_bytes, plan_only);
 }
 
 // One launch over a paged K/V cache (kv_layout = paged): k_cache and
 // v_cache are [num_pages, page_size, Hkv, D] with (page, row, head)
 // strides; n_k(b) is seqused_k[b].
-void launch_paged(AttentionKernel& kernel, uintptr_t q, uintptr_t k_cache, uintptr_t v_cache,
+int64_t launch_paged(AttentionKernel& kernel, uintptr_t q, uintptr_t k_cache, uintptr_t v_cache,
                   uintptr_t o, uintptr_t lse, uintptr_t sinks, uintptr_t cu_seqlens_q,
                   uintptr_t seqused_k, uintptr_t block_table, uintptr_t mm_span_offsets,
                   uintptr_t mm_spans, int64_t q_row_stride, int64_t q_head_stride,
@@ -134,7 +154,8 @@ void launch_paged(AttentionKernel& kernel, uintptr_t q, uintptr_t k_cache, uintp
                   int64_t o_row_stride, int64_t o_head_stride, int64_t block_table_stride,
                   int num_seqs, int num_heads_q, int num_heads_kv, int total_q, int max_seqlen_q,
                   int max_seqlen_k, int page_size, int num_pages, float scale, float softcap,
-                  int window_left, int window_right, uintptr_t stream) {
+                  int window_left, int window_right, uintptr_t stream, int num_splits,
+                  uintptr_t workspace, int64_t workspace_bytes, bool plan_only) {
   AttentionArgs a;
   a.q = reinterpret_cast<const void*>(q);
   a.k = reinterpret_cast<const void*>(k_cache);
@@ -170,7 +191,7 @@ void launch_paged(AttentionKernel& kernel, uintptr_t q, uintptr_t k_cache, uintp
   a.softcap = softcap;
   a.window_left = window_left;
   a.window_right = window_right;
-  kernel.launch(a, reinterpret_cast<CuStream>(stream));
+  return launch_or_plan(kernel, a, stream, num_splits, workspace, workspace_bytes, plan_only);
 }
 
 nb::dict cache_stats() {
@@ -221,9 +242,13 @@ NB_MODULE(_C, m) {
            "k_row_stride"_a, "k_head_stride"_a, "v_row_stride"_a, "v_head_stride"_a,
            "o_row_stride"_a, "o_head_stride"_a, "num_seqs"_a, "num_heads_q"_a, "num_heads_kv"_a,
            "total_q"_a, "total_k"_a, "max_seqlen_q"_a, "max_seqlen_k"_a, "scale"_a, "softcap"_a,
-           "window_left"_a, "window_right"_a, "stream"_a,
+           "window_left"_a, "window_right"_a, "stream"_a, "num_splits"_a = 0, "workspace"_a = 0,
+           "workspace_bytes"_a = 0, "plan_only"_a = false,
            "Checks the arguments on the host and launches on `stream` in the "
-           "calling thread's current CUDA context (no sync, no allocation).")
+           "calling thread's current CUDA context (no sync; a decode-shaped "
+           "launch goes to the split-KV sibling, whose scratch is `workspace` "
+           "or the library's for this stream). plan_only: launch nothing, "
+           "return the workspace bytes the launch needs (0: none).")
       .def("launch_paged", &launch_paged, "q"_a, "k_cache"_a, "v_cache"_a, "o"_a, "lse"_a,
            "sinks"_a, "cu_seqlens_q"_a, "seqused_k"_a, "block_table"_a, "mm_span_offsets"_a,
            "mm_spans"_a, "q_row_stride"_a, "q_head_stride"_a, "k_page_stride"_a,
@@ -231,7 +256,8 @@ NB_MODULE(_C, m) {
            "v_head_stride"_a, "o_row_stride"_a, "o_head_stride"_a, "block_table_stride"_a,
            "num_seqs"_a, "num_heads_q"_a, "num_heads_kv"_a, "total_q"_a, "max_seqlen_q"_a,
            "max_seqlen_k"_a, "page_size"_a, "num_pages"_a, "scale"_a, "softcap"_a,
-           "window_left"_a, "window_right"_a, "stream"_a,
+           "window_left"_a, "window_right"_a, "stream"_a, "num_splits"_a = 0, "workspace"_a = 0,
+           "workspace_bytes"_a = 0, "plan_only"_a = false,
            "The same over a paged K/V cache (a kv_layout=paged variant).");
 
   m.def("get_kernel", &get_kernel, "flags"_a, "target"_a = nb::none(),

@@ -438,6 +438,39 @@ def test_cuda_graph_capture_replays_with_new_lengths_and_tables():
 
 
 @gpu
+def test_cuda_graph_capture_of_a_split_decode():
+    """A decode whose keys are split over blocks (two sequences of
+    thousands of keys leave most SMs idle otherwise), captured on the
+    capture's own stream with no eager call there: the parts' workspace
+    comes from the graph's pool, zeroed in the graph, and every replay
+    (new queries, fewer keys) matches the reference."""
+    problem = Paged([1, 1], [8000, 5000], hq=8, hkv=2, d=128, page_size=16,
+                    share=False, seed=21)
+    sinks = _sinks(8)
+    mode = dict(causal=True, sinks=sinks, sinks_mode="null_logit")
+    args = problem.args()
+    attnjit.paged_attention(**args, **mode, return_lse=True)  # compile, load
+    torch.cuda.synchronize()
+    graph = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(graph):
+        out, lse = attnjit.paged_attention(**args, **mode, return_lse=True)
+    gen = torch.Generator(device="cuda")
+    gen.manual_seed(22)
+    for step, lens in enumerate([[8000, 5000], [7000, 5000], [8000, 1]]):
+        problem.seqused_k.copy_(torch.tensor(lens, dtype=torch.int32))
+        problem.q.copy_(torch.randn(problem.q.shape, device="cuda",
+                                    generator=gen))
+        graph.replay()
+        torch.cuda.synchronize()
+        k, v, cu_k = problem.gather()
+        ref, ref_lse = varlen_attention_reference(problem.q, k, v,
+                                                  problem.cu_seqlens_q, cu_k,
+                                                  **mode)
+        assert relative_error(out, ref) <= BOUND[out.dtype], step
+        assert lse_error(lse, ref_lse) <= LSE_BOUND, step
+
+
+@gpu
 def test_torch_compile_fullgraph():
     problem = Paged([90, 1, 40], [200, 77, 40], hq=4, hkv=1, d=128,
                     page_size=16, layout="combined", seed=2)
