@@ -303,6 +303,11 @@ attnjit::AttentionArgs to_args(const attnjit_attention_args* c) {
     a.page_size = c->page_size;
     a.num_pages = c->num_pages;
   }
+  if (ATTNJIT_HAS_FIELD(c, attnjit_attention_args, workspace_bytes)) {
+    a.num_splits = c->num_splits;
+    a.workspace = c->workspace;
+    a.workspace_bytes = c->workspace_bytes;
+  }
   return a;
 }
 
@@ -433,6 +438,20 @@ attnjit_status attnjit_attention_launch(attnjit_kernel* kernel, const attnjit_at
   return guarded([&] {
     require(kernel != nullptr, ErrorKind::kArgument, "kernel is null");
     kernel->kernel->launch(to_args(args), static_cast<attnjit::CuStream>(stream));
+  });
+}
+
+attnjit_status attnjit_split_workspace_bytes(attnjit_kernel* kernel,
+                                             const attnjit_attention_args* args, size_t* bytes) {
+  return guarded([&] {
+    require(kernel != nullptr && bytes != nullptr, ErrorKind::kArgument,
+            "kernel and bytes must not be null");
+    *bytes = 0;
+    const attnjit::AttentionArgs a = to_args(args);
+    attnjit::validate_attention_args(kernel->kernel->flags(), a);
+    if (a.num_seqs == 0 || a.max_seqlen_q == 0) return;
+    attnjit::AttentionKernel& runs = kernel->kernel->for_args(a);
+    if (runs.flags().split_kv) *bytes = runs.split_plan(a).workspace_bytes;
   });
 }
 

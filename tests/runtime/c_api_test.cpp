@@ -334,6 +334,32 @@ TEST(CApi, LaunchChecksArgumentsBeforeTheDriver) {
             ATTNJIT_ERROR_DRIVER);
 }
 
+// Version 3: the split-KV workspace a decode needs, forced to 4 splits so
+// that no SM count is read: counters [2 sequences, 1 kv head], lse parts
+// [4, 2, 4 heads], output parts [4, 2, 4, 64] fp32, each 256-aligned.
+TEST(CApi, SplitWorkspaceBytesOfADecode) {
+  TempDir dir;
+  Context context(isolated_options(dir.path()));
+  attnjit_attention_flags flags = flags_d64(/*causal=*/true);
+  attnjit_kernel* kernel = nullptr;
+  ASSERT_EQ(attnjit_get_attention_kernel(context.get(), &flags, "sm_80", &kernel), ATTNJIT_OK)
+      << message();
+  attnjit_attention_args args = fake_args(/*num_seqs=*/2, /*total=*/2, /*max_seqlen=*/1);
+  args.total_k = 16384;
+  args.max_seqlen_k = 8192;
+  args.num_splits = 4;
+  size_t bytes = 1;
+  ASSERT_EQ(attnjit_split_workspace_bytes(kernel, &args, &bytes), ATTNJIT_OK) << message();
+  EXPECT_EQ(bytes, 256u + 256u + 4u * 2 * 4 * 64 * 4);
+  args.num_splits = 1;  // never split
+  ASSERT_EQ(attnjit_split_workspace_bytes(kernel, &args, &bytes), ATTNJIT_OK) << message();
+  EXPECT_EQ(bytes, 0u);
+  args.num_splits = -1;
+  EXPECT_EQ(attnjit_split_workspace_bytes(kernel, &args, &bytes), ATTNJIT_ERROR_ARGUMENT);
+  EXPECT_NE(message().find("num_splits"), std::string::npos) << message();
+  EXPECT_EQ(attnjit_split_workspace_bytes(kernel, &args, nullptr), ATTNJIT_ERROR_ARGUMENT);
+}
+
 TEST(CApi, EmptyCacheDirMeansMemoryOnly) {
   Context context(isolated_options(""));
   attnjit_attention_flags flags = flags_d64();

@@ -30,7 +30,7 @@ extern "C" {
 #endif
 
 /* Bumped when a function is added or a struct grows. */
-#define ATTNJIT_C_API_VERSION 2
+#define ATTNJIT_C_API_VERSION 3
 
 /* Status codes; one per attnjit::ErrorKind, plus OK and INTERNAL. */
 typedef enum attnjit_status {
@@ -203,6 +203,18 @@ typedef struct attnjit_attention_args {
   int64_t k_page_stride, v_page_stride;
   int32_t page_size; /* a multiple of 16 */
   int32_t num_pages;
+  /* Since API version 3: split-KV decode (docs/semantics.md "Split-KV
+   * decode"). A decode-shaped launch (every sequence's new tokens times
+   * Hq / Hkv within 64 rows) splits its keys over blocks where the GPU
+   * would otherwise idle. num_splits: 0 the library's choice, 1 never, n
+   * at most n. workspace: scratch for the parts, zeroed before its first
+   * use and used by one stream at a time (the kernels leave it zeroed);
+   * attnjit_split_workspace_bytes says how much a launch needs. Null: the
+   * library keeps one per (context, stream), allocated outside any CUDA
+   * graph capture (a capture that would need it to grow fails). */
+  int32_t num_splits;
+  void* workspace; /* 256-byte aligned */
+  size_t workspace_bytes;
 } attnjit_attention_args;
 
 /* Null pointers, zero sizes, default scale, unbounded windows. */
@@ -228,10 +240,19 @@ ATTNJIT_API attnjit_status attnjit_get_attention_kernel(attnjit_context* context
  * or cudaStream_t; NULL is the legacy default stream) in the calling
  * thread's current CUDA context, loading the module there on first use.
  * No synchronization and, after the first launch in a context, no
- * allocation: safe inside CUDA graph capture once warmed up. */
+ * allocation: safe inside CUDA graph capture once warmed up (a split-KV
+ * decode needs its workspace then: args->workspace, or an eager launch of
+ * the largest shape on the capturing stream before). */
 ATTNJIT_API attnjit_status attnjit_attention_launch(attnjit_kernel* kernel,
                                                     const attnjit_attention_args* args,
                                                     void* stream);
+
+/* Since API version 3: the split-KV workspace bytes a launch with `args`
+ * needs (0: it does not split), into *bytes. Checks the arguments as the
+ * launch does; launches nothing. Reads the current context's SM count. */
+ATTNJIT_API attnjit_status attnjit_split_workspace_bytes(attnjit_kernel* kernel,
+                                                         const attnjit_attention_args* args,
+                                                         size_t* bytes);
 
 /* The checked mode: validates the launch metadata from HOST copies before
  * a launch - cu_seqlens (start at 0, non-decreasing, ending at total_q /
