@@ -176,7 +176,7 @@ attention::TileConfig tile_config_of(const Signature& sig) {
   return attention::make_tile_config(attention::TileShape{
       int(sig.flags.get_int("head_dim")), param("block_m"), param("block_n"), param("warps"),
       param("stages"), param("min_blocks"), param("pack_gqa") != 0, param("wgmma") != 0,
-      sig.options.max_registers != 0});
+      sig.options.max_registers != 0, sig.flags.get_name("kv_dtype") == "fp8_e4m3"});
 }
 
 // The kernel ABI: the struct generated from the spec's `args`, filled by
@@ -217,6 +217,8 @@ KernelParams kernel_params(const AttentionFlags& flags, const AttentionArgs& a) 
   p.k_page_stride = a.k_page_stride;
   p.v_page_stride = a.v_page_stride;
   p.page_size = a.page_size;
+  p.k_scale = a.k_scale;
+  p.v_scale = a.v_scale;
   p.num_splits = 1;  // launch_this() sets the split schedule
   return p;
 }
@@ -261,6 +263,10 @@ void validate_paged_kv(const AttentionFlags& flags, const AttentionArgs& a) {
 
 const char* to_string(DType dtype) { return dtype == DType::kBF16 ? "bf16" : "fp16"; }
 
+const char* to_string(KvDType dtype) {
+  return dtype == KvDType::kFp8E4M3 ? "fp8_e4m3" : "same";
+}
+
 const char* to_string(KvLayout layout) {
   return layout == KvLayout::kPaged ? "paged" : "contiguous";
 }
@@ -293,6 +299,7 @@ std::map<std::string, FlagValue> AttentionFlags::to_flag_map() const {
           {"softcap", softcap},
           {"return_lse", return_lse},
           {"kv_layout", std::string(to_string(kv_layout))},
+          {"kv_dtype", std::string(to_string(kv_dtype))},
           {"split_kv", split_kv}};
 }
 
@@ -315,6 +322,7 @@ AttentionFlags AttentionFlags::from_flag_set(const FlagSet& flags) {
   f.softcap = flags.get_bool("softcap");
   f.return_lse = flags.get_bool("return_lse");
   f.kv_layout = flags.get_name("kv_layout") == "paged" ? KvLayout::kPaged : KvLayout::kContiguous;
+  f.kv_dtype = flags.get_name("kv_dtype") == "fp8_e4m3" ? KvDType::kFp8E4M3 : KvDType::kSame;
   f.split_kv = flags.get_bool("split_kv");
   return f;
 }
@@ -336,6 +344,19 @@ void validate_attention_args(const AttentionFlags& flags, const AttentionArgs& a
   require_strides("q", a.q_row_stride, a.q_head_stride);
   require_strides("k", a.k_row_stride, a.k_head_stride);
   require_strides("v", a.v_row_stride, a.v_head_stride);
+  if (flags.kv_dtype == KvDType::kFp8E4M3) {
+    require_pointer(a.k_scale, "k_scale", 4, "kv_dtype is fp8_e4m3");
+    require_pointer(a.v_scale, "v_scale", 4, "kv_dtype is fp8_e4m3");
+    // One byte per element: 16-byte copies need strides of 16 elements.
+    ATTNJIT_REQUIRE(a.k_row_stride % 16 == 0 && a.k_head_stride % 16 == 0 &&
+                        a.v_row_stride % 16 == 0 && a.v_head_stride % 16 == 0 &&
+                        a.k_page_stride % 16 == 0 && a.v_page_stride % 16 == 0,
+                    "attention: fp8 `k` and `v` strides must be multiples of 16 elements "
+                    "(bytes) for 16-byte loads (k row {}, head {}, page {}; v row {}, head {}, "
+                    "page {})",
+                    a.k_row_stride, a.k_head_stride, a.k_page_stride, a.v_row_stride,
+                    a.v_head_stride, a.v_page_stride);
+  }
   require_strides("o", a.o_row_stride, a.o_head_stride);
   ATTNJIT_REQUIRE(a.num_seqs >= 0 && a.num_seqs <= 65535,
                   "attention: num_seqs {} is outside [0, 65535]", a.num_seqs);
@@ -407,9 +428,9 @@ std::shared_ptr<AttentionKernel> memo_find(const std::string& key) {
 std::string AttentionFlags::canonical_text() const {
   return fmt::format(
       "dtype={},head_dim={},causal={},window={},sinks={},mm_prefix={},mm_clamp={},softcap={},"
-      "return_lse={},kv_layout={},split_kv={}",
+      "return_lse={},kv_layout={},kv_dtype={},split_kv={}",
       to_string(dtype), head_dim, causal, window, to_string(sinks), mm_prefix, mm_clamp, softcap,
-      return_lse, to_string(kv_layout), split_kv);
+      return_lse, to_string(kv_layout), to_string(kv_dtype), split_kv);
 }
 
 std::shared_ptr<AttentionKernel> AttentionKernel::get(
@@ -450,7 +471,7 @@ std::shared_ptr<AttentionKernel> AttentionKernel::get(
   const attention::TileConfig tile = tile_config_of(sig);
   kernel->block_m_ = tile.shape.block_m;
   kernel->pack_gqa_ = tile.shape.pack_gqa;
-  kernel->tma_ = tile.shape.wgmma;
+  kernel->tma_ = tile.shape.wgmma && !tile.shape.kv_fp8;  // fp8 K/V: the producer converts
   kernel->tma_box_ = TmaBox{tile.tma_chunk, tile.tma_box_rows, tile.swizzle_bytes};
   kernel->block_n_ = tile.shape.block_n;
   kernel->min_blocks_ = tile.shape.min_blocks;

@@ -166,6 +166,15 @@ AttentionFlags to_flags(const attnjit_attention_flags* c) {
     f.kv_layout = c->kv_layout == ATTNJIT_KV_PAGED ? attnjit::KvLayout::kPaged
                                                     : attnjit::KvLayout::kContiguous;
   }
+  if (ATTNJIT_HAS_FIELD(c, attnjit_attention_flags, kv_dtype)) {
+    require(c->kv_dtype == ATTNJIT_KV_SAME || c->kv_dtype == ATTNJIT_KV_FP8_E4M3,
+            ErrorKind::kFlags,
+            fmt::format("flag 'kv_dtype': {} is not ATTNJIT_KV_SAME (0) or "
+                        "ATTNJIT_KV_FP8_E4M3 (1)",
+                        c->kv_dtype));
+    f.kv_dtype = c->kv_dtype == ATTNJIT_KV_FP8_E4M3 ? attnjit::KvDType::kFp8E4M3
+                                                   : attnjit::KvDType::kSame;
+  }
   return f;
 }
 
@@ -302,6 +311,10 @@ attnjit::AttentionArgs to_args(const attnjit_attention_args* c) {
     a.v_page_stride = c->v_page_stride;
     a.page_size = c->page_size;
     a.num_pages = c->num_pages;
+  }
+  if (ATTNJIT_HAS_FIELD(c, attnjit_attention_args, v_scale)) {
+    a.k_scale = c->k_scale;
+    a.v_scale = c->v_scale;
   }
   if (ATTNJIT_HAS_FIELD(c, attnjit_attention_args, workspace_bytes)) {
     a.num_splits = c->num_splits;

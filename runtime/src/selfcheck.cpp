@@ -287,6 +287,19 @@ CheckResult check_attention(const AttentionFlags& flags, const CheckShape& shape
   const auto q_bits = random_elements(size_t(total_q) * pr.num_heads_q * D, flags.dtype, rng, pr.q);
   auto k_bits = random_elements(size_t(total_k) * pr.num_heads_kv * D, flags.dtype, rng, pr.k);
   auto v_bits = random_elements(size_t(total_k) * pr.num_heads_kv * D, flags.dtype, rng, pr.v);
+  // fp8 K/V: each value quantized to e4m3 (its byte kept in the 16-bit
+  // slot until upload), the reference on the dequantized values; scales
+  // away from 1 so a missing one shows.
+  const bool fp8 = flags.kv_dtype == KvDType::kFp8E4M3;
+  const float k_scale = 0.75f, v_scale = 1.5f;
+  if (fp8) {
+    for (size_t i = 0; i < k_bits.size(); ++i) {
+      k_bits[i] = float_to_e4m3(pr.k[i] * 2.f);
+      pr.k[i] = e4m3_to_float(uint8_t(k_bits[i])) * k_scale;
+      v_bits[i] = float_to_e4m3(pr.v[i] * 2.f);
+      pr.v[i] = e4m3_to_float(uint8_t(v_bits[i])) * v_scale;
+    }
+  }
   // k and v hold NaN rows past the last sequence's keys, counted in
   // total_k, as a buffer sized for more tokens than this batch has: a
   // kernel that lets them into a product (0 * NaN) returns NaN.
@@ -310,15 +323,28 @@ CheckResult check_attention(const AttentionFlags& flags, const CheckShape& shape
   const size_t guard_elems = size_t(kGuardRows) * pr.num_heads_q * D;
   const std::vector<uint16_t>& k_data = paged ? pages.k : k_bits;
   const std::vector<uint16_t>& v_data = paged ? pages.v : v_bits;
+  // fp8: one byte per element; the NaN filler (0xFFFF) becomes e4m3 NaN.
+  const auto bytes_of = [](const std::vector<uint16_t>& bits) {
+    std::vector<uint8_t> out(bits.size());
+    for (size_t i = 0; i < bits.size(); ++i) out[i] = bits[i] == 0xFFFF ? 0x7F : uint8_t(bits[i]);
+    return out;
+  };
   DeviceBuffer q(q_bits.size() * 2), k(k_data.size() * 2), v(v_data.size() * 2),
+      scales(8),
       o((o_elems + guard_elems) * 2), lse((size_t(pr.num_heads_q) * total_q + 64) * 4),
       sinks(pr.sinks.size() * 4), cu_q(pr.cu_seqlens_q.size() * 4),
       cu_k(pr.cu_seqlens_k.size() * 4), offsets(pr.mm_span_offsets.size() * 4),
       spans(pr.mm_spans.size() * 4 + 8), table(pages.block_table.size() * 4 + 8),
       seqused(pages.seqused_k.size() * 4 + 8);
   q.upload(q_bits);
-  k.upload(k_data);
-  v.upload(v_data);
+  if (fp8) {
+    k.upload(bytes_of(k_data));
+    v.upload(bytes_of(v_data));
+    scales.upload(std::vector<float>{k_scale, v_scale});
+  } else {
+    k.upload(k_data);
+    v.upload(v_data);
+  }
   table.upload(pages.block_table);
   seqused.upload(pages.seqused_k);
   sinks.upload(pr.sinks);
@@ -355,6 +381,10 @@ CheckResult check_attention(const AttentionFlags& flags, const CheckShape& shape
   a.window_left = shape.window_left;
   a.window_right = shape.window_right;
   a.num_splits = shape.num_splits;
+  if (fp8) {
+    a.k_scale = scales.as<float>();
+    a.v_scale = scales.as<float>() + 1;
+  }
   if (paged) {
     a.cu_seqlens_k = nullptr;  // the paged kernel must not need it
     a.total_k = 0;
@@ -377,6 +407,30 @@ CheckResult check_attention(const AttentionFlags& flags, const CheckShape& shape
   const ReferenceResult ref = reference_attention(pr);
   compare(ref, o_bits, lse_out, flags.return_lse, flags.dtype, result);
   return result;
+}
+
+uint16_t float_to_e4m3(float f) {
+  if (std::isnan(f)) return 0x7F;
+  const uint16_t sign = std::signbit(f) ? 0x80 : 0;
+  const float a = std::min(std::fabs(f), 448.f);  // saturate (no infinities)
+  // The nearest of the 255 non-negative codes' values, ties to even code.
+  uint16_t best = 0;
+  float best_err = a;
+  for (uint16_t code = 1; code < 0x7F; ++code) {
+    const float err = std::fabs(e4m3_to_float(uint8_t(code)) - a);
+    if (err < best_err || (err == best_err && (code & 1) == 0)) {
+      best = code;
+      best_err = err;
+    }
+  }
+  return uint16_t(sign | best);
+}
+
+float e4m3_to_float(uint8_t byte) {
+  const int e = (byte >> 3) & 15, m = byte & 7;
+  if (e == 15 && m == 7) return std::numeric_limits<float>::quiet_NaN();
+  const float magnitude = e == 0 ? std::ldexp(float(m), -9) : std::ldexp(float(8 + m), e - 10);
+  return (byte & 0x80) ? -magnitude : magnitude;
 }
 
 uint16_t float_to_bf16(float f) {

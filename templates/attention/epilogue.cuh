@@ -33,6 +33,11 @@ struct Epilogue {
     float inv[2], lse[2];
     softmax.finish(0, inv[0], lse[0]);
     softmax.finish(1, inv[1], lse[1]);
+    if constexpr (fp8_kv<C>()) {
+      const float v_scale = output_scale<C>(prm);
+      inv[0] *= v_scale;
+      inv[1] *= v_scale;
+    }
     if constexpr (C::split_kv) {
       if (work.splits > 1) {
         store_part(prm, work, o, inv, lse, row0, lane);

@@ -30,12 +30,17 @@ __device__ void forward_sm90(const Params<typename C::dtype>& prm) {
   const KeyRange range = work.range;
   const int first = range.first_tile, last = range.last_tile;
 
-  if (tid == 0) smem.ring.template init<C::warps>();
+  constexpr bool kFp8 = fp8_kv<C>();
+  if (tid == 0) smem.ring.template init<C::warps, kFp8 ? 128 : 1>();
   __syncthreads();
 
   if (warp >= C::warps) {
     if constexpr (kTile.rebalance) ptx::setmaxnreg_dec<kTile.producer_registers>();
-    if (warp == C::warps && lane == 0) Mainloop::Producer::run(smem, KV(prm, work), first, last);
+    if constexpr (kFp8) {
+      Mainloop::Fp8Producer::run(smem, KV(prm, work), first, last, tid - C::warps * 32);
+    } else if (warp == C::warps && lane == 0) {
+      Mainloop::Producer::run(smem, KV(prm, work), first, last);
+    }
     return;
   }
   if constexpr (kTile.rebalance) ptx::setmaxnreg_inc<kTile.consumer_registers>();

@@ -11,12 +11,86 @@
 #include "attention/params.cuh"
 #include "attention/tile_config.cuh"
 #include "attention/tile_io.cuh"
+#include "common/fp8.cuh"
 #include "common/ptx.cuh"
 #include "common/tma.cuh"
 #include "common/types.cuh"
 
 namespace attnjit {
 namespace attention {
+
+// fp8 K/V (kv_dtype = fp8_e4m3): rows of D bytes, converted to T on the
+// way into the tiles the MMAs read (exactly: every e4m3 value is a T). A
+// source gives each key row's address through row8(is_v, j); rows at or
+// past the sequence's keys become zeros. The mma.sync path converts while
+// it copies (plain loads, then stores into padded rows); the warpgroup
+// path's producer stages raw tiles with cp.async and converts them into
+// the swizzled tiles (mainloop_sm90.cuh).
+template <class C>
+struct Fp8Tiles {
+  using T = typename C::dtype;
+  using Byte = unsigned char;
+  static constexpr int D = C::head_dim;
+  static constexpr int BN = C::block_n;
+  static constexpr int kUnits = D / 16;  // 16-byte units of an fp8 row
+  static_assert(D % 16 == 0, "fp8 K/V: head dim must be a multiple of 16");
+
+  // Key tile kt of K (or V) into padded rows of T, spread over kThreads.
+  template <int kThreads, class Source>
+  static __device__ __forceinline__ void load_padded(T* tile, const Source& kv, bool is_v, int kt,
+                                                     int tid) {
+    constexpr int kTotal = BN * kUnits;
+    constexpr int kStride = SmemRow<D>::kStride;
+#pragma unroll 4
+    for (int c = tid; c < kTotal; c += kThreads) {
+      const int r = c / kUnits;
+      const int u = c % kUnits;
+      const int j = kt * BN + r;
+      uint4_t in{0u, 0u, 0u, 0u};
+      if (j < kv.n_k) in = ptx::ld_global_nc_16(kv.row8(is_v, j) + 16 * u);
+      uint4_t lo, hi;
+      fp8::e4m3x16_to<T>(in, lo, hi);
+      uint4_t* dst = reinterpret_cast<uint4_t*>(tile + r * kStride + 16 * u);
+      dst[0] = lo;
+      dst[1] = hi;
+    }
+  }
+
+  // cp.async of key tile kt of K (or V) as raw fp8 rows of D bytes at
+  // shared address `staging`; rows past the keys are zero-filled.
+  template <int kThreads, class Source>
+  static __device__ __forceinline__ void stage_async(unsigned staging, const Source& kv, bool is_v,
+                                                     int kt, int tid) {
+    constexpr int kTotal = BN * kUnits;
+#pragma unroll 4
+    for (int c = tid; c < kTotal; c += kThreads) {
+      const int r = c / kUnits;
+      const int u = c % kUnits;
+      const int j = kt * BN + r;
+      const bool valid = j < kv.n_k;
+      const Byte* src = valid ? kv.row8(is_v, j) + 16 * u : kv.row8(is_v, 0);
+      ptx::cp_async_16(staging + static_cast<unsigned>(r * D + 16 * u), src, valid);
+    }
+  }
+
+  // A staged raw tile into the swizzled tile of T at `tile` (Rows: the
+  // warpgroup layout, SwizzledRows<D>).
+  template <int kThreads, class Rows>
+  static __device__ __forceinline__ void convert_swizzled(unsigned staging, unsigned tile,
+                                                          int tid) {
+    constexpr int kTotal = BN * kUnits;
+#pragma unroll 4
+    for (int c = tid; c < kTotal; c += kThreads) {
+      const int r = c / kUnits;
+      const int u = c % kUnits;
+      const uint4_t in = ptx::ld_shared_16(staging + static_cast<unsigned>(r * D + 16 * u));
+      uint4_t lo, hi;
+      fp8::e4m3x16_to<T>(in, lo, hi);
+      ptx::st_shared_16(tile + Rows::template offset<BN>(r, 2 * u), lo);
+      ptx::st_shared_16(tile + Rows::template offset<BN>(r, 2 * u + 1), hi);
+    }
+  }
+};
 
 template <class C>
 struct VarlenKV {
@@ -30,6 +104,7 @@ struct VarlenKV {
   int n_k;                         // the sequence's keys
   int k_begin, hk;                 // the TMA maps' row and head coordinates
   const TensorMap *k_map, *v_map;  // [rows, heads, D], boxes of one swizzle chunk
+  const unsigned char *k8, *v8;    // fp8: the sequence's first row of head hk, in bytes
 
   template <class Work>
   __device__ __forceinline__ VarlenKV(const Params<T>& prm, const Work& work)
@@ -41,17 +116,34 @@ struct VarlenKV {
         k_begin(work.k_begin),
         hk(work.hk),
         k_map(&prm.k_map),
-        v_map(&prm.v_map) {}
+        v_map(&prm.v_map),
+        k8(reinterpret_cast<const unsigned char*>(prm.k) + work.k_begin * prm.k_row_stride +
+           work.hk * prm.k_head_stride),
+        v8(reinterpret_cast<const unsigned char*>(prm.v) + work.k_begin * prm.v_row_stride +
+           work.hk * prm.v_head_stride) {}
+
+  // fp8: key row j's bytes (Fp8Tiles).
+  __device__ __forceinline__ const unsigned char* row8(bool is_v, int j) const {
+    return is_v ? v8 + j * v_row_stride : k8 + j * k_row_stride;
+  }
 
   // cp.async of key tile kt of K (or V) into padded shared rows (SmemRow),
-  // spread over kThreads threads.
+  // spread over kThreads threads (fp8: converting loads).
   template <int kThreads>
   __device__ __forceinline__ void load_k_async(T* tile, int kt, int tid) const {
-    load_tile_async<BN, D, kThreads>(tile, k, k_row_stride, kt * BN, n_k, tid);
+    if constexpr (fp8_kv<C>()) {
+      Fp8Tiles<C>::template load_padded<kThreads>(tile, *this, false, kt, tid);
+    } else {
+      load_tile_async<BN, D, kThreads>(tile, k, k_row_stride, kt * BN, n_k, tid);
+    }
   }
   template <int kThreads>
   __device__ __forceinline__ void load_v_async(T* tile, int kt, int tid) const {
-    load_tile_async<BN, D, kThreads>(tile, v, v_row_stride, kt * BN, n_k, tid);
+    if constexpr (fp8_kv<C>()) {
+      Fp8Tiles<C>::template load_padded<kThreads>(tile, *this, true, kt, tid);
+    } else {
+      load_tile_async<BN, D, kThreads>(tile, v, v_row_stride, kt * BN, n_k, tid);
+    }
   }
 
   __device__ __forceinline__ void prefetch_maps() const {
@@ -102,6 +194,7 @@ struct PagedKV {
   int page_size;
   int n_k, hk;
   const TensorMap *k_map, *v_map;  // [pages, rows of a page, heads, D]
+  const unsigned char *k8, *v8;    // fp8: head hk of page 0, in bytes
 
   template <class Work>
   __device__ __forceinline__ PagedKV(const Params<T>& prm, const Work& work)
@@ -116,17 +209,36 @@ struct PagedKV {
         n_k(work.n_k),
         hk(work.hk),
         k_map(&prm.k_map),
-        v_map(&prm.v_map) {}
+        v_map(&prm.v_map),
+        k8(reinterpret_cast<const unsigned char*>(prm.k) + work.hk * prm.k_head_stride),
+        v8(reinterpret_cast<const unsigned char*>(prm.v) + work.hk * prm.v_head_stride) {}
+
+  // fp8: key row j's bytes, from its page (Fp8Tiles).
+  __device__ __forceinline__ const unsigned char* row8(bool is_v, int j) const {
+    const long long page = table[j / page_size];
+    const long long row = j % page_size;
+    return is_v ? v8 + page * v_page_stride + row * v_row_stride
+                : k8 + page * k_page_stride + row * k_row_stride;
+  }
 
   // cp.async of key tile kt, each row from its page; rows past the
-  // sequence's keys become zeros and their pages are not looked up.
+  // sequence's keys become zeros and their pages are not looked up (fp8:
+  // converting loads).
   template <int kThreads>
   __device__ __forceinline__ void load_k_async(T* tile, int kt, int tid) const {
-    load_rows<kThreads>(tile, k, k_row_stride, k_page_stride, kt, tid);
+    if constexpr (fp8_kv<C>()) {
+      Fp8Tiles<C>::template load_padded<kThreads>(tile, *this, false, kt, tid);
+    } else {
+      load_rows<kThreads>(tile, k, k_row_stride, k_page_stride, kt, tid);
+    }
   }
   template <int kThreads>
   __device__ __forceinline__ void load_v_async(T* tile, int kt, int tid) const {
-    load_rows<kThreads>(tile, v, v_row_stride, v_page_stride, kt, tid);
+    if constexpr (fp8_kv<C>()) {
+      Fp8Tiles<C>::template load_padded<kThreads>(tile, *this, true, kt, tid);
+    } else {
+      load_rows<kThreads>(tile, v, v_row_stride, v_page_stride, kt, tid);
+    }
   }
 
   __device__ __forceinline__ void prefetch_maps() const {

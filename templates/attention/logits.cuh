@@ -36,10 +36,11 @@ __device__ __forceinline__ void to_logits(float (&s)[kBlocks][4],
                                           const float (&sink2)[2],
                                           const typename Mask<C>::RowKeys (&keys)[2], int j0,
                                           bool edge, int lane) {
-  const float scale2 = prm.scale * kLog2e;
+  const float scale = score_scale<C>(prm);
+  const float scale2 = scale * kLog2e;
   float cap_in = 0.f, cap_out = 0.f;
   if constexpr (C::softcap) {
-    cap_in = prm.scale / prm.softcap;
+    cap_in = scale / prm.softcap;
     cap_out = prm.softcap * kLog2e;
   }
 #pragma unroll

@@ -186,7 +186,7 @@ struct MainloopSm80 {
 #pragma unroll
     for (int m = 0; m < kM; ++m) {
       to_logits<C>(s[m], prm, rows.sink2[m], rows.keys[m], j0, edge, lane);
-      acc.softmax[m].update(s[m], acc.o[m], LogitScale<C>::score_multiplier(prm.scale));
+      acc.softmax[m].update(s[m], acc.o[m], LogitScale<C>::score_multiplier(score_scale<C>(prm)));
     }
     accumulate(acc.o, s, sV_st, lane);
     __syncthreads();

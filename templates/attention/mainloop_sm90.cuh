@@ -51,12 +51,14 @@ struct TileRing {
   // By one thread, before the block's first barrier: a full barrier
   // completes on the producer's arrival and its copy's bytes, an empty one
   // on the arrival of every consumer warp.
-  template <int kConsumerWarps>
+  // kFullArrivals: 1 (the TMA producer lane, with the copy's bytes) or
+  // the producer warpgroup's threads (fp8 K/V, converted by all of them).
+  template <int kConsumerWarps, int kFullArrivals = 1>
   __device__ __forceinline__ void init() const {
 #pragma unroll 1
     for (int st = 0; st < kStages; ++st) {
-      ptx::mbarrier_init(at(full_k, st), 1);
-      ptx::mbarrier_init(at(full_v, st), 1);
+      ptx::mbarrier_init(at(full_k, st), kFullArrivals);
+      ptx::mbarrier_init(at(full_v, st), kFullArrivals);
       ptx::mbarrier_init(at(empty_k, st), kConsumerWarps);
       ptx::mbarrier_init(at(empty_v, st), kConsumerWarps);
     }
@@ -110,6 +112,7 @@ struct MainloopSm90 {
     unsigned char* raw;
     unsigned pad;  // raw + pad is 1024-byte aligned
     unsigned q, k, v;
+    unsigned staging;  // fp8 K/V: the raw tiles, K then V per stage
     Ring ring;
 
     __device__ __forceinline__ explicit SharedTiles(unsigned char* smem, unsigned raw_address)
@@ -118,6 +121,7 @@ struct MainloopSm90 {
           q(raw_address + pad),
           k(q + kTile.q_tile_bytes),
           v(k + kStages * kTile.kv_tile_bytes),
+          staging(q + kTile.staging_offset),
           ring(q + kTile.barrier_offset) {}
 
     // Tile i's buffer in the K (or V) ring at `tiles`.
@@ -153,6 +157,56 @@ struct MainloopSm90 {
         if (i >= kStages) Ring::wait_empty(smem.ring.empty_v, i);
         kv.tma_load_v(smem.v + tile, Ring::at(smem.ring.full_v, i), kt);
       }
+    }
+  };
+
+  // The producer for fp8 K/V: all 128 threads of the producer warpgroup
+  // stage raw tiles with cp.async, `stages` tiles ahead, and convert each
+  // into its K (V) buffer once the consumers have released that buffer;
+  // each thread arrives on the full barrier after a proxy fence (the
+  // converted tile is read by wgmma, the async proxy). Named barrier 2
+  // orders the warpgroup: a staged tile is complete before anyone converts
+  // it, and converted by all before its staging buffer is refilled.
+  struct Fp8Producer {
+    static constexpr int kThreads = 128;
+    static constexpr unsigned kRawBytes = unsigned(BN * D);  // one fp8 tile
+    using Tiles = Fp8Tiles<C>;
+
+    static __device__ __forceinline__ void run(const SharedTiles& smem, const KV& kv, int first,
+                                               int last, int ptid) {
+#pragma unroll 1
+      for (int i = 0; i < kStages; ++i) stage(smem, kv, first, last, i, ptid);
+#pragma unroll 1
+      for (int kt = first; kt <= last; ++kt) {
+        const int i = kt - first;
+        ptx::cp_async_wait<kStages - 1>();
+        ptx::named_barrier_sync(2, kThreads);
+        const unsigned raw = smem.staging + Ring::stage(i) * 2u * kRawBytes;
+        const unsigned tile = Ring::stage(i) * kTile.kv_tile_bytes;
+        if (i >= kStages) Ring::wait_empty(smem.ring.empty_k, i);
+        Tiles::template convert_swizzled<kThreads, Rows>(raw, smem.k + tile, ptid);
+        ptx::fence_proxy_async_shared();
+        ptx::mbarrier_arrive(Ring::at(smem.ring.full_k, i));
+        if (i >= kStages) Ring::wait_empty(smem.ring.empty_v, i);
+        Tiles::template convert_swizzled<kThreads, Rows>(raw + kRawBytes, smem.v + tile, ptid);
+        ptx::fence_proxy_async_shared();
+        ptx::mbarrier_arrive(Ring::at(smem.ring.full_v, i));
+        ptx::named_barrier_sync(2, kThreads);
+        stage(smem, kv, first, last, i + kStages, ptid);
+      }
+    }
+
+    // cp.async of tile first + i into its staging buffer (an empty commit
+    // group past the last tile keeps the wait counts uniform).
+    static __device__ __forceinline__ void stage(const SharedTiles& smem, const KV& kv, int first,
+                                                 int last, int i, int ptid) {
+      const int kt = first + i;
+      if (kt <= last) {
+        const unsigned raw = smem.staging + Ring::stage(i) * 2u * kRawBytes;
+        Tiles::template stage_async<kThreads>(raw, kv, false, kt, ptid);
+        Tiles::template stage_async<kThreads>(raw + kRawBytes, kv, true, kt, ptid);
+      }
+      ptx::cp_async_commit();
     }
   };
 
@@ -193,7 +247,7 @@ struct MainloopSm90 {
       ptx::fence_proxy_async_shared();
       ptx::named_barrier_sync(1, kConsumerThreads);  // Q is in shared memory
       tail_tile = work.n_k % BN != 0 ? work.n_k / BN : -1;
-      multiplier = LogitScale<C>::score_multiplier(prm.scale);
+      multiplier = LogitScale<C>::score_multiplier(score_scale<C>(prm));
       key_loop(work, rows, softmax, o);
     }
 

@@ -24,6 +24,7 @@ namespace attention {
 struct TileShape {
   int head_dim, block_m, block_n, warps, stages, min_blocks;
   bool pack_gqa, wgmma, register_cap;
+  bool kv_fp8 = false;  // K/V stored as fp8 (kv_dtype), converted on the way in
 };
 
 struct TileConfig {
@@ -36,6 +37,7 @@ struct TileConfig {
   int smem_row_stride;      // elements per padded shared row (mma.sync tiles, epilogue staging)
   unsigned q_tile_bytes;    // the Q tile in shared memory
   unsigned kv_tile_bytes;   // one K (or V) tile: one stage of the pipeline
+  unsigned staging_offset;  // wgmma with fp8 K/V: the ring of raw fp8 tiles the producer converts
   unsigned barrier_offset;  // wgmma: the mbarrier ring, from the 1024-byte aligned tiles
   unsigned smem_bytes;      // dynamic shared memory per block
   int tma_chunk;            // swizzle chunk of D (elements) = the TMA box's width
@@ -64,8 +66,9 @@ namespace tile_detail {
 // mma.sync: Q, then a ring of `stages` K tiles and one of V tiles, all in
 // padded rows. wgmma: 1024 bytes of slack to align the swizzled tiles (Q,
 // the K ring, the V ring); the epilogue stages each warp's 16 output rows
-// (padded) over them; the mbarriers follow: full and empty, for K and for
-// V, per stage.
+// (padded) over them; with fp8 K/V a ring of the raw fp8 K and V tiles
+// (rows of D bytes) follows, which the producer converts into the K and V
+// rings; the mbarriers follow: full and empty, for K and for V, per stage.
 ATTNJIT_TILE_CONSTEXPR void set_shared_memory(TileConfig& c) {
   const TileShape& s = c.shape;
   const int row_bytes = s.wgmma ? s.head_dim * 2 : c.smem_row_stride * 2;
@@ -73,12 +76,16 @@ ATTNJIT_TILE_CONSTEXPR void set_shared_memory(TileConfig& c) {
   c.kv_tile_bytes = unsigned(s.block_n * row_bytes);
   const unsigned tiles = c.q_tile_bytes + 2u * unsigned(s.stages) * c.kv_tile_bytes;
   if (!s.wgmma) {
+    c.staging_offset = 0;
     c.barrier_offset = 0;
     c.smem_bytes = tiles;
     return;
   }
   const unsigned staged_output = unsigned(s.block_m * c.smem_row_stride * 2);
-  c.barrier_offset = tiles > staged_output ? tiles : staged_output;
+  c.staging_offset = tiles;
+  const unsigned staging = s.kv_fp8 ? 2u * unsigned(s.stages * s.block_n * s.head_dim) : 0u;
+  const unsigned used = tiles + staging;
+  c.barrier_offset = used > staged_output ? used : staged_output;
   c.smem_bytes = 1024u + c.barrier_offset + unsigned(4 * s.stages * 8);
 }
 
@@ -98,7 +105,8 @@ ATTNJIT_TILE_CONSTEXPR void set_registers(TileConfig& c) {
   c.consumer_registers = c.launch_registers;
   if (!c.rebalance) return;
   const int wg = c.warpgroups;
-  c.producer_registers = wg == 1 ? 40 : wg == 2 ? 24 : 32;
+  // fp8 K/V: the whole producer warpgroup converts tiles and needs more.
+  c.producer_registers = s.kv_fp8 ? 64 : wg == 1 ? 40 : wg == 2 ? 24 : 32;
   const int consumer = ((wg + 1) * c.launch_registers - c.producer_registers) / wg / 8 * 8;
   c.consumer_registers = consumer > 256 ? 256 : consumer;
 }
@@ -170,6 +178,17 @@ ATTNJIT_TILE_CONSTEXPR KeySplit split_keys(int first_tile, int last_tile, int nu
   return KeySplit{per, (count + per - 1) / per};
 }
 
+// Whether a generated Config stores K/V as fp8 (its kv_dtype flag; false
+// for a Config without one, as the host tests' are).
+template <class C, class = void>
+struct KvFp8 {
+  static constexpr bool value = false;
+};
+template <class C>
+struct KvFp8<C, decltype(void(C::kv_dtype))> {
+  static constexpr bool value = C::kv_dtype == C::kv_dtype_t::fp8_e4m3;
+};
+
 // The device side: a generated Config's configuration, from its tuning
 // params and the register cap the compile options announce
 // (ATTNJIT_MAX_REGISTERS is defined when one is set).
@@ -181,7 +200,8 @@ ATTNJIT_TILE_CONSTEXPR TileConfig tile_config() {
   constexpr bool kRegisterCap = false;
 #endif
   return make_tile_config(TileShape{C::head_dim, C::block_m, C::block_n, C::warps, C::stages,
-                                    C::min_blocks, C::pack_gqa != 0, C::wgmma != 0, kRegisterCap});
+                                    C::min_blocks, C::pack_gqa != 0, C::wgmma != 0, kRegisterCap,
+                                    KvFp8<C>::value});
 }
 
 }  // namespace attention

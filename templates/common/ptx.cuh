@@ -77,6 +77,29 @@ __device__ __forceinline__ void cp_async_16(unsigned dst, const void* src, bool 
                : "memory");
 }
 
+// 16 bytes from global memory through the read-only path.
+__device__ __forceinline__ uint4_t ld_global_nc_16(const void* src) {
+  uint4_t v;
+  asm volatile("ld.global.nc.v4.u32 {%0, %1, %2, %3}, [%4];"
+               : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w)
+               : "l"(src));
+  return v;
+}
+
+__device__ __forceinline__ uint4_t ld_shared_16(unsigned addr) {
+  uint4_t v;
+  asm volatile("ld.shared.v4.u32 {%0, %1, %2, %3}, [%4];"
+               : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w)
+               : "r"(addr));
+  return v;
+}
+
+__device__ __forceinline__ void st_shared_16(unsigned addr, const uint4_t& v) {
+  asm volatile("st.shared.v4.u32 [%0], {%1, %2, %3, %4};" ::"r"(addr), "r"(v.x), "r"(v.y),
+               "r"(v.z), "r"(v.w)
+               : "memory");
+}
+
 // 16 zero bytes into shared memory at `addr`.
 __device__ __forceinline__ void st_shared_zero16(unsigned addr) {
   asm volatile("st.shared.v4.u32 [%0], {%1, %1, %1, %1};" ::"r"(addr), "r"(0) : "memory");

@@ -45,6 +45,7 @@ inline std::string flags_name(const AttentionFlags& f) {
   if (f.softcap) name += "_softcap";
   if (f.return_lse) name += "_lse";
   if (f.kv_layout == KvLayout::kPaged) name += "_paged";
+  if (f.kv_dtype == KvDType::kFp8E4M3) name += "_fp8";
   if (f.split_kv) name += "_split";
   return name;
 }

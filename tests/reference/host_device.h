@@ -13,3 +13,9 @@ struct HostDim3 {
   unsigned x, y, z;
 };
 inline HostDim3 blockIdx;
+// The bit casts device code uses.
+inline float __uint_as_float(unsigned bits) {
+  float f;
+  __builtin_memcpy(&f, &bits, sizeof f);
+  return f;
+}

@@ -23,10 +23,12 @@ namespace attnjit {
 enum class DType { kBF16, kFP16 };
 enum class SinkMode { kNone, kNullLogit, kBiasKey0 };
 enum class KvLayout { kContiguous, kPaged };
+enum class KvDType { kSame, kFp8E4M3 };  // kSame: q's dtype
 
 const char* to_string(DType dtype);
 const char* to_string(SinkMode mode);
 const char* to_string(KvLayout layout);
+const char* to_string(KvDType dtype);
 
 // The constexpr flags of the attention family.
 struct AttentionFlags {
@@ -40,6 +42,9 @@ struct AttentionFlags {
   bool softcap = false;
   bool return_lse = false;
   KvLayout kv_layout = KvLayout::kContiguous;  // paged: an engine's page table
+  // K/V in q's dtype, or fp8 e4m3 with per-tensor scales (k_scale, v_scale):
+  // attention over the dequantized k = k8 * k_scale, v = v8 * v_scale.
+  KvDType kv_dtype = KvDType::kSame;
   // A schedule, not a mode (the result is the same up to fp32 rounding):
   // one-tile sequences split their keys over several blocks. launch()
   // picks a split variant by itself for decode-shaped batches (see
@@ -104,6 +109,12 @@ struct AttentionArgs {
   int64_t k_page_stride = 0, v_page_stride = 0;
   int page_size = 0;  // a multiple of 16
   int num_pages = 0;  // pages in the k and v caches
+
+  // kv_dtype fp8_e4m3: k and v hold e4m3 bytes (strides still in elements,
+  // now bytes: multiples of 16); the scales are device pointers to one
+  // float each, so a CUDA graph captures the pointer, not the value.
+  const float* k_scale = nullptr;
+  const float* v_scale = nullptr;
 
   // Split-KV (decode; docs/semantics.md "Split-KV"). num_splits: 0 lets
   // the library choose (a decode-shaped batch, every sequence within one

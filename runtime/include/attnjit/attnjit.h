@@ -129,6 +129,11 @@ typedef enum attnjit_sinks {
   ATTNJIT_SINKS_BIAS_KEY0 = 2   /* MiMo-V2.5 vision: a bias on key 0 */
 } attnjit_sinks;
 
+typedef enum attnjit_kv_dtype {
+  ATTNJIT_KV_SAME = 0,
+  ATTNJIT_KV_FP8_E4M3 = 1
+} attnjit_kv_dtype;
+
 typedef enum attnjit_kv_layout {
   ATTNJIT_KV_CONTIGUOUS = 0, /* k, v: varlen [total_k, Hkv, D] with cu_seqlens_k */
   ATTNJIT_KV_PAGED = 1       /* k, v: an engine's paged cache (block_table, seqused_k) */
@@ -148,6 +153,9 @@ typedef struct attnjit_attention_flags {
   int32_t return_lse;
   /* Since API version 2 (a struct_size without it reads as contiguous). */
   int32_t kv_layout; /* attnjit_kv_layout */
+  /* Since API version 3: ATTNJIT_KV_SAME (q's dtype) or ATTNJIT_KV_FP8_E4M3
+   * (args->k_scale, v_scale needed; strides in bytes, multiples of 16). */
+  int32_t kv_dtype; /* attnjit_kv_dtype */
 } attnjit_attention_flags;
 
 /* bf16, head_dim 128, every mode off. */
@@ -215,6 +223,10 @@ typedef struct attnjit_attention_args {
   int32_t num_splits;
   void* workspace; /* 256-byte aligned */
   size_t workspace_bytes;
+  /* Since API version 3: kv_dtype fp8_e4m3's per-tensor scales, device
+   * pointers to one float each (> 0): k = k8 * k_scale, v = v8 * v_scale. */
+  const float* k_scale;
+  const float* v_scale;
 } attnjit_attention_args;
 
 /* Null pointers, zero sizes, default scale, unbounded windows. */

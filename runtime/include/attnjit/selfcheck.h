@@ -68,6 +68,10 @@ CheckResult check_attention(const AttentionFlags& flags, const CheckShape& shape
 double error_bound(DType dtype);
 
 // Host conversions with round-to-nearest-even.
+// fp8 e4m3 (the "fn" variant: 0x7F / 0xFF are NaN, no infinities):
+// round to nearest (ties to an even code), saturating at 448.
+uint16_t float_to_e4m3(float f);
+float e4m3_to_float(uint8_t byte);
 uint16_t float_to_bf16(float f);
 float bf16_to_float(uint16_t h);
 uint16_t float_to_fp16(float f);
