@@ -15,7 +15,8 @@ from typing import NamedTuple, Optional, Tuple
 
 import torch
 
-from ._varlen import (_GRID_MAX, _INT32_MAX, _check_aligned, _check_device,
+from ._varlen import (_DTYPE_NAMES, _GRID_MAX, _INT32_MAX, _check_aligned,
+                      _check_device,
                       _check_dtypes, _check_heads, _check_lengths,
                       _check_modes, _check_out, _fail, _index, _launch_on,
                       _no_backward, _span_pointers, _strides, _tensor)
@@ -52,6 +53,7 @@ class _Checked(NamedTuple):
     v_strides: Tuple[int, int, int]
     o_strides: Optional[Tuple[int, int]]
     block_table_stride: int
+    fp8: bool  # k_cache / v_cache hold e4m3 bytes (with k_scale, v_scale)
 
 
 def _cache_strides(t, name, heads, head_dim):
@@ -119,13 +121,19 @@ def _validate(q, k_cache, v_cache, block_table, cu_seqlens_q, seqused_k,
     other mistake is reported (and testable) with CPU tensors too;
     `pointers` adds the alignment checks that need real storage.
     """
-    if k_scale is not None or v_scale is not None:
-        _error(ValueError, "k_scale/v_scale need an fp8 kv cache, which this "
-                           "build does not support yet")
     _tensor(q, "q", op=_OP)
     _tensor(k_cache, "k_cache", op=_OP)
     _tensor(v_cache, "v_cache", op=_OP)
-    dtype_name = _check_dtypes(q, k_cache, v_cache, "k_cache", "v_cache", _OP)
+    fp8 = _FP8 is not None and _FP8 in (k_cache.dtype, v_cache.dtype)
+    if fp8:
+        dtype_name = _check_fp8(q, k_cache, v_cache, k_scale, v_scale)
+    else:
+        if k_scale is not None or v_scale is not None:
+            _error(ValueError, f"k_scale/v_scale are for an fp8 cache (k_cache "
+                               f"and v_cache of torch.float8_e4m3fn), got "
+                               f"{k_cache.dtype}")
+        dtype_name = _check_dtypes(q, k_cache, v_cache, "k_cache", "v_cache",
+                                   _OP)
     if q.dim() != 3:
         _error(ValueError, f"q must be 3-D [total_q, Hq, head_dim], got shape "
                            f"{list(q.shape)}")
@@ -177,13 +185,19 @@ def _validate(q, k_cache, v_cache, block_table, cu_seqlens_q, seqused_k,
     q_strides = _strides(q, "q", heads_q, _OP)
     k_strides = _cache_strides(k_cache, "k_cache", heads_kv, head_dim)
     v_strides = _cache_strides(v_cache, "v_cache", heads_kv, head_dim)
+    if fp8 and any(x % 16 for x in k_strides + v_strides):
+        _error(ValueError, f"fp8 k_cache and v_cache strides must be multiples "
+                           f"of 16 elements (16-byte loads), got "
+                           f"{tuple(k_cache.stride())} and "
+                           f"{tuple(v_cache.stride())}")
     o_strides = _strides(out, "out", heads_q, _OP) if out is not None else None
     if pointers:
         _check_aligned((("q", q), ("k_cache", k_cache), ("v_cache", v_cache),
                         ("out", out)), _OP)
 
-    device = _check_device(q, (("k_cache", k_cache), ("v_cache", v_cache),
-                               ("block_table", block_table),
+    scales = ((("k_scale", k_scale), ("v_scale", v_scale)) if fp8 else ())
+    device = _check_device(q, (("k_cache", k_cache), ("v_cache", v_cache))
+                           + scales + (("block_table", block_table),
                                ("cu_seqlens_q", cu_seqlens_q),
                                ("seqused_k", seqused_k), ("sinks", sinks),
                                ("out", out)),
@@ -195,7 +209,35 @@ def _validate(q, k_cache, v_cache, block_table, cu_seqlens_q, seqused_k,
     return _Checked(dtype_name, device, num_seqs, total_q, heads_q, heads_kv,
                     head_dim, num_pages, page_size, max_q, max_k, scale,
                     window_left, window_right, window, softcap, q_strides,
-                    k_strides, v_strides, o_strides, table_stride)
+                    k_strides, v_strides, o_strides, table_stride, fp8)
+
+
+# torch's e4m3 ("fn": no infinities) dtype, where this torch has it.
+_FP8 = getattr(torch, "float8_e4m3fn", None)
+
+
+def _check_fp8(q, k_cache, v_cache, k_scale, v_scale):
+    """An fp8 cache: both caches e4m3, q bf16 or fp16, and the per-tensor
+    scales as float32 tensors of one element (device pointers, so that a
+    CUDA graph replays with the values they hold then)."""
+    if k_cache.dtype != _FP8 or v_cache.dtype != _FP8:
+        _error(TypeError, f"k_cache and v_cache must both be "
+                          f"torch.float8_e4m3fn or neither, got "
+                          f"{k_cache.dtype} and {v_cache.dtype}")
+    dtype_name = _DTYPE_NAMES.get(q.dtype)
+    if dtype_name is None:
+        _error(TypeError, f"q must be bfloat16 or float16 with an fp8 cache, "
+                          f"got {q.dtype}")
+    for name, scale in (("k_scale", k_scale), ("v_scale", v_scale)):
+        if scale is None:
+            _error(ValueError, f"an fp8 cache needs k_scale and v_scale "
+                               f"(float32 tensors of one element); {name} is "
+                               f"None")
+        _tensor(scale, name, torch.float32, op=_OP)
+        if scale.numel() != 1:
+            _error(ValueError, f"`{name}` must hold one element (a per-tensor "
+                               f"scale), got shape {list(scale.shape)}")
+    return dtype_name
 
 
 def _check_values(cu_seqlens_q, seqused_k, block_table, total_q, max_q, max_k,
@@ -261,7 +303,8 @@ def _launch(q, k_cache, v_cache, block_table, cu_seqlens_q, seqused_k,
             ("causal", bool(causal)), ("window", c.window),
             ("sinks", sinks_mode), ("mm_prefix", mm_prefix),
             ("mm_clamp", clamp), ("softcap", c.softcap > 0),
-            ("return_lse", bool(return_lse)), ("kv_layout", "paged")),
+            ("return_lse", bool(return_lse)), ("kv_layout", "paged"))
+           + ((("kv_dtype", "fp8_e4m3"),) if c.fp8 else ()),
            c.device)
     args = (q.data_ptr(), k_cache.data_ptr(), v_cache.data_ptr(),
             out.data_ptr(), lse.data_ptr() if lse is not None else 0,
@@ -271,7 +314,9 @@ def _launch(q, k_cache, v_cache, block_table, cu_seqlens_q, seqused_k,
             c.q_strides[0], c.q_strides[1], *c.k_strides, *c.v_strides,
             o_strides[0], o_strides[1], c.block_table_stride, c.num_seqs,
             c.heads_q, c.heads_kv, c.total_q, c.max_q, c.max_k, c.page_size,
-            c.num_pages, c.scale, c.softcap, c.window_left, c.window_right)
+            c.num_pages, c.scale, c.softcap, c.window_left, c.window_right,
+            k_scale.data_ptr() if c.fp8 else 0,
+            v_scale.data_ptr() if c.fp8 else 0)
     _launch_on(c.device, key, "launch_paged", args)
     return out, lse
 
@@ -284,13 +329,15 @@ def _paged_attention_op(
         softmax_scale: Optional[float], causal: bool, window_left: int,
         window_right: int, sinks: Optional[torch.Tensor], sinks_mode: str,
         mm_prefix_ranges: Optional[torch.Tensor], mm_prefix_clamp: bool,
-        softcap: float, return_lse: bool,
-        check: bool) -> Tuple[torch.Tensor, torch.Tensor]:
+        softcap: float, return_lse: bool, check: bool,
+        k_scale: Optional[torch.Tensor] = None,
+        v_scale: Optional[torch.Tensor] = None
+) -> Tuple[torch.Tensor, torch.Tensor]:
     out, lse = _launch(q, k_cache, v_cache, block_table, cu_seqlens_q,
                        seqused_k, max_seqlen_q, max_seqlen_k, softmax_scale,
                        causal, (window_left, window_right), sinks, sinks_mode,
-                       mm_prefix_ranges, mm_prefix_clamp, softcap, None, None,
-                       return_lse, None, check)
+                       mm_prefix_ranges, mm_prefix_clamp, softcap, k_scale,
+                       v_scale, return_lse, None, check)
     if lse is None:
         lse = q.new_empty((0,), dtype=torch.float32)
     return out, lse
@@ -301,11 +348,11 @@ def _paged_attention_fake(q, k_cache, v_cache, block_table, cu_seqlens_q,
                           seqused_k, max_seqlen_q, max_seqlen_k, softmax_scale,
                           causal, window_left, window_right, sinks, sinks_mode,
                           mm_prefix_ranges, mm_prefix_clamp, softcap,
-                          return_lse, check):
+                          return_lse, check, k_scale=None, v_scale=None):
     _validate(q, k_cache, v_cache, block_table, cu_seqlens_q, seqused_k,
               max_seqlen_q, max_seqlen_k, softmax_scale,
               (window_left, window_right), sinks, sinks_mode, mm_prefix_ranges,
-              mm_prefix_clamp, softcap, None, None, None, False)
+              mm_prefix_clamp, softcap, k_scale, v_scale, None, False)
     total_q, heads_q, head_dim = q.shape
     out = q.new_empty((total_q, heads_q, head_dim))
     lse_shape = (heads_q, total_q) if return_lse else (0,)
@@ -346,8 +393,13 @@ def paged_attention(q, k_cache, v_cache, block_table, cu_seqlens_q, seqused_k,
     "null_logit" or "bias_key0" (key position 0 of each sequence),
     mm_prefix_ranges int32 [R, 3] (sequence, start, end inclusive) with
     mm_prefix_clamp, softcap, return_lse (lse [Hq, total_q] fp32), out,
-    softmax_scale (default 1/sqrt(D)). k_scale and v_scale are reserved
-    for an fp8 cache and must be None in this build.
+    softmax_scale (default 1/sqrt(D)).
+
+    An fp8 cache: k_cache and v_cache of torch.float8_e4m3fn (strides
+    multiples of 16), q bf16 or fp16, and k_scale, v_scale float32 tensors
+    of one element (> 0) on q's device: the attention is over the
+    dequantized k = k8 * k_scale, v = v8 * v_scale. The scales are read on
+    the device, so a captured graph replays with their values at replay.
 
     check: also verify against device memory that cu_seqlens_q starts at 0,
     does not decrease and stays within q and max_seqlen_q; that seqused_k
@@ -388,7 +440,8 @@ def _through_op(q, k_cache, v_cache, block_table, cu_seqlens_q, seqused_k,
         max_seqlen_q, max_seqlen_k,
         None if softmax_scale is None else float(softmax_scale), bool(causal),
         window_left, window_right, sinks, sinks_mode, mm_prefix_ranges,
-        bool(mm_prefix_clamp), float(softcap), bool(return_lse), bool(check))
+        bool(mm_prefix_clamp), float(softcap), bool(return_lse), bool(check),
+        k_scale, v_scale)
     if out is not None:
         out.copy_(result)
         result = out

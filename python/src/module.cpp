@@ -154,8 +154,9 @@ int64_t launch_paged(AttentionKernel& kernel, uintptr_t q, uintptr_t k_cache, ui
                   int64_t o_row_stride, int64_t o_head_stride, int64_t block_table_stride,
                   int num_seqs, int num_heads_q, int num_heads_kv, int total_q, int max_seqlen_q,
                   int max_seqlen_k, int page_size, int num_pages, float scale, float softcap,
-                  int window_left, int window_right, uintptr_t stream, int num_splits,
-                  uintptr_t workspace, int64_t workspace_bytes, bool plan_only) {
+                  int window_left, int window_right, uintptr_t k_scale, uintptr_t v_scale,
+                  uintptr_t stream, int num_splits, uintptr_t workspace,
+                  int64_t workspace_bytes, bool plan_only) {
   AttentionArgs a;
   a.q = reinterpret_cast<const void*>(q);
   a.k = reinterpret_cast<const void*>(k_cache);
@@ -187,6 +188,8 @@ int64_t launch_paged(AttentionKernel& kernel, uintptr_t q, uintptr_t k_cache, ui
   a.max_seqlen_k = max_seqlen_k;
   a.page_size = page_size;
   a.num_pages = num_pages;
+  a.k_scale = reinterpret_cast<const float*>(k_scale);
+  a.v_scale = reinterpret_cast<const float*>(v_scale);
   a.scale = scale;
   a.softcap = softcap;
   a.window_left = window_left;
@@ -256,7 +259,8 @@ NB_MODULE(_C, m) {
            "v_head_stride"_a, "o_row_stride"_a, "o_head_stride"_a, "block_table_stride"_a,
            "num_seqs"_a, "num_heads_q"_a, "num_heads_kv"_a, "total_q"_a, "max_seqlen_q"_a,
            "max_seqlen_k"_a, "page_size"_a, "num_pages"_a, "scale"_a, "softcap"_a,
-           "window_left"_a, "window_right"_a, "stream"_a, "num_splits"_a = 0, "workspace"_a = 0,
+           "window_left"_a, "window_right"_a, "k_scale"_a, "v_scale"_a, "stream"_a,
+           "num_splits"_a = 0, "workspace"_a = 0,
            "workspace_bytes"_a = 0, "plan_only"_a = false,
            "The same over a paged K/V cache (a kv_layout=paged variant).");
 

@@ -471,6 +471,38 @@ def test_cuda_graph_capture_of_a_split_decode():
 
 
 @gpu
+@pytest.mark.parametrize("page_size,split", [(16, True), (64, False)])
+def test_fp8_cache(page_size, split):
+    """An e4m3 cache with per-tensor scales against the reference over the
+    dequantized keys and values (the conversion is exact, so the bound is
+    the 16-bit one): decodes that split their keys, or chunks, with a
+    window and null-logit sinks; NaN (0x7F) in every unread cache row."""
+    lens_q, lens_k = ([1, 1, 1], [3000, 17, 5000]) if split else ([40, 7], [300, 90])
+    problem = Paged(lens_q, lens_k, hq=16, hkv=2, d=128, page_size=page_size,
+                    seed=31)
+    k_scale = torch.tensor([0.5], device="cuda")
+    v_scale = torch.tensor([1.25], device="cuda")
+    k8 = (problem.k_cache.float() / k_scale).to(torch.float8_e4m3fn)
+    v8 = (problem.v_cache.float() / v_scale).to(torch.float8_e4m3fn)
+    mode = dict(causal=True, window_size=(700, 0), sinks=_sinks(16),
+                sinks_mode="null_logit")
+    args = problem.args()
+    args.update(k_cache=k8, v_cache=v8)
+    out, lse = attnjit.paged_attention(**args, **mode, k_scale=k_scale,
+                                       v_scale=v_scale, return_lse=True)
+    torch.cuda.synchronize()
+    k_deq = (k8.float() * k_scale).to(problem.q.dtype)  # exact in bf16
+    v_deq = (v8.float() * v_scale).to(problem.q.dtype)
+    k, v, cu_k = gather_paged(k_deq, v_deq, problem.block_table,
+                              problem.seqused_k)
+    ref, ref_lse = varlen_attention_reference(problem.q, k, v,
+                                              problem.cu_seqlens_q, cu_k,
+                                              **mode)
+    assert relative_error(out, ref) <= BOUND[out.dtype]
+    assert lse_error(lse, ref_lse) <= LSE_BOUND
+
+
+@gpu
 def test_torch_compile_fullgraph():
     problem = Paged([90, 1, 40], [200, 77, 40], hq=4, hkv=1, d=128,
                     page_size=16, layout="combined", seed=2)

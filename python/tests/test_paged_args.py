@@ -8,6 +8,8 @@ the package's sources with a stand-in for attnjit._C (paged_support.py).
 
 import math
 
+import re
+
 import pytest
 
 from paged_support import (_cu, _paged, _varlen, attnjit, reference,
@@ -65,12 +67,44 @@ def test_not_a_tensor():
 
 
 def test_scales_need_an_fp8_cache():
-    message = ("k_scale/v_scale need an fp8 kv cache, which this build does "
-               "not support yet")
+    message = ("k_scale/v_scale are for an fp8 cache (k_cache and v_cache of "
+               "torch.float8_e4m3fn), got torch.bfloat16")
     for name in ("k_scale", "v_scale"):
-        error = _raises(ValueError, message, **{name: torch.ones(())})
+        error = _raises(ValueError, re.escape(message), **{name: torch.ones(())})
         assert str(error) == "paged_attention: " + message
     _raises(ValueError, "k_scale/v_scale", k_scale=1.0, v_scale=1.0)
+
+
+def _fp8_args():
+    args = _args()
+    args["k_cache"] = args["k_cache"].to(torch.float8_e4m3fn)
+    args["v_cache"] = args["v_cache"].to(torch.float8_e4m3fn)
+    args["k_scale"] = torch.ones(1)
+    args["v_scale"] = torch.ones(1)
+    return args
+
+
+@pytest.mark.skipif(not hasattr(torch, "float8_e4m3fn"), reason="no fp8 in this torch")
+def test_fp8_cache_arguments():
+    base = _fp8_args()
+
+    def fails(kind, match, **change):
+        args = dict(base)
+        args.update(change)
+        with pytest.raises(kind, match=match):
+            attnjit.paged_attention(**args)
+
+    fails(ValueError, "an fp8 cache needs k_scale and v_scale .* k_scale is None",
+          k_scale=None)
+    fails(ValueError, "v_scale is None", v_scale=None)
+    fails(TypeError, "`k_scale` must be torch.float32", k_scale=torch.ones(1, dtype=torch.float16))
+    fails(ValueError, r"`v_scale` must hold one element .* \[2\]", v_scale=torch.ones(2))
+    fails(TypeError, "k_cache and v_cache must both be torch.float8_e4m3fn or neither",
+          v_cache=base["v_cache"].to(torch.bfloat16))
+    fails(TypeError, "q must be bfloat16 or float16 with an fp8 cache",
+          q=base["q"].float())
+    # Well-formed otherwise: what is left is the device check (CPU tensors).
+    fails(ValueError, "k_scale on cpu, v_scale on cpu", )
 
 
 @pytest.mark.parametrize("dtype", [torch.float32, torch.int8])
@@ -408,7 +442,7 @@ def test_fake_tensors_go_through_the_op():
         with pytest.raises(ValueError, match=r"fewer than the 6 pages"):
             attnjit.paged_attention(q, cache[:, 0], cache[:, 1], table, cu_q,
                                     used, 5, 81)
-        with pytest.raises(ValueError, match="k_scale/v_scale need an fp8"):
+        with pytest.raises(ValueError, match="k_scale/v_scale are for an fp8"):
             attnjit.paged_attention(q, cache[:, 0], cache[:, 1], table, cu_q,
                                     used, 5, 40, k_scale=torch.ones(()))
         with pytest.raises(ValueError, match="k_cache, v_cache, block_table"):
