@@ -394,9 +394,11 @@ class Parser {
   struct DepthGuard {
     Parser& p;
     DepthGuard(Parser& parser, int offset) : p(parser) {
-      if (++p.nesting_ > kMaxExprDepth) {
-        p.fail(offset, "expression nests deeper than " + std::to_string(kMaxExprDepth) +
-                           " levels (each operator, call and index is one)");
+      // Bounds the recursion; the tree's own depth is checked in add().
+      // Canonical text takes up to two levels per node of the tree.
+      if (++p.nesting_ > kMaxExprNesting) {
+        p.fail(offset, "expression nests more than " + std::to_string(kMaxExprNesting) +
+                           " parentheses, calls, indexes and prefix operators deep");
       }
     }
     ~DepthGuard() { --p.nesting_; }

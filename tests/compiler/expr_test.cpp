@@ -131,9 +131,11 @@ TEST(ExprErrors, Types) {
 TEST(ExprErrors, Limits) {
   std::string deep = "p < j";
   for (int i = 0; i < 70; ++i) deep = "(" + deep + ")";
+  EXPECT_EQ(parse(deep).canonical(), "p < j");  // parentheses make no node
+  for (int i = 0; i < 200; ++i) deep = "(" + deep + ")";
   EXPECT_EQ(expr_error(deep),
-            "t.yaml:3:71: expression nests deeper than 64 levels (each operator, call and index "
-            "is one)");
+            "t.yaml:3:263: expression nests more than 256 parentheses, calls, indexes and prefix "
+            "operators deep");
   std::string negs(100, '-');
   EXPECT_NE(expr_error(negs + "p < j").find("nests deeper than 64 levels"), std::string::npos);
   std::string sum = "p";

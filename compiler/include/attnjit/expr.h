@@ -104,7 +104,8 @@ struct Expr {
 
 // Limits: longer text, deeper nesting and larger trees are errors.
 constexpr std::size_t kMaxExprLength = 4096;
-constexpr int kMaxExprDepth = 64;
+constexpr int kMaxExprDepth = 64;     // nodes on a path of the tree
+constexpr int kMaxExprNesting = 256;  // parentheses, calls, indexes, prefix operators in the text
 
 // Parses and checks. `file`, `line` and `column` locate the first character
 // of `text` (one line) in its file; errors are Error(kSpec)
