@@ -9,6 +9,7 @@
 
 #include "attnjit/codegen.h"
 #include "attnjit/expr.h"
+#include "attnjit/nvrtc.h"
 #include "attnjit/signature.h"
 #include "attnjit/spec.h"
 #include "test_support.h"
@@ -473,6 +474,65 @@ TEST(ExprSpec, ExampleSpecsLoad) {
     EXPECT_TRUE(spec.mask || spec.score) << name;
     EXPECT_FALSE(spec.presets.empty()) << name;
   }
+}
+
+}  // namespace
+}  // namespace attnjit
+
+namespace attnjit {
+namespace {
+
+// The emitted struct and user_expr.cuh compile under NVRTC, with every
+// function of the struct instantiated (the attention templates do not call
+// them yet).
+TEST(ExprNvrtc, EmittedCodeCompiles) {
+  ExprContext ctx;
+  ctx.scalars = {{"chunk", ExprType::kInt}, {"temp", ExprType::kFloat}};
+  ctx.tensors = {{"doc", ExprType::kInt, TensorDomain::kKeyToken, 0, ""},
+                 {"qdoc", ExprType::kInt, TensorDomain::kQueryToken, 0, ""},
+                 {"prefix", ExprType::kInt, TensorDomain::kSequence, 0, ""},
+                 {"slopes", ExprType::kFloat, TensorDomain::kHead, 0, ""},
+                 {"kvt", ExprType::kInt, TensorDomain::kKvHead, 0, ""},
+                 {"bias", ExprType::kFloat, TensorDomain::kTable, 0, "chunk"}};
+  ctx.has_head_counts = true;
+  const Expr mask = parse_expr(
+      "(p / chunk == j / chunk or j < prefix[b]) and doc[p] == qdoc[j] and kvt[hk] % 3 != "
+      "abs(-h) and bias[j] < temp",
+      ExprKind::kMask, ctx, "t", 1, 1);
+  const Expr score = parse_expr(
+      "select(p >= j, s * temp, s) - slopes[h] * min(abs(p - j), 64) + exp(s) + log(temp) + "
+      "tanh(s) + sqrt(max(s, 0.0))",
+      ExprKind::kScore, ctx, "t", 1, 1);
+  GeneratedSource source;
+  source.name = "expr_probe.cu";
+  source.entry = "expr_probe";
+  source.text =
+      "#include \"attention/user_expr.cuh\"\n"
+      "struct Params {\n"
+      "  int chunk; float temp;\n"
+      "  const int* doc; const int* qdoc; const int* prefix; const float* slopes;\n"
+      "  const int* kvt; const float* bias; const int* cu_seqlens_q; const int* cu_seqlens_k;\n"
+      "  int num_heads_q, num_heads_kv;\n"
+      "  float* out; int* cls;\n"
+      "};\n" +
+      emit_user_struct(&mask, &score) +
+      "struct PlainConfig {};\n"
+      "struct UserConfig { using user = attnjit_user; };\n"
+      "extern \"C\" __device__ const unsigned expr_probe_launch_info[4] = {128, 0, 1, 0};\n"
+      "extern \"C\" __global__ void __launch_bounds__(128, 1) expr_probe(const __grid_constant__ "
+      "Params prm) {\n"
+      "  const int p = threadIdx.x, j = blockIdx.x;\n"
+      "  static_assert(!::attnjit::expr::user_of<PlainConfig>::type::has_mask, \"no user\");\n"
+      "  static_assert(::attnjit::expr::user_of<UserConfig>::type::has_score, \"its user\");\n"
+      "  if (attnjit_user::mask(prm, 0, 1, 0, p, j, 4, 8))\n"
+      "    prm.out[p] = attnjit_user::score(prm, 0.5f, 0, 1, 0, p, j, 4, 8);\n"
+      "  prm.cls[p] = attnjit_user::classify(prm, 0, 0, 3, p, p + 63, j, j + 63, 4, 8);\n"
+      "}\n";
+  CompileOptions options;
+  options.target = parse_target("sm_80");
+  const CompiledKernel kernel = compile_source(source, options);
+  EXPECT_FALSE(kernel.cubin.empty());
+  EXPECT_NE(kernel.ptx.find(".entry expr_probe("), std::string::npos);
 }
 
 }  // namespace
