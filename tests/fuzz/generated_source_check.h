@@ -24,7 +24,8 @@ namespace attnjit::testing {
 // - no block comment (a "/*" could swallow generated code);
 // - in the unit, exactly two preprocessor lines, the generated params
 //   header's include and `#include "<template path>"`, whose path uses only
-//   [A-Za-z0-9_./-] and has no ".." component;
+//   [A-Za-z0-9_./-] and has no ".." component (three for a spec with a
+//   mask or score: `#include "attention/user_expr.cuh"` too);
 // - in the generated params header, only the fixed lines the generator
 //   writes (pragma once, the ABI types' include, the host-only guard).
 // The unit's text alone:
@@ -66,9 +67,13 @@ inline std::optional<std::string> text_problem(std::string_view text) {
 inline std::optional<std::string> generated_source_problem(const Spec& spec,
                                                            std::string_view text) {
   if (auto problem = text_problem(text)) return problem;
-  const std::vector<std::string> allowed = {"#include \"" + spec.family + "_params.h\"",
-                                            "#include \"" + spec.template_path + "\""};
-  if (auto problem = preprocessor_problem(text, allowed, 2)) return problem;
+  std::vector<std::string> allowed = {"#include \"" + spec.family + "_params.h\"",
+                                      "#include \"" + spec.template_path + "\""};
+  // A spec with a mask or score expression also includes the functions its
+  // emitted code calls.
+  const bool expressions = spec.mask.has_value() || spec.score.has_value();
+  if (expressions) allowed.push_back("#include \"attention/user_expr.cuh\"");
+  if (auto problem = preprocessor_problem(text, allowed, expressions ? 3 : 2)) return problem;
   const std::string& path = spec.template_path;
   for (char c : path) {
     const bool allowed = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') ||

@@ -17,7 +17,7 @@
 # ATTNJIT_FUZZ_CXX overrides the compiler (default clang++-14, else clang++).
 set -euo pipefail
 
-targets=(parse_spec decode_entry flag_assignments)
+targets=(parse_spec decode_entry flag_assignments parse_expr)
 
 skip() {
   echo "fuzz: skipped: $*" >&2
@@ -70,6 +70,7 @@ build() {
   jobs="$(nproc 2>/dev/null || echo 2)"
   cmake --build "$work/build" --parallel "$jobs" --target \
     attnjit_fuzz_parse_spec attnjit_fuzz_decode_entry attnjit_fuzz_flag_assignments \
+    attnjit_fuzz_parse_expr \
     attnjit_fuzz_make_entry_seeds
 }
 

@@ -30,6 +30,7 @@ COMPILER_ORDER = [
     "nvrtc_version",
     "target",
     "embedded",  # the headers generated code is compiled with
+    "expr",  # the mask/score expression language (a spec holds checked trees)
     "spec",  # parse and validate, flags, matrix
     "kernel_params",  # the params struct generated from the spec's args
     "options",  # CompileOptions and the variables that change code
@@ -42,6 +43,9 @@ COMPILER_ORDER = [
 # Files whose unit is not their own stem.
 UNIT_OF = {
     "compiler/src/check.h": "error",
+    "compiler/src/expr_emit.cpp": "expr",
+    "compiler/src/expr_eval.cpp": "expr",
+    "compiler/src/expr_parse.cpp": "expr",
     "compiler/src/flag_values.h": "spec",
     "compiler/src/flags.cpp": "spec",
     "compiler/src/matrix.cpp": "spec",

@@ -13,6 +13,8 @@
 #include <variant>
 #include <vector>
 
+#include "attnjit/expr.h"
+
 // The public C++ API: exported from libattnjit.so (the build hides the rest).
 #pragma GCC visibility push(default)
 
@@ -98,6 +100,11 @@ struct ArgDecl {
   bool no_alias = true;   // pointers: emitted __restrict__ (spec key `noalias`)
   std::string doc;
   SourceLocation loc;
+  // `per`: a read-only tensor that mask and score expressions index
+  // (const int32* or const float*; docs/expressions.md "Tensors").
+  std::optional<TensorDomain> per;
+  int64_t table_size = 0;      // per: table, `size: <n>`
+  std::string table_size_arg;  // per: table, `size: <int32 arg>`
 };
 
 struct Preset {
@@ -128,10 +135,22 @@ struct Spec {
   std::vector<Preset> presets;
   std::vector<MatrixEntry> matrix;
   std::string source_name;  // file name for messages
+  // `extends: <embedded spec>`: template, entry, flags, constraints, tuning
+  // and the leading args come from that spec (empty: none).
+  std::string extends;
+  // `mask:` (bool) and `score:` (float), checked trees (docs/expressions.md).
+  // With either, the generated unit defines `struct attnjit_user` and the
+  // config's `using user = attnjit_user;`.
+  std::optional<Expr> mask;
+  std::optional<Expr> score;
 
   const FlagDecl* find_flag(const std::string& name) const;
   const Preset* find_preset(const std::string& name) const;
 };
+
+// What mask and score expressions of `spec` may read: its int32 and float
+// scalar args and its tensor args (`per`), in args order.
+ExprContext expr_context(const Spec& spec);
 
 // Parses and validates. Throws Error(kSpec) "file:line:col: message".
 Spec parse_spec(const std::string& yaml_text, const std::string& source_name);

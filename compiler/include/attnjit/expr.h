@@ -1,0 +1,177 @@
+// The expression language of a spec's `mask` and `score` (reference:
+// docs/expressions.md): a hand-written lexer and recursive-descent parser,
+// a type checker that makes every conversion explicit in the tree, a host
+// evaluator (fp64 floats, wrapping int32), tile classification by interval
+// analysis, and the emitter of the generated unit's `struct attnjit_user`.
+//
+// Generated code is printed from the checked tree only: identifiers are
+// variables from a fixed table or declared args (checked names), literals
+// are typed values the emitter prints; no text of the expression is pasted.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+// The public C++ API: exported from libattnjit.so (the build hides the rest).
+#pragma GCC visibility push(default)
+
+namespace attnjit {
+
+enum class ExprType { kInt, kFloat, kBool };
+const char* to_string(ExprType type);  // "int", "float", "bool"
+
+// How an expression tensor is indexed (the arg's `per` key).
+enum class TensorDomain {
+  kKeyToken,    // t[x]: key position x of the sequence, row cu_seqlens_k[b] + x
+  kQueryToken,  // t[x]: query position x (key axis), row cu_seqlens_q[b] + x - (n_k - n_q)
+  kSequence,    // t[b]: one value per sequence; the index must be `b`
+  kHead,        // t[x]: x in [0, num_heads_q)
+  kKvHead,      // t[x]: x in [0, num_heads_kv)
+  kTable,       // t[x]: x in [0, size), size a literal or an int32 arg
+};
+const char* to_string(TensorDomain domain);  // "key_token", ...
+// The domain named by a `per` value, or false.
+bool parse_tensor_domain(std::string_view text, TensorDomain& domain);
+
+// What an expression may read besides its variables: the spec's int32 and
+// float scalar args and its tensor args (`per`).
+struct ExprScalar {
+  std::string name;
+  ExprType type = ExprType::kInt;  // kInt (int32) or kFloat
+};
+struct ExprTensor {
+  std::string name;
+  ExprType elem = ExprType::kInt;  // kInt (const int32*) or kFloat (const float*)
+  TensorDomain per = TensorDomain::kKeyToken;
+  int64_t size = 0;       // kTable: a literal size, or
+  std::string size_arg;   // kTable: an int32 scalar arg holding it
+};
+struct ExprContext {
+  std::vector<ExprScalar> scalars;
+  std::vector<ExprTensor> tensors;
+  // Names of other args, which an expression cannot read (for the message).
+  std::vector<std::string> other_args;
+  // int32 args num_heads_q and num_heads_kv exist: classification bounds
+  // hk by h / (num_heads_q / num_heads_kv), else by [0, h].
+  bool has_head_counts = false;
+};
+
+enum class ExprKind { kMask, kScore };  // mask: bool; score: float, may read `s`
+
+enum class ExprVar { kP, kJ, kB, kH, kHk, kNq, kNk, kS };
+const char* to_string(ExprVar var);  // its name in the language
+
+enum class ExprOp {
+  kIntLit, kFloatLit, kBoolLit,
+  kVar,      // var
+  kScalar,   // index: ExprContext::scalars
+  kTensor,   // index: ExprContext::tensors; kids[0] the index
+  kToFloat,  // int -> float (the checker's only conversion)
+  kNeg, kNot, kAbs,
+  kAdd, kSub, kMul, kDiv, kMod,
+  kEq, kNe, kLt, kLe, kGt, kGe,
+  kAnd, kOr,
+  kMin, kMax,
+  kSelect,  // kids: condition, then, else
+  kExp, kLog, kTanh, kSqrt,
+};
+
+struct ExprNode {
+  ExprOp op = ExprOp::kIntLit;
+  ExprType type = ExprType::kInt;
+  int32_t int_value = 0;  // kIntLit
+  double float_value = 0; // kFloatLit: a value exactly representable as fp32
+  bool bool_value = false;
+  ExprVar var = ExprVar::kP;
+  int index = -1;          // kScalar, kTensor
+  int kids[3] = {-1, -1, -1};
+  int offset = 0;          // 0-based offset in the expression text
+};
+
+struct Expr {
+  ExprKind kind = ExprKind::kMask;
+  std::vector<ExprNode> nodes;  // children before parents
+  int root = -1;
+  ExprContext context;  // what kScalar / kTensor indices refer to
+  std::string text;     // as written
+  // The canonical form: fully parenthesized, literals re-printed. Parsing
+  // it gives the same tree.
+  std::string canonical() const;
+  ExprType type() const { return nodes.at(root).type; }
+};
+
+// Limits: longer text, deeper nesting and larger trees are errors.
+constexpr std::size_t kMaxExprLength = 4096;
+constexpr int kMaxExprDepth = 64;     // nodes on a path of the tree
+constexpr int kMaxExprNesting = 256;  // parentheses, calls, indexes, prefix operators in the text
+
+// Parses and checks. `file`, `line` and `column` locate the first character
+// of `text` (one line) in its file; errors are Error(kSpec)
+// "file:line:column: message" with the column of the offending token.
+Expr parse_expr(std::string_view text, ExprKind kind, const ExprContext& context,
+                const std::string& file, int line, int column);
+
+// --- Host evaluation (the CPU reference) ------------------------------------
+
+// The data a tensor arg points to, whole (as the kernel sees it).
+struct ExprTensorData {
+  std::vector<int32_t> ints;    // elem kInt
+  std::vector<double> floats;   // elem kFloat (fp32 values)
+};
+
+struct ExprEnv {
+  int b = 0, h = 0, hk = 0, p = 0, j = 0, n_q = 0, n_k = 0;
+  double s = 0;                          // score only
+  std::vector<double> scalars;           // per ExprContext::scalars (int32 values exactly)
+  std::vector<ExprTensorData> tensors;   // per ExprContext::tensors
+  std::vector<int32_t> cu_seqlens_q, cu_seqlens_k;  // key/query token tensors
+  int num_heads_q = 0, num_heads_kv = 0;            // head tensors, hk bounds
+};
+
+// One value of any type.
+struct ExprValue {
+  ExprType type = ExprType::kInt;
+  int32_t i = 0;
+  double f = 0;
+  bool b = false;
+};
+
+// int32 as the device computes it; floats in fp64. Throws Error(kArgument)
+// when a tensor read needs an element past the data given.
+ExprValue evaluate(const Expr& expr, const ExprEnv& env);
+bool evaluate_mask(const Expr& expr, const ExprEnv& env);
+double evaluate_score(const Expr& expr, const ExprEnv& env);  // env.s is the score
+
+// --- Tile classification -----------------------------------------------------
+
+// A tile: sequence env.b, query heads [h_lo, h_hi], query positions
+// [p_lo, p_hi], key positions [j_lo, j_hi] (each lo <= hi); runtime scalars
+// and tensor elements at a single index are exact (from env), other tensor
+// values and every float are unknown.
+struct ExprTile {
+  int h_lo = 0, h_hi = 0, p_lo = 0, p_hi = 0, j_lo = 0, j_hi = 0;
+};
+enum class TileClass { kEmpty = 0, kPartial = 1, kFull = 2 };
+const char* to_string(TileClass tile_class);
+// Sound: kEmpty only when the mask is false for every pair of the tile,
+// kFull only when it is true for every pair. The same algorithm as the
+// emitted classify().
+TileClass classify_mask(const Expr& mask, const ExprTile& tile, const ExprEnv& env);
+
+// --- Emission ----------------------------------------------------------------
+
+// `struct attnjit_user { ... };` for a generated unit (docs/expressions.md
+// "Generated code"), preceded by comments holding each expression's
+// canonical form. Either pointer may be null (has_mask / has_score false;
+// the missing function is not emitted). Throws Error(kCodegen) for a tree
+// that is not well formed (an Expr built by hand).
+std::string emit_user_struct(const Expr* mask, const Expr* score);
+
+// The header the emitted code includes (templates/attention/user_expr.cuh).
+constexpr const char* kUserExprHeader = "attention/user_expr.cuh";
+
+}  // namespace attnjit
+
+#pragma GCC visibility pop

@@ -1,0 +1,455 @@
+// emit_user_struct(): the generated unit's `struct attnjit_user`, printed
+// from the checked tree. Every identifier it writes is a variable from a
+// fixed table, a function of templates/attention/user_expr.cuh, or an arg
+// name checked here once more; every literal is a typed value printed here.
+#include <fmt/format.h>
+
+#include <cmath>
+
+#include "attnjit/error.h"
+#include "attnjit/expr.h"
+#include "names.h"
+
+namespace attnjit {
+namespace {
+
+constexpr const char* kNs = "::attnjit::expr::";
+
+[[noreturn]] void malformed(const std::string& what) {
+  throw Error(ErrorKind::kCodegen, "expression tree: " + what);
+}
+
+// The checks parse_expr() guarantees, repeated for an Expr built by hand:
+// children before parents, types as the checker gives them, names that are
+// identifiers, finite fp32 literals.
+void check_tree(const Expr& expr) {
+  const ExprContext& ctx = expr.context;
+  for (const ExprScalar& s : ctx.scalars) {
+    if (auto problem = detail::identifier_problem(s.name)) {
+      malformed("scalar " + detail::quoted(s.name) + " " + *problem);
+    }
+    if (s.type == ExprType::kBool) malformed("scalar " + detail::quoted(s.name) + " is bool");
+  }
+  for (const ExprTensor& t : ctx.tensors) {
+    if (auto problem = detail::identifier_problem(t.name)) {
+      malformed("tensor " + detail::quoted(t.name) + " " + *problem);
+    }
+    if (t.elem == ExprType::kBool) malformed("tensor " + detail::quoted(t.name) + " is bool");
+    if (t.per == TensorDomain::kTable) {
+      if (t.size_arg.empty() ? (t.size < 0 || t.size > 2147483647)
+                             : bool(detail::identifier_problem(t.size_arg))) {
+        malformed("tensor " + detail::quoted(t.name) + " has a bad size");
+      }
+    }
+  }
+  if (expr.root < 0 || static_cast<std::size_t>(expr.root) >= expr.nodes.size()) {
+    malformed("no root");
+  }
+  std::vector<int> depth(expr.nodes.size(), 1);
+  for (std::size_t i = 0; i < expr.nodes.size(); ++i) {
+    const ExprNode& n = expr.nodes[i];
+    const auto kid_type = [&](int k) -> ExprType {
+      if (n.kids[k] < 0 || static_cast<std::size_t>(n.kids[k]) >= i) {
+        malformed("node " + std::to_string(i) + " has a bad child");
+      }
+      depth[i] = std::max(depth[i], depth[static_cast<std::size_t>(n.kids[k])] + 1);
+      return expr.nodes[static_cast<std::size_t>(n.kids[k])].type;
+    };
+    const auto want = [&](bool ok) {
+      if (!ok) malformed("node " + std::to_string(i) + " is not well typed");
+    };
+    switch (n.op) {
+      case ExprOp::kIntLit:
+        want(n.type == ExprType::kInt);
+        break;
+      case ExprOp::kFloatLit:
+        want(n.type == ExprType::kFloat && std::isfinite(n.float_value) &&
+             static_cast<double>(static_cast<float>(n.float_value)) == n.float_value);
+        break;
+      case ExprOp::kBoolLit:
+        want(n.type == ExprType::kBool);
+        break;
+      case ExprOp::kVar:
+        want(n.type == (n.var == ExprVar::kS ? ExprType::kFloat : ExprType::kInt) &&
+             static_cast<int>(n.var) >= 0 && static_cast<int>(n.var) <= static_cast<int>(ExprVar::kS) &&
+             (n.var != ExprVar::kS || expr.kind == ExprKind::kScore));
+        break;
+      case ExprOp::kScalar:
+        want(n.index >= 0 && static_cast<std::size_t>(n.index) < ctx.scalars.size() &&
+             ctx.scalars[static_cast<std::size_t>(n.index)].type == n.type);
+        break;
+      case ExprOp::kTensor: {
+        want(n.index >= 0 && static_cast<std::size_t>(n.index) < ctx.tensors.size());
+        const ExprTensor& t = ctx.tensors[static_cast<std::size_t>(n.index)];
+        want(t.elem == n.type && kid_type(0) == ExprType::kInt);
+        if (t.per == TensorDomain::kSequence) {
+          const ExprNode& x = expr.nodes[static_cast<std::size_t>(n.kids[0])];
+          want(x.op == ExprOp::kVar && x.var == ExprVar::kB);
+        }
+        break;
+      }
+      case ExprOp::kToFloat:
+        want(n.type == ExprType::kFloat && kid_type(0) == ExprType::kInt);
+        break;
+      case ExprOp::kNeg:
+      case ExprOp::kAbs:
+        want(n.type != ExprType::kBool && kid_type(0) == n.type);
+        break;
+      case ExprOp::kNot:
+        want(n.type == ExprType::kBool && kid_type(0) == ExprType::kBool);
+        break;
+      case ExprOp::kAdd:
+      case ExprOp::kSub:
+      case ExprOp::kMul:
+      case ExprOp::kDiv:
+      case ExprOp::kMin:
+      case ExprOp::kMax:
+        want(n.type != ExprType::kBool && kid_type(0) == n.type && kid_type(1) == n.type);
+        break;
+      case ExprOp::kMod:
+        want(n.type == ExprType::kInt && kid_type(0) == n.type && kid_type(1) == n.type);
+        break;
+      case ExprOp::kEq:
+      case ExprOp::kNe:
+        want(n.type == ExprType::kBool && kid_type(0) == kid_type(1));
+        break;
+      case ExprOp::kLt:
+      case ExprOp::kLe:
+      case ExprOp::kGt:
+      case ExprOp::kGe:
+        want(n.type == ExprType::kBool && kid_type(0) == kid_type(1) &&
+             kid_type(0) != ExprType::kBool);
+        break;
+      case ExprOp::kAnd:
+      case ExprOp::kOr:
+        want(n.type == ExprType::kBool && kid_type(0) == ExprType::kBool &&
+             kid_type(1) == ExprType::kBool);
+        break;
+      case ExprOp::kSelect:
+        want(kid_type(0) == ExprType::kBool && kid_type(1) == n.type && kid_type(2) == n.type);
+        break;
+      case ExprOp::kExp:
+      case ExprOp::kLog:
+      case ExprOp::kTanh:
+      case ExprOp::kSqrt:
+        want(n.type == ExprType::kFloat && kid_type(0) == ExprType::kFloat);
+        break;
+      default:
+        malformed("node " + std::to_string(i) + " has an unknown operation");
+    }
+    if (depth[i] > kMaxExprDepth) malformed("deeper than the nesting limit");
+  }
+  const ExprType root = expr.nodes[static_cast<std::size_t>(expr.root)].type;
+  if (root != (expr.kind == ExprKind::kMask ? ExprType::kBool : ExprType::kFloat)) {
+    malformed("the root has the wrong type");
+  }
+}
+
+std::string float_literal(double value) {
+  std::string text = fmt::format("{}", static_cast<float>(value));
+  if (text.find_first_of(".e") == std::string::npos) text += ".0";
+  return text + "f";
+}
+
+// The device read of tensor `t` at the index text `x`.
+std::string tensor_read(const ExprTensor& t, const std::string& x) {
+  switch (t.per) {
+    case TensorDomain::kKeyToken:
+      return fmt::format("{}load_key_token(prm.{}, prm.cu_seqlens_k, b, n_k, {})", kNs, t.name, x);
+    case TensorDomain::kQueryToken:
+      return fmt::format("{}load_query_token(prm.{}, prm.cu_seqlens_q, b, n_q, n_k, {})", kNs,
+                         t.name, x);
+    case TensorDomain::kSequence:
+      return fmt::format("{}load_sequence(prm.{}, b)", kNs, t.name);
+    case TensorDomain::kHead:
+      return fmt::format("{}load_bounded(prm.{}, prm.num_heads_q, {})", kNs, t.name, x);
+    case TensorDomain::kKvHead:
+      return fmt::format("{}load_bounded(prm.{}, prm.num_heads_kv, {})", kNs, t.name, x);
+    case TensorDomain::kTable:
+      return fmt::format("{}load_bounded(prm.{}, {}, {})", kNs, t.name,
+                         t.size_arg.empty() ? std::to_string(t.size) : "prm." + t.size_arg, x);
+  }
+  return "";
+}
+
+const char* int_function(ExprOp op) {
+  switch (op) {
+    case ExprOp::kAdd:
+      return "add";
+    case ExprOp::kSub:
+      return "sub";
+    case ExprOp::kMul:
+      return "mul";
+    case ExprOp::kDiv:
+      return "div";
+    case ExprOp::kMod:
+      return "mod";
+    case ExprOp::kMin:
+      return "imin";
+    case ExprOp::kMax:
+      return "imax";
+    case ExprOp::kNeg:
+      return "neg";
+    case ExprOp::kAbs:
+      return "iabs";
+    default:
+      return nullptr;
+  }
+}
+
+const char* operator_spelling(ExprOp op) {
+  switch (op) {
+    case ExprOp::kAdd:
+      return "+";
+    case ExprOp::kSub:
+      return "-";
+    case ExprOp::kMul:
+      return "*";
+    case ExprOp::kDiv:
+      return "/";
+    case ExprOp::kEq:
+      return "==";
+    case ExprOp::kNe:
+      return "!=";
+    case ExprOp::kLt:
+      return "<";
+    case ExprOp::kLe:
+      return "<=";
+    case ExprOp::kGt:
+      return ">";
+    case ExprOp::kGe:
+      return ">=";
+    case ExprOp::kAnd:
+      return "&&";
+    case ExprOp::kOr:
+      return "||";
+    default:
+      return nullptr;
+  }
+}
+
+// The value of a node per element, as one C++ expression.
+std::string value_code(const Expr& expr, int index) {
+  const ExprNode& n = expr.nodes[static_cast<std::size_t>(index)];
+  const auto kid = [&](int k) { return value_code(expr, n.kids[k]); };
+  switch (n.op) {
+    case ExprOp::kIntLit:
+      return std::to_string(n.int_value);
+    case ExprOp::kFloatLit:
+      return float_literal(n.float_value);
+    case ExprOp::kBoolLit:
+      return n.bool_value ? "true" : "false";
+    case ExprOp::kVar:
+      return to_string(n.var);
+    case ExprOp::kScalar:
+      return "prm." + expr.context.scalars[static_cast<std::size_t>(n.index)].name;
+    case ExprOp::kTensor:
+      return tensor_read(expr.context.tensors[static_cast<std::size_t>(n.index)], kid(0));
+    case ExprOp::kToFloat:
+      return "static_cast<float>(" + kid(0) + ")";
+    case ExprOp::kNot:
+      return "(!" + kid(0) + ")";
+    case ExprOp::kSelect:
+      return "(" + kid(0) + " ? " + kid(1) + " : " + kid(2) + ")";
+    case ExprOp::kExp:
+      return std::string(kNs) + "fexp(" + kid(0) + ")";
+    case ExprOp::kLog:
+      return std::string(kNs) + "flog(" + kid(0) + ")";
+    case ExprOp::kTanh:
+      return std::string(kNs) + "ftanh(" + kid(0) + ")";
+    case ExprOp::kSqrt:
+      return std::string(kNs) + "fsqrt(" + kid(0) + ")";
+    default:
+      break;
+  }
+  if (n.type == ExprType::kInt) {
+    const char* f = int_function(n.op);
+    if (n.op == ExprOp::kNeg || n.op == ExprOp::kAbs) return std::string(kNs) + f + "(" + kid(0) + ")";
+    return std::string(kNs) + f + "(" + kid(0) + ", " + kid(1) + ")";
+  }
+  if (n.type == ExprType::kFloat) {
+    switch (n.op) {
+      case ExprOp::kNeg:
+        return "(-" + kid(0) + ")";
+      case ExprOp::kAbs:
+        return std::string(kNs) + "fabs_(" + kid(0) + ")";
+      case ExprOp::kMin:
+        return std::string(kNs) + "fmin_(" + kid(0) + ", " + kid(1) + ")";
+      case ExprOp::kMax:
+        return std::string(kNs) + "fmax_(" + kid(0) + ", " + kid(1) + ")";
+      default:
+        break;
+    }
+  }
+  return "(" + kid(0) + " " + operator_spelling(n.op) + " " + kid(1) + ")";
+}
+
+// classify(): one statement per int or bool node, `v<index>`, over the
+// functions of user_expr.cuh; float nodes are unknown and not emitted.
+class ClassifyEmitter {
+ public:
+  explicit ClassifyEmitter(const Expr& expr) : expr_(expr), done_(expr.nodes.size(), false) {}
+
+  std::string body() {
+    const std::string root = emit(expr_.root);
+    return lines_ + fmt::format("    return {}tile_class({});\n", kNs, root);
+  }
+
+ private:
+  std::string emit(int index) {
+    const std::string name = "v" + std::to_string(index);
+    if (done_[static_cast<std::size_t>(index)]) return name;
+    const ExprNode& n = expr_.nodes[static_cast<std::size_t>(index)];
+    const std::string value = code(n);
+    const char* type = n.type == ExprType::kBool ? "bval" : "ival";
+    lines_ += fmt::format("    const {}{} {} = {};\n", kNs, type, name, value);
+    done_[static_cast<std::size_t>(index)] = true;
+    return name;
+  }
+
+  std::string code(const ExprNode& n) {
+    const auto kid = [&](int k) { return emit(n.kids[k]); };
+    const auto call = [&](const char* f, int arity) {
+      std::string out = std::string(kNs) + f + "(";
+      for (int k = 0; k < arity; ++k) out += (k ? ", " : "") + kid(k);
+      return out + ")";
+    };
+    switch (n.op) {
+      case ExprOp::kIntLit:
+        return fmt::format("{}ipoint({})", kNs, n.int_value);
+      case ExprOp::kBoolLit:
+        return fmt::format("{}bconst({})", kNs, n.bool_value ? "true" : "false");
+      case ExprOp::kVar:
+        switch (n.var) {
+          case ExprVar::kP:
+            return fmt::format("{}irange(p_lo, p_hi)", kNs);
+          case ExprVar::kJ:
+            return fmt::format("{}irange(j_lo, j_hi)", kNs);
+          case ExprVar::kH:
+            return fmt::format("{}irange(h_lo, h_hi)", kNs);
+          case ExprVar::kHk:
+            if (expr_.context.has_head_counts) {
+              return fmt::format(
+                  "{0}irange({0}div(h_lo, {0}group_size(prm.num_heads_q, prm.num_heads_kv)), "
+                  "{0}div(h_hi, {0}group_size(prm.num_heads_q, prm.num_heads_kv)))",
+                  kNs);
+            }
+            return fmt::format("{}irange(0, h_hi)", kNs);
+          default:
+            return fmt::format("{}ipoint({})", kNs, to_string(n.var));
+        }
+      case ExprOp::kScalar:
+        return fmt::format("{}ipoint(prm.{})", kNs,
+                           expr_.context.scalars[static_cast<std::size_t>(n.index)].name);
+      case ExprOp::kTensor: {
+        const std::string x = kid(0);
+        const ExprTensor& t = expr_.context.tensors[static_cast<std::size_t>(n.index)];
+        return fmt::format("{0}.lo == {0}.hi ? {1}ipoint({2}) : {1}itop()", x, kNs,
+                           tensor_read(t, x + ".lo"));
+      }
+      case ExprOp::kNeg:
+        return call("ineg", 1);
+      case ExprOp::kAbs:
+        return call("iabs_", 1);
+      case ExprOp::kNot:
+        return call("bnot", 1);
+      case ExprOp::kAnd:
+        return call("band", 2);
+      case ExprOp::kOr:
+        return call("bor", 2);
+      case ExprOp::kSelect:
+        return call(n.type == ExprType::kBool ? "bselect" : "iselect", 3);
+      default:
+        break;
+    }
+    const ExprType operands = expr_.nodes[static_cast<std::size_t>(n.kids[0])].type;
+    if (n.type == ExprType::kBool && operands == ExprType::kFloat) {
+      return std::string(kNs) + "bunknown()";
+    }
+    if (operands == ExprType::kBool) return call(n.op == ExprOp::kEq ? "beq" : "bne", 2);
+    switch (n.op) {
+      case ExprOp::kAdd:
+        return call("iadd", 2);
+      case ExprOp::kSub:
+        return call("isub", 2);
+      case ExprOp::kMul:
+        return call("imul", 2);
+      case ExprOp::kDiv:
+        return call("idiv", 2);
+      case ExprOp::kMod:
+        return call("imod", 2);
+      case ExprOp::kMin:
+        return call("imin_", 2);
+      case ExprOp::kMax:
+        return call("imax_", 2);
+      case ExprOp::kEq:
+        return call("ieq", 2);
+      case ExprOp::kNe:
+        return call("ine", 2);
+      case ExprOp::kLt:
+        return call("ilt", 2);
+      case ExprOp::kLe:
+        return call("ile", 2);
+      case ExprOp::kGt:
+        return call("igt", 2);
+      case ExprOp::kGe:
+        return call("ige", 2);
+      default:
+        break;
+    }
+    malformed("classify: an operation without an abstract form");
+  }
+
+  const Expr& expr_;
+  std::vector<bool> done_;
+  std::string lines_;
+};
+
+constexpr const char* kPositionParams = "int b, int h, int hk, int p, int j, int n_q, int n_k";
+
+}  // namespace
+
+std::string emit_user_struct(const Expr* mask, const Expr* score) {
+  if (mask != nullptr) {
+    check_tree(*mask);
+    if (mask->kind != ExprKind::kMask) malformed("the mask is not a mask expression");
+  }
+  if (score != nullptr) {
+    check_tree(*score);
+    if (score->kind != ExprKind::kScore) malformed("the score is not a score expression");
+  }
+  std::string out =
+      "// The spec's expressions (docs/expressions.md), in canonical form:\n";
+  if (mask != nullptr) out += "// mask: " + mask->canonical() + "\n";
+  if (score != nullptr) out += "// score: " + score->canonical() + "\n";
+  out += fmt::format(
+      "struct attnjit_user {{\n"
+      "  static constexpr bool has_mask = {};\n"
+      "  static constexpr bool has_score = {};\n",
+      mask != nullptr, score != nullptr);
+  if (mask != nullptr) {
+    out += fmt::format(
+        "  template <class P>\n"
+        "  __device__ static bool mask(const P& prm, {}) {{\n"
+        "    return {};\n"
+        "  }}\n"
+        "  template <class P>\n"
+        "  __device__ static int classify(const P& prm, int b, int h_lo, int h_hi, int p_lo, "
+        "int p_hi, int j_lo, int j_hi, int n_q, int n_k) {{\n"
+        "{}"
+        "  }}\n",
+        kPositionParams, value_code(*mask, mask->root), ClassifyEmitter(*mask).body());
+  }
+  if (score != nullptr) {
+    out += fmt::format(
+        "  template <class P>\n"
+        "  __device__ static float score(const P& prm, float s, {}) {{\n"
+        "    return {};\n"
+        "  }}\n",
+        kPositionParams, value_code(*score, score->root));
+  }
+  out += "};\n";
+  return out;
+}
+
+}  // namespace attnjit

@@ -1,0 +1,258 @@
+// Tile classification of mask expressions (classify_mask, the algorithm the
+// emitted classify() runs): soundness against element-wise evaluation of
+// every pair, on random expressions over the whole grammar, random tiles
+// (positions near 0 and near the int32 limits) and random scalars and
+// tensors; and precision on the masks of issue 14.
+#include <gtest/gtest.h>
+
+#include <climits>
+#include <cstdio>
+#include <random>
+
+#include <fmt/format.h>
+
+#include "attnjit/expr.h"
+#include "support/expr_random.h"
+
+namespace attnjit {
+namespace {
+
+using testing::random_context;
+using testing::RandomExpr;
+
+constexpr int kHeadsQ = 8;
+
+// An environment for sequence b of a two-sequence batch with random
+// lengths, scalars and tensor contents.
+ExprEnv random_env(std::mt19937_64& rng) {
+  ExprEnv env;
+  const auto pick = [&](int n) { return static_cast<int>(rng() % static_cast<uint64_t>(n)); };
+  env.b = pick(2);
+  const int n_q[2] = {pick(40), pick(40)};
+  const int n_k[2] = {n_q[0] + pick(20), n_q[1] + pick(20)};
+  env.n_q = n_q[env.b];
+  env.n_k = n_k[env.b];
+  env.cu_seqlens_q = {0, n_q[0], n_q[0] + n_q[1]};
+  env.cu_seqlens_k = {0, n_k[0], n_k[0] + n_k[1]};
+  env.num_heads_q = kHeadsQ;
+  env.num_heads_kv = 1 << pick(4);  // 1, 2, 4, 8
+  static const int kChunks[] = {0, 1, 3, 16, 64, -4, INT_MAX, INT_MIN};
+  static const int kWindows[] = {-1, 0, 1, 7, 100, INT_MAX, INT_MIN, -5};
+  env.scalars = {double(kChunks[pick(8)]), double(kWindows[pick(8)]), 0.5,
+                 double(kWindows[pick(8)])};
+  env.tensors.resize(6);
+  const auto ints = [&](std::size_t n, int range) {
+    std::vector<int32_t> v(n);
+    for (auto& x : v) x = pick(range) - range / 4;
+    if (pick(8) == 0 && n > 0) v[0] = INT_MAX;
+    return v;
+  };
+  env.tensors[0].ints = ints(env.cu_seqlens_k.back(), 4);   // doc
+  env.tensors[1].ints = ints(env.cu_seqlens_q.back(), 4);   // qdoc
+  env.tensors[2].ints = ints(2, 60);                        // prefix
+  env.tensors[3].ints = ints(8, 8);                         // kvt
+  env.tensors[4].ints = ints(6, 10);                        // bias
+  env.tensors[5].floats.assign(kHeadsQ, 0.25);              // slopes
+  return env;
+}
+
+ExprTile random_tile(std::mt19937_64& rng, const ExprEnv& env) {
+  const auto pick = [&](int n) { return static_cast<int>(rng() % static_cast<uint64_t>(n)); };
+  const auto range = [&](int& lo, int& hi, int base) {
+    lo = base + pick(70) - 10;
+    hi = lo + pick(pick(3) == 0 ? 2 : 12);
+  };
+  ExprTile tile;
+  // Mostly ordinary positions, sometimes near the int32 limits, where
+  // every operation wraps.
+  const int regime = pick(6);
+  const int base = regime == 0 ? INT_MAX - 40 : regime == 1 ? INT_MIN + 20 : 0;
+  range(tile.p_lo, tile.p_hi, base);
+  range(tile.j_lo, tile.j_hi, regime < 2 && pick(2) ? base : 0);
+  (void)env;
+  tile.h_lo = pick(kHeadsQ);
+  tile.h_hi = std::min(kHeadsQ - 1, tile.h_lo + pick(3));
+  return tile;
+}
+
+// The class each pair of the tile says, by evaluation.
+struct Truth {
+  bool any_true = false, any_false = false;
+};
+
+Truth evaluate_tile(const Expr& mask, const ExprTile& tile, ExprEnv env) {
+  Truth truth;
+  const int group = env.num_heads_q / env.num_heads_kv;
+  for (int h = tile.h_lo; h <= tile.h_hi; ++h) {
+    for (long long p = tile.p_lo; p <= tile.p_hi; ++p) {
+      for (long long j = tile.j_lo; j <= tile.j_hi; ++j) {
+        env.h = h;
+        env.hk = h / group;
+        env.p = static_cast<int>(p);
+        env.j = static_cast<int>(j);
+        (evaluate_mask(mask, env) ? truth.any_true : truth.any_false) = true;
+      }
+    }
+  }
+  return truth;
+}
+
+std::string describe(const ExprTile& t, const ExprEnv& env) {
+  return fmt::format("b={} n_q={} n_k={} heads {}/{} chunk={} wl={} tile h[{},{}] p[{},{}] j[{},{}]",
+                     env.b, env.n_q, env.n_k, env.num_heads_q, env.num_heads_kv, env.scalars[0],
+                     env.scalars[1], t.h_lo, t.h_hi, t.p_lo, t.p_hi, t.j_lo, t.j_hi);
+}
+
+TEST(ExprClassify, SoundOnRandomExpressions) {
+  const ExprContext ctx = random_context();
+  std::mt19937_64 rng(20261201);
+  long long tiles = 0, decided = 0;
+  for (int trial = 0; trial < 2500; ++trial) {
+    RandomExpr gen(rng());
+    const std::string text = gen.mask(1 + trial % 5);
+    const Expr mask = parse_expr(text, ExprKind::kMask, ctx, "random", 1, 1);
+    for (int k = 0; k < 6; ++k) {
+      const ExprEnv env = random_env(rng);
+      const ExprTile tile = random_tile(rng, env);
+      const TileClass c = classify_mask(mask, tile, env);
+      const Truth truth = evaluate_tile(mask, tile, env);
+      ++tiles;
+      if (c != TileClass::kPartial) ++decided;
+      if (c == TileClass::kEmpty) {
+        ASSERT_FALSE(truth.any_true) << "empty, but a pair is visible: " << text << "\n"
+                                     << describe(tile, env);
+      }
+      if (c == TileClass::kFull) {
+        ASSERT_FALSE(truth.any_false) << "full, but a pair is masked: " << text << "\n"
+                                      << describe(tile, env);
+      }
+    }
+  }
+  std::printf("classified %lld tiles, %lld decided\n", tiles, decided);
+  // Not vacuous: most random tiles get a definite class.
+  EXPECT_GT(decided * 2, tiles) << decided << " of " << tiles;
+}
+
+// Each interval operation alone, on exhaustive small operands and on
+// operands at the int32 limits: the result holds every exact result.
+TEST(ExprClassify, SoundOperationByOperation) {
+  const ExprContext ctx = random_context();
+  std::mt19937_64 rng(7);
+  const char* ops[] = {"p + j", "p - j", "p * j", "p / j", "p % j", "min(p, j)", "max(p, j)",
+                       "abs(p) + 0 * j", "-p + 0 * j"};
+  const int bases[] = {0, 0, 0, INT_MAX - 8, INT_MIN, -20, 46000};
+  for (const char* op : ops) {
+    for (const char* cmp : {" < ", " <= ", " == ", " != ", " > ", " >= "}) {
+      for (const char* rhs : {"0", "chunk", "wl", "7"}) {
+        const std::string text = std::string("(") + op + ")" + cmp + rhs;
+        const Expr mask = parse_expr(text, ExprKind::kMask, ctx, "op", 1, 1);
+        for (int k = 0; k < 60; ++k) {
+          ExprEnv env = random_env(rng);
+          ExprTile tile;
+          tile.p_lo = bases[rng() % 7] + int(rng() % 17) - 4;
+          tile.p_hi = tile.p_lo + int(rng() % 9);
+          tile.j_lo = bases[rng() % 7] + int(rng() % 17) - 4;
+          tile.j_hi = tile.j_lo + int(rng() % 9);
+          if (tile.p_hi < tile.p_lo || tile.j_hi < tile.j_lo) continue;  // wrapped base
+          const TileClass c = classify_mask(mask, tile, env);
+          const Truth truth = evaluate_tile(mask, tile, env);
+          ASSERT_FALSE(c == TileClass::kEmpty && truth.any_true) << text << " " << describe(tile, env);
+          ASSERT_FALSE(c == TileClass::kFull && truth.any_false) << text << " " << describe(tile, env);
+        }
+      }
+    }
+  }
+}
+
+// --- Precision on issue 14's masks ---------------------------------------------
+
+struct Fixture {
+  ExprContext ctx = random_context();
+  ExprEnv env;
+  Fixture() {
+    env.b = 0;
+    env.n_q = env.n_k = 1024;
+    env.cu_seqlens_q = env.cu_seqlens_k = {0, 1024};
+    env.num_heads_q = 8;
+    env.num_heads_kv = 2;
+    env.scalars = {64, 100, 0.5, 0};
+    env.tensors.resize(6);
+    env.tensors[0].ints.assign(1024, 0);
+    env.tensors[1].ints.assign(1024, 0);
+    env.tensors[2].ints = {100};
+    env.tensors[3].ints.assign(8, 0);
+    env.tensors[4].ints.assign(6, 0);
+    env.tensors[5].floats.assign(8, 0);
+  }
+  TileClass classify(const std::string& text, int p_lo, int p_hi, int j_lo, int j_hi) {
+    const Expr mask = parse_expr(text, ExprKind::kMask, ctx, "t", 1, 1);
+    return classify_mask(mask, ExprTile{0, 0, p_lo, p_hi, j_lo, j_hi}, env);
+  }
+};
+
+TEST(ExprClassify, ChunkedLocalAttention) {
+  Fixture f;  // chunk = 64
+  const std::string chunked = "p / chunk == j / chunk";
+  EXPECT_EQ(f.classify(chunked, 64, 127, 64, 127), TileClass::kFull);
+  EXPECT_EQ(f.classify(chunked, 64, 127, 0, 63), TileClass::kEmpty);
+  EXPECT_EQ(f.classify(chunked, 64, 127, 128, 191), TileClass::kEmpty);
+  EXPECT_EQ(f.classify(chunked, 64, 95, 96, 127), TileClass::kFull);
+  EXPECT_EQ(f.classify(chunked, 0, 127, 64, 127), TileClass::kPartial);  // spans two chunks
+  // With the causal rule inside the chunk.
+  const std::string causal_chunked = "p / chunk == j / chunk and j <= p";
+  EXPECT_EQ(f.classify(causal_chunked, 96, 127, 64, 95), TileClass::kFull);
+  EXPECT_EQ(f.classify(causal_chunked, 64, 95, 64, 95), TileClass::kPartial);
+  EXPECT_EQ(f.classify(causal_chunked, 64, 95, 96, 127), TileClass::kEmpty);
+}
+
+TEST(ExprClassify, PrefixLm) {
+  Fixture f;  // prefix[0] = 100
+  const std::string prefix_lm = "j < prefix[b] or j <= p";
+  EXPECT_EQ(f.classify(prefix_lm, 0, 63, 0, 63), TileClass::kFull);      // inside the prefix
+  EXPECT_EQ(f.classify(prefix_lm, 0, 63, 64, 99), TileClass::kFull);     // ahead, in the prefix
+  EXPECT_EQ(f.classify(prefix_lm, 0, 63, 128, 191), TileClass::kEmpty);  // ahead, after it
+  EXPECT_EQ(f.classify(prefix_lm, 256, 319, 128, 191), TileClass::kFull);
+  EXPECT_EQ(f.classify(prefix_lm, 128, 191, 128, 191), TileClass::kPartial);  // the diagonal
+  EXPECT_EQ(f.classify(prefix_lm, 0, 63, 64, 127), TileClass::kPartial);  // straddles 100
+}
+
+TEST(ExprClassify, DocumentMasking) {
+  Fixture f;
+  const std::string documents = "doc[p] == doc[j] and j <= p";
+  // Tensor values over a range of positions are unknown: partial, except
+  // where the causal part alone decides.
+  EXPECT_EQ(f.classify(documents, 128, 191, 0, 63), TileClass::kPartial);
+  EXPECT_EQ(f.classify(documents, 0, 63, 128, 191), TileClass::kEmpty);
+  // A single query and key: the elements are read, the class is exact.
+  f.env.tensors[0].ints[5] = 1;
+  EXPECT_EQ(f.classify(documents, 7, 7, 6, 6), TileClass::kFull);
+  EXPECT_EQ(f.classify(documents, 7, 7, 5, 5), TileClass::kEmpty);
+}
+
+TEST(ExprClassify, CausalAndWindowLikeTheBuiltIns) {
+  Fixture f;  // wl = 100
+  const std::string causal = "j <= p";
+  EXPECT_EQ(f.classify(causal, 128, 191, 0, 127), TileClass::kFull);
+  EXPECT_EQ(f.classify(causal, 128, 191, 128, 191), TileClass::kPartial);
+  EXPECT_EQ(f.classify(causal, 128, 191, 192, 255), TileClass::kEmpty);
+  const std::string window = "(wl < 0 or p - j <= wl) and j <= p";
+  EXPECT_EQ(f.classify(window, 128, 191, 0, 27), TileClass::kEmpty);  // 128 - 27 > 100
+  EXPECT_EQ(f.classify(window, 128, 191, 0, 28), TileClass::kPartial);
+  EXPECT_EQ(f.classify(window, 128, 191, 91, 127), TileClass::kFull);  // 191 - 91 <= 100
+  EXPECT_EQ(f.classify(window, 128, 191, 90, 127), TileClass::kPartial);
+  f.env.scalars[1] = -1;  // unbounded
+  EXPECT_EQ(f.classify(window, 128, 191, 0, 27), TileClass::kFull);
+  // tests/reference/expr_device_test.cpp compares these with mask.cuh's
+  // key ranges and interior tiles exhaustively.
+}
+
+TEST(ExprClassify, HeadsAndKvHeads) {
+  Fixture f;  // 8 query heads over 2 kv heads: hk = h / 4
+  const Expr mask = parse_expr("hk == 1", ExprKind::kMask, f.ctx, "t", 1, 1);
+  EXPECT_EQ(classify_mask(mask, ExprTile{4, 7, 0, 9, 0, 9}, f.env), TileClass::kFull);
+  EXPECT_EQ(classify_mask(mask, ExprTile{0, 3, 0, 9, 0, 9}, f.env), TileClass::kEmpty);
+  EXPECT_EQ(classify_mask(mask, ExprTile{3, 4, 0, 9, 0, 9}, f.env), TileClass::kPartial);
+}
+
+}  // namespace
+}  // namespace attnjit

@@ -1,0 +1,539 @@
+// The expression language (docs/expressions.md): lexer, parser and type
+// checker errors with their exact positions, the evaluator's defined
+// integer semantics, canonical printing, the emitter's output, and the
+// spec keys (extends, mask, score, per) that carry expressions.
+#include <gtest/gtest.h>
+
+#include <climits>
+#include <cmath>
+
+#include "attnjit/codegen.h"
+#include "attnjit/expr.h"
+#include "attnjit/nvrtc.h"
+#include "attnjit/signature.h"
+#include "attnjit/spec.h"
+#include "test_support.h"
+
+namespace attnjit {
+namespace {
+
+using testing::error_message;
+using testing::spec_error;
+
+ExprContext test_context() {
+  ExprContext ctx;
+  ctx.scalars = {{"chunk", ExprType::kInt}, {"temp", ExprType::kFloat}, {"wl", ExprType::kInt}};
+  ExprTensor doc{"doc", ExprType::kInt, TensorDomain::kKeyToken, 0, ""};
+  ExprTensor qdoc{"qdoc", ExprType::kInt, TensorDomain::kQueryToken, 0, ""};
+  ExprTensor prefix{"prefix", ExprType::kInt, TensorDomain::kSequence, 0, ""};
+  ExprTensor slopes{"slopes", ExprType::kFloat, TensorDomain::kHead, 0, ""};
+  ExprTensor bias{"bias", ExprType::kFloat, TensorDomain::kTable, 4, ""};
+  ctx.tensors = {doc, qdoc, prefix, slopes, bias};
+  ctx.other_args = {"q", "k"};
+  return ctx;
+}
+
+Expr parse(const std::string& text, ExprKind kind = ExprKind::kMask) {
+  return parse_expr(text, kind, test_context(), "t.yaml", 3, 7);
+}
+
+// The message for `text`, which starts at t.yaml:3:7.
+std::string expr_error(const std::string& text, ExprKind kind = ExprKind::kMask) {
+  return error_message([&] { parse(text, kind); }, ErrorKind::kSpec);
+}
+
+TEST(ExprErrors, Lexer) {
+  EXPECT_EQ(expr_error("p && j"), "t.yaml:3:9: unexpected character '&' (use 'and')");
+  EXPECT_EQ(expr_error("p || j"), "t.yaml:3:9: unexpected character '|' (use 'or')");
+  EXPECT_EQ(expr_error("!(p < j)"), "t.yaml:3:7: unexpected character '!' (use 'not')");
+  EXPECT_EQ(expr_error("p = j"), "t.yaml:3:9: unexpected character '=' (use '==' to compare)");
+  EXPECT_EQ(expr_error("p < j ? true : false"),
+            "t.yaml:3:13: unexpected character '?' (use select(c, a, b))");
+  EXPECT_EQ(expr_error("p < j; system(1)"), "t.yaml:3:12: unexpected character ';'");
+  EXPECT_EQ(expr_error("p < \"j\""), "t.yaml:3:11: unexpected character '\"'");
+  EXPECT_EQ(expr_error("p < j\n"), "t.yaml:3:12: unexpected character '\\n'");
+  EXPECT_EQ(expr_error("p < 12abc"), "t.yaml:3:11: malformed number '12abc'");
+  EXPECT_EQ(expr_error("p < 1."), "t.yaml:3:11: malformed number '1.'");
+  EXPECT_EQ(expr_error("p < 1e"), "t.yaml:3:11: malformed number '1e'");
+  EXPECT_EQ(expr_error("p < 0x10"), "t.yaml:3:11: malformed number '0x10'");
+  EXPECT_EQ(expr_error("p < 2147483648"),
+            "t.yaml:3:11: integer literal '2147483648' is out of range for int (0 to 2147483647; "
+            "write -2147483647 - 1 for the least int)");
+  EXPECT_EQ(expr_error("temp < 1e39"), "t.yaml:3:14: float literal '1e39' is out of range for float");
+}
+
+TEST(ExprErrors, Syntax) {
+  EXPECT_EQ(expr_error(""), "t.yaml:3:7: mask is empty");
+  EXPECT_EQ(expr_error("   ", ExprKind::kScore), "t.yaml:3:7: score is empty");
+  EXPECT_EQ(expr_error("p <"), "t.yaml:3:10: expected an expression, got end of expression");
+  EXPECT_EQ(expr_error("(p < j"), "t.yaml:3:13: expected ')', got end of expression");
+  EXPECT_EQ(expr_error("p < j)"), "t.yaml:3:12: unexpected ')' after the expression");
+  EXPECT_EQ(expr_error("p < j j"), "t.yaml:3:13: unexpected 'j' after the expression");
+  EXPECT_EQ(expr_error("0 < p < 5"),
+            "t.yaml:3:13: comparisons do not chain: write 'a < b and b < c'");
+  EXPECT_EQ(expr_error("doc[p < j"), "t.yaml:3:16: expected ']', got end of expression");
+  EXPECT_EQ(expr_error("min(p, j < 3"), "t.yaml:3:19: expected ')', got end of expression");
+  EXPECT_EQ(expr_error("p < j and or"), "t.yaml:3:17: expected an expression, got 'or'");
+  EXPECT_EQ(expr_error("1 + not true"),
+            "t.yaml:3:11: 'not' binds looser than comparisons and arithmetic: write (not ...)");
+}
+
+TEST(ExprErrors, Names) {
+  EXPECT_EQ(expr_error("p < chunkk"), "t.yaml:3:11: unknown name 'chunkk' (did you mean 'chunk'?)");
+  EXPECT_EQ(expr_error("system(p) == 0"), "t.yaml:3:7: unknown function 'system'");
+  EXPECT_EQ(expr_error("mni(p, j) == 0"),
+            "t.yaml:3:7: unknown function 'mni' (did you mean 'min'?)");
+  EXPECT_EQ(expr_error("p(1) == 0"), "t.yaml:3:7: 'p' is not a function");
+  EXPECT_EQ(expr_error("min == 0"), "t.yaml:3:7: function 'min' needs its arguments in parentheses");
+  EXPECT_EQ(expr_error("q[p] == 0"),
+            "t.yaml:3:7: arg 'q' cannot be read by an expression (only int32 and float scalars, "
+            "and const int32* or const float* args with 'per')");
+  EXPECT_EQ(expr_error("s > 0.0"), "t.yaml:3:7: the score 's' is defined only in score");
+  EXPECT_EQ(expr_error("p[0] == 0"), "t.yaml:3:8: 'p' is not a tensor and cannot be indexed");
+  EXPECT_EQ(expr_error("chunk[0] == 0"),
+            "t.yaml:3:12: 'chunk' is not a tensor and cannot be indexed");
+  EXPECT_EQ(expr_error("doc == 0"), "t.yaml:3:7: tensor 'doc' must be indexed: doc[...]");
+  EXPECT_EQ(expr_error("prefix[b + 1] > j"),
+            "t.yaml:3:13: tensor 'prefix' is per sequence: index it with b");
+  EXPECT_EQ(expr_error("doc[1.5] == 0"),
+            "t.yaml:3:10: the index of tensor 'doc' must be int, got float");
+  // Injection attempts never get past the lexer or the name lookup.
+  EXPECT_EQ(expr_error("p < j); asm(\"trap;\""), "t.yaml:3:12: unexpected ')' after the expression");
+  EXPECT_EQ(expr_error("__builtin_trap() == 0"), "t.yaml:3:7: unknown function '__builtin_trap'");
+  EXPECT_EQ(expr_error("prm.q == 0"), "t.yaml:3:10: unexpected character '.'");
+  EXPECT_EQ(expr_error("p < j // x"), "t.yaml:3:14: expected an expression, got '/'");
+}
+
+TEST(ExprErrors, Types) {
+  EXPECT_EQ(expr_error("p + j"), "t.yaml:3:7: mask must be bool, got int");
+  EXPECT_EQ(expr_error("p < j", ExprKind::kScore), "t.yaml:3:7: score must be float, got bool");
+  EXPECT_EQ(expr_error("p and j"), "t.yaml:3:9: 'and' needs bool operands, got int and int");
+  EXPECT_EQ(expr_error("p < j or 1"), "t.yaml:3:13: 'or' needs bool operands, got bool and int");
+  EXPECT_EQ(expr_error("not p"), "t.yaml:3:7: 'not' needs a bool operand, got int");
+  EXPECT_EQ(expr_error("-(p < j)"), "t.yaml:3:7: unary '-' needs an int or float operand, got bool");
+  EXPECT_EQ(expr_error("(p < j) + 1 > 0"),
+            "t.yaml:3:15: '+' needs int or float operands, got bool and int");
+  EXPECT_EQ(expr_error("temp % 2 > 0"), "t.yaml:3:12: '%' needs int operands, got float and int");
+  EXPECT_EQ(expr_error("(p < j) < true"), "t.yaml:3:15: '<' cannot compare bool and bool");
+  EXPECT_EQ(expr_error("(p < j) == 1"), "t.yaml:3:15: '==' cannot compare bool and int");
+  EXPECT_EQ(expr_error("min(p, j < 3) > 0"),
+            "t.yaml:3:7: min needs int or float arguments, got int and bool");
+  EXPECT_EQ(expr_error("min(p) > 0"), "t.yaml:3:7: min takes 2 arguments, got 1");
+  EXPECT_EQ(expr_error("abs(p, j) > 0"), "t.yaml:3:7: abs takes 1 argument, got 2");
+  EXPECT_EQ(expr_error("abs(true)"), "t.yaml:3:7: abs needs an int or float argument, got bool");
+  EXPECT_EQ(expr_error("select(p, true, false)"),
+            "t.yaml:3:7: the condition of select must be bool, got int");
+  EXPECT_EQ(expr_error("select(p < j, true, 1)"),
+            "t.yaml:3:7: the branches of select must have one type, got bool and int");
+  EXPECT_EQ(expr_error("exp(p < j)", ExprKind::kScore),
+            "t.yaml:3:7: exp needs a float (or int) argument, got bool");
+}
+
+TEST(ExprErrors, Limits) {
+  std::string deep = "p < j";
+  for (int i = 0; i < 70; ++i) deep = "(" + deep + ")";
+  EXPECT_EQ(parse(deep).canonical(), "p < j");  // parentheses make no node
+  for (int i = 0; i < 200; ++i) deep = "(" + deep + ")";
+  EXPECT_EQ(expr_error(deep),
+            "t.yaml:3:263: expression nests more than 256 parentheses, calls, indexes and prefix "
+            "operators deep");
+  std::string negs(100, '-');
+  EXPECT_NE(expr_error(negs + "p < j").find("nests deeper than 64 levels"), std::string::npos);
+  std::string sum = "p";
+  for (int i = 0; i < 80; ++i) sum += " + p";
+  EXPECT_NE(expr_error(sum + " < j").find("nests deeper than 64 levels"), std::string::npos);
+  EXPECT_EQ(expr_error("p < j" + std::string(5000, ' ')),
+            "t.yaml:3:7: expression is longer than 4096 characters");
+}
+
+TEST(Expr, TypesAndPromotion) {
+  EXPECT_EQ(parse("p < j").type(), ExprType::kBool);
+  const Expr score = parse("s - slopes[h] * abs(p - j)", ExprKind::kScore);
+  EXPECT_EQ(score.type(), ExprType::kFloat);
+  // An int score is promoted to float.
+  const Expr int_score = parse("p - j", ExprKind::kScore);
+  EXPECT_EQ(int_score.type(), ExprType::kFloat);
+  EXPECT_EQ(int_score.nodes[int_score.root].op, ExprOp::kToFloat);
+  // Mixed int and float arithmetic and comparisons promote the int.
+  EXPECT_EQ(parse("temp * p < j").type(), ExprType::kBool);
+  EXPECT_EQ(parse("select(p < j, 1, 2.5) < temp").type(), ExprType::kBool);
+  EXPECT_EQ(parse("(p < j) == (j < p)").type(), ExprType::kBool);
+}
+
+TEST(Expr, CanonicalFormRoundTrips) {
+  for (const char* text :
+       {"p / chunk == j / chunk", "j < prefix[b] or j <= p", "doc[p] == doc[j] and not (j > p)",
+        "-p + - -j * 3 % 5 >= min(abs(p), max(j, -2147483647 - 1))",
+        "select(temp * 2 > 1.5e-3, p, j) != 0", "bias[j - p] < 0.1 or qdoc[p] == doc[j]"}) {
+    const Expr first = parse(text);
+    const Expr again = parse(first.canonical());
+    EXPECT_EQ(first.canonical(), again.canonical()) << text;
+    EXPECT_EQ(first.nodes.size(), again.nodes.size()) << text;
+  }
+  EXPECT_EQ(parse("p / chunk == j / chunk").canonical(), "(p / chunk) == (j / chunk)");
+  EXPECT_EQ(parse("temp < 0.1").canonical(), "temp < 0.1");
+  EXPECT_EQ(parse("temp < 3e38").canonical(), "temp < 3e+38");
+  EXPECT_EQ(parse("temp < 2").canonical(), "temp < 2");
+  EXPECT_EQ(parse("exp(2) < 1", ExprKind::kMask).canonical(), "exp(2) < 1");
+}
+
+ExprEnv env_for(int p, int j) {
+  ExprEnv env;
+  env.p = p;
+  env.j = j;
+  env.scalars = {0, 0.5, 0};
+  return env;
+}
+
+int32_t eval_int(const std::string& text, int p, int j) {
+  const Expr e = parse_expr(text, ExprKind::kScore, test_context(), "t", 1, 1);
+  // score promotes: read the int below the promotion.
+  Expr inner = e;
+  inner.root = e.nodes[e.root].kids[0];
+  return evaluate(inner, env_for(p, j)).i;
+}
+
+TEST(ExprEval, IntegerSemantics) {
+  // Floored division and modulo.
+  EXPECT_EQ(eval_int("p / j", 7, 2), 3);
+  EXPECT_EQ(eval_int("p / j", -7, 2), -4);
+  EXPECT_EQ(eval_int("p / j", 7, -2), -4);
+  EXPECT_EQ(eval_int("p / j", -7, -2), 3);
+  EXPECT_EQ(eval_int("p % j", 7, 2), 1);
+  EXPECT_EQ(eval_int("p % j", -7, 2), 1);
+  EXPECT_EQ(eval_int("p % j", 7, -2), -1);
+  EXPECT_EQ(eval_int("p % j", -7, -2), -1);
+  // Division by zero.
+  EXPECT_EQ(eval_int("p / j", 7, 0), 0);
+  EXPECT_EQ(eval_int("p % j", 7, 0), 7);
+  EXPECT_EQ(eval_int("p % j", -7, 0), -7);
+  // Two's-complement wrap-around.
+  EXPECT_EQ(eval_int("p + j", INT_MAX, 1), INT_MIN);
+  EXPECT_EQ(eval_int("p - j", INT_MIN, 1), INT_MAX);
+  EXPECT_EQ(eval_int("p * j", 65536, 65536), 0);
+  EXPECT_EQ(eval_int("p * j", INT_MAX, 2), -2);
+  EXPECT_EQ(eval_int("-p", INT_MIN, 0), INT_MIN);
+  EXPECT_EQ(eval_int("abs(p)", INT_MIN, 0), INT_MIN);
+  EXPECT_EQ(eval_int("p / j", INT_MIN, -1), INT_MIN);
+  EXPECT_EQ(eval_int("p % j", INT_MIN, -1), 0);
+  EXPECT_EQ(eval_int("-2147483647 - 1", 0, 0), INT_MIN);
+  EXPECT_EQ(eval_int("min(p, j) + max(p, j)", -3, 9), 6);
+}
+
+TEST(ExprEval, MasksScoresAndTensors) {
+  const ExprContext ctx = test_context();
+  ExprEnv env;
+  env.b = 1;
+  env.n_q = 2;
+  env.n_k = 4;
+  env.h = 1;
+  env.num_heads_q = 2;
+  env.scalars = {2, 0.5, 0};
+  env.cu_seqlens_k = {0, 3, 7};
+  env.cu_seqlens_q = {0, 1, 3};
+  env.tensors.resize(5);
+  env.tensors[0].ints = {9, 9, 9, 5, 5, 6, 6};   // doc: sequence 1 is rows 3..6
+  env.tensors[1].ints = {9, 5, 6};               // qdoc: sequence 1 is rows 1..2
+  env.tensors[2].ints = {0, 3};                  // prefix
+  env.tensors[3].floats = {0.25, 0.5};           // slopes
+  env.tensors[4].floats = {1, 2, 3, 4};          // bias
+  const auto mask = [&](const std::string& text, int p, int j) {
+    ExprEnv e = env;
+    e.p = p;
+    e.j = j;
+    return evaluate_mask(parse_expr(text, ExprKind::kMask, ctx, "t", 1, 1), e);
+  };
+  EXPECT_TRUE(mask("p / chunk == j / chunk", 3, 2));
+  EXPECT_FALSE(mask("p / chunk == j / chunk", 3, 1));
+  EXPECT_TRUE(mask("j < prefix[b] or j <= p", 0, 2));
+  EXPECT_FALSE(mask("j < prefix[b] or j <= p", 0, 3));
+  EXPECT_TRUE(mask("doc[p] == doc[j]", 3, 2));   // 6 == 6
+  EXPECT_FALSE(mask("doc[p] == doc[j]", 3, 1));  // 6 != 5
+  EXPECT_TRUE(mask("doc[p] == 0 and doc[-1] == 0", 4, 0));  // outside the domain: 0
+  // Query positions 2 and 3 (n_k - n_q = 2) are queries 0 and 1: rows 1, 2.
+  EXPECT_TRUE(mask("qdoc[p] == 5 and qdoc[3] == 6 and qdoc[1] == 0", 2, 0));
+  EXPECT_TRUE(mask("bias[j] == 3.0 and bias[4] == 0.0", 0, 2));
+  ExprEnv e = env;
+  e.s = 2.0;
+  e.p = 3;
+  e.j = 0;
+  EXPECT_DOUBLE_EQ(
+      evaluate_score(parse_expr("s - slopes[h] * abs(p - j)", ExprKind::kScore, ctx, "t", 1, 1), e),
+      2.0 - 0.5 * 3);
+  EXPECT_DOUBLE_EQ(evaluate_score(parse_expr("tanh(s / temp) * temp + sqrt(4) + log(exp(1.0))",
+                                             ExprKind::kScore, ctx, "t", 1, 1),
+                                  e),
+                   std::tanh(4.0) * 0.5 + 2 + 1);
+  // Data too short for a read is an argument error, not a crash.
+  e.tensors[0].ints.resize(2);
+  EXPECT_NE(error_message([&] {
+              evaluate_mask(parse_expr("doc[j] == 0", ExprKind::kMask, ctx, "t", 1, 1), e);
+            }, ErrorKind::kArgument).find("expression tensor 'doc' (key_token)"),
+            std::string::npos);
+}
+
+TEST(ExprEmit, MaskAndScoreStruct) {
+  const Expr mask = parse("p / chunk == j / chunk");
+  const Expr score = parse("s * temp + 1.0", ExprKind::kScore);
+  EXPECT_EQ(emit_user_struct(&mask, nullptr),
+            "// The spec's expressions (docs/expressions.md), in canonical form:\n"
+            "// mask: (p / chunk) == (j / chunk)\n"
+            "struct attnjit_user {\n"
+            "  static constexpr bool has_mask = true;\n"
+            "  static constexpr bool has_score = false;\n"
+            "  template <class P>\n"
+            "  __device__ static bool mask(const P& prm, int b, int h, int hk, int p, int j, int "
+            "n_q, int n_k) {\n"
+            "    return (::attnjit::expr::div(p, prm.chunk) == ::attnjit::expr::div(j, "
+            "prm.chunk));\n"
+            "  }\n"
+            "  template <class P>\n"
+            "  __device__ static int classify(const P& prm, int b, int h_lo, int h_hi, int p_lo, "
+            "int p_hi, int j_lo, int j_hi, int n_q, int n_k) {\n"
+            "    const ::attnjit::expr::ival v0 = ::attnjit::expr::irange(p_lo, p_hi);\n"
+            "    const ::attnjit::expr::ival v1 = ::attnjit::expr::ipoint(prm.chunk);\n"
+            "    const ::attnjit::expr::ival v2 = ::attnjit::expr::idiv(v0, v1);\n"
+            "    const ::attnjit::expr::ival v3 = ::attnjit::expr::irange(j_lo, j_hi);\n"
+            "    const ::attnjit::expr::ival v4 = ::attnjit::expr::ipoint(prm.chunk);\n"
+            "    const ::attnjit::expr::ival v5 = ::attnjit::expr::idiv(v3, v4);\n"
+            "    const ::attnjit::expr::bval v6 = ::attnjit::expr::ieq(v2, v5);\n"
+            "    return ::attnjit::expr::tile_class(v6);\n"
+            "  }\n"
+            "};\n");
+  const std::string both = emit_user_struct(&mask, &score);
+  EXPECT_NE(both.find("// score: (s * temp) + 1.0\n"), std::string::npos) << both;
+  EXPECT_NE(both.find("  static constexpr bool has_score = true;\n"), std::string::npos);
+  EXPECT_NE(both.find("  __device__ static float score(const P& prm, float s, int b, int h, int hk, "
+                      "int p, int j, int n_q, int n_k) {\n"
+                      "    return ((s * prm.temp) + 1.0f);\n"),
+            std::string::npos)
+      << both;
+  // An int operand of float arithmetic is promoted, explicitly.
+  const Expr promoted = parse("s * temp + 1", ExprKind::kScore);
+  EXPECT_NE(emit_user_struct(nullptr, &promoted).find("return ((s * prm.temp) + static_cast<float>(1));"),
+            std::string::npos);
+  const std::string score_only = emit_user_struct(nullptr, &score);
+  EXPECT_EQ(score_only.find("mask("), std::string::npos);
+  EXPECT_EQ(score_only.find("classify("), std::string::npos);
+  // Tensor reads go through the bounds-checked loads of their domain.
+  const Expr reads = parse("doc[p] == qdoc[j] and prefix[b] > 0 and slopes[h] > bias[j - p]");
+  const std::string text = emit_user_struct(&reads, nullptr);
+  for (const char* read :
+       {"::attnjit::expr::load_key_token(prm.doc, prm.cu_seqlens_k, b, n_k, p)",
+        "::attnjit::expr::load_query_token(prm.qdoc, prm.cu_seqlens_q, b, n_q, n_k, j)",
+        "::attnjit::expr::load_sequence(prm.prefix, b)",
+        "::attnjit::expr::load_bounded(prm.slopes, prm.num_heads_q, h)",
+        "::attnjit::expr::load_bounded(prm.bias, 4, ::attnjit::expr::sub(j, p))"}) {
+    EXPECT_NE(text.find(read), std::string::npos) << read << "\n" << text;
+  }
+}
+
+TEST(ExprEmit, RejectsMalformedTrees) {
+  Expr bad = parse("p < j");
+  bad.context.scalars.push_back({"x; asm(\"trap;\")", ExprType::kInt});
+  EXPECT_NE(error_message([&] { emit_user_struct(&bad, nullptr); }, ErrorKind::kCodegen)
+                .find("is not an identifier"),
+            std::string::npos);
+  Expr cyclic = parse("p < j");
+  cyclic.nodes[0].kids[0] = 2;
+  cyclic.nodes[0].op = ExprOp::kNeg;
+  EXPECT_NE(error_message([&] { emit_user_struct(&cyclic, nullptr); }, ErrorKind::kCodegen)
+                .find("bad child"),
+            std::string::npos);
+  Expr mistyped = parse("p < j");
+  mistyped.nodes[mistyped.root].type = ExprType::kInt;
+  EXPECT_NE(error_message([&] { emit_user_struct(&mistyped, nullptr); }, ErrorKind::kCodegen)
+                .find("not well typed"),
+            std::string::npos);
+}
+
+// --- Spec keys ----------------------------------------------------------------
+
+const std::string kUserHead =
+    "family: user_variant\n"   // 1
+    "extends: attention\n"     // 2
+    "args:\n"                  // 3
+    "  - {name: chunk, type: int32}\n"                                  // 4
+    "  - {name: doc, type: \"const int32*\", per: key_token}\n";      // 5
+
+TEST(ExprSpec, ExtendsAndExpressions) {
+  const Spec spec = parse_spec(kUserHead + "mask: \"p / chunk == j / chunk\"\n", "u.yaml");
+  const Spec base = load_embedded_spec("attention");
+  EXPECT_EQ(spec.family, "user_variant");
+  EXPECT_EQ(spec.extends, "attention");
+  EXPECT_EQ(spec.entry, base.entry);
+  EXPECT_EQ(spec.template_path, base.template_path);
+  EXPECT_EQ(spec.flags.size(), base.flags.size());
+  EXPECT_EQ(spec.args.size(), base.args.size() + 2);
+  EXPECT_EQ(spec.args.back().name, "doc");
+  ASSERT_TRUE(spec.mask);
+  EXPECT_FALSE(spec.score);
+  EXPECT_TRUE(spec.presets.empty());
+  const ExprContext ctx = expr_context(spec);
+  EXPECT_TRUE(ctx.has_head_counts);
+  ASSERT_EQ(ctx.tensors.size(), 1u);
+  EXPECT_EQ(ctx.tensors[0].name, "doc");
+
+  CompileOptions options;
+  options.target = parse_target("sm_90a");
+  const Signature sig = make_signature(spec, resolve_flags(spec, {}), options);
+  const std::string text = generate_source(spec, sig).text;
+  EXPECT_NE(text.find("#include \"attention/prefill.cuh\"\n#include \"attention/user_expr.cuh\"\n\n"
+                      "// The spec's expressions (docs/expressions.md), in canonical form:\n"
+                      "// mask: (p / chunk) == (j / chunk)\nstruct attnjit_user {\n"),
+            std::string::npos)
+      << text;
+  EXPECT_LT(text.find("struct attnjit_user"), text.find("struct attnjit_config"));
+  EXPECT_NE(text.find("  using user = attnjit_user;\n};\n"), std::string::npos);
+  // The params struct has the added args at the end.
+  EXPECT_NE(generate_source(spec, sig).headers.at(0).contents.find(
+                "  int chunk;\n  const int* __restrict__ doc;\n};"),
+            std::string::npos);
+  // Another expression, another unit (and so another cache key).
+  const Spec other = parse_spec(kUserHead + "mask: \"p / chunk != j / chunk\"\n", "u.yaml");
+  EXPECT_NE(generate_source(other, make_signature(other, resolve_flags(other, {}), options)).text,
+            text);
+  // The attention spec's own unit has none of it.
+  const std::string plain =
+      generate_source(base, make_signature(base, resolve_flags(base, {}), options)).text;
+  EXPECT_EQ(plain.find("attnjit_user"), std::string::npos);
+  EXPECT_EQ(plain.find("user_expr"), std::string::npos);
+}
+
+TEST(ExprSpec, ExpressionPositionsInTheFile) {
+  // Plain, double-quoted and single-quoted scalars: columns are the file's.
+  EXPECT_EQ(spec_error(kUserHead + "mask: p < chunkk\n"),
+            "t.yaml:6:11: unknown name 'chunkk' (did you mean 'chunk'?)");
+  EXPECT_EQ(spec_error(kUserHead + "mask: \"p < chunkk\"\n"),
+            "t.yaml:6:12: unknown name 'chunkk' (did you mean 'chunk'?)");
+  EXPECT_EQ(spec_error(kUserHead + "mask:    'p < chunkk'\n"),
+            "t.yaml:6:15: unknown name 'chunkk' (did you mean 'chunk'?)");
+  EXPECT_EQ(spec_error(kUserHead + "score: \"s + p < 1\"\n"),
+            "t.yaml:6:9: score must be float, got bool");
+  EXPECT_EQ(spec_error(kUserHead + "mask: \"doc[p] == doc[j] &&\"\n"),
+            "t.yaml:6:25: unexpected character '&' (use 'and')");
+  // What cannot be mapped back to the file is refused.
+  const std::string rule = "must be written on one line, plain or in double quotes, without escapes";
+  EXPECT_EQ(spec_error(kUserHead + "mask: |\n  p < j\n"), "t.yaml:6:7: mask " + rule);
+  EXPECT_EQ(spec_error(kUserHead + "mask: p <\n  j\n"), "t.yaml:6:7: mask " + rule);
+  EXPECT_EQ(spec_error(kUserHead + "mask: \"p < \\x6a\"\n"), "t.yaml:6:7: mask " + rule);
+  EXPECT_EQ(spec_error(kUserHead + "score: [s]\n"), "t.yaml:6:8: score " + rule);
+  EXPECT_EQ(spec_error(kUserHead + "mask:\n"), "t.yaml:6:1: mask needs an expression");
+  EXPECT_EQ(spec_error(kUserHead + "mask: \"\"\n"), "t.yaml:6:8: mask is empty");
+}
+
+TEST(ExprSpec, Errors) {
+  EXPECT_EQ(spec_error("family: f\nextends: attenton\n"),
+            "t.yaml:2:10: extends names 'attenton', which is no embedded spec (did you mean "
+            "'attention'?) (embedded: attention)");
+  EXPECT_EQ(spec_error("family: f\nextends: attention\nflags: {}\n"),
+            "t.yaml:3:1: 'flags' comes from the extended spec 'attention' and cannot be given "
+            "with extends");
+  EXPECT_EQ(spec_error("family: f\nextends: attention\nentry: e\n"),
+            "t.yaml:3:1: 'entry' comes from the extended spec 'attention' and cannot be given "
+            "with extends");
+  EXPECT_EQ(spec_error("family: f\nextends: attention\nargs:\n  - {name: scale, type: float}\n"),
+            "t.yaml:4:5: arg 'scale' is already an arg of the extended spec 'attention'");
+  EXPECT_EQ(spec_error("family: f\nextends: attention\nargs:\n  - {name: x, type: int32, per: head}\n"),
+            "t.yaml:4:28: arg 'x': per makes an expression tensor, which must be \"const int32*\" "
+            "or \"const float*\"");
+  EXPECT_EQ(spec_error("family: f\nextends: attention\nargs:\n"
+                       "  - {name: x, type: \"const int32*\", per: token}\n"),
+            "t.yaml:4:42: arg 'x': unknown per 'token' (expected key_token, query_token, "
+            "sequence, head, kv_head, table)");
+  EXPECT_EQ(spec_error("family: f\nextends: attention\nargs:\n"
+                       "  - {name: x, type: \"const int32*\", per: table}\n"),
+            "t.yaml:4:42: arg 'x': per: table needs size (a number of elements, or the name of an "
+            "int32 arg that holds it)");
+  EXPECT_EQ(spec_error("family: f\nextends: attention\nargs:\n"
+                       "  - {name: x, type: \"const int32*\", per: head, size: 3}\n"),
+            "t.yaml:4:48: arg 'x': size applies only with per: table");
+  EXPECT_EQ(spec_error("family: f\nextends: attention\nargs:\n"
+                       "  - {name: x, type: \"const int32*\", per: table, size: nope}\n"),
+            "t.yaml:4:5: arg 'x' (per: table): size 'nope' is not an int32 arg");
+  EXPECT_EQ(spec_error("family: f\nextends: attention\nargs:\n"
+                       "  - {name: hk, type: int32}\nmask: p < j\n"),
+            "t.yaml:4:5: arg 'hk' has the name of an expression variable (p, j, b, h, hk, n_q, "
+            "n_k, s)");
+  // A family without the varlen args has no key-token tensors.
+  EXPECT_EQ(spec_error("family: f\ntemplate: testing/axpy.cuh\nentry: f\nargs:\n"
+                       "  - {name: x, type: \"const float*\", per: key_token}\n"),
+            "t.yaml:5:5: arg 'x' (per: key_token) needs the const int32* arg 'cu_seqlens_k' "
+            "(each sequence's first key row)");
+  EXPECT_EQ(spec_error("family: f\ntemplate: testing/axpy.cuh\nentry: f\n"
+                       "flags:\n  user: {type: bool, default: false}\nmask: p < j\n"),
+            "t.yaml:5:3: flag name 'user' is taken by the generated config of a spec with mask "
+            "or score (using user = attnjit_user)");
+}
+
+TEST(ExprSpec, ExampleSpecsLoad) {
+  for (const char* name : {"chunked_local", "alibi", "prefix_lm", "document"}) {
+    const std::string path =
+        std::string(ATTNJIT_SOURCE_DIR) + "/tests/compiler/data/expr/" + name + ".yaml";
+    const Spec spec = load_spec_file(path);
+    EXPECT_TRUE(spec.mask || spec.score) << name;
+    EXPECT_FALSE(spec.presets.empty()) << name;
+  }
+}
+
+}  // namespace
+}  // namespace attnjit
+
+namespace attnjit {
+namespace {
+
+// The emitted struct and user_expr.cuh compile under NVRTC, with every
+// function of the struct instantiated (the attention templates do not call
+// them yet).
+TEST(ExprNvrtc, EmittedCodeCompiles) {
+  ExprContext ctx;
+  ctx.scalars = {{"chunk", ExprType::kInt}, {"temp", ExprType::kFloat}};
+  ctx.tensors = {{"doc", ExprType::kInt, TensorDomain::kKeyToken, 0, ""},
+                 {"qdoc", ExprType::kInt, TensorDomain::kQueryToken, 0, ""},
+                 {"prefix", ExprType::kInt, TensorDomain::kSequence, 0, ""},
+                 {"slopes", ExprType::kFloat, TensorDomain::kHead, 0, ""},
+                 {"kvt", ExprType::kInt, TensorDomain::kKvHead, 0, ""},
+                 {"bias", ExprType::kFloat, TensorDomain::kTable, 0, "chunk"}};
+  ctx.has_head_counts = true;
+  const Expr mask = parse_expr(
+      "(p / chunk == j / chunk or j < prefix[b]) and doc[p] == qdoc[j] and kvt[hk] % 3 != "
+      "abs(-h) and bias[j] < temp",
+      ExprKind::kMask, ctx, "t", 1, 1);
+  const Expr score = parse_expr(
+      "select(p >= j, s * temp, s) - slopes[h] * min(abs(p - j), 64) + exp(s) + log(temp) + "
+      "tanh(s) + sqrt(max(s, 0.0))",
+      ExprKind::kScore, ctx, "t", 1, 1);
+  GeneratedSource source;
+  source.name = "expr_probe.cu";
+  source.entry = "expr_probe";
+  source.text =
+      "#include \"attention/user_expr.cuh\"\n"
+      "struct Params {\n"
+      "  int chunk; float temp;\n"
+      "  const int* doc; const int* qdoc; const int* prefix; const float* slopes;\n"
+      "  const int* kvt; const float* bias; const int* cu_seqlens_q; const int* cu_seqlens_k;\n"
+      "  int num_heads_q, num_heads_kv;\n"
+      "  float* out; int* cls;\n"
+      "};\n" +
+      emit_user_struct(&mask, &score) +
+      "struct PlainConfig {};\n"
+      "struct UserConfig { using user = attnjit_user; };\n"
+      "extern \"C\" __device__ const unsigned expr_probe_launch_info[4] = {128, 0, 1, 0};\n"
+      "extern \"C\" __global__ void __launch_bounds__(128, 1) expr_probe(const __grid_constant__ "
+      "Params prm) {\n"
+      "  const int p = threadIdx.x, j = blockIdx.x;\n"
+      "  static_assert(!::attnjit::expr::user_of<PlainConfig>::type::has_mask, \"no user\");\n"
+      "  static_assert(::attnjit::expr::user_of<UserConfig>::type::has_score, \"its user\");\n"
+      "  if (attnjit_user::mask(prm, 0, 1, 0, p, j, 4, 8))\n"
+      "    prm.out[p] = attnjit_user::score(prm, 0.5f, 0, 1, 0, p, j, 4, 8);\n"
+      "  prm.cls[p] = attnjit_user::classify(prm, 0, 0, 3, p, p + 63, j, j + 63, 4, 8);\n"
+      "}\n";
+  CompileOptions options;
+  options.target = parse_target("sm_80");
+  const CompiledKernel kernel = compile_source(source, options);
+  EXPECT_FALSE(kernel.cubin.empty());
+  EXPECT_NE(kernel.ptx.find(".entry expr_probe("), std::string::npos);
+}
+
+}  // namespace
+}  // namespace attnjit

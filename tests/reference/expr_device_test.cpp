@@ -1,0 +1,209 @@
+// Code emitted from spec expressions (emit_user_struct), compiled for the
+// host with templates/attention/user_expr.cuh: its mask(), score() and
+// classify() agree with the host evaluator and classifier (the CPU
+// reference's semantics) on random problems; and classification of the
+// causal and sliding-window rules written as expressions matches
+// templates/attention/mask.cuh's built-ins tile for tile (the same key
+// tiles visited, the same interior tiles).
+#include <gtest/gtest.h>
+
+#include <climits>
+#include <cstdio>
+#include <cmath>
+#include <random>
+#include <vector>
+
+#include <fmt/format.h>
+
+#include "attnjit/expr.h"
+#include "support/expr_random.h"
+
+// clang-format off
+#include "host_device.h"
+#include "attention/mask.cuh"
+#include "attention/user_expr.cuh"
+#include "expr_cases.h"
+#include "host_device_end.h"
+// clang-format on
+
+namespace attnjit {
+namespace {
+
+// The fields the emitted code reads (random_context()), as a generated
+// params struct would hold them.
+struct Params {
+  int chunk, wl;
+  float temp;
+  int wr;
+  const int* doc;
+  const int* qdoc;
+  const int* prefix;
+  const int* kvt;
+  const int* bias;
+  const float* slopes;
+  const int* cu_seqlens_q;
+  const int* cu_seqlens_k;
+  int num_heads_q, num_heads_kv;
+};
+
+struct Problem {
+  ExprEnv env;
+  std::vector<int> doc, qdoc, prefix, kvt, bias, cu_q, cu_k;
+  std::vector<float> slopes;
+  Params prm{};
+
+  explicit Problem(std::mt19937_64& rng) {
+    const auto pick = [&](int n) { return static_cast<int>(rng() % static_cast<uint64_t>(n)); };
+    const int n_q[2] = {pick(30), pick(30)};
+    const int n_k[2] = {n_q[0] + pick(20), n_q[1] + pick(20)};
+    cu_q = {0, n_q[0], n_q[0] + n_q[1]};
+    cu_k = {0, n_k[0], n_k[0] + n_k[1]};
+    const auto fill = [&](std::vector<int>& v, std::size_t n, int range) {
+      v.resize(n);
+      for (int& x : v) x = pick(range) - range / 4;
+    };
+    fill(doc, std::size_t(cu_k[2]), 4);
+    fill(qdoc, std::size_t(cu_q[2]), 4);
+    fill(prefix, 2, 40);
+    fill(kvt, 8, 8);
+    fill(bias, 6, 10);
+    slopes.resize(8);
+    for (float& x : slopes) x = 0.125f * float(pick(8));
+    static const int kChunks[] = {0, 1, 3, 16, -4, INT_MAX};
+    static const int kWindows[] = {-1, 0, 1, 7, 100, INT_MAX};
+    prm = Params{kChunks[pick(6)], kWindows[pick(6)], 0.5f, kWindows[pick(6)], doc.data(),
+                 qdoc.data(), prefix.data(), kvt.data(), bias.data(), slopes.data(),
+                 cu_q.data(), cu_k.data(), 8, 1 << pick(4)};
+    env.b = pick(2);
+    env.n_q = n_q[env.b];
+    env.n_k = n_k[env.b];
+    env.cu_seqlens_q = cu_q;
+    env.cu_seqlens_k = cu_k;
+    env.num_heads_q = prm.num_heads_q;
+    env.num_heads_kv = prm.num_heads_kv;
+    env.scalars = {double(prm.chunk), double(prm.wl), double(prm.temp), double(prm.wr)};
+    env.tensors.resize(6);
+    env.tensors[0].ints.assign(doc.begin(), doc.end());
+    env.tensors[1].ints.assign(qdoc.begin(), qdoc.end());
+    env.tensors[2].ints.assign(prefix.begin(), prefix.end());
+    env.tensors[3].ints.assign(kvt.begin(), kvt.end());
+    env.tensors[4].ints.assign(bias.begin(), bias.end());
+    env.tensors[5].floats.assign(slopes.begin(), slopes.end());
+  }
+};
+
+bool close(double host, float device) {
+  if (std::isnan(host) || std::isnan(device)) return std::isnan(host) == std::isnan(device);
+  if (std::isinf(host) || std::isinf(device)) {
+    return std::isinf(device) || std::fabs(host) > 1e38;  // fp32 overflows first
+  }
+  return std::fabs(host - double(device)) <= 1e-4 * (1 + std::fabs(host));
+}
+
+TEST(ExprDevice, EmittedCodeAgreesWithTheHostEvaluator) {
+  const ExprContext ctx = testing::random_context();
+  std::mt19937_64 rng(99);
+  long long pairs = 0, tiles = 0;
+  expr_cases::for_each_case<Params>([&](int index, auto user) {
+    using User = decltype(user);
+    static_assert(User::has_mask && User::has_score, "every case has both");
+    const auto& c = expr_cases::kCases[index];
+    const Expr mask = parse_expr(c.mask, ExprKind::kMask, ctx, "case", 1, 1);
+    const Expr score = parse_expr(c.score, ExprKind::kScore, ctx, "case", 1, 1);
+    for (int trial = 0; trial < 24; ++trial) {
+      Problem problem(rng);
+      ExprEnv env = problem.env;
+      const int group = env.num_heads_q / env.num_heads_kv;
+      const int p_lo = int(rng() % 50) - 10, p_hi = p_lo + int(rng() % 8);
+      const int j_lo = int(rng() % 50) - 10, j_hi = j_lo + int(rng() % 8);
+      const int h_lo = int(rng() % 8), h_hi = std::min(7, h_lo + int(rng() % 3));
+      for (int h = h_lo; h <= h_hi; ++h) {
+        for (int p = p_lo; p <= p_hi; ++p) {
+          for (int j = j_lo; j <= j_hi; ++j) {
+            env.h = h;
+            env.hk = h / group;
+            env.p = p;
+            env.j = j;
+            env.s = double(int(rng() % 17) - 8) * 0.375;
+            ASSERT_EQ(User::mask(problem.prm, env.b, h, env.hk, p, j, env.n_q, env.n_k),
+                      evaluate_mask(mask, env))
+                << c.mask << " p=" << p << " j=" << j << " h=" << h;
+            const double want = evaluate_score(score, env);
+            const float got = User::score(problem.prm, float(env.s), env.b, h, env.hk, p, j,
+                                          env.n_q, env.n_k);
+            ASSERT_TRUE(close(want, got)) << c.score << ": " << want << " vs " << got;
+            ++pairs;
+          }
+        }
+      }
+      const int emitted = User::classify(problem.prm, env.b, h_lo, h_hi, p_lo, p_hi, j_lo, j_hi,
+                                         env.n_q, env.n_k);
+      const TileClass host = classify_mask(mask, ExprTile{h_lo, h_hi, p_lo, p_hi, j_lo, j_hi}, env);
+      ASSERT_EQ(emitted, int(host)) << c.mask;
+      ++tiles;
+    }
+  });
+  std::printf("%lld pairs %lld tiles\n", pairs, tiles);
+  EXPECT_GT(pairs, 10000);
+  EXPECT_GT(tiles, 400);
+}
+
+template <bool kCausal, bool kWindow>
+struct MaskConfig {
+  static constexpr bool causal = kCausal;
+  static constexpr bool window = kWindow;
+  static constexpr bool mm_prefix = false;
+  static constexpr bool mm_clamp = false;
+};
+
+// The built-in rule as an expression; emitted code and host classifier
+// agree (above), so the host classifier stands for both.
+template <bool kCausal, bool kWindow>
+void check_like_builtin(const std::string& text, uint64_t seed) {
+  using Mask = attention::Mask<MaskConfig<kCausal, kWindow>>;
+  const Expr expr = parse_expr(text, ExprKind::kMask, testing::random_context(), "t", 1, 1);
+  std::mt19937_64 rng(seed);
+  const int windows[] = {-1, 0, 1, 3, 7, 64, 127, 1000, INT_MAX};
+  long long compared = 0;
+  for (int trial = 0; trial < 300; ++trial) {
+    const int n_k = 1 + int(rng() % 300);
+    const int wl = kWindow ? windows[rng() % 9] : -1;
+    const int wr = kWindow ? windows[rng() % 9] : -1;
+    const Mask mask{n_k, wl, wr, nullptr, 0};
+    ExprEnv env;
+    env.n_k = n_k;
+    env.n_q = n_k;
+    env.scalars = {0, double(wl), 0.5, double(wr)};
+    for (int block_n : {16, 32, 64, 128}) {
+      for (int block_m : {1, 16, 64, 128}) {
+        const int p0 = int(rng() % unsigned(n_k + 20)) - 10;
+        const int p1 = p0 + block_m - 1;
+        const attention::KeyRange range = mask.key_range(p0, p1, block_n);
+        for (int t = 0; t * block_n < n_k; ++t) {
+          const int j0 = t * block_n;
+          const int j1 = std::min(j0 + block_n - 1, n_k - 1);  // keys past n_k are invalid
+          const TileClass c = classify_mask(expr, ExprTile{0, 0, p0, p1, j0, j1}, env);
+          const bool visited = t >= range.first_tile && t <= range.last_tile;
+          const std::string what = fmt::format("{} n_k={} window=({}, {}) p=[{}, {}] tile {}x{}",
+                                               text, n_k, wl, wr, p0, p1, t, block_n);
+          ASSERT_EQ(c != TileClass::kEmpty, visited) << what;
+          if (j0 + block_n - 1 < n_k) {  // a whole tile: interior() applies
+            ASSERT_EQ(c == TileClass::kFull, mask.interior(p0, p1, j0, block_n)) << what;
+          }
+          ++compared;
+        }
+      }
+    }
+  }
+  EXPECT_GT(compared, 1000);
+}
+
+TEST(ExprDevice, CausalAndWindowClassifyLikeMaskCuh) {
+  const std::string window = "(wl < 0 or p - j <= wl) and (wr < 0 or j - p <= wr)";
+  check_like_builtin<true, false>("j <= p", 1);
+  check_like_builtin<false, true>(window, 2);
+  check_like_builtin<true, true>(window + " and j <= p", 3);
+}
+
+}  // namespace
+}  // namespace attnjit
