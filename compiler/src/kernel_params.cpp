@@ -80,7 +80,9 @@ ParamsLayout params_layout(const Spec& spec) {
   return layout;
 }
 
-std::string params_struct_name(const Spec& spec) { return spec.family + "_params"; }
+std::string params_struct_name(const Spec& spec) {
+  return (spec.params_family.empty() ? spec.family : spec.params_family) + "_params";
+}
 
 std::vector<std::string> params_type_flags(const Spec& spec) {
   std::vector<std::string> names;

@@ -502,6 +502,7 @@ void inherit(const SpecReader& reader, const std::vector<MapEntry>& entries, con
   }
   const Spec base = load_embedded_spec(name);
   spec.extends = name;
+  spec.params_family = base.params_family.empty() ? base.family : base.params_family;
   spec.template_path = base.template_path;
   spec.template_loc = base.template_loc;
   spec.entry = base.entry;

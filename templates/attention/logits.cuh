@@ -20,7 +20,7 @@ namespace attention {
 // OnlineSoftmax::update_scores multiplies by score_multiplier().
 template <class C>
 struct LogitScale {
-  static constexpr bool kFolded = !C::softcap && !Sinks<C>::kBiasKey0;
+  static constexpr bool kFolded = !C::softcap && !Sinks<C>::kBiasKey0 && !user_score<C>();
   // What the softmax multiplies the scores it gets by (1 when to_logits
   // already produced base-2 logits).
   static __device__ __forceinline__ float score_multiplier(float scale) {
@@ -54,6 +54,19 @@ __device__ __forceinline__ void to_logits(float (&s)[kBlocks][4],
       }
     }
   }
+  if constexpr (user_score<C>()) {
+    // The spec's score, on the natural-log score after scale and cap.
+#pragma unroll
+    for (int nb = 0; nb < kBlocks; ++nb) {
+#pragma unroll
+      for (int e = 0; e < 4; ++e) {
+        const UserRow& u = keys[e / 2].user;
+        const int j = j0 + nb * 8 + 2 * (lane % 4) + (e % 2);
+        s[nb][e] = UserOf<C>::score(prm, s[nb][e] * kLn2, u.b, u.h, u.hk, u.p, j, u.n_q, u.n_k) *
+                   kLog2e;
+      }
+    }
+  }
   Sinks<C>::add_key0_bias(s, sink2, j0, lane);
   if (!edge) return;
 #pragma unroll
@@ -62,9 +75,12 @@ __device__ __forceinline__ void to_logits(float (&s)[kBlocks][4],
     for (int e = 0; e < 4; ++e) {
       const int r = e / 2;
       const int j = j0 + nb * 8 + 2 * (lane % 4) + (e % 2);
-      if (!Mask<C>::visible_in(keys[r], j)) {
-        s[nb][e] = ptx::neg_inf();
+      bool visible = Mask<C>::visible_in(keys[r], j);
+      if constexpr (user_mask<C>()) {
+        const UserRow& u = keys[r].user;
+        visible = visible && UserOf<C>::mask(prm, u.b, u.h, u.hk, u.p, j, u.n_q, u.n_k);
       }
+      if (!visible) s[nb][e] = ptx::neg_inf();
     }
   }
 }

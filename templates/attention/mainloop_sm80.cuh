@@ -182,7 +182,7 @@ struct MainloopSm80 {
     const int j0 = kt * BN;
     float s[kM][kScoreBlocks][4];
     scores(s, qf, sQ_warp, sK_st, lane);
-    const bool edge = !work.mask.interior(work.p_first, work.p_last, j0, BN);
+    const bool edge = work.edge_tile(prm, kt);
 #pragma unroll
     for (int m = 0; m < kM; ++m) {
       to_logits<C>(s[m], prm, rows.sink2[m], rows.keys[m], j0, edge, lane);

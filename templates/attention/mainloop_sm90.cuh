@@ -404,7 +404,7 @@ struct MainloopSm90 {
                                                  Softmax& softmax, float (&s)[kScoreBlocks][4],
                                                  int kt, float (&correction)[2]) const {
       const int j0 = kt * BN;
-      const bool edge = !work.mask.interior(work.p_first, work.p_last, j0, BN);
+      const bool edge = work.edge_tile(prm, kt);
       to_logits<C>(s, prm, rows.sink2, rows.keys, j0, edge, lane);
       softmax.update_scores(s, correction, multiplier);
     }

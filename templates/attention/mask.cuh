@@ -5,6 +5,7 @@
 #pragma once
 
 #include "attention/params.cuh"
+#include "attention/user_mask.cuh"
 #include "common/ptx.cuh"
 
 namespace attnjit {
@@ -151,10 +152,11 @@ struct Mask {
   // edge tiles then cost two or four compares per score.
   struct RowKeys {
     int lo, hi, span_lo, span_hi;
+    UserRowOf<C> user;  // a spec's expressions' view of the row (empty without)
   };
 
   __device__ __forceinline__ RowKeys row_keys(int p, int span_lo, int span_hi) const {
-    RowKeys keys{window_lo(p), window_hi(p), 1, 0};
+    RowKeys keys{window_lo(p), window_hi(p), 1, 0, {}};
     if constexpr (kCausal) keys.hi = ptx::imin(keys.hi, p);
     if constexpr (kPrefix) {
       keys.span_lo = span_lo;

@@ -82,8 +82,43 @@ struct WorkTile {
     p_first = map.position(row0) + shift;
     p_last = map.position(row_end - 1) + shift;
     range = mask.key_range(p_first, p_last, kBlockN);
+    if constexpr (user_mask<C>()) trim_user_empty(prm);
     split = 0;
     splits = 1;
+  }
+
+  // A spec's mask: the class of key tile kt for the tile's rows (0 empty,
+  // 1 partial, 2 full), by the interval analysis generated from it.
+  __device__ __forceinline__ int user_class(const Params<T>& prm, int kt) const {
+    const int j_lo = kt * kBlockN;
+    const int j_hi = ptx::imin(j_lo + kBlockN - 1, n_k - 1);
+    // The tile's heads: its query head, or (packing GQA) every head of
+    // the group, which a tile's rows cycle through.
+    const int h_lo = map.head0, h_hi = map.head0 + map.group - 1;
+    return UserOf<C>::classify(prm, seq, h_lo, h_hi, p_first, p_last, j_lo, j_hi, n_q, n_k);
+  }
+
+  // Key tiles the spec's mask leaves empty at either end of the range are
+  // not visited (nor loaded). Empty tiles between visible ones are
+  // visited with the element mask.
+  __device__ __forceinline__ void trim_user_empty(const Params<T>& prm) {
+    while (range.first_tile <= range.last_tile && user_class(prm, range.first_tile) == 0) {
+      ++range.first_tile;
+    }
+    while (range.last_tile >= range.first_tile && user_class(prm, range.last_tile) == 0) {
+      --range.last_tile;
+    }
+  }
+
+  // Whether key tile kt needs the element mask: not interior by the
+  // built-in rules, or not full by the spec's mask.
+  __device__ __forceinline__ bool edge_tile(const Params<T>& prm, int kt) const {
+    const bool edge = !mask.interior(p_first, p_last, kt * kBlockN, kBlockN);
+    if constexpr (user_mask<C>()) {
+      return edge || user_class(prm, kt) != 2;
+    } else {
+      return edge;
+    }
   }
 
   // Split-KV: this block takes part x of the tile's key range (set_tile
@@ -109,6 +144,9 @@ struct WorkTile {
     int span_lo, span_hi;
     mask.span_of(p, span_lo, span_hi);
     keys = mask.row_keys(p, span_lo, span_hi);
+    if constexpr (user_mask<C>() || user_score<C>()) {
+      keys.user = UserRow{seq, map.head(row), hk, p, n_q, n_k};
+    }
     sink2 = Sinks<C>::logit2(prm.sinks, map.head(row));
   }
 };

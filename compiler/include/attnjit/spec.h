@@ -138,6 +138,10 @@ struct Spec {
   // `extends: <embedded spec>`: template, entry, flags, constraints, tuning
   // and the leading args come from that spec (empty: none).
   std::string extends;
+  // The family whose params struct the template reads: the extended spec's
+  // (so its templates compile unchanged; the struct gains this spec's args
+  // at its end), else this spec's own (empty: `family`).
+  std::string params_family;
   // `mask:` (bool) and `score:` (float), checked trees (docs/expressions.md).
   // With either, the generated unit defines `struct attnjit_user` and the
   // config's `using user = attnjit_user;`.
