@@ -10,7 +10,7 @@ namespace attnjit {
 namespace {
 
 struct Sequence {
-  int q_begin, n_q, k_begin, n_k;
+  int b, q_begin, n_q, k_begin, n_k;
   std::vector<std::pair<int, int>> spans;
 };
 
@@ -25,6 +25,7 @@ bool visible(const ReferenceProblem& pr, const Sequence& seq, int p, int j) {
 
 Sequence sequence(const ReferenceProblem& pr, int b) {
   Sequence s;
+  s.b = b;
   s.q_begin = pr.cu_seqlens_q[b];
   s.n_q = pr.cu_seqlens_q[b + 1] - s.q_begin;
   s.k_begin = pr.cu_seqlens_k[b];
@@ -67,11 +68,13 @@ double attend_row(const ReferenceProblem& pr, const Sequence& seq, int h, int i,
   std::vector<int> keys;
   for (int j = 0; j < seq.n_k; ++j) {
     if (!visible(pr, seq, p, j)) continue;
+    if (pr.user_mask && !pr.user_mask(seq.b, h, hk, p, j, seq.n_q, seq.n_k)) continue;
     const float* k = &pr.k[(size_t(seq.k_begin + j) * pr.num_heads_kv + hk) * D];
     double dot = 0;
     for (int d = 0; d < D; ++d) dot += double(q[d]) * double(k[d]);
     double s = scale * dot;
     if (pr.softcap > 0) s = pr.softcap * std::tanh(s / pr.softcap);
+    if (pr.user_score) s = pr.user_score(s, seq.b, h, hk, p, j, seq.n_q, seq.n_k);
     if (pr.sink_mode == ReferenceProblem::Sinks::kBiasKey0 && j == 0) {
       s += sink;
     }

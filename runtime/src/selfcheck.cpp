@@ -12,6 +12,7 @@
 
 #include "attnjit/driver.h"
 #include "attnjit/error.h"
+#include "attnjit/expr.h"
 
 namespace attnjit {
 namespace {
@@ -275,9 +276,95 @@ std::vector<CheckShape> standard_check_shapes(const AttentionFlags& flags) {
   return shapes;
 }
 
+namespace {
+
+// A user spec's part of a check: its spec and its args' values.
+struct UserCheck {
+  std::shared_ptr<const Spec> spec;
+  const std::vector<UserCheckArg>* args;
+};
+
+const UserCheckArg& user_value(const UserCheck& user, const std::string& name) {
+  for (const UserCheckArg& arg : *user.args) {
+    if (arg.name == name) return arg;
+  }
+  throw Error(ErrorKind::kArgument, "check: no value for the spec's arg `" + name + "`");
+}
+
+// The expression environment of the reference: scalars and tensors by the
+// expressions' context, the batch's metadata.
+ExprEnv user_env(const UserCheck& user, const ExprContext& context, const ReferenceProblem& pr) {
+  ExprEnv env;
+  for (const ExprScalar& scalar : context.scalars) {
+    const UserCheckArg& arg = user_value(user, scalar.name);
+    env.scalars.push_back(scalar.type == ExprType::kInt ? double(arg.int_value)
+                                                         : double(arg.float_value));
+  }
+  for (const ExprTensor& tensor : context.tensors) {
+    const UserCheckArg& arg = user_value(user, tensor.name);
+    ExprTensorData data;
+    data.ints = arg.ints;
+    for (float f : arg.floats) data.floats.push_back(f);
+    env.tensors.push_back(std::move(data));
+  }
+  env.cu_seqlens_q = pr.cu_seqlens_q;
+  env.cu_seqlens_k = pr.cu_seqlens_k;
+  env.num_heads_q = pr.num_heads_q;
+  env.num_heads_kv = pr.num_heads_kv;
+  return env;
+}
+
+void add_user_expressions(const UserCheck& user, ReferenceProblem& pr) {
+  const Spec& spec = *user.spec;
+  if (spec.mask) {
+    auto env = std::make_shared<ExprEnv>(user_env(user, spec.mask->context, pr));
+    const Expr expr = *spec.mask;
+    pr.user_mask = [env, expr](int b, int h, int hk, int p, int j, int n_q, int n_k) {
+      ExprEnv& e = *env;
+      e.b = b, e.h = h, e.hk = hk, e.p = p, e.j = j, e.n_q = n_q, e.n_k = n_k;
+      return evaluate_mask(expr, e);
+    };
+  }
+  if (spec.score) {
+    auto env = std::make_shared<ExprEnv>(user_env(user, spec.score->context, pr));
+    const Expr expr = *spec.score;
+    pr.user_score = [env, expr](double s, int b, int h, int hk, int p, int j, int n_q, int n_k) {
+      ExprEnv& e = *env;
+      e.s = s, e.b = b, e.h = h, e.hk = hk, e.p = p, e.j = j, e.n_q = n_q, e.n_k = n_k;
+      return evaluate_score(expr, e);
+    };
+  }
+}
+
+CheckResult run_check(const AttentionFlags& flags, const CheckShape& shape, uint64_t seed,
+                      KernelCache& cache, std::optional<SinkMode> reference_sinks,
+                      const std::map<std::string, int64_t>& tuning_overrides,
+                      const UserCheck* user);
+
+}  // namespace
+
 CheckResult check_attention(const AttentionFlags& flags, const CheckShape& shape, uint64_t seed,
                             KernelCache& cache, std::optional<SinkMode> reference_sinks,
                             const std::map<std::string, int64_t>& tuning_overrides) {
+  return run_check(flags, shape, seed, cache, reference_sinks, tuning_overrides, nullptr);
+}
+
+CheckResult check_user_attention(std::shared_ptr<const Spec> spec, const AttentionFlags& flags,
+                                 const CheckShape& shape, uint64_t seed,
+                                 const std::vector<UserCheckArg>& user_args, KernelCache& cache) {
+  if (flags.kv_layout != KvLayout::kContiguous) {
+    throw Error(ErrorKind::kArgument, "check_user_attention: contiguous K/V only");
+  }
+  const UserCheck user{std::move(spec), &user_args};
+  return run_check(flags, shape, seed, cache, std::nullopt, {}, &user);
+}
+
+namespace {
+
+CheckResult run_check(const AttentionFlags& flags, const CheckShape& shape, uint64_t seed,
+                      KernelCache& cache, std::optional<SinkMode> reference_sinks,
+                      const std::map<std::string, int64_t>& tuning_overrides,
+                      const UserCheck* user) {
   const SinkMode ref_sinks = reference_sinks.value_or(flags.sinks);
   ReferenceProblem pr = make_problem(flags, shape, ref_sinks);
   const int D = flags.head_dim;
@@ -312,7 +399,14 @@ CheckResult check_attention(const AttentionFlags& flags, const CheckShape& shape
   const bool paged = flags.kv_layout == KvLayout::kPaged;
   PagedCache pages;
   if (paged) pages = make_paged_cache(pr, k_bits, v_bits, shape.page_size, rng);
-  auto kernel = AttentionKernel::get(flags, cache, nullptr, tuning_overrides);
+  std::shared_ptr<AttentionKernel> kernel;
+  if (user != nullptr) {
+    kernel = AttentionKernel::get_user(user->spec, resolve_flags(*user->spec, flags.to_flag_map()),
+                                       cache);
+    add_user_expressions(*user, pr);
+  } else {
+    kernel = AttentionKernel::get(flags, cache, nullptr, tuning_overrides);
+  }
   CheckResult result;
   result.variant = kernel->kernel().name();
   result.shape = shape.name;
@@ -396,7 +490,31 @@ CheckResult check_attention(const AttentionFlags& flags, const CheckShape& shape
     a.k_page_stride = a.v_page_stride = int64_t(pages.page_size) * a.k_row_stride;
   }
   result.variant = kernel->for_args(a).kernel().name();  // the split sibling for a decode
-  kernel->launch(a, nullptr);
+  // A user spec's args: scalars by value, tensors uploaded.
+  std::vector<UserArg> user_args;
+  std::vector<std::unique_ptr<DeviceBuffer>> user_tensors;
+  if (user != nullptr) {
+    for (const UserCheckArg& arg : *user->args) {
+      if (!arg.ints.empty() || !arg.floats.empty()) {
+        const size_t bytes = 4 * (arg.ints.size() + arg.floats.size());
+        user_tensors.push_back(std::make_unique<DeviceBuffer>(bytes));
+        if (!arg.ints.empty()) user_tensors.back()->upload(arg.ints);
+        if (!arg.floats.empty()) user_tensors.back()->upload(arg.floats);
+        user_args.push_back(UserArg{arg.name, static_cast<const void*>(
+                                                  user_tensors.back()->as<unsigned char>())});
+      } else {
+        const bool is_float = std::any_of(
+            user->spec->args.begin(), user->spec->args.end(),
+            [&](const ArgDecl& d) { return d.name == arg.name && d.type == ArgType::kF32; });
+        if (is_float) {
+          user_args.push_back(UserArg{arg.name, arg.float_value});
+        } else {
+          user_args.push_back(UserArg{arg.name, arg.int_value});
+        }
+      }
+    }
+  }
+  kernel->launch(a, nullptr, user_args);
   Driver::get().synchronize();
 
   const auto o_bits = o.download<uint16_t>(o_elems + guard_elems);
@@ -408,6 +526,8 @@ CheckResult check_attention(const AttentionFlags& flags, const CheckShape& shape
   compare(ref, o_bits, lse_out, flags.return_lse, flags.dtype, result);
   return result;
 }
+
+}  // namespace
 
 uint16_t float_to_e4m3(float f) {
   if (std::isnan(f)) return 0x7F;

@@ -123,7 +123,13 @@ AttentionKernel& AttentionKernel::for_args(const AttentionArgs& a) {
   if (!split_sibling_) {
     AttentionFlags flags = flags_;
     flags.split_kv = true;
-    split_sibling_ = AttentionKernel::get(flags, *cache_, &target_);
+    if (user_spec_) {
+      std::map<std::string, FlagValue> values = flags.to_flag_map();
+      split_sibling_ = AttentionKernel::get_user(user_spec_, resolve_flags(*user_spec_, values),
+                                                 *cache_, &target_);
+    } else {
+      split_sibling_ = AttentionKernel::get(flags, *cache_, &target_);
+    }
     split_ready_.store(split_sibling_.get(), std::memory_order_release);
   }
   return *split_sibling_;

@@ -259,3 +259,39 @@ TEST(PagedReference, GathersKeysInPositionOrderFromSharedShuffledPages) {
 
 }  // namespace
 }  // namespace attnjit
+
+namespace attnjit {
+namespace {
+
+// A spec's expressions in the reference: the mask ANDs with the built-in
+// rules (here causal: keys j <= p and j a multiple of 3), and the score
+// replaces s after scale (a bias of -j makes later keys weigh less, in a
+// closed form).
+TEST(Reference, UserMaskAndScore) {
+  ReferenceProblem pr = visibility_problem(2, 9);  // positions 7 and 8
+  pr.causal = true;
+  pr.user_mask = [](int b, int h, int hk, int p, int j, int n_q, int n_k) {
+    EXPECT_EQ(b, 0);
+    EXPECT_EQ(h, 0);
+    EXPECT_EQ(hk, 0);
+    EXPECT_EQ(n_q, 2);
+    EXPECT_EQ(n_k, 9);
+    EXPECT_LE(j, p);  // the built-in rule first
+    return j % 3 == 0;
+  };
+  const ReferenceResult masked = reference_attention(pr);
+  EXPECT_EQ(visible_keys(masked, 0, 9), (std::set<int>{0, 3, 6}));
+  EXPECT_EQ(visible_keys(masked, 1, 9), (std::set<int>{0, 3, 6}));
+  pr.user_mask = nullptr;
+  pr.user_score = [](double s, int, int, int, int, int j, int, int) { return s - j; };
+  const ReferenceResult scored = reference_attention(pr);
+  // Row 0 (p = 7): weights exp(-j) over j = 0..7, normalized.
+  double z = 0;
+  for (int j = 0; j <= 7; ++j) z += std::exp(-double(j));
+  for (int j = 0; j <= 7; ++j) EXPECT_NEAR(scored.o[j], std::exp(-double(j)) / z, 1e-12) << j;
+  EXPECT_EQ(scored.o[8], 0.0);
+  EXPECT_NEAR(scored.lse[0], std::log(z), 1e-12);
+}
+
+}  // namespace
+}  // namespace attnjit

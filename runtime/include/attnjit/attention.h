@@ -9,6 +9,8 @@
 #include <memory>
 #include <mutex>
 #include <string>
+#include <variant>
+#include <vector>
 
 #include "attnjit/cache.h"
 #include "attnjit/driver.h"
@@ -166,6 +168,15 @@ struct TmaBox {
   int chunk = 0, rows = 0, swizzle_bytes = 0;
 };
 
+// The value of one of a user spec's own args (a spec that extends the
+// attention spec with `mask` / `score` expressions and args of its own,
+// docs/expressions.md): an int32 or float scalar, or a device pointer to a
+// declared tensor.
+struct UserArg {
+  std::string name;
+  std::variant<int32_t, float, const void*> value;
+};
+
 class AttentionKernel {
  public:
   // Gets the variant through `cache`, memoized per process by (cache,
@@ -188,10 +199,22 @@ class AttentionKernel {
   bool pack_gqa() const { return pack_gqa_; }
   EntrySource source() const { return source_; }
 
+  // A variant of a user spec that extends the attention spec (its own
+  // mask, score and args). Not memoized: callers keep the kernel.
+  static std::shared_ptr<AttentionKernel> get_user(
+      std::shared_ptr<const Spec> spec, const FlagSet& flags,
+      KernelCache& cache = KernelCache::global(), const Target* target = nullptr,
+      const std::map<std::string, int64_t>& tuning_overrides = {});
+
   // validate_attention_args, then one launch on `stream` (of this variant,
   // or of its split sibling for a decode-shaped batch: AttentionArgs::
   // num_splits).
   void launch(const AttentionArgs& args, CuStream stream);
+  // The same for a user spec's variant: every arg of the spec's own, by
+  // name, with the declared type (Error(kArgument) otherwise).
+  void launch(const AttentionArgs& args, CuStream stream, const std::vector<UserArg>& user_args);
+  // The user spec of a get_user() kernel (null for the built-in spec's).
+  const Spec* user_spec() const { return user_spec_.get(); }
 
   // The split schedule this variant (a split_kv one) would use for `args`
   // on a GPU of `sm_count` SMs (0: the current device's).
@@ -201,7 +224,10 @@ class AttentionKernel {
   AttentionKernel& for_args(const AttentionArgs& args);
 
  private:
-  void launch_this(const AttentionArgs& args, CuStream stream);
+  void launch_this(const AttentionArgs& args, CuStream stream,
+                   const std::vector<UserArg>* user_args);
+  void init_from(const Signature& sig, const LookupResult& found, KernelCache& cache,
+                 const Target& target);
 
   AttentionFlags flags_;
   std::unique_ptr<Kernel> kernel_;
@@ -219,6 +245,16 @@ class AttentionKernel {
   std::mutex split_mutex_;
   std::shared_ptr<AttentionKernel> split_sibling_;
   std::atomic<AttentionKernel*> split_ready_{nullptr};
+  // A user spec's variant: the spec, its own args' places in the params
+  // struct (after the inherited ones), and the struct's size.
+  struct UserField {
+    std::string name;
+    ArgType type;
+    size_t offset;
+  };
+  std::shared_ptr<const Spec> user_spec_;
+  std::vector<UserField> user_fields_;
+  size_t params_size_ = 0;
 };
 
 // The attention spec compiled into the library.

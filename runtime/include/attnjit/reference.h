@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <utility>
 #include <vector>
 
@@ -24,6 +25,12 @@ struct ReferenceProblem {
   std::vector<int32_t> mm_spans;         // [R, 2] inclusive key positions
   double scale = 0;                      // <= 0: 1/sqrt(D)
   double softcap = 0;                    // > 0: enabled
+  // A spec's own expressions (docs/expressions.md), when it has them: the
+  // mask ANDed with the rules above, the score applied after scale and
+  // soft-cap (before a key-0 bias). Arguments: sequence b, query head h,
+  // its kv head, query position p, key position j, n_q, n_k (and s).
+  std::function<bool(int, int, int, int, int, int, int)> user_mask;
+  std::function<double(double, int, int, int, int, int, int, int)> user_score;
 };
 
 struct ReferenceResult {

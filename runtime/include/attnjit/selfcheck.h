@@ -5,6 +5,7 @@
 
 #include <cstdint>
 #include <map>
+#include <memory>
 #include <optional>
 #include <string>
 #include <utility>
@@ -63,6 +64,24 @@ CheckResult check_attention(const AttentionFlags& flags, const CheckShape& shape
                             KernelCache& cache = KernelCache::global(),
                             std::optional<SinkMode> reference_sinks = std::nullopt,
                             const std::map<std::string, int64_t>& tuning_overrides = {});
+
+// A value for one of a user spec's own args (docs/expressions.md), as the
+// check uploads it: an int32 or float scalar, or a tensor's host data.
+struct UserCheckArg {
+  std::string name;
+  int32_t int_value = 0;
+  float float_value = 0;
+  std::vector<int32_t> ints;   // a `const int32*` tensor
+  std::vector<float> floats;   // a `const float*` tensor
+};
+
+// check_attention for a variant of a user spec (contiguous K/V): the
+// reference evaluates the spec's mask and score trees in fp64 (int32
+// exactly as the device does).
+CheckResult check_user_attention(std::shared_ptr<const Spec> spec, const AttentionFlags& flags,
+                                 const CheckShape& shape, uint64_t seed,
+                                 const std::vector<UserCheckArg>& user_args,
+                                 KernelCache& cache = KernelCache::global());
 
 // Error bound for a dtype (docs/semantics.md "Error measure").
 double error_bound(DType dtype);

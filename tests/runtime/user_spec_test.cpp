@@ -1,0 +1,101 @@
+// A user spec's variants through the runtime, no GPU (issue 14): compiled
+// through the cache for sm_80, its own args checked by name and type before
+// anything reaches the driver, and only specs that extend the attention
+// spec accepted.
+#include <gtest/gtest.h>
+
+#include <memory>
+#include <string>
+
+#include "attnjit/attention.h"
+#include "attnjit/cache.h"
+#include "attnjit/driver.h"
+#include "attnjit/error.h"
+#include "attnjit/spec.h"
+#include "attnjit/target.h"
+
+namespace attnjit {
+namespace {
+
+std::shared_ptr<const Spec> chunked_local() {
+  return std::make_shared<const Spec>(load_spec_file(
+      std::string(ATTNJIT_SOURCE_DIR) + "/tests/compiler/data/expr/chunked_local.yaml"));
+}
+
+// Well-formed arguments with fake device pointers nothing dereferences.
+AttentionArgs fake_args() {
+  auto fake = [](uintptr_t address) { return reinterpret_cast<const void*>(address); };
+  AttentionArgs a;
+  a.q = fake(0x10000);
+  a.k = fake(0x20000);
+  a.v = fake(0x30000);
+  a.o = const_cast<void*>(fake(0x40000));
+  a.cu_seqlens_q = static_cast<const int32_t*>(fake(0x50000));
+  a.cu_seqlens_k = static_cast<const int32_t*>(fake(0x60000));
+  a.q_row_stride = a.o_row_stride = 4 * 128;
+  a.k_row_stride = a.v_row_stride = 128;
+  a.q_head_stride = a.k_head_stride = a.v_head_stride = a.o_head_stride = 128;
+  a.num_seqs = 1;
+  a.num_heads_q = 4;
+  a.num_heads_kv = 1;
+  a.total_q = a.total_k = 256;
+  a.max_seqlen_q = a.max_seqlen_k = 256;
+  return a;
+}
+
+std::string launch_error(AttentionKernel& kernel, const std::vector<UserArg>& user,
+                         ErrorKind* kind = nullptr) {
+  try {
+    kernel.launch(fake_args(), nullptr, user);
+  } catch (const Error& e) {
+    if (kind != nullptr) *kind = e.kind();
+    return e.what();
+  }
+  return "";
+}
+
+TEST(UserSpec, OwnArgsAreCheckedByNameAndType) {
+  const auto spec = chunked_local();
+  KernelCache cache{CacheConfig{}};
+  const Target target = parse_target("sm_80");
+  FlagSet flags = resolve_flags(*spec, {{"head_dim", int64_t{128}}, {"causal", true}});
+  auto kernel = AttentionKernel::get_user(spec, flags, cache, &target);
+  ASSERT_NE(kernel->user_spec(), nullptr);
+  EXPECT_EQ(kernel->user_spec()->family, "chunked_local");
+  EXPECT_NE(kernel->kernel().name().find("chunked_local"), std::string::npos);
+
+  EXPECT_NE(launch_error(*kernel, {}).find("needs its arg `chunk`"), std::string::npos);
+  EXPECT_NE(launch_error(*kernel, {{"chunk", 1.5f}}).find("`chunk` takes an int32"),
+            std::string::npos);
+  EXPECT_NE(launch_error(*kernel, {{"chunk", int32_t{64}}, {"chunks", int32_t{1}}})
+                .find("has no arg `chunks`"),
+            std::string::npos);
+  try {
+    kernel->launch(fake_args(), nullptr);
+    ADD_FAILURE() << "a launch without the spec's args went through";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("pass them"), std::string::npos) << e.what();
+  }
+  std::string why;
+  if (Driver::available(&why)) GTEST_SKIP() << "a GPU is here: the no-driver half runs elsewhere";
+  ErrorKind kind = ErrorKind::kArgument;
+  launch_error(*kernel, {{"chunk", int32_t{64}}}, &kind);
+  EXPECT_EQ(kind, ErrorKind::kDriver);  // everything else passed
+}
+
+TEST(UserSpec, OnlySpecsThatExtendTheAttentionSpec) {
+  const auto axpy = std::make_shared<const Spec>(
+      load_spec_file(std::string(ATTNJIT_SOURCE_DIR) + "/tests/compiler/data/axpy.yaml"));
+  KernelCache cache{CacheConfig{}};
+  const Target target = parse_target("sm_80");
+  try {
+    AttentionKernel::get_user(axpy, resolve_flags(*axpy, {}), cache, &target);
+    ADD_FAILURE() << "a spec that does not extend attention was accepted";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.kind(), ErrorKind::kSpec);
+    EXPECT_NE(std::string(e.what()).find("extends: attention"), std::string::npos) << e.what();
+  }
+}
+
+}  // namespace
+}  // namespace attnjit
