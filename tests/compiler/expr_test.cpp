@@ -469,7 +469,7 @@ TEST(ExprSpec, Errors) {
 TEST(ExprSpec, ExampleSpecsLoad) {
   for (const char* name : {"chunked_local", "alibi", "prefix_lm", "document"}) {
     const std::string path =
-        std::string(ATTNJIT_SOURCE_DIR) + "/tests/compiler/data/expr/" + name + ".yaml";
+        std::string(ATTNJIT_SOURCE_DIR) + "/specs/examples/" + name + ".yaml";
     const Spec spec = load_spec_file(path);
     EXPECT_TRUE(spec.mask || spec.score) << name;
     EXPECT_FALSE(spec.presets.empty()) << name;

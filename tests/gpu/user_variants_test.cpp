@@ -1,4 +1,6 @@
-// User-defined variants on the GPU (issue 14): the example specs with their
+// User-defined variants on the GPU (issue 14): the example specs
+// (specs/examples/, the built-in causal, window and key-0 bias re-expressed
+// among them) with their
 // own mask or score expressions, on the standard shapes (ragged batches,
 // GQA, decodes), against the CPU reference evaluating the same expression
 // trees; each spec's args get values that make its mask or score matter
@@ -22,7 +24,7 @@ namespace {
 
 std::shared_ptr<const Spec> example(const std::string& file) {
   return std::make_shared<const Spec>(
-      load_spec_file(std::string(ATTNJIT_SOURCE_DIR) + "/tests/compiler/data/expr/" + file));
+      load_spec_file(std::string(ATTNJIT_SOURCE_DIR) + "/specs/examples/" + file));
 }
 
 // Values for a spec's own args on one shape.
@@ -51,6 +53,19 @@ std::vector<UserCheckArg> user_values(const std::string& family, const CheckShap
     }
     if (doc.ints.empty()) doc.ints.push_back(0);
     out.push_back(doc);
+  } else if (family == "sliding_window_expr") {
+    UserCheckArg window;
+    window.name = "window_size";
+    window.int_value = 50;
+    out.push_back(window);
+  } else if (family == "key0_bias_expr") {
+    UserCheckArg radius, bias;
+    radius.name = "radius";
+    radius.int_value = 64;
+    bias.name = "key0_bias";
+    for (int h = 0; h < shape.num_heads_q; ++h) bias.floats.push_back(-1.f + float(h % 5));
+    out.push_back(radius);
+    out.push_back(bias);
   } else if (family == "alibi") {
     UserCheckArg slopes;
     slopes.name = "slopes";
@@ -85,7 +100,8 @@ TEST_P(UserVariants, MatchesTheReferenceOfTheSameExpressions) {
 
 INSTANTIATE_TEST_SUITE_P(Examples, UserVariants,
                          ::testing::Values("chunked_local.yaml", "prefix_lm.yaml", "document.yaml",
-                                           "alibi.yaml"),
+                                           "alibi.yaml", "causal_expr.yaml",
+                                           "sliding_window_expr.yaml", "key0_bias_expr.yaml"),
                          [](const ::testing::TestParamInfo<std::string>& info) {
                            return info.param.substr(0, info.param.find('.'));
                          });

@@ -19,7 +19,7 @@ namespace {
 
 std::shared_ptr<const Spec> chunked_local() {
   return std::make_shared<const Spec>(load_spec_file(
-      std::string(ATTNJIT_SOURCE_DIR) + "/tests/compiler/data/expr/chunked_local.yaml"));
+      std::string(ATTNJIT_SOURCE_DIR) + "/specs/examples/chunked_local.yaml"));
 }
 
 // Well-formed arguments with fake device pointers nothing dereferences.
