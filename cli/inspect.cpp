@@ -1,12 +1,17 @@
 // `attnjit inspect` (a cache directory) and `attnjit specs` (the embedded
 // specs).
 #include <cstdio>
+#include <memory>
+#include <string>
+#include <utility>
+#include <vector>
 #include <filesystem>
 #include <system_error>
 
 #include "attnjit/cache.h"
 #include "attnjit/embedded.h"
 #include "attnjit/error.h"
+#include "attnjit/expr.h"
 #include "commands.h"
 
 namespace attnjit::cli {
@@ -52,11 +57,30 @@ int run_inspect(const std::string& dir_arg, bool quiet) {
   return bad == 0 ? 0 : 1;
 }
 
-int run_specs() {
-  for (const std::string& name : embedded_spec_names()) {
-    const Spec spec = load_embedded_spec(name);
+int run_specs(const std::vector<std::string>& files) {
+  std::vector<std::pair<std::string, Spec>> specs;
+  if (files.empty()) {
+    for (const std::string& name : embedded_spec_names()) {
+      specs.emplace_back(name, load_embedded_spec(name));
+    }
+  } else {
+    // Given files: each is parsed and checked (an error names the file,
+    // line and column, and the command fails).
+    for (const std::string& file : files) specs.emplace_back(file, load_spec_argument(file));
+  }
+  for (const auto& [name, spec] : specs) {
     std::printf("%s: family %s, template %s, entry %s\n", name.c_str(), spec.family.c_str(),
                 spec.template_path.c_str(), spec.entry.c_str());
+    if (!spec.extends.empty()) {
+      std::printf("  extends %s; its own args:", spec.extends.c_str());
+      const size_t inherited = load_embedded_spec(spec.extends).args.size();
+      for (size_t i = inherited; i < spec.args.size(); ++i) {
+        std::printf(" %s", spec.args[i].name.c_str());
+      }
+      std::printf("%s\n", inherited == spec.args.size() ? " none" : "");
+    }
+    if (spec.mask) std::printf("  mask   %s\n", spec.mask->canonical().c_str());
+    if (spec.score) std::printf("  score  %s\n", spec.score->canonical().c_str());
     for (const FlagDecl& f : spec.flags) {
       std::string domain;
       for (auto v : f.int_values) domain += std::to_string(v) + " ";
@@ -94,8 +118,11 @@ Runner add_inspect(CLI::App& app) {
 }
 
 Runner add_specs(CLI::App& app) {
-  (void)app;
-  return [] { return run_specs(); };
+  auto files = std::make_shared<std::vector<std::string>>();
+  app.add_option("--spec", *files,
+                 "Spec files (or embedded names) to list and validate instead of the embedded "
+                 "specs");
+  return [files] { return run_specs(*files); };
 }
 
 }  // namespace attnjit::cli

@@ -110,7 +110,10 @@ int main(int argc, char** argv) {
       "check the presets",
       attnjit::cli::add_build_cache);
   add("inspect", "List and verify the entries of a cache directory", attnjit::cli::add_inspect);
-  add("specs", "List the embedded specs with their flags and presets", attnjit::cli::add_specs);
+  add("specs",
+      "List the embedded specs (or the --spec files, validating them) with their flags, "
+      "presets and expressions",
+      attnjit::cli::add_specs);
   add("check",
       "Run variants on the local GPU and compare them with the CPU "
       "reference (needs a GPU: without one it exits with an error)",
