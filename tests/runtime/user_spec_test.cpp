@@ -11,6 +11,7 @@
 #include "attnjit/cache.h"
 #include "attnjit/driver.h"
 #include "attnjit/error.h"
+#include "attnjit/selfcheck.h"
 #include "attnjit/spec.h"
 #include "attnjit/target.h"
 
@@ -95,6 +96,34 @@ TEST(UserSpec, OnlySpecsThatExtendTheAttentionSpec) {
     EXPECT_EQ(e.kind(), ErrorKind::kSpec);
     EXPECT_NE(std::string(e.what()).find("extends: attention"), std::string::npos) << e.what();
   }
+}
+
+// The check's values for a spec's own args follow each arg's domain.
+TEST(UserSpec, DefaultValuesFollowTheDomains) {
+  CheckShape shape{"s", {1, 30, 5}, {10, 200, 5}, 8, 2};
+  const auto load = [](const char* file) {
+    return load_spec_file(std::string(ATTNJIT_SOURCE_DIR) + "/specs/examples/" + file);
+  };
+  const auto document = default_user_values(load("document.yaml"), shape, 1);
+  ASSERT_EQ(document.size(), 1u);
+  EXPECT_EQ(document[0].name, "doc");
+  EXPECT_EQ(document[0].ints.size(), 215u);  // one id per key token
+  const auto prefix = default_user_values(load("prefix_lm.yaml"), shape, 2);
+  ASSERT_EQ(prefix.size(), 1u);
+  ASSERT_EQ(prefix[0].ints.size(), 3u);  // one per sequence, inside it
+  for (size_t b = 0; b < 3; ++b) {
+    EXPECT_GE(prefix[0].ints[b], 0);
+    EXPECT_LE(prefix[0].ints[b], shape.seqlens_k[b]);
+  }
+  const auto alibi = default_user_values(load("alibi.yaml"), shape, 3);
+  ASSERT_EQ(alibi.size(), 1u);
+  EXPECT_EQ(alibi[0].floats.size(), 8u);  // one per query head
+  const auto chunked = default_user_values(load("chunked_local.yaml"), shape, 4);
+  ASSERT_EQ(chunked.size(), 1u);
+  EXPECT_GE(chunked[0].int_value, 1);
+  EXPECT_LE(chunked[0].int_value, 200);
+  const auto both = default_user_values(load("key0_bias_expr.yaml"), shape, 5);
+  ASSERT_EQ(both.size(), 2u);  // the mask's scalar and the score's tensor
 }
 
 }  // namespace

@@ -75,6 +75,15 @@ struct UserCheckArg {
   std::vector<float> floats;   // a `const float*` tensor
 };
 
+// Values for a user spec's own args that make its expressions matter on
+// `shape` (for `attnjit check --spec` and tests): int32 scalars between 1
+// and the longest sequence, floats in [0.25, 1]; tensors by domain - a
+// position inside each sequence (per sequence), runs of about 23 tokens
+// with one id (per key or query token), values in [-1, 1] (floats) or
+// [0, 8) (ints) per head, kv head or table entry.
+std::vector<UserCheckArg> default_user_values(const Spec& spec, const CheckShape& shape,
+                                              uint64_t seed);
+
 // check_attention for a variant of a user spec (contiguous K/V): the
 // reference evaluates the spec's mask and score trees in fp64 (int32
 // exactly as the device does).
