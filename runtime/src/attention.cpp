@@ -15,6 +15,7 @@
 #include "attention/tile_config.h"
 #include "attention_prefill_params.h"
 #include "attnjit/error.h"
+#include "attnjit/expr.h"
 #include "attnjit/kernel_params.h"
 #include "attnjit/record.h"
 
@@ -526,6 +527,12 @@ std::shared_ptr<AttentionKernel> AttentionKernel::get_user(
                                              own.fields[i].offset});
   }
   kernel->params_size_ = own.size;
+  for (const std::optional<Expr>* e : {&kernel->user_spec_->mask, &kernel->user_spec_->score}) {
+    if (!e->has_value()) continue;
+    for (const ExprTensor& t : (*e)->context.tensors) {
+      if (t.per == TensorDomain::kKeyToken) kernel->key_token_tensor_ = t.name;
+    }
+  }
   return kernel;
 }
 
@@ -608,6 +615,14 @@ void AttentionKernel::launch_this(const AttentionArgs& a, CuStream stream,
     void* args[] = {&params};
     kernel_->launch(grid.x, grid.y, grid.z, stream, args);
     return;
+  }
+  // A per-key-token tensor is indexed through cu_seqlens_k, also with a
+  // paged cache (where the kernels need it for nothing else).
+  if (!key_token_tensor_.empty() && a.cu_seqlens_k == nullptr) {
+    fail(fmt::format("attention: spec {} reads the per-key-token tensor `{}`, indexed through "
+                     "cu_seqlens_k: pass cu_seqlens_k (with a paged cache too: where each "
+                     "sequence's keys start in that tensor)",
+                     quote_name(user_spec_->family), key_token_tensor_));
   }
   // A user spec's struct: the inherited fields, then its own, by name.
   alignas(128) unsigned char buffer[4096];

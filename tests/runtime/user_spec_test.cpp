@@ -98,6 +98,32 @@ TEST(UserSpec, OnlySpecsThatExtendTheAttentionSpec) {
   }
 }
 
+// A per-key-token tensor is read through cu_seqlens_k: with a paged cache
+// (which needs no cu_seqlens_k otherwise) a launch without it is refused.
+TEST(UserSpec, KeyTokenTensorsNeedTheKeyOffsets) {
+  const auto spec = std::make_shared<const Spec>(
+      load_spec_file(std::string(ATTNJIT_SOURCE_DIR) + "/specs/examples/document.yaml"));
+  KernelCache cache{CacheConfig{}};
+  const Target target = parse_target("sm_80");
+  auto kernel = AttentionKernel::get_user(
+      spec, resolve_flags(*spec, {{"head_dim", int64_t{128}}, {"kv_layout", std::string("paged")}}),
+      cache, &target);
+  AttentionArgs a = fake_args();
+  a.cu_seqlens_k = nullptr;
+  a.block_table = reinterpret_cast<const int32_t*>(uintptr_t(0x70000));
+  a.seqused_k = reinterpret_cast<const int32_t*>(uintptr_t(0x80000));
+  a.block_table_stride = 16;
+  a.page_size = 16;
+  a.num_pages = 16;
+  a.k_page_stride = a.v_page_stride = 16 * 128;
+  try {
+    kernel->launch(a, nullptr, {{"doc", static_cast<const void*>(reinterpret_cast<void*>(0x90000))}});
+    ADD_FAILURE() << "launched without cu_seqlens_k";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("pass cu_seqlens_k"), std::string::npos) << e.what();
+  }
+}
+
 // The check's values for a spec's own args follow each arg's domain.
 TEST(UserSpec, DefaultValuesFollowTheDomains) {
   CheckShape shape{"s", {1, 30, 5}, {10, 200, 5}, 8, 2};

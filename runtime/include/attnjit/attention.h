@@ -254,6 +254,7 @@ class AttentionKernel {
   };
   std::shared_ptr<const Spec> user_spec_;
   std::vector<UserField> user_fields_;
+  std::string key_token_tensor_;  // one of its per-key-token tensors (read via cu_seqlens_k)
   size_t params_size_ = 0;
 };
 
