@@ -197,35 +197,12 @@ const char* int_function(ExprOp op) {
   }
 }
 
+// The C++ spelling of a binary operator: the language's, but for the
+// logical ones.
 const char* operator_spelling(ExprOp op) {
-  switch (op) {
-    case ExprOp::kAdd:
-      return "+";
-    case ExprOp::kSub:
-      return "-";
-    case ExprOp::kMul:
-      return "*";
-    case ExprOp::kDiv:
-      return "/";
-    case ExprOp::kEq:
-      return "==";
-    case ExprOp::kNe:
-      return "!=";
-    case ExprOp::kLt:
-      return "<";
-    case ExprOp::kLe:
-      return "<=";
-    case ExprOp::kGt:
-      return ">";
-    case ExprOp::kGe:
-      return ">=";
-    case ExprOp::kAnd:
-      return "&&";
-    case ExprOp::kOr:
-      return "||";
-    default:
-      return nullptr;
-  }
+  if (op == ExprOp::kAnd) return "&&";
+  if (op == ExprOp::kOr) return "||";
+  return binary_spelling(op);
 }
 
 // The value of a node per element, as one C++ expression.

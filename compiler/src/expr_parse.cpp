@@ -82,6 +82,39 @@ const char* to_string(ExprVar var) {
   return "?";
 }
 
+const char* binary_spelling(ExprOp op) {
+  switch (op) {
+    case ExprOp::kAdd:
+      return "+";
+    case ExprOp::kSub:
+      return "-";
+    case ExprOp::kMul:
+      return "*";
+    case ExprOp::kDiv:
+      return "/";
+    case ExprOp::kMod:
+      return "%";
+    case ExprOp::kEq:
+      return "==";
+    case ExprOp::kNe:
+      return "!=";
+    case ExprOp::kLt:
+      return "<";
+    case ExprOp::kLe:
+      return "<=";
+    case ExprOp::kGt:
+      return ">";
+    case ExprOp::kGe:
+      return ">=";
+    case ExprOp::kAnd:
+      return "and";
+    case ExprOp::kOr:
+      return "or";
+    default:
+      return "?";
+  }
+}
+
 namespace {
 
 constexpr ExprVar kVars[] = {ExprVar::kP,  ExprVar::kJ,  ExprVar::kB,  ExprVar::kH,
@@ -118,38 +151,6 @@ struct Token {
 bool is_ident_start(char c) { return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || c == '_'; }
 bool is_digit(char c) { return c >= '0' && c <= '9'; }
 
-const char* binary_spelling(ExprOp op) {
-  switch (op) {
-    case ExprOp::kAdd:
-      return "+";
-    case ExprOp::kSub:
-      return "-";
-    case ExprOp::kMul:
-      return "*";
-    case ExprOp::kDiv:
-      return "/";
-    case ExprOp::kMod:
-      return "%";
-    case ExprOp::kEq:
-      return "==";
-    case ExprOp::kNe:
-      return "!=";
-    case ExprOp::kLt:
-      return "<";
-    case ExprOp::kLe:
-      return "<=";
-    case ExprOp::kGt:
-      return ">";
-    case ExprOp::kGe:
-      return ">=";
-    case ExprOp::kAnd:
-      return "and";
-    case ExprOp::kOr:
-      return "or";
-    default:
-      return "?";
-  }
-}
 
 class Parser {
  public:

@@ -78,6 +78,10 @@ enum class ExprOp {
   kExp, kLog, kTanh, kSqrt,
 };
 
+// A binary operator as the language spells it ("+", "==", "and", ...;
+// "?" for an op that is none).
+const char* binary_spelling(ExprOp op);
+
 struct ExprNode {
   ExprOp op = ExprOp::kIntLit;
   ExprType type = ExprType::kInt;
