@@ -483,18 +483,36 @@ unsigned long long Driver::context_id(CuContext ctx) {
   return id;
 }
 
-Target current_device_target() {
-  thread_local unsigned long long last_id = 0;  // context ids start at 1
-  thread_local Target last_target;
+namespace {
+
+// The calling thread's current context's device and the target it runs
+// best, queried once per context (ids start at 1, so 0 is "none yet").
+struct CurrentDevice {
+  unsigned long long id = 0;
+  int sm_count = 0;
+  Target target;
+};
+
+const CurrentDevice& current_device() {
+  thread_local CurrentDevice cached;
   Driver& driver = Driver::get();
   const CuContext ctx = driver.current_or_primary_context();
   const unsigned long long id = driver.context_id(ctx);
-  if (id != last_id) {
+  if (id != cached.id) {
     const DeviceInfo info = driver.device_of(ctx);
-    last_target = target_for_device(info.major, info.minor);
-    last_id = id;
+    CurrentDevice fresh;
+    fresh.target = target_for_device(info.major, info.minor);  // throws below 8.0
+    fresh.sm_count = info.sm_count;
+    fresh.id = id;
+    cached = fresh;
   }
-  return last_target;
+  return cached;
 }
+
+}  // namespace
+
+Target current_device_target() { return current_device().target; }
+
+int current_device_sm_count() { return current_device().sm_count; }
 
 }  // namespace attnjit

@@ -19,20 +19,6 @@ namespace {
 
 size_t align256(size_t n) { return (n + 255) / 256 * 256; }
 
-// The SMs of the current context's device, cached per thread by context.
-int current_sm_count() {
-  thread_local unsigned long long last_id = 0;
-  thread_local int last_count = 0;
-  Driver& driver = Driver::get();
-  const CuContext ctx = driver.current_or_primary_context();
-  const unsigned long long id = driver.context_id(ctx);
-  if (id != last_id) {
-    last_count = driver.device_of(ctx).sm_count;
-    last_id = id;
-  }
-  return last_count;
-}
-
 // The most keys one query of a batch can see: all of the longest
 // sequence's, or a window's worth (plus the chunk's own queries) when a
 // window bounds them and no unclamped span reaches past it.
@@ -81,7 +67,7 @@ SplitPlan AttentionKernel::split_plan(const AttentionArgs& a, int sm_count) cons
     // The fewest splits whose waves fill the GPU about as well as any
     // count up to the most allowed: efficiency = waves / ceil(waves) over
     // the blocks that run at once (SMs x blocks per SM).
-    const int64_t sms = sm_count > 0 ? sm_count : current_sm_count();
+    const int64_t sms = sm_count > 0 ? sm_count : current_device_sm_count();
     const double capacity = double(sms) * min_blocks_;
     const auto efficiency = [&](int64_t s) {
       const double waves = double(slots * s) / capacity;

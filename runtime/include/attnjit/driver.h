@@ -118,6 +118,8 @@ class Driver {
 // Remembered per thread and context: the device query costs microseconds
 // and the kernel memory-hit path must not pay it. Throws Error(kDriver).
 Target current_device_target();
+// The SMs of that device, remembered the same way.
+int current_device_sm_count();
 
 }  // namespace attnjit
 
