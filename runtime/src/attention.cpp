@@ -15,8 +15,6 @@
 #include "attention/tile_config.h"
 #include "attention_prefill_params.h"
 #include "attnjit/error.h"
-#include "attnjit/expr.h"
-#include "attnjit/kernel_params.h"
 #include "attnjit/record.h"
 
 namespace attnjit {
@@ -26,8 +24,6 @@ namespace {
 
 [[noreturn]] void fail(const std::string& message) { throw Error(ErrorKind::kArgument, message); }
 
-// A spec's family (an identifier) as messages quote names.
-std::string quote_name(const std::string& name) { return "'" + name + "'"; }
 
 // The TMA maps of k and v for the warpgroup kernels: [rows, heads, D] as a
 // 3-D tensor (D innermost), boxes of the tile config's TMA box: block_n rows
@@ -495,53 +491,8 @@ void AttentionKernel::init_from(const Signature& sig, const LookupResult& found,
   target_ = target;
 }
 
-std::shared_ptr<AttentionKernel> AttentionKernel::get_user(
-    std::shared_ptr<const Spec> spec, const FlagSet& flags, KernelCache& cache,
-    const Target* target, const std::map<std::string, int64_t>& tuning_overrides) {
-  if (!spec) throw Error(ErrorKind::kArgument, "attention: get_user needs a spec");
-  const Spec& base = attention_spec();
-  if (spec->params_family != base.family) {
-    throw Error(ErrorKind::kSpec,
-                fmt::format("spec {} does not extend the attention spec (`extends: attention`)",
-                            quote_name(spec->family)));
-  }
-  // The inherited args keep their places; the spec's own follow.
-  const ParamsLayout own = params_layout(*spec), inherited = params_layout(base);
-  for (size_t i = 0; i < inherited.fields.size(); ++i) {
-    if (own.fields.at(i).name != inherited.fields[i].name ||
-        own.fields[i].offset != inherited.fields[i].offset) {
-      throw Error(ErrorKind::kSpec, fmt::format("spec {}: arg {} is not where the attention "
-                                                "spec has it",
-                                                quote_name(spec->family), i));
-    }
-  }
-  const Target t = target != nullptr ? *target : current_device_target();
-  const CompileOptions options = CompileOptions::from_environment(t);
-  const Signature sig = make_signature(*spec, flags, options, tuning_overrides);
-  LookupResult found = cache.get(*spec, sig);
-  auto kernel = std::shared_ptr<AttentionKernel>(new AttentionKernel());
-  kernel->init_from(sig, found, cache, t);
-  kernel->user_spec_ = std::move(spec);
-  for (size_t i = inherited.fields.size(); i < own.fields.size(); ++i) {
-    kernel->user_fields_.push_back(UserField{own.fields[i].name, own.fields[i].type,
-                                             own.fields[i].offset});
-  }
-  kernel->params_size_ = own.size;
-  for (const std::optional<Expr>* e : {&kernel->user_spec_->mask, &kernel->user_spec_->score}) {
-    if (!e->has_value()) continue;
-    for (const ExprTensor& t : (*e)->context.tensors) {
-      if (t.per == TensorDomain::kKeyToken) kernel->key_token_tensor_ = t.name;
-    }
-  }
-  return kernel;
-}
-
 void AttentionKernel::launch(const AttentionArgs& a, CuStream stream) {
-  if (!user_fields_.empty()) {
-    fail(fmt::format("attention: spec {} has args of its own ({} and more); pass them "
-                     "to launch()",
-                     quote_name(user_spec_->family), user_fields_.front().name));
-  }
+  require_no_user_args();  // user_kernel.cpp
   launch(a, stream, {});
 }
 
@@ -549,47 +500,13 @@ void AttentionKernel::launch(const AttentionArgs& a, CuStream stream,
                              const std::vector<UserArg>& user_args) {
   validate_attention_args(flags_, a);
   if (a.num_seqs == 0 || a.max_seqlen_q == 0) return;
-  for_args(a).launch_this(a, stream, &user_args);
+  if (user_spec_) check_user_args(a, user_args);  // user_kernel.cpp
+  for_args(a).launch_this(a, stream, user_args);
 }
 
-namespace {
-
-// A user arg's value into the params buffer at its place, by its type.
-void put_user_arg(unsigned char* params, const std::string& name, ArgType type, size_t offset,
-                  const UserArg& arg) {
-  const auto wrong = [&](const char* want) {
-    fail(fmt::format("attention: arg `{}` takes {}", name, want));
-  };
-  switch (type) {
-    case ArgType::kI32: {
-      const int32_t* v = std::get_if<int32_t>(&arg.value);
-      if (v == nullptr) wrong("an int32");
-      std::memcpy(params + offset, v, sizeof(*v));
-      return;
-    }
-    case ArgType::kF32: {
-      const float* v = std::get_if<float>(&arg.value);
-      if (v == nullptr) wrong("a float");
-      std::memcpy(params + offset, v, sizeof(*v));
-      return;
-    }
-    case ArgType::kConstI32Ptr:
-    case ArgType::kConstF32Ptr: {
-      const void* const* v = std::get_if<const void*>(&arg.value);
-      if (v == nullptr || *v == nullptr) wrong("a device pointer (not null)");
-      if (!aligned(*v, 4)) wrong("a 4-byte aligned device pointer");
-      std::memcpy(params + offset, v, sizeof(*v));
-      return;
-    }
-    default:
-      fail(fmt::format("attention: arg `{}` has a type user args cannot have", name));
-  }
-}
-
-}  // namespace
 
 void AttentionKernel::launch_this(const AttentionArgs& a, CuStream stream,
-                                  const std::vector<UserArg>* user_args) {
+                                  const std::vector<UserArg>& user_args) {
   KernelParams params = kernel_params(flags_, a);
   SplitPlan plan;
   if (flags_.split_kv) {
@@ -616,40 +533,12 @@ void AttentionKernel::launch_this(const AttentionArgs& a, CuStream stream,
     kernel_->launch(grid.x, grid.y, grid.z, stream, args);
     return;
   }
-  // A per-key-token tensor is indexed through cu_seqlens_k, also with a
-  // paged cache (where the kernels need it for nothing else).
-  if (!key_token_tensor_.empty() && a.cu_seqlens_k == nullptr) {
-    fail(fmt::format("attention: spec {} reads the per-key-token tensor `{}`, indexed through "
-                     "cu_seqlens_k: pass cu_seqlens_k (with a paged cache too: where each "
-                     "sequence's keys start in that tensor)",
-                     quote_name(user_spec_->family), key_token_tensor_));
-  }
-  // A user spec's struct: the inherited fields, then its own, by name.
-  alignas(128) unsigned char buffer[4096];
-  if (params_size_ > sizeof(buffer)) fail("attention: the spec's params exceed 4 KiB");
+  // A user spec's struct: the inherited fields, then its own (checked by
+  // launch() before anything ran).
+  alignas(128) unsigned char buffer[kMaxUserParamsBytes];
   std::memset(buffer, 0, params_size_);
   std::memcpy(buffer, &params, sizeof(params));
-  const std::vector<UserArg> none;
-  const std::vector<UserArg>& given = user_args != nullptr ? *user_args : none;
-  for (const UserField& field : user_fields_) {
-    const UserArg* found = nullptr;
-    for (const UserArg& arg : given) {
-      if (arg.name == field.name) found = &arg;
-    }
-    if (found == nullptr) {
-      fail(fmt::format("attention: spec {} needs its arg `{}`",
-                       quote_name(user_spec_->family), field.name));
-    }
-    put_user_arg(buffer, field.name, field.type, field.offset, *found);
-  }
-  for (const UserArg& arg : given) {
-    const bool known = std::any_of(user_fields_.begin(), user_fields_.end(),
-                                   [&](const UserField& f) { return f.name == arg.name; });
-    if (!known) {
-      fail(fmt::format("attention: spec {} has no arg `{}`", quote_name(user_spec_->family),
-                       arg.name));
-    }
-  }
+  write_user_args(buffer, user_args);
   void* args[] = {buffer};
   kernel_->launch(grid.x, grid.y, grid.z, stream, args);
 }

@@ -225,7 +225,13 @@ class AttentionKernel {
 
  private:
   void launch_this(const AttentionArgs& args, CuStream stream,
-                   const std::vector<UserArg>* user_args);
+                   const std::vector<UserArg>& user_args);
+  // A user spec's variant (user_kernel.cpp): its args checked by name and
+  // type, then written after the inherited fields of a params buffer.
+  static constexpr size_t kMaxUserParamsBytes = 4096;
+  void require_no_user_args() const;
+  void check_user_args(const AttentionArgs& args, const std::vector<UserArg>& user_args) const;
+  void write_user_args(unsigned char* params, const std::vector<UserArg>& user_args) const;
   void init_from(const Signature& sig, const LookupResult& found, KernelCache& cache,
                  const Target& target);
 

@@ -1,0 +1,141 @@
+// Variants of a user spec (one that extends the attention spec with args of
+// its own and `mask` / `score` expressions, docs/expressions.md): getting
+// one, and its own args - checked by name and type before a launch does
+// anything, then written into the params struct after the inherited
+// fields.
+#include <algorithm>
+#include <cstring>
+#include <optional>
+
+#include <fmt/format.h>
+
+#include "attnjit/attention.h"
+#include "attnjit/error.h"
+#include "attnjit/expr.h"
+#include "attnjit/kernel_params.h"
+
+namespace attnjit {
+namespace {
+
+[[noreturn]] void fail(const std::string& message) { throw Error(ErrorKind::kArgument, message); }
+
+// A spec's family (an identifier) as messages quote names.
+std::string quote_name(const std::string& name) { return "'" + name + "'"; }
+
+// The given value of a field, or null.
+const UserArg* find_arg(const std::vector<UserArg>& args, const std::string& name) {
+  const UserArg* found = nullptr;
+  for (const UserArg& arg : args) {
+    if (arg.name == name) found = &arg;
+  }
+  return found;
+}
+
+// Whether a value has the field's type (pointers: not null, 4-aligned);
+// else what the field takes.
+const char* type_problem(ArgType type, const UserArg& arg) {
+  switch (type) {
+    case ArgType::kI32:
+      return std::holds_alternative<int32_t>(arg.value) ? nullptr : "an int32";
+    case ArgType::kF32:
+      return std::holds_alternative<float>(arg.value) ? nullptr : "a float";
+    case ArgType::kConstI32Ptr:
+    case ArgType::kConstF32Ptr: {
+      const void* const* v = std::get_if<const void*>(&arg.value);
+      if (v == nullptr || *v == nullptr) return "a device pointer (not null)";
+      return (reinterpret_cast<uintptr_t>(*v) & 3) == 0 ? nullptr
+                                                         : "a 4-byte aligned device pointer";
+    }
+    default:
+      return "nothing (user args cannot have this type)";
+  }
+}
+
+}  // namespace
+
+std::shared_ptr<AttentionKernel> AttentionKernel::get_user(
+    std::shared_ptr<const Spec> spec, const FlagSet& flags, KernelCache& cache,
+    const Target* target, const std::map<std::string, int64_t>& tuning_overrides) {
+  if (!spec) throw Error(ErrorKind::kArgument, "attention: get_user needs a spec");
+  const Spec& base = attention_spec();
+  if (spec->params_family != base.family) {
+    throw Error(ErrorKind::kSpec,
+                fmt::format("spec {} does not extend the attention spec (`extends: attention`)",
+                            quote_name(spec->family)));
+  }
+  // The inherited args keep their places; the spec's own follow.
+  const ParamsLayout own = params_layout(*spec), inherited = params_layout(base);
+  for (size_t i = 0; i < inherited.fields.size(); ++i) {
+    if (own.fields.at(i).name != inherited.fields[i].name ||
+        own.fields[i].offset != inherited.fields[i].offset) {
+      throw Error(ErrorKind::kSpec, fmt::format("spec {}: arg {} is not where the attention "
+                                                "spec has it",
+                                                quote_name(spec->family), i));
+    }
+  }
+  if (own.size > kMaxUserParamsBytes) {
+    throw Error(ErrorKind::kSpec, fmt::format("spec {}: its params exceed {} bytes",
+                                              quote_name(spec->family), kMaxUserParamsBytes));
+  }
+  const Target t = target != nullptr ? *target : current_device_target();
+  const CompileOptions options = CompileOptions::from_environment(t);
+  const Signature sig = make_signature(*spec, flags, options, tuning_overrides);
+  LookupResult found = cache.get(*spec, sig);
+  auto kernel = std::shared_ptr<AttentionKernel>(new AttentionKernel());
+  kernel->init_from(sig, found, cache, t);
+  kernel->user_spec_ = std::move(spec);
+  for (size_t i = inherited.fields.size(); i < own.fields.size(); ++i) {
+    kernel->user_fields_.push_back(UserField{own.fields[i].name, own.fields[i].type,
+                                             own.fields[i].offset});
+  }
+  kernel->params_size_ = own.size;
+  for (const std::optional<Expr>* e : {&kernel->user_spec_->mask, &kernel->user_spec_->score}) {
+    if (!e->has_value()) continue;
+    for (const ExprTensor& tensor : (*e)->context.tensors) {
+      if (tensor.per == TensorDomain::kKeyToken) kernel->key_token_tensor_ = tensor.name;
+    }
+  }
+  return kernel;
+}
+
+void AttentionKernel::require_no_user_args() const {
+  if (user_fields_.empty()) return;
+  fail(fmt::format("attention: spec {} has args of its own ({} and more); pass them to launch()",
+                   quote_name(user_spec_->family), user_fields_.front().name));
+}
+
+void AttentionKernel::check_user_args(const AttentionArgs& a,
+                                      const std::vector<UserArg>& user_args) const {
+  const std::string family = quote_name(user_spec_->family);
+  for (const UserField& field : user_fields_) {
+    const UserArg* arg = find_arg(user_args, field.name);
+    if (arg == nullptr) fail(fmt::format("attention: spec {} needs its arg `{}`", family, field.name));
+    if (const char* want = type_problem(field.type, *arg)) {
+      fail(fmt::format("attention: arg `{}` takes {}", field.name, want));
+    }
+  }
+  for (const UserArg& arg : user_args) {
+    const bool known = std::any_of(user_fields_.begin(), user_fields_.end(),
+                                   [&](const UserField& f) { return f.name == arg.name; });
+    if (!known) fail(fmt::format("attention: spec {} has no arg `{}`", family, arg.name));
+  }
+  // A per-key-token tensor is indexed through cu_seqlens_k, also with a
+  // paged cache (where the kernels need it for nothing else).
+  if (!key_token_tensor_.empty() && a.cu_seqlens_k == nullptr) {
+    fail(fmt::format("attention: spec {} reads the per-key-token tensor `{}`, indexed through "
+                     "cu_seqlens_k: pass cu_seqlens_k (with a paged cache too: where each "
+                     "sequence's keys start in that tensor)",
+                     family, key_token_tensor_));
+  }
+}
+
+void AttentionKernel::write_user_args(unsigned char* params,
+                                      const std::vector<UserArg>& user_args) const {
+  for (const UserField& field : user_fields_) {
+    const UserArg& arg = *find_arg(user_args, field.name);  // check_user_args ran
+    std::visit([&](const auto& value) { std::memcpy(params + field.offset, &value, sizeof(value)); },
+               arg.value);
+  }
+}
+
+}  // namespace attnjit
