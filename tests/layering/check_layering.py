@@ -58,6 +58,10 @@ UNIT_OF = {
     "compiler/src/resources.cpp": "nvrtc",
     "runtime/include/attnjit/attnjit.h": "c_api",
     "runtime/src/cache_config.cpp": "cache",
+    "runtime/src/selfcheck_user.cpp": "selfcheck",
+    "runtime/src/selfcheck_user.h": "selfcheck",
+    "runtime/src/split_kv.cpp": "attention",
+    "runtime/src/user_kernel.cpp": "attention",
     "runtime/src/cache_entry.cpp": "cache",
     "runtime/src/cache_get.cpp": "cache",
 }
