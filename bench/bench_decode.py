@@ -52,15 +52,17 @@ import tempfile
 
 import torch
 import triton
-import triton.language as tl
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 
 import bench_paged as bp  # noqa: E402  (makes attnjit importable, or a stub)
 import bench_attention as ba  # noqa: E402
-from paged_problems import Problem, build_data, sequence_counts  # noqa: E402
-from triton_decode_peer import (INTERPRET, MAX_ROWS, plan,  # noqa: E402
+from paged_problems import (GPT_OSS_DECODE_TARGET_MS, Problem, build_data,  # noqa: E402
+                            decode_problem, decode_problems, sequence_counts)
+from read_bandwidth import measure_read_bandwidth, read_sum  # noqa: E402
+from read_bandwidth import short_error as _short  # noqa: E402
+from triton_decode_peer import (MAX_ROWS, plan,  # noqa: E402
                                 splitkv_decode_paged, splitkv_decode_varlen)
 
 attnjit, ATTNJIT_MISSING = bp.attnjit, bp.ATTNJIT_MISSING
@@ -81,30 +83,14 @@ SWEEP_MAX_KV_BYTES = 40e9
 BANDWIDTH_BOUND_US = 50.0     # K/V read time at which a row counts as bandwidth-bound
 BANDWIDTH_TARGET_PCT = 85.0
 LATENCY_SLACK_MS = 0.005      # latency-bound rows: within 5 us of cuDNN
-GPT_OSS_TARGET_MS = 0.03
+GPT_OSS_TARGET_MS = GPT_OSS_DECODE_TARGET_MS
 ELEM = 2                      # bf16
 
 
 # --- problems -------------------------------------------------------------------
 
-def decode_problem(name, batch, keys, hq, hkv, d, window=(-1, -1), sinks="none",
-                   target_ms=None, beat_cudnn=False, group="issue"):
-    pr = Problem(name, "decode", [1] * batch, [keys] * batch, hq, hkv, d, causal=True,
-                 window=window, sinks=sinks, page_size=16, target_ms=target_ms)
-    pr.beat_cudnn = beat_cudnn  # issue 13: at least as fast as cuDNN contiguous
-    pr.group = group
-    pr.context = keys
-    return pr
-
-
 def issue_problems():
-    return [
-        decode_problem("decode_8x32k_d64", 8, 32768, 64, 8, 64, beat_cudnn=True),
-        decode_problem("decode_64x8k_d128", 64, 8192, 32, 8, 128, beat_cudnn=True),
-        decode_problem("decode_256x2k_d128", 256, 2048, 32, 8, 128, beat_cudnn=True),
-        decode_problem("decode_gpt_oss_8x32k_window127_null", 8, 32768, 64, 8, 64,
-                       window=(127, 0), sinks="null_logit", target_ms=GPT_OSS_TARGET_MS),
-    ]
+    return decode_problems()
 
 
 def kv_bytes(pr):
@@ -136,66 +122,6 @@ def quick_problems():
         decode_problem("decode_gpt_oss_4x4k_window127_null", 4, 4096, 64, 8, 64,
                        window=(127, 0), sinks="null_logit"),
     ], sweep_problems([(1, 2048), (4, 32768)])[0]
-
-
-# --- the measured read bandwidth ---------------------------------------------------
-
-@triton.jit
-def _read_kernel(x_ptr, part_ptr, n, BLOCK: tl.constexpr):
-    # Each program streams one block and leaves one partial sum.
-    offs = tl.program_id(0).to(tl.int64) * BLOCK + tl.arange(0, BLOCK)
-    x = tl.load(x_ptr + offs, mask=offs < n, other=0.0)
-    tl.store(part_ptr + tl.program_id(0), tl.sum(x.to(tl.float32), 0))
-
-
-def read_sum(x, parts, block=8192):
-    """The Triton streaming read of x (one partial sum per block into parts)."""
-    _read_kernel[(parts.numel(),)](x, parts, x.numel(), BLOCK=block,
-                                   num_warps=1 if INTERPRET else 8)
-    return parts
-
-
-def measure_read_bandwidth(gib=8, reps=10):
-    """Best bytes/s of streaming reads of a bf16 tensor of `gib` GiB (halved
-    until it fits): torch's sum and a Triton read kernel, each timed with
-    CUDA events, best of `reps` after a warmup. Returns a dict."""
-    x = None
-    while x is None and gib >= 1:
-        try:
-            x = torch.ones(gib << 29, dtype=torch.bfloat16, device="cuda")
-        except torch.cuda.OutOfMemoryError:
-            gib //= 2
-    if x is None:
-        raise RuntimeError("no room for the bandwidth measurement")
-    n = x.numel()
-    block = 8192
-    parts = torch.empty((n + block - 1) // block, dtype=torch.float32, device="cuda")
-    methods = {"torch_sum": lambda: x.sum(dtype=torch.float32),
-               "triton_read": lambda: read_sum(x, parts, block)}
-    result = {"bytes": float(n * 2), "gib": gib, "reps": reps}
-    for name, fn in methods.items():
-        try:
-            for _ in range(3):
-                fn()
-            torch.cuda.synchronize()
-            best = float("inf")
-            for _ in range(reps):
-                start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(
-                    enable_timing=True)
-                start.record()
-                fn()
-                end.record()
-                end.synchronize()
-                best = min(best, start.elapsed_time(end) * 1e-3)
-            result[name] = n * 2 / best
-        except Exception as e:  # one method failing leaves the other
-            result[name] = None
-            result[name + "_error"] = _short(e)
-    measured = [v for k, v in result.items() if k in methods and v]
-    if not measured:
-        raise RuntimeError(f"bandwidth measurement failed: {result}")
-    result["best"] = max(measured)
-    return result
 
 
 # --- peers ----------------------------------------------------------------------
@@ -247,10 +173,6 @@ def cpu_builders(interpret):
 
 
 # --- one row --------------------------------------------------------------------
-
-def _short(e):
-    return f"{type(e).__name__}: {(str(e).splitlines() or [''])[0][:100]}"
-
 
 def bench_problem(pr, peers, read_bw, builders, device="cuda", timer=None, dtype=torch.bfloat16):
     """bench_paged.bench_problem's steps (build, check against the reference
@@ -625,8 +547,7 @@ def self_test():
         decode_problem("decode_d128_small", 2, 200, 8, 8, 128, beat_cudnn=True),
     ]
     varlen = Problem("decode_varlen_key0_small", "decode", [1] * 3, [70, 33, 100], 4, 1, 80,
-                     sinks="bias_key0", page_size=16)
-    varlen.beat_cudnn, varlen.group, varlen.context = False, "issue", 100
+                     sinks="bias_key0", page_size=16, group="issue")
     small_probs.append(varlen)
     small_probs += sweep_problems([(2, 48)])[0]
     builders = cpu_builders(interpret)

@@ -15,7 +15,8 @@ class Problem:
     keys (cached prefix + new); spans are (sequence, start, end) rows."""
 
     def __init__(self, name, kind, n_q, n_k, hq, hkv, d, causal=True, window=(-1, -1),
-                 sinks="none", spans=(), page_size=16, base=None, target_ms=None):
+                 sinks="none", spans=(), page_size=16, base=None, target_ms=None,
+                 beat_cudnn=False, group=None):
         self.name, self.kind = name, kind
         self.n_q, self.n_k = list(n_q), list(n_k)
         self.hq, self.hkv, self.d = hq, hkv, d
@@ -24,6 +25,9 @@ class Problem:
         self.page_size = page_size
         self.base = base            # the bench/problems.py tuple of a paged_* problem
         self.target_ms = target_ms
+        self.beat_cudnn = beat_cudnn  # issue 13: at least as fast as cuDNN contiguous
+        self.group = group            # bench_decode.py: "issue" or "sweep"
+        self.context = max(self.n_k, default=0)
 
     @property
     def batch(self):
@@ -67,14 +71,30 @@ def engine_problems():
                              32, 8, 128, page_size=page, target_ms=0.45))
     probs.append(Problem("mixed_60dec_4chunk_p16", "mixed", [1] * 60 + [1024] * 4,
                          [4096] * 64, 32, 8, 128, page_size=16, target_ms=0.6))
-    probs += [
-        Problem("decode_8x32k_d64", "decode", [1] * 8, [32768] * 8, 64, 8, 64),
-        Problem("decode_64x8k_d128", "decode", [1] * 64, [8192] * 64, 32, 8, 128),
-        Problem("decode_256x2k_d128", "decode", [1] * 256, [2048] * 256, 32, 8, 128),
-        Problem("decode_gpt_oss_8x32k_window127_null", "decode", [1] * 8, [32768] * 8, 64, 8,
-                64, window=(127, 0), sinks="null_logit"),
+    return probs + decode_problems()
+
+
+def decode_problem(name, batch, keys, hq, hkv, d, window=(-1, -1), sinks="none",
+                   target_ms=None, beat_cudnn=False, group="issue"):
+    """One query per sequence over `keys` cached keys, page 16."""
+    return Problem(name, "decode", [1] * batch, [keys] * batch, hq, hkv, d, causal=True,
+                   window=window, sinks=sinks, page_size=16, target_ms=target_ms,
+                   beat_cudnn=beat_cudnn, group=group)
+
+
+GPT_OSS_DECODE_TARGET_MS = 0.03
+
+
+def decode_problems():
+    """Issue 13's decode problems (bench_paged.py and bench_decode.py)."""
+    return [
+        decode_problem("decode_8x32k_d64", 8, 32768, 64, 8, 64, beat_cudnn=True),
+        decode_problem("decode_64x8k_d128", 64, 8192, 32, 8, 128, beat_cudnn=True),
+        decode_problem("decode_256x2k_d128", 256, 2048, 32, 8, 128, beat_cudnn=True),
+        decode_problem("decode_gpt_oss_8x32k_window127_null", 8, 32768, 64, 8, 64,
+                       window=(127, 0), sinks="null_logit",
+                       target_ms=GPT_OSS_DECODE_TARGET_MS),
     ]
-    return probs
 
 
 def quick_problems():
