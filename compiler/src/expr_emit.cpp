@@ -145,11 +145,7 @@ void check_tree(const Expr& expr) {
   }
 }
 
-std::string float_literal(double value) {
-  std::string text = fmt::format("{}", static_cast<float>(value));
-  if (text.find_first_of(".e") == std::string::npos) text += ".0";
-  return text + "f";
-}
+std::string float_literal(double value) { return float_text(value) + "f"; }
 
 // The device read of tensor `t` at the index text `x`.
 std::string tensor_read(const ExprTensor& t, const std::string& x) {

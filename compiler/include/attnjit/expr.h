@@ -81,6 +81,11 @@ enum class ExprOp {
 // A binary operator as the language spells it ("+", "==", "and", ...;
 // "?" for an op that is none).
 const char* binary_spelling(ExprOp op);
+// A function's name in the language ("min", "select", ...; "?" for none).
+const char* function_spelling(ExprOp op);
+// A float literal's fp32 value as the canonical form prints it ("2.0",
+// "0.1"); the emitted code adds the `f`.
+std::string float_text(double value);
 
 struct ExprNode {
   ExprOp op = ExprOp::kIntLit;
