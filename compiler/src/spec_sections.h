@@ -2,6 +2,7 @@
 // specs/README.md). Each reports with file:line:col through SpecReader.
 #pragma once
 
+#include <string>
 #include <string_view>
 #include <vector>
 
@@ -24,6 +25,15 @@ std::vector<Preset> parse_presets(const SpecReader& reader, const Spec& spec,
                                   const YAML::Node& node);
 std::vector<MatrixEntry> parse_matrix(const SpecReader& reader, const Spec& spec,
                                       const YAML::Node& node);
+
+// A user spec's parts (spec_expressions.cpp): `extends: <embedded spec>`
+// (its inherited sections; `entries` must not give them again), the
+// `per`/`size` tensor args' needs, and `mask:` / `score:`.
+void inherit(const SpecReader& reader, const std::vector<MapEntry>& entries, const MapEntry& entry,
+             Spec& spec);
+void check_tensor_args(const SpecReader& reader, const Spec& spec);
+void parse_expressions(const SpecReader& reader, const std::string& yaml_text,
+                       const std::vector<MapEntry>& entries, Spec& spec);
 
 // A flag named by a key of `where` ("constraint", "preset 'x'"), or an
 // error "unknown flag 'causl' in constraint (did you mean 'causal'?)".

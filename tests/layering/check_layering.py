@@ -51,6 +51,7 @@ UNIT_OF = {
     "compiler/src/flags.cpp": "spec",
     "compiler/src/matrix.cpp": "spec",
     "compiler/src/spec_embedded.cpp": "spec",
+    "compiler/src/spec_expressions.cpp": "spec",
     "compiler/src/spec_parse.cpp": "spec",
     "compiler/src/spec_reader.cpp": "spec",
     "compiler/src/spec_reader.h": "spec",
