@@ -1,6 +1,7 @@
 #include "attnjit/selfcheck.h"
 
 #include <algorithm>
+#include <array>
 #include <climits>
 
 #include <cmath>
@@ -470,18 +471,21 @@ CheckResult run_check(const AttentionFlags& flags, const CheckShape& shape, uint
 
 uint16_t float_to_e4m3(float f) {
   if (std::isnan(f)) return 0x7F;
+  // The non-negative finite codes 0..0x7E, whose values increase with the
+  // code: the nearest is one of the two around |f| (binary search; a check
+  // quantizes millions of values), ties to the even code.
+  static const std::array<float, 0x7F> kValues = [] {
+    std::array<float, 0x7F> values{};
+    for (int code = 0; code < 0x7F; ++code) values[code] = e4m3_to_float(uint8_t(code));
+    return values;
+  }();
   const uint16_t sign = std::signbit(f) ? 0x80 : 0;
   const float a = std::min(std::fabs(f), 448.f);  // saturate (no infinities)
-  // The nearest of the 255 non-negative codes' values, ties to even code.
-  uint16_t best = 0;
-  float best_err = a;
-  for (uint16_t code = 1; code < 0x7F; ++code) {
-    const float err = std::fabs(e4m3_to_float(uint8_t(code)) - a);
-    if (err < best_err || (err == best_err && (code & 1) == 0)) {
-      best = code;
-      best_err = err;
-    }
-  }
+  const int hi = int(std::lower_bound(kValues.begin(), kValues.end(), a) - kValues.begin());
+  if (hi == 0) return sign;
+  const int lo = hi - 1;
+  const float err_lo = a - kValues[lo], err_hi = kValues[hi] - a;
+  const int best = err_hi < err_lo ? hi : err_lo < err_hi ? lo : (lo % 2 == 0 ? lo : hi);
   return uint16_t(sign | best);
 }
 

@@ -6,6 +6,9 @@
 
 #include <cmath>
 #include <cstdint>
+#include <random>
+#include <vector>
+#include <algorithm>
 
 #include "attnjit/selfcheck.h"
 
@@ -48,6 +51,37 @@ TEST(Fp8Convert, EncoderRoundsToNearestAndSaturates) {
   EXPECT_EQ(float_to_e4m3(1.0625f), 0x38);  // halfway 1 and 1.125: even code (1.0)
   EXPECT_EQ(float_to_e4m3(1.1f), 0x39);     // nearest 1.125
   EXPECT_EQ(float_to_e4m3(NAN), 0x7F);
+}
+
+// The encoder against its definition: the nearest of all codes' values by
+// exhaustive search, ties to the even code, at every midpoint between
+// neighbouring codes, just off each side of it, and at random values.
+TEST(Fp8Convert, EncoderIsTheNearestCodeByExhaustiveSearch) {
+  const auto nearest = [](float f) {
+    const float a = std::min(std::fabs(f), 448.f);
+    int best = 0;
+    float best_err = a;
+    for (int code = 1; code < 0x7F; ++code) {
+      const float err = std::fabs(e4m3_to_float(uint8_t(code)) - a);
+      if (err < best_err || (err == best_err && code % 2 == 0)) {
+        best = code;
+        best_err = err;
+      }
+    }
+    return (std::signbit(f) ? 0x80 : 0) | best;
+  };
+  std::vector<float> probes;
+  for (int code = 0; code + 1 < 0x7F; ++code) {
+    const float mid = 0.5f * (e4m3_to_float(uint8_t(code)) + e4m3_to_float(uint8_t(code + 1)));
+    for (const float f : {mid, std::nextafter(mid, 0.f), std::nextafter(mid, 1000.f)}) {
+      probes.push_back(f);
+      probes.push_back(-f);
+    }
+  }
+  std::mt19937 rng(7);
+  std::uniform_real_distribution<float> uniform(-500.f, 500.f);
+  for (int i = 0; i < 20000; ++i) probes.push_back(uniform(rng) * (i % 2 ? 1.f : 1e-3f));
+  for (const float f : probes) EXPECT_EQ(float_to_e4m3(f), nearest(f)) << f;
 }
 
 }  // namespace
