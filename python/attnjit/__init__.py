@@ -19,12 +19,20 @@ block table; the custom op ``torch.ops.attnjit.paged_attention``):
     out = attnjit.paged_attention(q, k_cache, v_cache, block_table,
                                   cu_seqlens_q, seqused_k, max_seqlen_q,
                                   max_seqlen_k, causal=True)
+
+A variant written in a spec (a mask and/or score expression with args of
+its own, docs/expressions.md), compiled and cached like the built-in ones:
+
+    doc_mask = attnjit.load_spec("specs/examples/document.yaml")
+    out = doc_mask(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q,
+                   max_seqlen_k, doc=doc_ids)
 """
 
 from . import _C
 from ._varlen import (HEAD_DIMS, SINK_MODES, check_mm_prefix_ranges,
                       mm_prefix_spans, varlen_attention)
 from ._paged import paged_attention
+from ._user import UserAttention, load_spec
 
 Error = _C.Error
 __version__ = _C.version()
@@ -36,6 +44,7 @@ def cache_stats():
     return _C.cache_stats()
 
 
-__all__ = ["varlen_attention", "paged_attention", "cache_stats",
+__all__ = ["varlen_attention", "paged_attention", "load_spec",
+           "UserAttention", "cache_stats",
            "check_mm_prefix_ranges", "mm_prefix_spans", "Error", "HEAD_DIMS",
            "SINK_MODES", "__version__"]

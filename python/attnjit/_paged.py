@@ -272,8 +272,11 @@ def _check_values(cu_seqlens_q, seqused_k, block_table, total_q, max_q, max_k,
 def _launch(q, k_cache, v_cache, block_table, cu_seqlens_q, seqused_k,
             max_seqlen_q, max_seqlen_k, softmax_scale, causal, window_size,
             sinks, sinks_mode, mm_prefix_ranges, mm_prefix_clamp, softcap,
-            k_scale, v_scale, return_lse, out, check):
-    """Checks, allocates what is missing and launches; returns (out, lse)."""
+            k_scale, v_scale, return_lse, out, check, user=None,
+            cu_seqlens_k=None):
+    """Checks, allocates what is missing and launches; returns (out, lse).
+    user: as attnjit._varlen._launch's; cu_seqlens_k: where each sequence's
+    keys start in a user spec's per-key-token tensors."""
     c = _validate(q, k_cache, v_cache, block_table, cu_seqlens_q, seqused_k,
                   max_seqlen_q, max_seqlen_k, softmax_scale, window_size,
                   sinks, sinks_mode, mm_prefix_ranges, mm_prefix_clamp,
@@ -296,6 +299,12 @@ def _launch(q, k_cache, v_cache, block_table, cu_seqlens_q, seqused_k,
     offsets_ptr, spans_ptr, _spans = _span_pointers(
         mm_prefix_ranges, c.num_seqs, q, c.device, lambda: key_lengths, check,
         _OP)
+    user_args = ()
+    if user is not None:
+        user_args = user[1](device=c.device, num_seqs=c.num_seqs,
+                            total_q=c.total_q, total_k=None,
+                            heads_q=c.heads_q, heads_kv=c.heads_kv,
+                            pointers=True)
     if c.total_q == 0 or c.num_seqs == 0:
         return out, lse
 
@@ -305,7 +314,7 @@ def _launch(q, k_cache, v_cache, block_table, cu_seqlens_q, seqused_k,
             ("mm_clamp", clamp), ("softcap", c.softcap > 0),
             ("return_lse", bool(return_lse)), ("kv_layout", "paged"))
            + ((("kv_dtype", "fp8_e4m3"),) if c.fp8 else ()),
-           c.device)
+           c.device) + ((user[0],) if user is not None else ())
     args = (q.data_ptr(), k_cache.data_ptr(), v_cache.data_ptr(),
             out.data_ptr(), lse.data_ptr() if lse is not None else 0,
             sinks.data_ptr() if sinks is not None else 0,
@@ -317,7 +326,8 @@ def _launch(q, k_cache, v_cache, block_table, cu_seqlens_q, seqused_k,
             c.num_pages, c.scale, c.softcap, c.window_left, c.window_right,
             k_scale.data_ptr() if c.fp8 else 0,
             v_scale.data_ptr() if c.fp8 else 0)
-    _launch_on(c.device, key, "launch_paged", args)
+    args += (cu_seqlens_k.data_ptr() if cu_seqlens_k is not None else 0,)
+    _launch_on(c.device, key, "launch_paged", args, user_args)
     return out, lse
 
 

@@ -47,10 +47,13 @@ def _stream(device):
 
 
 def _kernel(key):
+    """key: (flag items, device), or (flag items, device, spec) for a user
+    spec's variant (attnjit.load_spec; the spec object keys by identity)."""
     kernel = _kernels.get(key)
     if kernel is None:
-        flags, _ = key
-        kernel = _C.get_kernel(dict(flags))
+        flags = dict(key[0])
+        kernel = (_C.get_kernel(flags) if len(key) == 2
+                  else _C.get_user_kernel(key[2], flags))
         _kernels[key] = kernel
     return kernel
 
@@ -257,8 +260,9 @@ def _span_pointers(mm_prefix_ranges, num_seqs, q, device, key_lengths, check,
     return offsets_ptr, spans_ptr, (offsets, spans)
 
 
-def _launch_on(device, key, method, args):
-    """Looks the variant up and launches it on q's device's current stream.
+def _launch_on(device, key, method, args, user_args=()):
+    """Looks the variant up and launches it on q's device's current stream
+    (user_args: a user spec's own, as (name, kind, value) triples).
 
     A decode-shaped launch may split its keys (split-KV) and needs scratch
     for the parts. Eagerly the library keeps it per stream; while a CUDA
@@ -268,14 +272,15 @@ def _launch_on(device, key, method, args):
     def go():
         launch = getattr(_kernel(key), method)
         stream = _stream(device)
+        user = list(user_args)
         if torch.cuda.is_current_stream_capturing():
             need = launch(*args, stream, plan_only=True)
             if need:
                 workspace = torch.zeros(need, dtype=torch.uint8, device=device)
                 launch(*args, stream, workspace=workspace.data_ptr(),
-                       workspace_bytes=need)
+                       workspace_bytes=need, user_args=user)
                 return
-        launch(*args, stream)
+        launch(*args, stream, user_args=user)
     _on_device(device, go)
 
 
@@ -410,8 +415,10 @@ def mm_prefix_spans(ranges, num_seqs, device):
 def _launch(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seqlen_k,
             softmax_scale, causal, window_size, sinks, sinks_mode,
             mm_prefix_ranges, mm_prefix_clamp, softcap, return_lse, out,
-            check):
-    """Checks, allocates what is missing and launches; returns (out, lse)."""
+            check, user=None):
+    """Checks, allocates what is missing and launches; returns (out, lse).
+    user: (spec, checker) for a user spec's variant (attnjit._user), the
+    checker giving its args' launch triples from the checked sizes."""
     (dtype_name, device, num_seqs, total_q, total_k, heads_q, heads_kv,
      head_dim, max_q, max_k, scale, window_left, window_right, window,
      softcap, q_strides, k_strides, v_strides, o_strides) = _validate(
@@ -433,6 +440,11 @@ def _launch(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seqlen_k,
                                     total_k, max_q, max_k)
     offsets_ptr, spans_ptr, _spans = _span_pointers(
         mm_prefix_ranges, num_seqs, q, device, lambda: key_lengths, check, _OP)
+    user_args = ()
+    if user is not None:
+        user_args = user[1](device=device, num_seqs=num_seqs, total_q=total_q,
+                            total_k=total_k, heads_q=heads_q,
+                            heads_kv=heads_kv, pointers=True)
     if total_q == 0 or num_seqs == 0:
         return out, lse
 
@@ -441,6 +453,8 @@ def _launch(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seqlen_k,
             ("sinks", sinks_mode), ("mm_prefix", mm_prefix),
             ("mm_clamp", clamp), ("softcap", softcap > 0),
             ("return_lse", bool(return_lse))), device)
+    if user is not None:
+        key += (user[0],)
     args = (q.data_ptr(), k.data_ptr(), v.data_ptr(), out.data_ptr(),
             lse.data_ptr() if lse is not None else 0,
             sinks.data_ptr() if sinks is not None else 0,
@@ -449,7 +463,7 @@ def _launch(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seqlen_k,
             v_strides[0], v_strides[1], o_strides[0], o_strides[1], num_seqs,
             heads_q, heads_kv, total_q, total_k, max_q, max_k, scale, softcap,
             window_left, window_right)
-    _launch_on(device, key, "launch", args)
+    _launch_on(device, key, "launch", args, user_args)
     return out, lse
 
 

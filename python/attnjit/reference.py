@@ -24,8 +24,16 @@ def varlen_attention_reference(q, k, v, cu_seqlens_q, cu_seqlens_k,
                                softmax_scale=None, causal=False,
                                window_size=(-1, -1), sinks=None,
                                sinks_mode="none", mm_prefix_ranges=None,
-                               mm_prefix_clamp=False, softcap=0.0):
-    """Returns (out [total_q, Hq, D] fp32, lse [Hq, total_q] fp32)."""
+                               mm_prefix_clamp=False, softcap=0.0,
+                               mask_mod=None, score_mod=None):
+    """Returns (out [total_q, Hq, D] fp32, lse [Hq, total_q] fp32).
+
+    mask_mod(b, h, p, j) and score_mod(s, b, h, p, j), for a user spec's
+    mask and score written by hand: b the sequence (an int), h [Hq, 1, 1]
+    the query heads, p [1, n_q, 1] the queries' positions, j [1, 1, n_k]
+    the keys' positions (int64 tensors); s [Hq, n_q, n_k] the scores after
+    scale and softcap. The mask is ANDed with what the flags leave visible;
+    the score runs before the sinks' bias on key 0."""
     total_q, heads_q, head_dim = q.shape
     heads_kv = k.shape[1]
     group = heads_q // heads_kv
@@ -57,6 +65,9 @@ def varlen_attention_reference(q, k, v, cu_seqlens_q, cu_seqlens_k,
             s = softcap * torch.tanh(s / softcap)
         p = (torch.arange(n_q, device=q.device) + (n_k - n_q))[:, None]
         j = torch.arange(n_k, device=q.device)[None, :]
+        h = torch.arange(heads_q, device=q.device)[:, None, None]
+        if score_mod is not None:
+            s = score_mod(s, b, h, p[None], j[None]).float()
         in_window = torch.ones(n_q, n_k, dtype=torch.bool, device=q.device)
         if window_left >= 0:
             in_window &= p - j <= window_left
@@ -67,6 +78,10 @@ def varlen_attention_reference(q, k, v, cu_seqlens_q, cu_seqlens_k,
             for start, end in spans[b]:
                 same = ((p >= start) & (p <= end)) & ((j >= start) & (j <= end))
                 visible |= same & in_window if mm_prefix_clamp else same
+        if mask_mod is not None:
+            visible = visible & mask_mod(b, h, p[None], j[None])
+        else:
+            visible = visible.expand(heads_q, n_q, n_k)
         if sinks_mode == "bias_key0":
             s[:, :, 0] += sink[:, None]
         s = s.masked_fill(~visible, -math.inf)

@@ -6,12 +6,17 @@
 #include <nanobind/stl/optional.h>
 #include <nanobind/stl/shared_ptr.h>
 #include <nanobind/stl/string.h>
+#include <nanobind/stl/tuple.h>
+#include <nanobind/stl/vector.h>
 
 #include <cstdint>
 #include <exception>
 #include <memory>
 #include <optional>
 #include <string>
+#include <tuple>
+#include <variant>
+#include <vector>
 
 #include "attnjit/attention.h"
 #include "attnjit/large_stack.h"
@@ -19,6 +24,8 @@
 #include "attnjit/cache.h"
 #include "attnjit/driver.h"
 #include "attnjit/error.h"
+#include "attnjit/expr.h"
+#include "attnjit/spec.h"
 #include "attnjit/target.h"
 
 namespace nb = nanobind;
@@ -46,7 +53,7 @@ void translate(const std::exception_ptr& thrown, void*) {
 // Flags arrive in the spec's own vocabulary ({"causal": True, "sinks":
 // "null_logit", ...}) and are resolved into the spec's FlagSet, the one
 // canonical form that keys the memo and the cache.
-FlagSet to_flag_set(const nb::dict& given) {
+FlagSet to_flag_set(const nb::dict& given, const Spec& spec = attnjit::attention_spec()) {
   std::map<std::string, FlagValue> flags;
   for (auto [key, value] : given) {
     const std::string name = nb::cast<std::string>(nb::str(key));
@@ -61,31 +68,120 @@ FlagSet to_flag_set(const nb::dict& given) {
                                          nb::cast<std::string>(nb::str(nb::type_name(value.type()))));
     }
   }
-  return resolve_flags(attnjit::attention_spec(), flags);
+  return resolve_flags(spec, flags);
+}
+
+Target resolve_target(const std::optional<std::string>& target) {
+  // Without one, the caller's current context decides (the compile thread
+  // has none).
+  return target ? parse_target(*target) : attnjit::current_device_target();
 }
 
 std::shared_ptr<AttentionKernel> get_kernel(const nb::dict& flags,
                                             const std::optional<std::string>& target) {
   const FlagSet flag_set = to_flag_set(flags);
-  Target resolved;
-  if (target) {
-    resolved = parse_target(*target);
-  } else {
-    // The caller's current context decides (the compile thread has none).
-    resolved = attnjit::current_device_target();
-  }
+  const Target resolved = resolve_target(target);
   // A miss compiles for a few hundred milliseconds: let other threads run.
   nb::gil_scoped_release release;
   return attnjit::on_large_stack(
       [&] { return AttentionKernel::get(flag_set, KernelCache::global(), &resolved); });
 }
 
+// A user spec (docs/expressions.md): a family that extends the attention
+// spec with `mask` / `score` expressions and args of its own.
+struct UserSpec {
+  std::shared_ptr<const Spec> spec;
+};
+
+UserSpec load_user_spec(const std::string& text, const std::string& source_name) {
+  auto spec = std::make_shared<const Spec>(parse_spec(text, source_name));
+  if (spec->params_family != attnjit::attention_spec().family) {
+    throw Error(ErrorKind::kSpec, source_name + ": spec '" + spec->family +
+                                      "' does not extend the attention spec (`extends: "
+                                      "attention`), so it has no attention call");
+  }
+  return UserSpec{std::move(spec)};
+}
+
+const char* arg_type_text(ArgType type) {
+  switch (type) {
+    case ArgType::kI32: return "int32";
+    case ArgType::kF32: return "float";
+    case ArgType::kConstI32Ptr: return "const int32*";
+    case ArgType::kConstF32Ptr: return "const float*";
+    default: return "other";
+  }
+}
+
+// The spec's own args (after the attention spec's), in declaration order:
+// name, type, per (None for a scalar), size (a table's: int, the int32
+// arg's name, or None) and doc.
+nb::list user_spec_args(const UserSpec& u) {
+  const size_t inherited = attnjit::attention_spec().args.size();
+  nb::list out;
+  for (size_t i = inherited; i < u.spec->args.size(); ++i) {
+    const ArgDecl& a = u.spec->args[i];
+    nb::dict d;
+    d["name"] = a.name;
+    d["type"] = arg_type_text(a.type);
+    d["per"] = a.per ? nb::object(nb::str(to_string(*a.per))) : nb::none();
+    if (!a.table_size_arg.empty()) {
+      d["size"] = a.table_size_arg;
+    } else if (a.per && *a.per == TensorDomain::kTable) {
+      d["size"] = a.table_size;
+    } else {
+      d["size"] = nb::none();
+    }
+    d["doc"] = a.doc;
+    out.append(d);
+  }
+  return out;
+}
+
+std::shared_ptr<AttentionKernel> get_user_kernel(const UserSpec& u, const nb::dict& flags,
+                                                 const std::optional<std::string>& target) {
+  const FlagSet flag_set = to_flag_set(flags, *u.spec);
+  const Target resolved = resolve_target(target);
+  nb::gil_scoped_release release;
+  return attnjit::on_large_stack([&] {
+    return AttentionKernel::get_user(u.spec, flag_set, KernelCache::global(), &resolved);
+  });
+}
+
+// (name, kind, value) triples, kind "int32", "float" or "ptr" (a device
+// address as an int), into the launch's typed values.
+std::vector<UserArg> to_user_args(
+    const std::vector<std::tuple<std::string, std::string, nb::object>>& given) {
+  std::vector<UserArg> args;
+  for (const auto& [name, kind, value] : given) {
+    UserArg arg{name, int32_t(0)};
+    if (kind == "int32") {
+      const int64_t v = nb::cast<int64_t>(value);
+      if (v < INT32_MIN || v > INT32_MAX) {
+        throw Error(ErrorKind::kArgument, "attention: arg `" + name + "` is not an int32");
+      }
+      arg.value = int32_t(v);
+    } else if (kind == "float") {
+      arg.value = nb::cast<float>(value);
+    } else if (kind == "ptr") {
+      arg.value = reinterpret_cast<const void*>(nb::cast<uintptr_t>(value));
+    } else {
+      throw Error(ErrorKind::kArgument, "attention: arg `" + name + "` has unknown kind '" +
+                                            kind + "' (int32, float or ptr)");
+    }
+    args.push_back(std::move(arg));
+  }
+  return args;
+}
+
 // The launch, or with plan_only the split-KV workspace bytes it would
 // need (0: none), so that a caller capturing a CUDA graph can pass a
 // workspace from its own allocator.
+using UserArgTriples = std::vector<std::tuple<std::string, std::string, nb::object>>;
+
 int64_t launch_or_plan(AttentionKernel& kernel, AttentionArgs& a, uintptr_t stream,
                        int num_splits, uintptr_t workspace, int64_t workspace_bytes,
-                       bool plan_only) {
+                       bool plan_only, const UserArgTriples& user_args) {
   a.num_splits = num_splits;
   a.workspace = reinterpret_cast<void*>(workspace);
   a.workspace_bytes = size_t(workspace_bytes);
@@ -95,7 +191,11 @@ int64_t launch_or_plan(AttentionKernel& kernel, AttentionArgs& a, uintptr_t stre
     AttentionKernel& runs = kernel.for_args(a);
     return runs.flags().split_kv ? int64_t(runs.split_plan(a).workspace_bytes) : 0;
   }
-  kernel.launch(a, reinterpret_cast<CuStream>(stream));
+  if (kernel.user_spec() != nullptr || !user_args.empty()) {
+    kernel.launch(a, reinterpret_cast<CuStream>(stream), to_user_args(user_args));
+  } else {
+    kernel.launch(a, reinterpret_cast<CuStream>(stream));
+  }
   return 0;
 }
 
@@ -108,7 +208,8 @@ int64_t launch(AttentionKernel& kernel, uintptr_t q, uintptr_t k, uintptr_t v, u
             int64_t o_head_stride, int num_seqs, int num_heads_q, int num_heads_kv, int total_q,
             int total_k, int max_seqlen_q, int max_seqlen_k, float scale, float softcap,
             int window_left, int window_right, uintptr_t stream, int num_splits,
-            uintptr_t workspace, int64_t workspace_bytes, bool plan_only) {
+            uintptr_t workspace, int64_t workspace_bytes, bool plan_only,
+            const UserArgTriples& user_args) {
   AttentionArgs a;
   a.q = reinterpret_cast<const void*>(q);
   a.k = reinterpret_cast<const void*>(k);
@@ -139,7 +240,8 @@ int64_t launch(AttentionKernel& kernel, uintptr_t q, uintptr_t k, uintptr_t v, u
   a.softcap = softcap;
   a.window_left = window_left;
   a.window_right = window_right;
-  return launch_or_plan(kernel, a, stream, num_splits, workspace, workspace_bytes, plan_only);
+  return launch_or_plan(kernel, a, stream, num_splits, workspace, workspace_bytes, plan_only,
+                        user_args);
 }
 
 // One launch over a paged K/V cache (kv_layout = paged): k_cache and
@@ -155,8 +257,8 @@ int64_t launch_paged(AttentionKernel& kernel, uintptr_t q, uintptr_t k_cache, ui
                   int num_seqs, int num_heads_q, int num_heads_kv, int total_q, int max_seqlen_q,
                   int max_seqlen_k, int page_size, int num_pages, float scale, float softcap,
                   int window_left, int window_right, uintptr_t k_scale, uintptr_t v_scale,
-                  uintptr_t stream, int num_splits, uintptr_t workspace,
-                  int64_t workspace_bytes, bool plan_only) {
+                  uintptr_t cu_seqlens_k, uintptr_t stream, int num_splits, uintptr_t workspace,
+                  int64_t workspace_bytes, bool plan_only, const UserArgTriples& user_args) {
   AttentionArgs a;
   a.q = reinterpret_cast<const void*>(q);
   a.k = reinterpret_cast<const void*>(k_cache);
@@ -166,6 +268,7 @@ int64_t launch_paged(AttentionKernel& kernel, uintptr_t q, uintptr_t k_cache, ui
   a.sinks = reinterpret_cast<const float*>(sinks);
   a.cu_seqlens_q = reinterpret_cast<const int32_t*>(cu_seqlens_q);
   a.seqused_k = reinterpret_cast<const int32_t*>(seqused_k);
+  a.cu_seqlens_k = reinterpret_cast<const int32_t*>(cu_seqlens_k);  // user specs' key tensors
   a.block_table = reinterpret_cast<const int32_t*>(block_table);
   a.mm_span_offsets = reinterpret_cast<const int32_t*>(mm_span_offsets);
   a.mm_spans = reinterpret_cast<const int32_t*>(mm_spans);
@@ -194,7 +297,8 @@ int64_t launch_paged(AttentionKernel& kernel, uintptr_t q, uintptr_t k_cache, ui
   a.softcap = softcap;
   a.window_left = window_left;
   a.window_right = window_right;
-  return launch_or_plan(kernel, a, stream, num_splits, workspace, workspace_bytes, plan_only);
+  return launch_or_plan(kernel, a, stream, num_splits, workspace, workspace_bytes, plan_only,
+                        user_args);
 }
 
 nb::dict cache_stats() {
@@ -246,12 +350,13 @@ NB_MODULE(_C, m) {
            "o_row_stride"_a, "o_head_stride"_a, "num_seqs"_a, "num_heads_q"_a, "num_heads_kv"_a,
            "total_q"_a, "total_k"_a, "max_seqlen_q"_a, "max_seqlen_k"_a, "scale"_a, "softcap"_a,
            "window_left"_a, "window_right"_a, "stream"_a, "num_splits"_a = 0, "workspace"_a = 0,
-           "workspace_bytes"_a = 0, "plan_only"_a = false,
+           "workspace_bytes"_a = 0, "plan_only"_a = false, "user_args"_a = UserArgTriples{},
            "Checks the arguments on the host and launches on `stream` in the "
            "calling thread's current CUDA context (no sync; a decode-shaped "
            "launch goes to the split-KV sibling, whose scratch is `workspace` "
            "or the library's for this stream). plan_only: launch nothing, "
-           "return the workspace bytes the launch needs (0: none).")
+           "return the workspace bytes the launch needs (0: none). user_args: "
+           "a user spec's own args as (name, 'int32' | 'float' | 'ptr', value).")
       .def("launch_paged", &launch_paged, "q"_a, "k_cache"_a, "v_cache"_a, "o"_a, "lse"_a,
            "sinks"_a, "cu_seqlens_q"_a, "seqused_k"_a, "block_table"_a, "mm_span_offsets"_a,
            "mm_spans"_a, "q_row_stride"_a, "q_head_stride"_a, "k_page_stride"_a,
@@ -259,9 +364,10 @@ NB_MODULE(_C, m) {
            "v_head_stride"_a, "o_row_stride"_a, "o_head_stride"_a, "block_table_stride"_a,
            "num_seqs"_a, "num_heads_q"_a, "num_heads_kv"_a, "total_q"_a, "max_seqlen_q"_a,
            "max_seqlen_k"_a, "page_size"_a, "num_pages"_a, "scale"_a, "softcap"_a,
-           "window_left"_a, "window_right"_a, "k_scale"_a, "v_scale"_a, "stream"_a,
+           "window_left"_a, "window_right"_a, "k_scale"_a, "v_scale"_a, "cu_seqlens_k"_a,
+           "stream"_a,
            "num_splits"_a = 0, "workspace"_a = 0,
-           "workspace_bytes"_a = 0, "plan_only"_a = false,
+           "workspace_bytes"_a = 0, "plan_only"_a = false, "user_args"_a = UserArgTriples{},
            "The same over a paged K/V cache (a kv_layout=paged variant).");
 
   m.def("get_kernel", &get_kernel, "flags"_a, "target"_a = nb::none(),
@@ -269,6 +375,35 @@ NB_MODULE(_C, m) {
         "and values; unnamed flags take their defaults) from the "
         "process-wide cache (memory, AOT dirs, disk, then NVRTC). target "
         "None: the current CUDA context's device.");
+  nb::class_<UserSpec>(m, "UserSpec", "A parsed user spec (extends: attention)")
+      .def_prop_ro("family", [](const UserSpec& u) { return u.spec->family; })
+      .def_prop_ro("description", [](const UserSpec& u) { return u.spec->description; })
+      .def_prop_ro("args", &user_spec_args)
+      .def_prop_ro("mask",
+                   [](const UserSpec& u) {
+                     return u.spec->mask ? nb::object(nb::str(u.spec->mask->canonical().c_str()))
+                                         : nb::none();
+                   })
+      .def_prop_ro("score",
+                   [](const UserSpec& u) {
+                     return u.spec->score ? nb::object(nb::str(u.spec->score->canonical().c_str()))
+                                          : nb::none();
+                   })
+      .def_prop_ro("presets", [](const UserSpec& u) {
+        nb::dict presets;
+        for (const Preset& p : u.spec->presets) {
+          nb::dict flags;
+          for (const auto& [name, value] : p.flags) {
+            std::visit([&](const auto& v) { flags[name.c_str()] = v; }, value);
+          }
+          presets[p.name.c_str()] = flags;
+        }
+        return presets;
+      });
+  m.def("load_spec", &load_user_spec, "text"_a, "source_name"_a,
+        "Parses and checks a user spec's YAML text (errors name source_name:line:column).");
+  m.def("get_user_kernel", &get_user_kernel, "spec"_a, "flags"_a, "target"_a = nb::none(),
+        "A variant of a user spec (flags as get_kernel's) from the process-wide cache.");
   m.def("cache_stats", &cache_stats, "Counters of the process-wide kernel cache.");
   m.def(
       "driver_available", [] { return Driver::available(); },

@@ -1,0 +1,387 @@
+"""attnjit.load_spec: parsing and argument checks (no GPU: fake CUDA tensors
+go through the custom ops' fake implementations), and on the GPU every
+example spec of specs/examples against a PyTorch reference written by hand
+for it, over contiguous and paged K/V, under CUDA-graph capture and
+torch.compile.
+
+The spec is parsed by attnjit._C, so these tests need the built extension.
+"""
+
+import math
+import pathlib
+
+import pytest
+
+from paged_support import (BOUND, HAS_EXTENSION, HAS_GPU, LSE_BOUND, _cu,
+                           attnjit, gpu, lse_error, relative_error,
+                           varlen_attention_reference)
+
+torch = pytest.importorskip("torch")
+if not HAS_EXTENSION:
+    pytest.skip("attnjit._C is not built: user specs are parsed by it",
+                allow_module_level=True)
+
+EXAMPLES = pathlib.Path(__file__).resolve().parents[2] / "specs" / "examples"
+DOCUMENT = """\
+family: doc_test
+extends: attention
+args:
+  - {name: doc, type: "const int32*", per: key_token, doc: "[total_k] document id"}
+  - {name: limit, type: int32, doc: "keys further back are hidden"}
+  - {name: table, type: "const float*", per: table, size: width}
+  - {name: width, type: int32}
+  - {name: tilt, type: float}
+mask: "doc[p] == doc[j] and p - j <= limit"
+score: "s + tilt * table[min(p - j, width - 1)]"
+"""
+
+
+# ---- parsing ------------------------------------------------------------
+
+def test_load_spec_from_a_path_a_pathlike_and_text():
+    by_str = attnjit.load_spec(str(EXAMPLES / "document.yaml"))
+    by_path = attnjit.load_spec(EXAMPLES / "document.yaml")
+    by_text = attnjit.load_spec((EXAMPLES / "document.yaml").read_text())
+    assert by_str is by_path is by_text  # one text, one spec
+    assert by_str.family == "document_mask"
+    assert by_str.mask == "(doc[p] == doc[j]) and (j <= p)"
+    assert by_str.score is None
+    assert by_str.args == [{"name": "doc", "type": "const int32*",
+                            "per": "key_token", "size": None,
+                            "doc": "[total_k] document id of each key token"}]
+    assert by_str.presets == {"documents": {"head_dim": 64}}
+    table = attnjit.load_spec(DOCUMENT)
+    assert [a["name"] for a in table.args] == ["doc", "limit", "table",
+                                               "width", "tilt"]
+    assert table.args[2]["size"] == "width" and table.args[1]["per"] is None
+    assert "doc_test" in repr(table)
+
+
+@pytest.mark.parametrize("text, match", [
+    ("family: x\nextends: attention\nmask: \"j <= p +\"\n",
+     r"<string>:3:\d+: expected an expression"),
+    ("family: x\nextends: attention\nmask: \"j <= q\"\n",
+     r"<string>:3:\d+: arg 'q' cannot be read"),
+    ("family: x\nextends: attention\nmask: \"s > 0\"\n", r"<string>:3:\d+"),
+    ("family: x\nextends: attention\nscore: \"p < j\"\n", r"<string>:3:\d+"),
+    ("family: [x\n", r"<string>:\d+:\d+"),
+])
+def test_bad_specs_name_the_line_and_column(text, match):
+    with pytest.raises(ValueError, match=match) as caught:
+        attnjit.load_spec(text)
+    assert caught.value.kind == "spec"
+
+
+def test_a_spec_that_does_not_extend_attention_is_refused():
+    with pytest.raises(ValueError):
+        attnjit.load_spec("family: x\nmask: \"j <= p\"\n")
+
+
+def test_a_missing_file_and_a_wrong_type():
+    with pytest.raises(FileNotFoundError):
+        attnjit.load_spec("no/such/spec.yaml")
+    with pytest.raises(TypeError, match="a path or YAML text"):
+        attnjit.load_spec(42)
+
+
+# ---- argument checks (fake CUDA tensors: no GPU) --------------------------
+
+def _fake_call(spec, paged=False, drop=(), **changes):
+    """Calls spec on fake CUDA tensors with valid args, less `drop`, with
+    `changes`; returns what the fake implementation returns."""
+    from torch._subclasses.fake_tensor import FakeTensorMode
+
+    with FakeTensorMode():
+        cuda = torch.device("cuda")
+        lens = (5, 7)
+        q = torch.empty(12, 4, 64, device=cuda, dtype=torch.bfloat16)
+        cu = torch.empty(3, device=cuda, dtype=torch.int32)
+        args = dict(doc=torch.empty(12, device=cuda, dtype=torch.int32),
+                    limit=9, table=torch.empty(8, device=cuda),
+                    width=8, tilt=0.5)
+        for name in drop:
+            del args[name]
+        made = {name: value(cuda) if callable(value) else value
+                for name, value in changes.items()}
+        args.update(made)
+        if not paged:
+            k = torch.empty(12, 2, 64, device=cuda, dtype=torch.bfloat16)
+            return spec(q, k, k, cu, cu, max(lens), max(lens),
+                        return_lse=True, **args)
+        cache = torch.empty(4, 16, 2, 64, device=cuda, dtype=torch.bfloat16)
+        table = torch.empty(2, 2, device=cuda, dtype=torch.int32)
+        used = torch.empty(2, device=cuda, dtype=torch.int32)
+        cu_k = args.pop("cu_seqlens_k", cu)
+        return spec.paged(q, cache, cache, table, cu, used, 7, 30,
+                          cu_seqlens_k=cu_k, return_lse=True, **args)
+
+
+def test_valid_fake_calls_give_the_shapes():
+    spec = attnjit.load_spec(DOCUMENT)
+    for paged in (False, True):
+        out, lse = _fake_call(spec, paged=paged)
+        assert out.shape == (12, 4, 64) and lse.shape == (4, 12)
+
+
+@pytest.mark.parametrize("drop, changes, kind, match", [
+    (("doc",), {}, TypeError, "missing argument `doc`"),
+    ((), {"extra": 1}, TypeError, "unexpected argument `extra`"),
+    ((), {"limit": 2**31}, ValueError, "`limit` must fit in an int32"),
+    ((), {"limit": True}, TypeError, "`limit` must be an int"),
+    ((), {"limit": 1.5}, TypeError, "`limit` must be an int"),
+    ((), {"tilt": math.nan}, ValueError, "`tilt` must be finite"),
+    ((), {"tilt": "0.5"}, TypeError, "`tilt` must be a float"),
+    ((), {"doc": lambda d: torch.empty(12, device=d)}, TypeError,
+     "`doc` must be torch.int32"),
+    ((), {"doc": lambda d: torch.empty(11, device=d, dtype=torch.int32)},
+     ValueError, r"`doc` \(per key_token\) needs at least 12 elements"),
+    ((), {"doc": lambda d: torch.empty(12, 1, device=d, dtype=torch.int32)},
+     ValueError, "`doc` must be a contiguous 1-D tensor"),
+    ((), {"doc": lambda d: torch.empty(24, device=d,
+                                       dtype=torch.int32)[::2]},
+     ValueError, "`doc` must be a contiguous 1-D tensor"),
+    ((), {"width": 9}, ValueError,
+     r"`table` \(per table\) needs at least 9 elements"),
+    ((), {"doc": 3}, TypeError, "`doc` must be a torch.Tensor"),
+])
+def test_bad_spec_args_are_named(drop, changes, kind, match):
+    spec = attnjit.load_spec(DOCUMENT)
+    with pytest.raises(kind, match=match):
+        _fake_call(spec, drop=drop, **changes)
+
+
+def test_a_cpu_tensor_arg_is_refused():
+    spec = attnjit.load_spec(DOCUMENT)
+    with pytest.raises(ValueError, match="`doc` must be on q's device"):
+        _fake_call(spec, doc=lambda d: torch.empty(12, dtype=torch.int32))
+
+
+def test_paged_needs_cu_seqlens_k_for_a_key_token_tensor():
+    spec = attnjit.load_spec(DOCUMENT)
+    with pytest.raises(ValueError, match="pass cu_seqlens_k"):
+        _fake_call(spec, paged=True, cu_seqlens_k=None)
+    with pytest.raises(ValueError, match="cu_seqlens_k must be a contiguous"):
+        _fake_call(spec, paged=True,
+                   cu_seqlens_k=lambda d: torch.empty(4, device=d,
+                                                      dtype=torch.int32))
+
+
+# ---- results on the GPU, each example against its hand-written reference --
+
+def _problem(lens_q, lens_k, hq, hkv, d, seed, dtype=torch.bfloat16):
+    g = torch.Generator(device="cuda").manual_seed(seed)
+    tq, tk = sum(lens_q), sum(lens_k)
+
+    def rand(*shape):
+        return torch.randn(*shape, generator=g, device="cuda").to(dtype)
+
+    return dict(q=rand(tq, hq, d), k=rand(tk, hkv, d), v=rand(tk, hkv, d),
+                cu_seqlens_q=_cu(lens_q, "cuda"),
+                cu_seqlens_k=_cu(lens_k, "cuda"),
+                max_seqlen_q=max(lens_q), max_seqlen_k=max(lens_k))
+
+
+def _doc_ids(lens_k, seed):
+    """[total_k] document ids: each sequence cut into runs of random length."""
+    g = torch.Generator().manual_seed(seed)
+    ids = []
+    for n in lens_k:
+        cuts = torch.randint(0, max(n, 1), (3,), generator=g).tolist()
+        ids += [sum(j >= c for c in cuts) for j in range(n)]
+    return torch.tensor(ids, dtype=torch.int32, device="cuda")
+
+
+# Each example: (file, flags, args maker, mask_mod, score_mod), the
+# references written from the example's meaning, not from its expression.
+def _chunked_local(lens_q, lens_k, hq):
+    chunk = 48
+    mask = lambda b, h, p, j: (p // chunk) == (j // chunk)  # noqa: E731
+    return dict(chunk=chunk), mask, None
+
+
+def _prefix_lm(lens_q, lens_k, hq):
+    prefix = torch.tensor([min(17 + 29 * b, n) for b, n in enumerate(lens_k)],
+                          dtype=torch.int32, device="cuda")
+    cpu = prefix.tolist()
+    mask = lambda b, h, p, j: (j < cpu[b]) | (j <= p)  # noqa: E731
+    return dict(prefix=prefix), mask, None
+
+
+def _document(lens_q, lens_k, hq):
+    return _document_with(_doc_ids(lens_k, seed=3), lens_k)
+
+
+def _document_with(doc, lens_k):
+    """A query sees the earlier keys of its own document."""
+    cu_k = _cu(lens_k).tolist()
+
+    def mask(b, h, p, j):
+        ids = doc[cu_k[b]:cu_k[b + 1]].long()
+        return (ids[p] == ids[j]) & (j <= p)
+    return dict(doc=doc), mask, None
+
+
+def _alibi(lens_q, lens_k, hq):
+    slopes = torch.tensor([2 ** (-8 * (i + 1) / hq) for i in range(hq)],
+                          device="cuda")
+
+    def score(s, b, h, p, j):
+        return s - slopes[h] * (p - j).abs()
+    return dict(slopes=slopes), None, score
+
+
+def _causal_expr(lens_q, lens_k, hq):
+    return {}, lambda b, h, p, j: j <= p, None
+
+
+def _sliding_window_expr(lens_q, lens_k, hq):
+    window = 37
+    mask = lambda b, h, p, j: (j <= p) & (p - j <= window)  # noqa: E731
+    return dict(window_size=window), mask, None
+
+
+def _key0_bias_expr(lens_q, lens_k, hq):
+    radius = 21
+    bias = torch.linspace(-2, 3, hq, device="cuda")
+
+    def score(s, b, h, p, j):
+        return s + torch.where(j == 0, bias[h], torch.zeros((), device="cuda"))
+    mask = lambda b, h, p, j: (p - j).abs() <= radius  # noqa: E731
+    return dict(radius=radius, key0_bias=bias), mask, score
+
+
+EXAMPLE_CASES = {
+    "chunked_local": (dict(causal=True), _chunked_local),
+    "prefix_lm": ({}, _prefix_lm),
+    "document": ({}, _document),
+    "alibi": (dict(causal=True), _alibi),
+    "causal_expr": ({}, _causal_expr),
+    "sliding_window_expr": ({}, _sliding_window_expr),
+    "key0_bias_expr": ({}, _key0_bias_expr),
+}
+SHAPES = [  # (lens_q, lens_k, hq, hkv, d)
+    ((130, 1, 64), (130, 200, 64), 8, 2, 128),   # prefill, decode, chunk
+    ((77, 0, 300), (77, 50, 300), 4, 4, 64),     # an empty query sequence
+]
+
+
+def test_every_example_has_a_case():
+    assert sorted(p.stem for p in EXAMPLES.glob("*.yaml")) == sorted(
+        EXAMPLE_CASES)
+
+
+@gpu
+@pytest.mark.parametrize("name", sorted(EXAMPLE_CASES))
+@pytest.mark.parametrize("shape", SHAPES, ids=["gqa", "mha"])
+def test_example_matches_its_hand_written_reference(name, shape):
+    lens_q, lens_k, hq, hkv, d = shape
+    flags, make = EXAMPLE_CASES[name]
+    spec = attnjit.load_spec(EXAMPLES / f"{name}.yaml")
+    args = _problem(lens_q, lens_k, hq, hkv, d, seed=11)
+    own, mask, score = make(lens_q, lens_k, hq)
+    out = torch.full_like(args["q"], math.nan)  # poisoned
+    out, lse = spec(**args, **flags, **own, out=out, return_lse=True)
+    ref_args = {n: a for n, a in args.items() if not n.startswith("max_")}
+    ref, ref_lse = varlen_attention_reference(**ref_args, **flags,
+                                              mask_mod=mask, score_mod=score)
+    assert relative_error(out, ref) <= BOUND[torch.bfloat16], name
+    assert lse_error(lse, ref_lse) <= LSE_BOUND, name
+
+
+@gpu
+def test_re_expressed_causal_equals_the_flag():
+    args = _problem((130, 1, 64), (130, 200, 64), 8, 2, 128, seed=5)
+    spec = attnjit.load_spec(EXAMPLES / "causal_expr.yaml")
+    mine = spec(**args)
+    builtin = attnjit.varlen_attention(**args, causal=True)
+    assert relative_error(mine, builtin.float()) <= 1e-3
+
+
+@gpu
+def test_paged_matches_contiguous_with_a_key_token_tensor():
+    lens_q, lens_k, hq, hkv, d = (9, 1, 40), (150, 70, 40), 8, 2, 128
+    page = 16
+    spec = attnjit.load_spec(EXAMPLES / "document.yaml")
+    args = _problem(lens_q, lens_k, hq, hkv, d, seed=8)
+    doc = _doc_ids(lens_k, seed=9)
+    want = spec(**args, doc=doc)
+    # Scatter each sequence's keys over shuffled pages.
+    pages = [-(-n // page) for n in lens_k]
+    order = torch.randperm(sum(pages) + 3, generator=torch.Generator()
+                           .manual_seed(1)).tolist()
+    k_cache = torch.zeros(len(order), page, hkv, d, device="cuda",
+                          dtype=torch.bfloat16)
+    v_cache = torch.zeros_like(k_cache)
+    table = torch.zeros(len(lens_k), max(pages), dtype=torch.int32)
+    at, row = 0, 0
+    for b, n in enumerate(lens_k):
+        for i in range(pages[b]):
+            table[b, i] = order[at]
+            rows = slice(i * page, min(n, (i + 1) * page))
+            take = args["k"][row + rows.start: row + rows.stop]
+            k_cache[order[at], :take.shape[0]] = take
+            v_cache[order[at], :take.shape[0]] = \
+                args["v"][row + rows.start: row + rows.stop]
+            at += 1
+        row += n
+    got = spec.paged(args["q"], k_cache, v_cache, table.cuda(),
+                     args["cu_seqlens_q"],
+                     torch.tensor(lens_k, dtype=torch.int32, device="cuda"),
+                     max(lens_q), max(lens_k), causal=False,
+                     cu_seqlens_k=args["cu_seqlens_k"], doc=doc)
+    assert relative_error(got, want.float()) <= 1e-3
+
+
+@gpu
+def test_cuda_graph_replays_with_new_tensor_values():
+    spec = attnjit.load_spec(EXAMPLES / "document.yaml")
+    lens = (120, 1, 33)
+    args = _problem(lens, lens, 8, 2, 64, seed=12)
+    doc = _doc_ids(lens, seed=1)
+    spec(**args, doc=doc)  # compile and load first
+    torch.cuda.synchronize()
+    graph = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(graph):
+        out = spec(**args, doc=doc)
+    ref_args = {n: a for n, a in args.items() if not n.startswith("max_")}
+    for seed in (2, 3):
+        doc.copy_(_doc_ids(lens, seed=seed))
+        graph.replay()
+        torch.cuda.synchronize()
+        _, mask, _ = _document_with(doc, lens)
+        ref, _ = varlen_attention_reference(**ref_args, mask_mod=mask)
+        assert relative_error(out, ref) <= BOUND[torch.bfloat16]
+
+
+@gpu
+def test_torch_compile_fullgraph():
+    spec = attnjit.load_spec(EXAMPLES / "chunked_local.yaml")
+    args = _problem((90, 40), (90, 40), 4, 1, 128, seed=2)
+
+    def layer(q, k, v, cu_q, cu_k):
+        o, lse = spec(q * 1.0, k, v, cu_q, cu_k, 90, 90, causal=True,
+                      return_lse=True, chunk=32)
+        return o.float().sum(-1), lse
+
+    compiled = torch.compile(layer, fullgraph=True)
+    inputs = (args["q"], args["k"], args["v"], args["cu_seqlens_q"],
+              args["cu_seqlens_k"])
+    got, got_lse = compiled(*inputs)
+    want, want_lse = layer(*inputs)
+    torch.testing.assert_close(got, want, rtol=1e-2, atol=1e-2)
+    torch.testing.assert_close(got_lse, want_lse)
+
+
+@gpu
+def test_opcheck():
+    spec = attnjit.load_spec(EXAMPLES / "alibi.yaml")
+    args = _problem((40, 24), (40, 24), 4, 2, 128, seed=4)
+    slopes = torch.rand(4, device="cuda")
+    op_args = (spec.id, args["q"], args["k"], args["v"], args["cu_seqlens_q"],
+               args["cu_seqlens_k"], 40, 40, None, True, -1, -1, None,
+               "none", None, False, 0.0, True, [slopes], [], [], False)
+    torch.library.opcheck(torch.ops.attnjit.user_attention.default, op_args)
+
+
+def test_gpu_marker_matches_the_machine():
+    assert HAS_GPU == (torch.cuda.is_available() and HAS_EXTENSION)
