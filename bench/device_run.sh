@@ -4,6 +4,7 @@
 #   STAGES="build gpu python bench jit profile" bash bench/device_run.sh
 #   STAGES="build paged" PAGED_ARGS=--quick (paged stage: bench_paged.py's arguments)
 #   STAGES="build decode" DECODE_ARGS=--quick (decode stage: bench_decode.py's arguments)
+#   STAGES="build user" (user-spec variants vs FlexAttention, check --spec on the examples)
 #   PROFILE_PROBLEMS=gpt_oss_window127_null,causal_gqa_d128 (profile stage)
 #   TUNE_PROBLEMS=mimo_window64_key0,... TUNE_TIMEOUT=150 (tune stage)
 #   SANITIZE_VARIANTS=bf16_d128_causal,... (sanitize stage: memcheck, racecheck)
@@ -61,6 +62,17 @@ if stage decode; then
   python3 bench/bench_decode.py ${DECODE_ARGS:-} --commit "$commit" --out "$OUT/bench-decode.json" \
     2>&1 | tee "$OUT/bench-decode.txt" | tail -60
   [[ ${PIPESTATUS[0]} -eq 0 ]] || status=1
+fi
+if stage user; then
+  # Variants written in a spec (specs/examples) against FlexAttention with
+  # the same mask/score, and the re-expressed built-ins against their flags.
+  python3 bench/bench_user_variants.py --commit "$commit" --out "$OUT/bench-user.json" \
+    2>&1 | tee "$OUT/bench-user.txt" | tail -20
+  [[ ${PIPESTATUS[0]} -eq 0 ]] || status=1
+  for s in specs/examples/*.yaml; do
+    ./build-gpu/cli/attnjit check --spec "$s" >"$OUT/check-$(basename "$s" .yaml).log" 2>&1 || status=1
+    echo "check $s: $(tail -1 "$OUT/check-$(basename "$s" .yaml).log")"
+  done
 fi
 if stage jit; then
   ./build-gpu/bench/attnjit_jit_costs "$OUT/jit.json" >"$OUT/jit.txt" 2>&1 || status=1
