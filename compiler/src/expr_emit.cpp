@@ -35,6 +35,10 @@ void check_tree(const Expr& expr) {
       malformed("tensor " + detail::quoted(t.name) + " " + *problem);
     }
     if (t.elem == ExprType::kBool) malformed("tensor " + detail::quoted(t.name) + " is bool");
+    if (t.sorted && (t.elem != ExprType::kInt || t.per == TensorDomain::kSequence)) {
+      malformed("tensor " + detail::quoted(t.name) + " is sorted but not an int tensor with an "
+                "ordered domain");
+    }
     if (t.per == TensorDomain::kTable) {
       if (t.size_arg.empty() ? (t.size < 0 || t.size > 2147483647)
                              : bool(detail::identifier_problem(t.size_arg))) {
@@ -166,6 +170,29 @@ std::string tensor_read(const ExprTensor& t, const std::string& x) {
                          t.size_arg.empty() ? std::to_string(t.size) : "prm." + t.size_arg, x);
   }
   return "";
+}
+
+// The index range of a sorted tensor's domain, as code (expr_eval.cpp's
+// sorted_domain on the host).
+std::pair<std::string, std::string> sorted_domain(const ExprTensor& t) {
+  switch (t.per) {
+    case TensorDomain::kKeyToken:
+      return {"0", fmt::format("{}last_index(n_k)", kNs)};
+    case TensorDomain::kQueryToken:
+      return {"n_k - n_q", "n_k - 1"};
+    case TensorDomain::kHead:
+      return {"0", fmt::format("{}last_index(prm.num_heads_q)", kNs)};
+    case TensorDomain::kKvHead:
+      return {"0", fmt::format("{}last_index(prm.num_heads_kv)", kNs)};
+    case TensorDomain::kTable:
+      return {"0", fmt::format("{}last_index({})", kNs,
+                               t.size_arg.empty() ? std::to_string(t.size)
+                                                  : "(prm." + t.size_arg + " < 0 ? 0 : prm." +
+                                                        t.size_arg + ")")};
+    case TensorDomain::kSequence:
+      break;
+  }
+  return {"0", "-1"};
 }
 
 const char* int_function(ExprOp op) {
@@ -317,6 +344,12 @@ class ClassifyEmitter {
       case ExprOp::kTensor: {
         const std::string x = kid(0);
         const ExprTensor& t = expr_.context.tensors[static_cast<std::size_t>(n.index)];
+        if (t.sorted) {
+          const auto [d_lo, d_hi] = sorted_domain(t);
+          return fmt::format("{0}sorted_read({1}, {2}, {3}, {4}, {5})", kNs, x, d_lo, d_hi,
+                             tensor_read(t, fmt::format("{}clip_lo({}, {})", kNs, x, d_lo)),
+                             tensor_read(t, fmt::format("{}clip_hi({}, {})", kNs, x, d_hi)));
+        }
         return fmt::format("{0}.lo == {0}.hi ? {1}ipoint({2}) : {1}itop()", x, kNs,
                            tensor_read(t, x + ".lo"));
       }

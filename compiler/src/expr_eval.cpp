@@ -33,6 +33,18 @@ double scalar_value(const Expr& expr, const ExprEnv& env, int index) {
   return env.scalars[static_cast<std::size_t>(index)];
 }
 
+// The elements of a per: table tensor (0 where its size arg is negative).
+int64_t table_size(const Expr& expr, const ExprEnv& env, const ExprTensor& decl) {
+  if (decl.size_arg.empty()) return decl.size;
+  int64_t size = -1;
+  for (std::size_t i = 0; i < expr.context.scalars.size(); ++i) {
+    if (expr.context.scalars[i].name == decl.size_arg) {
+      size = static_cast<int64_t>(scalar_value(expr, env, static_cast<int>(i)));
+    }
+  }
+  return size < 0 ? 0 : size;
+}
+
 // The element of tensor `tensor` at index x, by its domain; 0 outside it.
 ExprValue tensor_value(const Expr& expr, const ExprEnv& env, int tensor, int32_t x) {
   const ExprTensor& decl = expr.context.tensors.at(static_cast<std::size_t>(tensor));
@@ -67,20 +79,9 @@ ExprValue tensor_value(const Expr& expr, const ExprEnv& env, int tensor, int32_t
     case TensorDomain::kKvHead:
       if (x >= 0 && x < env.num_heads_kv) row = x;
       break;
-    case TensorDomain::kTable: {
-      int64_t size = decl.size;
-      if (!decl.size_arg.empty()) {
-        size = -1;
-        for (std::size_t i = 0; i < expr.context.scalars.size(); ++i) {
-          if (expr.context.scalars[i].name == decl.size_arg) {
-            size = static_cast<int64_t>(scalar_value(expr, env, static_cast<int>(i)));
-          }
-        }
-        if (size < 0) size = 0;
-      }
-      if (x >= 0 && x < size) row = x;
+    case TensorDomain::kTable:
+      if (x >= 0 && x < table_size(expr, env, decl)) row = x;
       break;
-    }
   }
   if (row < 0) return v;  // outside the domain: 0
   if (static_cast<std::size_t>(tensor) >= env.tensors.size()) fail("no data given");
@@ -257,6 +258,27 @@ ExprValue eval(const Expr& expr, const ExprEnv& env, int index) {
 
 // --- Classification ---------------------------------------------------------
 
+// The indexes [lo, hi] a sorted tensor's domain covers in sequence env.b
+// (lo > hi: none), as the emitted classify() computes them.
+std::pair<int, int> sorted_domain(const Expr& expr, const ExprEnv& env, const ExprTensor& decl) {
+  switch (decl.per) {
+    case TensorDomain::kKeyToken:
+      return {0, ex::last_index(env.n_k)};
+    case TensorDomain::kQueryToken:
+      return {env.n_k - env.n_q, env.n_k - 1};
+    case TensorDomain::kHead:
+      return {0, ex::last_index(env.num_heads_q)};
+    case TensorDomain::kKvHead:
+      return {0, ex::last_index(env.num_heads_kv)};
+    case TensorDomain::kTable:
+      return {0, ex::last_index(static_cast<int>(table_size(expr, env, decl)))};
+    case TensorDomain::kSequence:
+      break;
+  }
+  ATTNJIT_CHECK(false, "classify: a sorted tensor per sequence");
+  return {0, -1};
+}
+
 // The abstract value of a node over a tile: an interval (int), a set of
 // truth values (bool), or nothing known (float).
 struct Abstract {
@@ -309,6 +331,13 @@ Abstract abstract(const Expr& expr, const ExprTile& tile, const ExprEnv& env, in
       return from_int(ex::ipoint(static_cast<int32_t>(scalar_value(expr, env, n.index))));
     case ExprOp::kTensor: {
       const ex::ival x = kid(0).i;
+      const ExprTensor& decl = expr.context.tensors.at(static_cast<std::size_t>(n.index));
+      if (decl.sorted) {
+        const auto [d_lo, d_hi] = sorted_domain(expr, env, decl);
+        const auto at = [&](int32_t i) { return tensor_value(expr, env, n.index, i).i; };
+        return from_int(ex::sorted_read(x, d_lo, d_hi, at(ex::clip_lo(x, d_lo)),
+                                        at(ex::clip_hi(x, d_hi))));
+      }
       if (x.lo != x.hi) return from_int(ex::itop());
       return from_int(ex::ipoint(tensor_value(expr, env, n.index, x.lo).i));
     }

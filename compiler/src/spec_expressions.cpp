@@ -30,6 +30,7 @@ ExprContext expr_context(const Spec& spec) {
       tensor.per = *arg.per;
       tensor.size = arg.table_size;
       tensor.size_arg = arg.table_size_arg;
+      tensor.sorted = arg.sorted;
       ctx.tensors.push_back(std::move(tensor));
     } else {
       ctx.other_args.push_back(arg.name);

@@ -25,7 +25,8 @@ const std::vector<std::string> kTopLevelKeys = {
     "tuning", "args",        "presets", "matrix",   "mask",  "score"};
 const std::vector<std::string> kFlagKeys = {"type", "values",   "default",
                                             "doc",  "requires", "excludes"};
-const std::vector<std::string> kArgKeys = {"name", "type", "doc", "noalias", "per", "size"};
+const std::vector<std::string> kArgKeys = {"name", "type", "doc", "noalias", "per", "size",
+                                           "sorted"};
 const std::vector<std::string> kFlagTypes = {"bool", "int", "enum", "type"};
 // Flag names the format itself uses: "const int32*" must stay unambiguous
 // and a preset's `doc` is its description.
@@ -198,14 +199,36 @@ bool is_pointer(ArgType type) {
          type != ArgType::kTensorMap;
 }
 
-// `per` and `size` of an expression tensor (docs/expressions.md "Tensors").
+// `sorted: true` of an expression tensor: int32, over a domain with an
+// order (not per: sequence, whose only index is b).
+void parse_sorted(const SpecReader& reader, const MapEntry& sorted, ArgDecl& arg) {
+  const std::string what = "arg " + quoted(arg.name);
+  arg.sorted = reader.boolean(sorted.value, what + ": sorted");
+  if (!arg.sorted) return;
+  if (!arg.per) {
+    reader.fail(sorted.key_node, what + ": sorted applies only to an expression tensor (with per)");
+  }
+  if (arg.type != ArgType::kConstI32Ptr) {
+    reader.fail(sorted.key_node, what + ": sorted applies only to \"const int32*\" tensors (a "
+                                        "float's value is not used by tile classification)");
+  }
+  if (*arg.per == TensorDomain::kSequence) {
+    reader.fail(sorted.key_node, what + ": sorted does not apply to per: sequence (its only "
+                                        "index is b)");
+  }
+}
+
+// `per`, `size` and `sorted` of an expression tensor (docs/expressions.md
+// "Tensors").
 void parse_tensor_keys(const SpecReader& reader, const std::vector<MapEntry>& entries,
                        ArgDecl& arg) {
   const std::string what = "arg " + quoted(arg.name);
   const MapEntry* per = find_entry(entries, "per");
   const MapEntry* size = find_entry(entries, "size");
+  const MapEntry* sorted = find_entry(entries, "sorted");
   if (per == nullptr) {
     if (size != nullptr) reader.fail(size->key_node, what + ": size applies only with per: table");
+    if (sorted != nullptr) parse_sorted(reader, *sorted, arg);
     return;
   }
   if (arg.type != ArgType::kConstI32Ptr && arg.type != ArgType::kConstF32Ptr) {
@@ -222,6 +245,7 @@ void parse_tensor_keys(const SpecReader& reader, const std::vector<MapEntry>& en
                                 join(kDomains, ", ") + ")" + did_you_mean(domain, kDomains));
   }
   arg.per = parsed;
+  if (sorted != nullptr) parse_sorted(reader, *sorted, arg);
   if (parsed != TensorDomain::kTable) {
     if (size != nullptr) reader.fail(size->key_node, what + ": size applies only with per: table");
     return;

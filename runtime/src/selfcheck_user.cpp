@@ -162,6 +162,11 @@ std::vector<UserCheckArg> default_user_values(const Spec& spec, const CheckShape
         break;
       }
     }
+    // Token ids above already rise along each sequence; a sorted head or
+    // table tensor gets its values in order.
+    const bool per_token =
+        tensor.per == TensorDomain::kKeyToken || tensor.per == TensorDomain::kQueryToken;
+    if (tensor.sorted && !per_token) std::sort(values.begin(), values.end());
     if (values.empty()) values.push_back(0);
     for (double v : values) {
       if (tensor.elem == ExprType::kFloat) {

@@ -234,6 +234,23 @@ ATTNJIT_EXPR_FN ival imod(ival a, ival b) {
   return r;
 }
 
+// The last index of a domain of n elements (-1: empty, also for n <= 0).
+ATTNJIT_EXPR_FN int last_index(int n) { return n > 0 ? n - 1 : -1; }
+
+// A read of a sorted tensor (`sorted: true`: values that do not decrease
+// over its domain [d_lo, d_hi]) at every index of x: between the values at
+// the ends of x clipped to the domain (first, last: read there; reads
+// outside the domain are 0 and touch nothing), and 0 as well where x
+// leaves the domain.
+ATTNJIT_EXPR_FN int clip_lo(ival x, int d_lo) { return imax(x.lo, d_lo); }
+ATTNJIT_EXPR_FN int clip_hi(ival x, int d_hi) { return imin(x.hi, d_hi); }
+ATTNJIT_EXPR_FN ival sorted_read(ival x, int d_lo, int d_hi, int first, int last) {
+  if (clip_lo(x, d_lo) > clip_hi(x, d_hi)) return ipoint(0);
+  ival r = ihull(ipoint(first), ipoint(last));  // first <= last when sorted
+  if (x.lo < d_lo || x.hi > d_hi) r = ihull(r, ipoint(0));
+  return r;
+}
+
 ATTNJIT_EXPR_FN ival iselect(bval c, ival a, ival b) {
   if (!c.f) return a;
   if (!c.t) return b;

@@ -22,6 +22,21 @@ using testing::RandomExpr;
 
 constexpr int kHeadsQ = 8;
 
+// Values that do not decrease within each range [cu[i], cu[i + 1]) (runs
+// of equal values, small steps, sometimes negative or near the int32 top).
+template <class Pick>
+std::vector<int32_t> sorted_ints(const std::vector<int32_t>& cu, Pick&& pick) {
+  std::vector<int32_t> v(cu.empty() ? 0 : std::size_t(cu.back()));
+  for (std::size_t r = 0; r + 1 < cu.size(); ++r) {
+    int value = pick(3) == 0 ? INT_MAX - 8 : pick(6) - 3;
+    for (int32_t i = cu[r]; i < cu[r + 1]; ++i) {
+      if (pick(3) == 0 && value < INT_MAX - 2) value += 1 + pick(2);
+      v[std::size_t(i)] = value;
+    }
+  }
+  return v;
+}
+
 // An environment for sequence b of a two-sequence batch with random
 // lengths, scalars and tensor contents.
 ExprEnv random_env(std::mt19937_64& rng) {
@@ -40,7 +55,7 @@ ExprEnv random_env(std::mt19937_64& rng) {
   static const int kWindows[] = {-1, 0, 1, 7, 100, INT_MAX, INT_MIN, -5};
   env.scalars = {double(kChunks[pick(8)]), double(kWindows[pick(8)]), 0.5,
                  double(kWindows[pick(8)])};
-  env.tensors.resize(6);
+  env.tensors.resize(8);
   const auto ints = [&](std::size_t n, int range) {
     std::vector<int32_t> v(n);
     for (auto& x : v) x = pick(range) - range / 4;
@@ -53,6 +68,8 @@ ExprEnv random_env(std::mt19937_64& rng) {
   env.tensors[3].ints = ints(8, 8);                         // kvt
   env.tensors[4].ints = ints(6, 10);                        // bias
   env.tensors[5].floats.assign(kHeadsQ, 0.25);              // slopes
+  env.tensors[6].ints = sorted_ints(env.cu_seqlens_k, pick);  // sdoc
+  env.tensors[7].ints = sorted_ints({0, 6}, pick);            // sbias
   return env;
 }
 
@@ -176,13 +193,15 @@ struct Fixture {
     env.num_heads_q = 8;
     env.num_heads_kv = 2;
     env.scalars = {64, 100, 0.5, 0};
-    env.tensors.resize(6);
+    env.tensors.resize(8);
     env.tensors[0].ints.assign(1024, 0);
     env.tensors[1].ints.assign(1024, 0);
     env.tensors[2].ints = {100};
     env.tensors[3].ints.assign(8, 0);
     env.tensors[4].ints.assign(6, 0);
     env.tensors[5].floats.assign(8, 0);
+    env.tensors[6].ints.assign(1024, 0);
+    env.tensors[7].ints.assign(6, 0);
   }
   TileClass classify(const std::string& text, int p_lo, int p_hi, int j_lo, int j_hi) {
     const Expr mask = parse_expr(text, ExprKind::kMask, ctx, "t", 1, 1);
@@ -227,6 +246,34 @@ TEST(ExprClassify, DocumentMasking) {
   f.env.tensors[0].ints[5] = 1;
   EXPECT_EQ(f.classify(documents, 7, 7, 6, 6), TileClass::kFull);
   EXPECT_EQ(f.classify(documents, 7, 7, 5, 5), TileClass::kEmpty);
+}
+
+// Document ids declared sorted (packed documents: ids do not decrease along
+// the sequence): a read over a range of positions lies between the ids at
+// its ends, so tiles of different documents are empty and tiles inside one
+// document full.
+TEST(ExprClassify, SortedDocumentMasking) {
+  Fixture f;
+  std::vector<int32_t>& sdoc = f.env.tensors[6].ints;  // documents [0, 300), [300, 1024)
+  for (int j = 0; j < 1024; ++j) sdoc[std::size_t(j)] = j < 300 ? 4 : 9;
+  const std::string documents = "sdoc[p] == sdoc[j] and j <= p";
+  EXPECT_EQ(f.classify(documents, 384, 447, 0, 63), TileClass::kEmpty);   // other documents
+  EXPECT_EQ(f.classify(documents, 384, 447, 320, 383), TileClass::kFull);  // one, below the diagonal
+  EXPECT_EQ(f.classify(documents, 128, 191, 0, 63), TileClass::kFull);
+  EXPECT_EQ(f.classify(documents, 320, 383, 256, 319), TileClass::kPartial);  // straddles 300
+  EXPECT_EQ(f.classify(documents, 384, 447, 384, 447), TileClass::kPartial);  // the diagonal
+  // Past the keys (n_k = 1024) a read is 0: the range takes 0 in.
+  EXPECT_EQ(f.classify("sdoc[j] >= 4", 0, 0, 960, 1023), TileClass::kFull);
+  EXPECT_EQ(f.classify("sdoc[j] >= 4", 0, 0, 960, 1100), TileClass::kPartial);
+  EXPECT_EQ(f.classify("sdoc[j] == 0", 0, 0, 1024, 1100), TileClass::kFull);
+  // The unsorted tensor with the same values stays unknown.
+  f.env.tensors[0].ints = sdoc;
+  EXPECT_EQ(f.classify("doc[p] == doc[j] and j <= p", 384, 447, 0, 63), TileClass::kPartial);
+  // A sorted table, its size a literal (6): sbias = {1, 1, 2, 3, 5, 8}.
+  f.env.tensors[7].ints = {1, 1, 2, 3, 5, 8};
+  EXPECT_EQ(f.classify("sbias[p] < 3", 0, 1, 0, 0), TileClass::kFull);
+  EXPECT_EQ(f.classify("sbias[p] < 3", 3, 5, 0, 0), TileClass::kEmpty);
+  EXPECT_EQ(f.classify("sbias[p] > 0", 3, 9, 0, 0), TileClass::kPartial);  // 6.. read 0
 }
 
 TEST(ExprClassify, CausalAndWindowLikeTheBuiltIns) {

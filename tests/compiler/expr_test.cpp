@@ -449,6 +449,19 @@ TEST(ExprSpec, Errors) {
                        "  - {name: x, type: \"const int32*\", per: head, size: 3}\n"),
             "t.yaml:4:48: arg 'x': size applies only with per: table");
   EXPECT_EQ(spec_error("family: f\nextends: attention\nargs:\n"
+                       "  - {name: x, type: \"const float*\", per: head, sorted: true}\n"),
+            "t.yaml:4:48: arg 'x': sorted applies only to \"const int32*\" tensors (a float's "
+            "value is not used by tile classification)");
+  EXPECT_EQ(spec_error("family: f\nextends: attention\nargs:\n"
+                       "  - {name: x, type: \"const int32*\", per: sequence, sorted: true}\n"),
+            "t.yaml:4:52: arg 'x': sorted does not apply to per: sequence (its only index is b)");
+  EXPECT_EQ(spec_error("family: f\nextends: attention\nargs:\n"
+                       "  - {name: x, type: \"const int32*\", sorted: true}\n"),
+            "t.yaml:4:37: arg 'x': sorted applies only to an expression tensor (with per)");
+  EXPECT_EQ(spec_error("family: f\nextends: attention\nargs:\n"
+                       "  - {name: x, type: \"const int32*\", per: head, sorted: maybe}\n"),
+            "t.yaml:4:56: arg 'x': sorted must be true or false, got 'maybe'");
+  EXPECT_EQ(spec_error("family: f\nextends: attention\nargs:\n"
                        "  - {name: x, type: \"const int32*\", per: table, size: nope}\n"),
             "t.yaml:4:5: arg 'x' (per: table): size 'nope' is not an int32 arg");
   EXPECT_EQ(spec_error("family: f\nextends: attention\nargs:\n"

@@ -48,13 +48,15 @@ ExprEnv environment() {
   env.num_heads_q = 8;
   env.num_heads_kv = 2;
   env.scalars = {3, -1, 0.5, 7};
-  env.tensors.resize(6);
+  env.tensors.resize(8);
   env.tensors[0].ints = {0, 1, 1, 2, 2, 2, 3, 3, 4};
   env.tensors[1].ints = {5, 6, 7, 8, 9};
   env.tensors[2].ints = {10, 20};
   env.tensors[3].ints = {1, 2};
   env.tensors[4].ints = {1, 2, 3, 4, 5, 6};
   env.tensors[5].floats = {0.5, 0.25, 0.125, 1, 2, 3, 4, 5};
+  env.tensors[6].ints = {0, 0, 1, 3, -2, -2, 0, 4, 4};  // sorted per sequence
+  env.tensors[7].ints = {-1, 0, 0, 2, 5, 9};            // sorted
   return env;
 }
 

@@ -44,11 +44,13 @@ struct Params {
   const int* cu_seqlens_q;
   const int* cu_seqlens_k;
   int num_heads_q, num_heads_kv;
+  const int* sdoc;   // sorted
+  const int* sbias;  // sorted
 };
 
 struct Problem {
   ExprEnv env;
-  std::vector<int> doc, qdoc, prefix, kvt, bias, cu_q, cu_k;
+  std::vector<int> doc, qdoc, prefix, kvt, bias, sdoc, sbias, cu_q, cu_k;
   std::vector<float> slopes;
   Params prm{};
 
@@ -67,13 +69,23 @@ struct Problem {
     fill(prefix, 2, 40);
     fill(kvt, 8, 8);
     fill(bias, 6, 10);
+    // Non-decreasing within each sequence (sdoc) and over the table (sbias).
+    const auto fill_sorted = [&](std::vector<int>& v, const std::vector<int>& cu) {
+      v.resize(std::size_t(cu.back()));
+      for (std::size_t r = 0; r + 1 < cu.size(); ++r) {
+        int value = pick(6) - 3;
+        for (int i = cu[r]; i < cu[r + 1]; ++i) v[std::size_t(i)] = value += pick(3) == 0;
+      }
+    };
+    fill_sorted(sdoc, cu_k);
+    fill_sorted(sbias, {0, 6});
     slopes.resize(8);
     for (float& x : slopes) x = 0.125f * float(pick(8));
     static const int kChunks[] = {0, 1, 3, 16, -4, INT_MAX};
     static const int kWindows[] = {-1, 0, 1, 7, 100, INT_MAX};
     prm = Params{kChunks[pick(6)], kWindows[pick(6)], 0.5f, kWindows[pick(6)], doc.data(),
                  qdoc.data(), prefix.data(), kvt.data(), bias.data(), slopes.data(),
-                 cu_q.data(), cu_k.data(), 8, 1 << pick(4)};
+                 cu_q.data(), cu_k.data(), 8, 1 << pick(4), sdoc.data(), sbias.data()};
     env.b = pick(2);
     env.n_q = n_q[env.b];
     env.n_k = n_k[env.b];
@@ -82,13 +94,15 @@ struct Problem {
     env.num_heads_q = prm.num_heads_q;
     env.num_heads_kv = prm.num_heads_kv;
     env.scalars = {double(prm.chunk), double(prm.wl), double(prm.temp), double(prm.wr)};
-    env.tensors.resize(6);
+    env.tensors.resize(8);
     env.tensors[0].ints.assign(doc.begin(), doc.end());
     env.tensors[1].ints.assign(qdoc.begin(), qdoc.end());
     env.tensors[2].ints.assign(prefix.begin(), prefix.end());
     env.tensors[3].ints.assign(kvt.begin(), kvt.end());
     env.tensors[4].ints.assign(bias.begin(), bias.end());
     env.tensors[5].floats.assign(slopes.begin(), slopes.end());
+    env.tensors[6].ints.assign(sdoc.begin(), sdoc.end());
+    env.tensors[7].ints.assign(sbias.begin(), sbias.end());
   }
 };
 

@@ -17,7 +17,8 @@ namespace attnjit::testing {
 
 // chunk, wl, wr (int32), temp (float); doc (key_token), qdoc (query_token),
 // prefix (sequence), kvt (kv_head), bias (table of 6), all int32 except
-// slopes (head, float).
+// slopes (head, float); sdoc (key_token) and sbias (table of 6), sorted
+// int32 (non-decreasing over their domains).
 inline ExprContext random_context() {
   ExprContext ctx;
   ctx.scalars = {{"chunk", ExprType::kInt},
@@ -29,7 +30,9 @@ inline ExprContext random_context() {
                  {"prefix", ExprType::kInt, TensorDomain::kSequence, 0, ""},
                  {"kvt", ExprType::kInt, TensorDomain::kKvHead, 0, ""},
                  {"bias", ExprType::kInt, TensorDomain::kTable, 6, ""},
-                 {"slopes", ExprType::kFloat, TensorDomain::kHead, 0, ""}};
+                 {"slopes", ExprType::kFloat, TensorDomain::kHead, 0, ""},
+                 {"sdoc", ExprType::kInt, TensorDomain::kKeyToken, 0, "", true},
+                 {"sbias", ExprType::kInt, TensorDomain::kTable, 6, "", true}};
   ctx.has_head_counts = true;
   return ctx;
 }
@@ -69,11 +72,13 @@ class RandomExpr {
         return "select(" + boolean(depth - 1) + ", " + integer(depth - 1) + ", " +
                integer(depth - 1) + ")";
       case 10:
-        return "doc[" + integer(depth - 1) + "]";
+        return (pick(2) ? "doc[" : "sdoc[") + integer(depth - 1) + "]";
       case 11:
         return "qdoc[" + integer(depth - 1) + "]";
-      case 12:
-        return pick(2) ? "kvt[" + integer(depth - 1) + "]" : "bias[" + integer(depth - 1) + "]";
+      case 12: {
+        static const char* kTables[] = {"kvt[", "bias[", "sbias["};
+        return kTables[pick(3)] + integer(depth - 1) + "]";
+      }
       default:
         return bin(position(), pick(2) ? "/" : "%", divisor());
     }

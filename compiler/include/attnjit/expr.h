@@ -47,6 +47,9 @@ struct ExprTensor {
   TensorDomain per = TensorDomain::kKeyToken;
   int64_t size = 0;       // kTable: a literal size, or
   std::string size_arg;   // kTable: an int32 scalar arg holding it
+  // Values do not decrease over the domain (int32, not per sequence): a
+  // read over an index range lies between the reads at its clipped ends.
+  bool sorted = false;
 };
 struct ExprContext {
   std::vector<ExprScalar> scalars;

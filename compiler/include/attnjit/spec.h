@@ -105,6 +105,10 @@ struct ArgDecl {
   std::optional<TensorDomain> per;
   int64_t table_size = 0;      // per: table, `size: <n>`
   std::string table_size_arg;  // per: table, `size: <int32 arg>`
+  // `sorted: true`: an int32 tensor whose values do not decrease over its
+  // domain (each sequence's tokens, the heads, the table); tile
+  // classification bounds a read over a range by the values at its ends.
+  bool sorted = false;
 };
 
 struct Preset {
