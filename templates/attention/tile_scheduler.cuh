@@ -20,6 +20,53 @@
 namespace attnjit {
 namespace attention {
 
+// Bit l holds pred(l) for lane l of the calling warp, whose 32 lanes all
+// call it together. (Compiled for the host, the lanes run in turn.)
+template <class Pred>
+__device__ __forceinline__ unsigned warp_ballot(Pred pred) {
+#ifdef __CUDA_ARCH__
+  return __ballot_sync(0xffffffffu, pred(static_cast<int>(threadIdx.x & 31)));
+#else
+  unsigned bits = 0;
+  for (int lane = 0; lane < 32; ++lane) bits |= pred(lane) ? 1u << lane : 0u;
+  return bits;
+#endif
+}
+
+__device__ __forceinline__ int lowest_set_bit(unsigned bits) {
+#ifdef __CUDA_ARCH__
+  return __ffs(bits) - 1;
+#else
+  return __builtin_ctz(bits);
+#endif
+}
+
+// The first t in [lo, hi] where keep(t) holds (none: hi + 1, or lo for an
+// empty range, as the loop leaves it): the answer
+// of a loop from lo, found 32 candidates at a time, one per lane, so a
+// long run of tiles that fail costs n / 32 steps of parallel tests. Every
+// lane of the warp calls it with the same arguments.
+template <class Keep>
+__device__ __forceinline__ int first_where(int lo, int hi, Keep keep) {
+  for (int base = lo; base <= hi; base += 32) {
+    const unsigned hits =
+        warp_ballot([&](int lane) { return base + lane <= hi && keep(base + lane); });
+    if (hits != 0) return base + lowest_set_bit(hits);
+  }
+  return lo > hi ? lo : hi + 1;
+}
+// The last t in [lo, hi] where keep(t) holds (none: lo - 1, or hi for an
+// empty range), likewise.
+template <class Keep>
+__device__ __forceinline__ int last_where(int lo, int hi, Keep keep) {
+  for (int top = hi; top >= lo; top -= 32) {
+    const unsigned hits =
+        warp_ballot([&](int lane) { return top - lane >= lo && keep(top - lane); });
+    if (hits != 0) return top - lowest_set_bit(hits);
+  }
+  return lo > hi ? hi : lo - 1;
+}
+
 // One query tile of kBlockM (packed) rows of one sequence and head slot.
 template <class C, int kBlockM, int kBlockN>
 struct WorkTile {
@@ -99,15 +146,15 @@ struct WorkTile {
   }
 
   // Key tiles the spec's mask leaves empty at either end of the range are
-  // not visited (nor loaded). Empty tiles between visible ones are
-  // visited with the element mask.
+  // not visited (nor loaded); the warp's lanes classify 32 tiles at a time
+  // (a sorted tensor's reads make each class a few loads, and a query late
+  // in a long sequence may pass a hundred empty tiles). Empty tiles
+  // between visible ones are visited with the element mask. Every thread
+  // of the block gets here together (TileScheduler::get).
   __device__ __forceinline__ void trim_user_empty(const Params<T>& prm) {
-    while (range.first_tile <= range.last_tile && user_class(prm, range.first_tile) == 0) {
-      ++range.first_tile;
-    }
-    while (range.last_tile >= range.first_tile && user_class(prm, range.last_tile) == 0) {
-      --range.last_tile;
-    }
+    const auto visible = [&](int kt) { return user_class(prm, kt) != 0; };
+    range.first_tile = first_where(range.first_tile, range.last_tile, visible);
+    range.last_tile = last_where(range.first_tile, range.last_tile, visible);
   }
 
   // Whether key tile kt needs the element mask: not interior by the

@@ -201,5 +201,26 @@ TEST(DeviceGrid, EveryOutputRowBelongsToExactlyOneBlock) {
   }
 }
 
+// The warp-parallel scans that trim a user mask's empty key tiles answer
+// as loops from either end do, for random predicates and ranges (lengths
+// around multiples of the 32 lanes, empty ranges, no hit, all hits).
+TEST(DeviceGrid, WarpScansFindTheFirstAndLastTileLikeALoop) {
+  std::mt19937_64 rng(31);
+  for (int trial = 0; trial < 4000; ++trial) {
+    const int lo = int(rng() % 50) - 5;
+    const int hi = lo + int(rng() % 140) - 3;
+    const int density = int(rng() % 5);  // 0: nothing kept ... 4: all kept
+    std::vector<bool> kept(300);
+    for (std::size_t i = 0; i < kept.size(); ++i) kept[i] = int(rng() % 4) < density;
+    const auto keep = [&](int t) { return kept[std::size_t(t + 10)]; };
+    int first = lo;
+    while (first <= hi && !keep(first)) ++first;
+    int last = hi;
+    while (last >= lo && !keep(last)) --last;
+    ASSERT_EQ(attention::first_where(lo, hi, keep), first) << lo << " " << hi;
+    ASSERT_EQ(attention::last_where(lo, hi, keep), last) << lo << " " << hi;
+  }
+}
+
 }  // namespace
 }  // namespace attnjit
