@@ -160,6 +160,35 @@ class UserAttention:
             return triples
         return check
 
+    def _check_sorted(self, given, cu_seqlens_q, cu_seqlens_k, op):
+        """check=True: a tensor declared `sorted` does not decrease over
+        its domain (each sequence's tokens, the heads, the table). Reads
+        the tensors on the host (synchronizes)."""
+        for arg in self.args:
+            value = given.get(arg["name"])
+            if not arg["sorted"] or not isinstance(value, torch.Tensor):
+                continue
+            values = value.tolist()
+            if arg["per"] in ("key_token", "query_token"):
+                cu = (cu_seqlens_k if arg["per"] == "key_token"
+                      else cu_seqlens_q).tolist()
+                segments = [(b, cu[b], cu[b + 1]) for b in range(len(cu) - 1)]
+            else:
+                end = len(values)
+                if arg["per"] == "table":
+                    size = arg["size"]
+                    end = min(end, given[size] if isinstance(size, str)
+                              else size)
+                segments = [(None, 0, end)]
+            for b, start, end in segments:
+                for i in range(start + 1, end):
+                    if values[i] < values[i - 1]:
+                        where = f" (sequence {b})" if b is not None else ""
+                        _fail(ValueError, f"`{arg['name']}` is declared sorted "
+                                          f"but decreases at element {i}"
+                                          f"{where}: {values[i - 1]} then "
+                                          f"{values[i]}", op)
+
     def _pack(self, given):
         """The spec's args as the custom ops take them: tensors, ints and
         floats, each in declaration order."""
@@ -214,11 +243,14 @@ class UserAttention:
                 out.copy_(result)
                 result = out
             return (result, lse) if return_lse else result
+        checker = self._checker(args, op)
+        if check:
+            self._check_sorted(args, cu_seqlens_q, cu_seqlens_k, op)
         result, lse = _varlen._launch(
             q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seqlen_k,
             softmax_scale, causal, window_size, sinks, sinks_mode,
             mm_prefix_ranges, mm_prefix_clamp, softcap, return_lse, out,
-            check, user=(self._spec, self._checker(args, op)))
+            check, user=(self._spec, checker))
         return (result, lse) if return_lse else result
 
     def paged(self, q, k_cache, v_cache, block_table, cu_seqlens_q, seqused_k,
@@ -266,13 +298,15 @@ class UserAttention:
                 out.copy_(result)
                 result = out
             return (result, lse) if return_lse else result
+        checker = self._checker(args, op)
+        if check:
+            self._check_sorted(args, cu_seqlens_q, cu_seqlens_k, op)
         result, lse = _paged._launch(
             q, k_cache, v_cache, block_table, cu_seqlens_q, seqused_k,
             max_seqlen_q, max_seqlen_k, softmax_scale, causal, window_size,
             sinks, sinks_mode, mm_prefix_ranges, mm_prefix_clamp, softcap,
             k_scale, v_scale, return_lse, out, check,
-            user=(self._spec, self._checker(args, op)),
-            cu_seqlens_k=cu_seqlens_k)
+            user=(self._spec, checker), cu_seqlens_k=cu_seqlens_k)
         return (result, lse) if return_lse else result
 
 

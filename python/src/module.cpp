@@ -115,7 +115,7 @@ const char* arg_type_text(ArgType type) {
 
 // The spec's own args (after the attention spec's), in declaration order:
 // name, type, per (None for a scalar), size (a table's: int, the int32
-// arg's name, or None) and doc.
+// arg's name, or None), sorted and doc.
 nb::list user_spec_args(const UserSpec& u) {
   const size_t inherited = attnjit::attention_spec().args.size();
   nb::list out;
@@ -132,6 +132,7 @@ nb::list user_spec_args(const UserSpec& u) {
     } else {
       d["size"] = nb::none();
     }
+    d["sorted"] = a.sorted;
     d["doc"] = a.doc;
     out.append(d);
   }

@@ -46,9 +46,11 @@ def test_load_spec_from_a_path_a_pathlike_and_text():
     assert by_str.family == "document_mask"
     assert by_str.mask == "(doc[p] == doc[j]) and (j <= p)"
     assert by_str.score is None
-    assert by_str.args == [{"name": "doc", "type": "const int32*",
-                            "per": "key_token", "size": None,
-                            "doc": "[total_k] document id of each key token"}]
+    assert by_str.args == [{
+        "name": "doc", "type": "const int32*", "per": "key_token",
+        "size": None, "sorted": True,
+        "doc": "[total_k] document id of each key token, non-decreasing "
+               "within each sequence"}]
     assert by_str.presets == {"documents": {"head_dim": 64}}
     table = attnjit.load_spec(DOCUMENT)
     assert [a["name"] for a in table.args] == ["doc", "limit", "table",
@@ -154,6 +156,23 @@ def test_a_cpu_tensor_arg_is_refused():
     spec = attnjit.load_spec(DOCUMENT)
     with pytest.raises(ValueError, match="`doc` must be on q's device"):
         _fake_call(spec, doc=lambda d: torch.empty(12, dtype=torch.int32))
+
+
+def test_check_finds_a_sorted_tensor_that_decreases():
+    """check=True reads a sorted tensor on the host before anything runs;
+    CPU tensors then stop at the device check, after the sorted check."""
+    spec = attnjit.load_spec(EXAMPLES / "document.yaml")
+    lens = (4, 3)
+    q = torch.zeros(7, 2, 64, dtype=torch.bfloat16)
+    cu = _cu(lens)
+    bad = torch.tensor([0, 0, 1, 1, 5, 4, 4], dtype=torch.int32)
+    with pytest.raises(ValueError, match=r"`doc` is declared sorted but "
+                                         r"decreases at element 5 \(sequence 1\)"):
+        spec(q, q, q, cu, cu, 4, 4, doc=bad, check=True)
+    # Across sequences it may fall: each sequence is its own domain.
+    good = torch.tensor([3, 3, 4, 9, 0, 0, 2], dtype=torch.int32)
+    with pytest.raises(ValueError, match="CUDA tensors"):
+        spec(q, q, q, cu, cu, 4, 4, doc=good, check=True)
 
 
 def test_paged_needs_cu_seqlens_k_for_a_key_token_tensor():
