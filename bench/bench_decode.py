@@ -28,13 +28,19 @@ NaN first) and then timed exactly as bench_paged.py does (its timing helper:
 median of triton.testing.do_bench, 25 ms warmup, 100 ms of repetitions, L2
 cleared before each repetition):
   attnjit_paged          attnjit.paged_attention (picks split-KV itself)
+  attnjit_paged_fp8      the same over e4m3 page pools with per-tensor scales
+                         (judged by its own, halved, K/V bytes; issue 13's
+                         target: at most 0.55x attnjit_paged's time)
   attnjit_contig         attnjit.varlen_attention on the contiguous K/V
   triton_splitkv_paged   bench/triton_decode_peer.py on the page pool
   triton_splitkv_contig  bench/triton_decode_peer.py on the contiguous K/V
   sdpa_cudnn             PyTorch SDPA, cuDNN backend, contiguous equivalent
                          (K/V repeated per query head if it refuses GQA)
   flex                   FlexAttention (compiled), contiguous equivalent
-A peer that cannot run a problem shows "-" and why.
+A peer that cannot run a problem shows "-" and why. With attnjit_paged_fp8
+among the peers, K and V are first rounded to e4m3 times a power-of-two
+scale in every copy, so that all peers attend over the same values and one
+reference checks them all.
 
     python3 bench/bench_decode.py --out bench/results/DATE-h200-COMMIT-decode.json
     python3 bench/bench_decode.py --quick        # one small problem of each kind
@@ -46,6 +52,7 @@ A peer that cannot run a problem shows "-" and why.
 import argparse
 import datetime
 import json
+import math
 import os
 import sys
 import tempfile
@@ -69,12 +76,15 @@ attnjit, ATTNJIT_MISSING = bp.attnjit, bp.ATTNJIT_MISSING
 
 # Paged-layout peers first: the page pool is dropped before the contiguous
 # ones run (cuDNN's batched copies of the largest sweep points need the room).
-PEERS = ["attnjit_paged", "triton_splitkv_paged", "attnjit_contig", "triton_splitkv_contig",
-         "sdpa_cudnn", "flex"]
-PAGED_PEERS = ("attnjit_paged", "triton_splitkv_paged")
+PEERS = ["attnjit_paged", "attnjit_paged_fp8", "triton_splitkv_paged", "attnjit_contig",
+         "triton_splitkv_contig", "sdpa_cudnn", "flex"]
+PAGED_PEERS = ("attnjit_paged", "attnjit_paged_fp8", "triton_splitkv_paged")
 SWEEP_PEERS = ["attnjit_paged", "attnjit_contig", "sdpa_cudnn"]
-OWN = ("attnjit_paged", "attnjit_contig", "triton_splitkv_paged", "triton_splitkv_contig")
-ATTNJIT_ROWS = ("attnjit_contig", "attnjit_paged")
+OWN = ("attnjit_paged", "attnjit_paged_fp8", "attnjit_contig", "triton_splitkv_paged",
+       "triton_splitkv_contig")
+ATTNJIT_ROWS = ("attnjit_contig", "attnjit_paged", "attnjit_paged_fp8")
+FP8_PEER = "attnjit_paged_fp8"
+FP8_TARGET_RATIO = 0.55      # issue 13: fp8 paged decode at most 0.55x bf16 paged
 ERROR_BOUND = bp.ERROR_BOUND
 
 SWEEP_BATCH = [1, 4, 16, 64, 256]
@@ -124,6 +134,31 @@ def quick_problems():
     ], sweep_problems([(1, 2048), (4, 32768)])[0]
 
 
+def peer_kv_bytes(size, peer):
+    """The K/V bytes a peer reads: e4m3 pools are half of bf16's."""
+    return size / 2 if peer == FP8_PEER else size
+
+
+def quantize_kv(x):
+    """K and V rounded, in place in every copy (contiguous and paged), to
+    e4m3 values times a power-of-two scale per tensor (so the bf16 copies
+    hold exactly what the e4m3 pools decode to, and one reference serves
+    every peer); adds the e4m3 pools x.k_cache8, x.v_cache8 and the float32
+    scales x.k_scale, x.v_scale of one element."""
+    fp8 = torch.float8_e4m3fn
+    for name in ("k", "v"):
+        t = getattr(x, name)
+        amax = float(t.abs().max()) if t.numel() else 0.0
+        scale = 2.0 ** math.ceil(math.log2(amax / 448.0)) if amax > 0 else 1.0
+        cache = getattr(x, name + "_cache")
+        pool = (cache / scale).to(fp8)  # NaN rows (spare pages) stay NaN
+        setattr(x, name + "_cache8", pool)
+        setattr(x, name + "_cache", pool.to(cache.dtype) * scale)
+        setattr(x, name, (t / scale).to(fp8).to(t.dtype) * scale)
+        setattr(x, name + "_scale",
+                torch.tensor([scale], dtype=torch.float32, device=t.device))
+
+
 # --- peers ----------------------------------------------------------------------
 # Builders as in bench_paged.py: (run, packed, out, note) or (None, reason).
 
@@ -153,8 +188,24 @@ def triton_paged_peer(pr, x):
     return run, lambda r: out, out, f"page {pr.page_size}, {splits} split{'s' * (splits > 1)}"
 
 
+def attnjit_fp8_peer(pr, x):
+    if not hasattr(attnjit, "paged_attention"):
+        return None, f"attnjit unavailable ({ATTNJIT_MISSING})"
+    if getattr(x, "k_cache8", None) is None:
+        return None, "no e4m3 pools (quantize_kv)"
+    out = torch.empty_like(x.q)
+
+    def run():
+        return attnjit.paged_attention(
+            x.q, x.k_cache8, x.v_cache8, x.table, x.cu_q, x.used_k, x.max_q, x.max_k,
+            causal=pr.causal, window_size=pr.window, sinks=x.sinks, sinks_mode=pr.sinks,
+            k_scale=x.k_scale, v_scale=x.v_scale, out=out)
+    return run, lambda r: out, out, f"page {pr.page_size}, e4m3 K/V"
+
+
 def gpu_builders():
-    return {"attnjit_paged": bp.attnjit_paged_peer, "attnjit_contig": bp.attnjit_contig_peer,
+    return {"attnjit_paged": bp.attnjit_paged_peer, FP8_PEER: attnjit_fp8_peer,
+            "attnjit_contig": bp.attnjit_contig_peer,
             "triton_splitkv_paged": triton_paged_peer,
             "triton_splitkv_contig": triton_contig_peer,
             "sdpa_cudnn": lambda pr, x: bp.sdpa_peer(pr, x, backend="cudnn"),
@@ -192,6 +243,8 @@ def bench_problem(pr, peers, read_bw, builders, device="cuda", timer=None, dtype
           f"read bandwidth", flush=True)
     try:
         x = build_data(pr, device, dtype=dtype)
+        if FP8_PEER in peers:
+            quantize_kv(x)
         want = bp.reference(pr, x)
     except Exception as e:  # no room for this point, for instance
         for name in peers:
@@ -202,6 +255,7 @@ def bench_problem(pr, peers, read_bw, builders, device="cuda", timer=None, dtype
     for name in peers:
         if name not in PAGED_PEERS and getattr(x, "k_cache", None) is not None:
             x.k_cache = x.v_cache = None  # the paged rows are done
+            x.k_cache8 = x.v_cache8 = None
             if device == "cuda":
                 torch.cuda.empty_cache()
         if name not in builders:
@@ -227,8 +281,9 @@ def bench_problem(pr, peers, read_bw, builders, device="cuda", timer=None, dtype
         t = timer(run)
         row["rel_err"][name], row["ms"][name] = err, t
         if t:
-            row["gbs"][name] = size / (t * 1e-3) / 1e9
-            row["pct_read_bw"][name] = 100.0 * size / (t * 1e-3) / read_bw
+            read = peer_kv_bytes(size, name)
+            row["gbs"][name] = read / (t * 1e-3) / 1e9
+            row["pct_read_bw"][name] = 100.0 * read / (t * 1e-3) / read_bw
         flag = "  CHECK FAILED" if not err <= ERROR_BOUND else ""
         pct = f"{row['pct_read_bw'][name]:5.1f}%" if t else "    -"
         print(f"  {name:<22} {t if t else float('nan'):8.3f} ms {pct} of read bw  "
@@ -287,6 +342,15 @@ def issue_targets(rows, quick):
                                f"cuDNN: {cudnn or r['notes'].get('sdpa_cudnn', 'not run')}")
                 targets.append({"target": f"{r['problem']} {layout}: attnjit <= cuDNN "
                                           "contiguous", "met": met, "detail": detail})
+        if r["beat_cudnn"] and FP8_PEER in r["ms"]:
+            t8, t16 = r["ms"].get(FP8_PEER), r["ms"].get("attnjit_paged")
+            met = (t8 <= FP8_TARGET_RATIO * t16) if t8 and t16 else None
+            targets.append({"target": f"{r['problem']} e4m3 paged: <= {FP8_TARGET_RATIO}x "
+                                      "bf16 paged",
+                            "met": met,
+                            "detail": (f"{t8:.4f} ms vs {t16:.4f} ms ({t8 / t16:.2f}x)"
+                                       if t8 and t16 else
+                                       r["notes"].get(FP8_PEER, "not run"))})
         if r["target_ms"] is not None:
             t = r["ms"].get("attnjit_paged")
             targets.append({"target": f"{r['problem']} paged: attnjit < {r['target_ms']} ms",
@@ -533,6 +597,36 @@ def self_test():
     gpt["target_ms"] = 0.03
     states = [x["state"] for x in issue_targets([issue_row, gpt], quick=False)]
     expect(states == ["MET", "MISSED", "MET"], f"issue targets: {states}")
+    fp8_row = fake_row(5e8, {"attnjit_contig": 0.13, "attnjit_paged": 0.15,
+                             FP8_PEER: 0.09, "sdpa_cudnn": 0.14}, group="issue")
+    fp8_row["beat_cudnn"] = True
+    fp8_targets = [x for x in issue_targets([fp8_row], quick=False) if "e4m3" in x["target"]]
+    expect(len(fp8_targets) == 1 and fp8_targets[0]["state"] == "MISSED",
+           f"e4m3 target at 0.60x: {fp8_targets[0]['detail'] if fp8_targets else 'absent'}")
+    expect(peer_kv_bytes(4e8, FP8_PEER) == 2e8 and peer_kv_bytes(4e8, "attnjit_paged") == 4e8,
+           "e4m3 rows read half the bytes")
+
+    print("e4m3 K/V (quantize_kv):")
+    pr = decode_problem("decode_fp8_small", 3, 70, 8, 2, 64)
+    x = build_data(pr, "cpu")
+    k_before = x.k.float().clone()
+    quantize_kv(x)
+    seq = torch.repeat_interleave(torch.arange(pr.batch), torch.tensor(pr.n_k))
+    pos = torch.arange(sum(pr.n_k)) - x.cu_k.long()[seq]
+    page = x.table[seq, pos // pr.page_size].long()
+    expect(torch.equal(x.k_cache[page, pos % pr.page_size], x.k)
+           and torch.equal(x.v_cache[page, pos % pr.page_size], x.v),
+           "the paged and contiguous copies hold the same rounded values")
+    decoded = x.k_cache8.to(torch.float32) * float(x.k_scale)
+    used = ~torch.isnan(x.k_cache.float())
+    expect(torch.equal(decoded[used], x.k_cache.float()[used]),
+           "the bf16 pool is the e4m3 pool times its scale, exactly")
+    scale = float(x.k_scale)
+    expect(math.log2(scale) == round(math.log2(scale)) and
+           float(x.k.float().abs().max()) <= 448 * scale,
+           f"a power-of-two scale ({scale}) within e4m3's range")
+    rel = float((x.k.float() - k_before).norm() / k_before.norm())
+    expect(0 < rel < 0.05, f"rounding error {rel:.3f} (e4m3: 3 mantissa bits)")
 
     print("the peers on small decodes (CPU, fp32; times are placeholders):")
     interpret = os.environ.get("TRITON_INTERPRET") == "1"
