@@ -178,6 +178,10 @@ ATTNJIT_EXPR_FN long long floordiv64(long long a, long long c) {
 // divisor (of one sign) for a fixed a: over a box its extremes lie on the
 // corners. The divisor's interval is split at 0, and 0 itself gives 0.
 ATTNJIT_EXPR_FN ival idiv(ival a, ival b) {
+  // One positive divisor (a runtime chunk size, a literal): floored
+  // division is monotone in a, so the ends map to the ends, in 32 bits
+  // (|floor(a / c)| <= |a| for c >= 1: no overflow).
+  if (b.lo == b.hi && b.lo > 0) return ival{div(a.lo, b.lo), div(a.hi, b.lo)};
   bool any = false;
   long long lo = 0, hi = 0;
   if (b.lo <= 0 && 0 <= b.hi) {
