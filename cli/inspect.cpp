@@ -75,7 +75,9 @@ int run_specs(const std::vector<std::string>& files) {
       std::printf("  extends %s; its own args:", spec.extends.c_str());
       const size_t inherited = load_embedded_spec(spec.extends).args.size();
       for (size_t i = inherited; i < spec.args.size(); ++i) {
-        std::printf(" %s", spec.args[i].name.c_str());
+        const ArgDecl& a = spec.args[i];
+        std::printf(" %s (%s%s%s%s)", a.name.c_str(), to_string(a.type), a.per ? ", per " : "",
+                    a.per ? to_string(*a.per) : "", a.sorted ? ", sorted" : "");
       }
       std::printf("%s\n", inherited == spec.args.size() ? " none" : "");
     }

@@ -154,19 +154,21 @@ void check_enum_type_names(const SpecReader& reader, const std::vector<FlagDecl>
   }
 }
 
+// The arg types a spec spells out in full.
+const std::vector<std::pair<std::string, ArgType>> kFixedArgTypes = {
+    {"const float*", ArgType::kConstF32Ptr},
+    {"float*", ArgType::kF32Ptr},
+    {"const int32*", ArgType::kConstI32Ptr},
+    {"int32*", ArgType::kI32Ptr},
+    {"int32", ArgType::kI32},
+    {"int64", ArgType::kI64},
+    {"float", ArgType::kF32},
+    {"tensor_map", ArgType::kTensorMap}};
+
 ArgDecl parse_arg_type(const SpecReader& reader, const Spec& spec, const YAML::Node& node,
                        ArgDecl arg) {
   const std::string text = reader.text(node, "arg " + quoted(arg.name) + ": type");
-  static const std::vector<std::pair<std::string, ArgType>> kFixed = {
-      {"const float*", ArgType::kConstF32Ptr},
-      {"float*", ArgType::kF32Ptr},
-      {"const int32*", ArgType::kConstI32Ptr},
-      {"int32*", ArgType::kI32Ptr},
-      {"int32", ArgType::kI32},
-      {"int64", ArgType::kI64},
-      {"float", ArgType::kF32},
-      {"tensor_map", ArgType::kTensorMap}};
-  for (const auto& [spelling, type] : kFixed) {
+  for (const auto& [spelling, type] : kFixedArgTypes) {
     if (text == spelling) {
       arg.type = type;
       return arg;
@@ -364,6 +366,13 @@ std::vector<ArgDecl> parse_args(const SpecReader& reader, const Spec& spec,
 }
 
 }  // namespace detail
+
+const char* to_string(ArgType type) {
+  for (const auto& [spelling, fixed] : detail::kFixedArgTypes) {
+    if (fixed == type) return spelling.c_str();
+  }
+  return type == ArgType::kConstElemPtr ? "const <type flag>*" : "<type flag>*";
+}
 
 std::string SourceLocation::str() const {
   if (line <= 0) return file;

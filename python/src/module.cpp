@@ -103,16 +103,6 @@ UserSpec load_user_spec(const std::string& text, const std::string& source_name)
   return UserSpec{std::move(spec)};
 }
 
-const char* arg_type_text(ArgType type) {
-  switch (type) {
-    case ArgType::kI32: return "int32";
-    case ArgType::kF32: return "float";
-    case ArgType::kConstI32Ptr: return "const int32*";
-    case ArgType::kConstF32Ptr: return "const float*";
-    default: return "other";
-  }
-}
-
 // The spec's own args (after the attention spec's), in declaration order:
 // name, type, per (None for a scalar), size (a table's: int, the int32
 // arg's name, or None), sorted and doc.
@@ -123,7 +113,7 @@ nb::list user_spec_args(const UserSpec& u) {
     const ArgDecl& a = u.spec->args[i];
     nb::dict d;
     d["name"] = a.name;
-    d["type"] = arg_type_text(a.type);
+    d["type"] = to_string(a.type);
     d["per"] = a.per ? nb::object(nb::str(to_string(*a.per))) : nb::none();
     if (!a.table_size_arg.empty()) {
       d["size"] = a.table_size_arg;

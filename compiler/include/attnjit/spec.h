@@ -93,6 +93,10 @@ enum class ArgType {
   kTensorMap,     // "tensor_map": a TMA descriptor, passed by value (__grid_constant__)
 };
 
+// The spec's spelling of a fixed type ("const int32*", "float", ...); an
+// element-typed pointer reads "const <type flag>*" / "<type flag>*".
+const char* to_string(ArgType type);
+
 struct ArgDecl {
   std::string name;
   ArgType type = ArgType::kI32;
