@@ -160,6 +160,15 @@ class UserAttention:
             return triples
         return check
 
+    def _eager_user(self, given, cu_seqlens_q, cu_seqlens_k, check, op):
+        """The `user` of an eager launch (its names checked now, the rest
+        with the sizes), after the host check of sorted tensors when
+        `check`."""
+        checker = self._checker(given, op)
+        if check:
+            self._check_sorted(given, cu_seqlens_q, cu_seqlens_k, op)
+        return self._spec, checker
+
     def _check_sorted(self, given, cu_seqlens_q, cu_seqlens_k, op):
         """check=True: a tensor declared `sorted` does not decrease over
         its domain (each sequence's tokens, the heads, the table). Reads
@@ -222,8 +231,7 @@ class UserAttention:
         """varlen_attention with the spec's mask and score; its own args
         as keywords. Returns out, or (out, lse) when return_lse."""
         op = self._op()
-        if torch.compiler.is_compiling() or (isinstance(q, torch.Tensor)
-                                             and type(q) is not torch.Tensor):
+        if _traced(q):
             self._check_names(args, op)
             _varlen._validate(q, k, v, cu_seqlens_q, cu_seqlens_k,
                               max_seqlen_q, max_seqlen_k, softmax_scale,
@@ -239,18 +247,13 @@ class UserAttention:
                 sinks_mode, mm_prefix_ranges, bool(mm_prefix_clamp),
                 float(softcap), bool(return_lse), tensors, ints, floats,
                 bool(check))
-            if out is not None:
-                out.copy_(result)
-                result = out
-            return (result, lse) if return_lse else result
-        checker = self._checker(args, op)
-        if check:
-            self._check_sorted(args, cu_seqlens_q, cu_seqlens_k, op)
+            return _returned(result, lse, out, return_lse)
+        user = self._eager_user(args, cu_seqlens_q, cu_seqlens_k, check, op)
         result, lse = _varlen._launch(
             q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seqlen_k,
             softmax_scale, causal, window_size, sinks, sinks_mode,
             mm_prefix_ranges, mm_prefix_clamp, softcap, return_lse, out,
-            check, user=(self._spec, checker))
+            check, user=user)
         return (result, lse) if return_lse else result
 
     def paged(self, q, k_cache, v_cache, block_table, cu_seqlens_q, seqused_k,
@@ -278,8 +281,7 @@ class UserAttention:
                 _fail(ValueError, f"cu_seqlens_k must be a contiguous 1-D "
                                   f"[B+1] tensor like cu_seqlens_q, got shape "
                                   f"{list(cu_seqlens_k.shape)}", op)
-        if torch.compiler.is_compiling() or (isinstance(q, torch.Tensor)
-                                             and type(q) is not torch.Tensor):
+        if _traced(q):
             _paged._validate(q, k_cache, v_cache, block_table, cu_seqlens_q,
                              seqused_k, max_seqlen_q, max_seqlen_k,
                              softmax_scale, window_size, sinks, sinks_mode,
@@ -294,20 +296,30 @@ class UserAttention:
                 sinks_mode, mm_prefix_ranges, bool(mm_prefix_clamp),
                 float(softcap), k_scale, v_scale, bool(return_lse), tensors,
                 ints, floats, bool(check))
-            if out is not None:
-                out.copy_(result)
-                result = out
-            return (result, lse) if return_lse else result
-        checker = self._checker(args, op)
-        if check:
-            self._check_sorted(args, cu_seqlens_q, cu_seqlens_k, op)
+            return _returned(result, lse, out, return_lse)
+        user = self._eager_user(args, cu_seqlens_q, cu_seqlens_k, check, op)
         result, lse = _paged._launch(
             q, k_cache, v_cache, block_table, cu_seqlens_q, seqused_k,
             max_seqlen_q, max_seqlen_k, softmax_scale, causal, window_size,
             sinks, sinks_mode, mm_prefix_ranges, mm_prefix_clamp, softcap,
-            k_scale, v_scale, return_lse, out, check,
-            user=(self._spec, checker), cu_seqlens_k=cu_seqlens_k)
+            k_scale, v_scale, return_lse, out, check, user=user,
+            cu_seqlens_k=cu_seqlens_k)
         return (result, lse) if return_lse else result
+
+
+def _traced(q):
+    """Under torch.compile, or with a tensor subclass such as FakeTensor:
+    the call goes through the custom op."""
+    return torch.compiler.is_compiling() or (isinstance(q, torch.Tensor)
+                                             and type(q) is not torch.Tensor)
+
+
+def _returned(result, lse, out, return_lse):
+    """The custom op's result as the call returns it (into `out` if given)."""
+    if out is not None:
+        out.copy_(result)
+        result = out
+    return (result, lse) if return_lse else result
 
 
 def _int32(value, name, op):
