@@ -177,7 +177,8 @@ attention::TileConfig tile_config_of(const Signature& sig) {
   return attention::make_tile_config(attention::TileShape{
       int(sig.flags.get_int("head_dim")), param("block_m"), param("block_n"), param("warps"),
       param("stages"), param("min_blocks"), param("pack_gqa") != 0, param("wgmma") != 0,
-      sig.options.max_registers != 0, sig.flags.get_name("kv_dtype") == "fp8_e4m3"});
+      sig.options.max_registers != 0, sig.flags.get_name("kv_dtype") == "fp8_e4m3",
+      sig.flags.get_bool("split_kv"), attention::smem_per_sm(sig.options.target.sm)});
 }
 
 // The kernel ABI: the struct generated from the spec's `args`, filled by
@@ -484,7 +485,7 @@ void AttentionKernel::init_from(const Signature& sig, const LookupResult& found,
   tma_ = tile.shape.wgmma && !tile.shape.kv_fp8;  // fp8 K/V: the producer converts
   tma_box_ = TmaBox{tile.tma_chunk, tile.tma_box_rows, tile.swizzle_bytes};
   block_n_ = tile.shape.block_n;
-  min_blocks_ = tile.shape.min_blocks;
+  min_blocks_ = tile.blocks_per_sm;  // what the launch bound and the shared memory allow
   split_keys_ = int(sig.tuning_value("split_keys"));
   source_ = found.source;
   cache_ = &cache;

@@ -36,7 +36,9 @@ struct attention_prefill_traits {
   static_assert(ATTNJIT_HAS_WGMMA || C::wgmma == 0, "wgmma = 1 needs the sm_90a target");
   static constexpr unsigned threads = attention::tile_config<C>().threads;
   static constexpr unsigned smem_bytes = attention::tile_config<C>().smem_bytes;
-  static constexpr unsigned min_blocks = C::min_blocks;  // blocks per SM to fit
+  // Blocks per SM to fit: the tuning's min_blocks, fewer where the shared
+  // memory does not hold that many (tile_config.cuh).
+  static constexpr unsigned min_blocks = attention::tile_config<C>().blocks_per_sm;
 };
 
 template <class C>

@@ -25,7 +25,19 @@ struct TileShape {
   int head_dim, block_m, block_n, warps, stages, min_blocks;
   bool pack_gqa, wgmma, register_cap;
   bool kv_fp8 = false;  // K/V stored as fp8 (kv_dtype), converted on the way in
+  bool split_kv = false;  // the split-KV epilogue (its flag in shared memory)
+  // Shared memory of one SM on the target (smem_per_sm(); 0: unknown, then
+  // min_blocks is taken as it is).
+  int smem_per_sm = 0;
 };
+
+// Shared memory of one SM that blocks can have, by compute capability
+// (major * 10 + minor); 0 for an unknown one.
+ATTNJIT_TILE_CONSTEXPR int smem_per_sm(int sm) {
+  return sm >= 90 ? 233472 : sm == 80 || sm == 87 ? 167936 : sm >= 86 ? 102400 : 0;
+}
+// What the driver keeps of an SM's shared memory per resident block.
+constexpr int kReservedSmemPerBlock = 1024;
 
 struct TileConfig {
   TileShape shape;
@@ -49,6 +61,12 @@ struct TileConfig {
   // (the launch share otherwise; producer 0 on the mma.sync path).
   int launch_registers, producer_registers, consumer_registers;
   bool rebalance;
+  // Blocks of this variant one SM holds: min_blocks, or fewer where the
+  // shared memory (dynamic, the split epilogue's static flag, the
+  // driver's reserve) does not fit that many. The launch bound and the
+  // register shares use it: asking for blocks that cannot be resident
+  // only takes registers away.
+  int blocks_per_sm;
 };
 
 // Warpgroup MMAs read tiles in column chunks of the widest hardware swizzle
@@ -98,7 +116,7 @@ ATTNJIT_TILE_CONSTEXPR void set_shared_memory(TileConfig& c) {
 // forever).
 ATTNJIT_TILE_CONSTEXPR void set_registers(TileConfig& c) {
   const TileShape& s = c.shape;
-  const int share = 65536 / (c.threads * s.min_blocks) / 8 * 8;
+  const int share = 65536 / (c.threads * c.blocks_per_sm) / 8 * 8;
   c.launch_registers = share > 255 ? 255 : share;
   c.rebalance = s.wgmma && !s.register_cap && c.launch_registers < 232;
   c.producer_registers = s.wgmma ? c.launch_registers : 0;
@@ -109,6 +127,19 @@ ATTNJIT_TILE_CONSTEXPR void set_registers(TileConfig& c) {
   c.producer_registers = s.kv_fp8 ? 64 : wg == 1 ? 40 : wg == 2 ? 24 : 32;
   const int consumer = ((wg + 1) * c.launch_registers - c.producer_registers) / wg / 8 * 8;
   c.consumer_registers = consumer > 256 ? 256 : consumer;
+}
+
+// Blocks per SM (TileConfig::blocks_per_sm). The split epilogue's
+// `__shared__` flag is static shared memory, padded to the dynamic
+// window's alignment (1024 bytes on the wgmma path, 128 on mma.sync).
+ATTNJIT_TILE_CONSTEXPR void set_blocks_per_sm(TileConfig& c) {
+  const TileShape& s = c.shape;
+  c.blocks_per_sm = s.min_blocks < 1 ? 1 : s.min_blocks;
+  if (s.smem_per_sm <= 0) return;
+  const int static_smem = s.split_kv ? (s.wgmma ? 1024 : 128) : 0;
+  const int per_block = int(c.smem_bytes) + static_smem + kReservedSmemPerBlock;
+  const int fit = s.smem_per_sm / per_block;
+  if (fit < c.blocks_per_sm) c.blocks_per_sm = fit < 1 ? 1 : fit;
 }
 
 }  // namespace tile_detail
@@ -131,6 +162,7 @@ ATTNJIT_TILE_CONSTEXPR TileConfig make_tile_config(const TileShape& shape) {
   c.tma_box_rows = shape.block_n;
   c.tma_box_bytes = unsigned(shape.block_n * c.swizzle_bytes);
   tile_detail::set_shared_memory(c);
+  tile_detail::set_blocks_per_sm(c);
   tile_detail::set_registers(c);
   return c;
 }
@@ -199,9 +231,14 @@ ATTNJIT_TILE_CONSTEXPR TileConfig tile_config() {
 #else
   constexpr bool kRegisterCap = false;
 #endif
+#if defined(__CUDA_ARCH__)
+  constexpr int kSmemPerSm = smem_per_sm(__CUDA_ARCH__ / 10);
+#else
+  constexpr int kSmemPerSm = 0;  // compiled for the host: the caller's shape says
+#endif
   return make_tile_config(TileShape{C::head_dim, C::block_m, C::block_n, C::warps, C::stages,
                                     C::min_blocks, C::pack_gqa != 0, C::wgmma != 0, kRegisterCap,
-                                    KvFp8<C>::value});
+                                    KvFp8<C>::value, C::split_kv, kSmemPerSm});
 }
 
 }  // namespace attention

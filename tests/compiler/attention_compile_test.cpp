@@ -1,6 +1,7 @@
 // Every variant of the attention spec's matrix and presets compiles with
-// NVRTC for sm_80 and sm_90a, carries its launch info, and asks for no more
-// shared memory per block than the target has.
+// NVRTC for sm_80 and sm_90a, carries its launch info, asks for no more
+// shared memory per block than the target has, and (warpgroup kernels)
+// starts with the registers of the blocks per SM its shared memory allows.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -22,6 +23,13 @@ int smem_limit(const Target& t) {
   if (t.sm == 80) return 166912;
   if (t.sm == 86 || t.sm == 89) return 101376;
   return 232448;  // sm_90
+}
+
+// Shared memory of one SM, bytes.
+int smem_per_sm(const Target& t) {
+  if (t.sm == 80) return 167936;
+  if (t.sm == 86 || t.sm == 89) return 102400;
+  return 233472;  // sm_90
 }
 
 TEST(AttentionCompile, EveryMatrixVariantCompilesForSm80AndSm90a) {
@@ -51,8 +59,14 @@ TEST(AttentionCompile, EveryMatrixVariantCompilesForSm80AndSm90a) {
         // The warpgroup kernels move registers from the producer to the
         // consumers (setmaxnreg) assuming the kernel starts with the launch
         // bound's share; with fewer, setmaxnreg.inc would wait forever.
-        const int share = std::min(
-            255, 65536 / (k.resources.threads * int(sig.tuning_value("min_blocks"))) / 8 * 8);
+        // The blocks per SM the launch bound asks for: min_blocks, or as
+        // many as the target's shared memory holds (the kernel's own
+        // static and dynamic bytes and the driver's 1 KiB reserve).
+        const int per_block =
+            std::max(0, k.resources.static_smem) + std::max(0, k.resources.dynamic_smem) + 1024;
+        const int fit = std::max(1, smem_per_sm(sig.options.target) / per_block);
+        const int blocks = std::min(int(sig.tuning_value("min_blocks")), fit);
+        const int share = std::min(255, 65536 / (k.resources.threads * blocks) / 8 * 8);
         if (sig.tuning_value("wgmma") != 0 && sig.options.max_registers == 0 &&
             k.resources.registers >= 0 && share < 232 && k.resources.registers != share) {
           problem = "uses " + std::to_string(k.resources.registers) +

@@ -6,6 +6,7 @@
 // chunk; a register cap turns rebalancing off; the grid is the runtime's.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <random>
 
 #include "attention/tile_config.h"
@@ -97,6 +98,50 @@ TEST(TileConfig, SpecRulesMatchWhatTheKernelsReport) {
       // The barriers sit past the tiles (or the staged output), 32 bytes
       // per stage, after 1024 bytes of alignment slack.
       EXPECT_EQ(c.smem_bytes, 1024 + c.barrier_offset + 32u * unsigned(e.shape.stages));
+    }
+  }
+}
+
+// Blocks per SM: min_blocks where the shared memory holds that many, else
+// as many as it holds (the split epilogue's static flag and the driver's
+// reserve counted); the launch share of registers follows.
+TEST(TileConfig, BlocksPerSmKeepToTheSharedMemory) {
+  const int h100 = attention::smem_per_sm(90), a100 = attention::smem_per_sm(80);
+  EXPECT_EQ(h100, 233472);
+  EXPECT_EQ(a100, 167936);
+  EXPECT_EQ(attention::smem_per_sm(86), 102400);
+  // D 128 over fp8 pages, 64-key tiles, 2 stages: 115776 B; two blocks
+  // would need 235648 B with the flag and the reserve: one fits.
+  TileShape fp8_paged{128, 64, 64, 4, 2, 2, true, true, false, true, true, h100};
+  TileConfig c = make_tile_config(fp8_paged);
+  EXPECT_EQ(c.smem_bytes, 115776u);
+  EXPECT_EQ(c.blocks_per_sm, 1);
+  EXPECT_EQ(c.launch_registers, 255);
+  EXPECT_FALSE(c.rebalance);
+  // The same with 32-key tiles (the fp8 paged rule): two fit, 128 each.
+  fp8_paged.block_n = 32;
+  c = make_tile_config(fp8_paged);
+  EXPECT_EQ(c.blocks_per_sm, 2);
+  EXPECT_EQ(c.launch_registers, 128);
+  // Unknown capacity (0): min_blocks as asked.
+  fp8_paged.block_n = 64;
+  fp8_paged.smem_per_sm = 0;
+  EXPECT_EQ(make_tile_config(fp8_paged).blocks_per_sm, 2);
+  // Every spec-shaped config: never more than min_blocks, at least one,
+  // and what it says fits does fit.
+  for (const Expected& e : kExpected) {
+    for (const int capacity : {h100, a100, attention::smem_per_sm(89)}) {
+      for (const bool split : {false, true}) {
+        TileShape shape = e.shape;
+        shape.split_kv = split;
+        shape.smem_per_sm = capacity;
+        const TileConfig t = make_tile_config(shape);
+        EXPECT_GE(t.blocks_per_sm, 1);
+        EXPECT_LE(t.blocks_per_sm, std::max(1, shape.min_blocks));
+        const int per_block = int(t.smem_bytes) + (split ? (shape.wgmma ? 1024 : 128) : 0) +
+                              attention::kReservedSmemPerBlock;
+        if (per_block <= capacity) EXPECT_LE(t.blocks_per_sm * per_block, capacity);
+      }
     }
   }
 }
