@@ -81,6 +81,9 @@ class UserAttention:
     at least as many elements as their `per` needs: key_token total_k (with
     a paged cache: indexed through cu_seqlens_k, which must then be given),
     query_token total_q, sequence B, head Hq, kv_head Hkv, table its size.
+    A tensor the spec declares `sorted` must not decrease over its domain
+    (each sequence's tokens, the heads, the table): tile classification
+    skips key tiles on that promise. check=True verifies it on the host.
     """
 
     def __init__(self, spec, spec_id):
