@@ -175,6 +175,63 @@ def test_check_finds_a_sorted_tensor_that_decreases():
         spec(q, q, q, cu, cu, 4, 4, doc=good, check=True)
 
 
+def test_the_eager_call_hands_the_launch_typed_args(monkeypatch):
+    """The eager path's wiring, without a GPU: with the device check and
+    the launch replaced, a call hands the launch its spec (in the kernel
+    key) and the spec's args as (name, kind, value) in declaration order."""
+    from attnjit import _varlen
+    launched = []
+    monkeypatch.setattr(_varlen, "_check_device", lambda *a, **k: -1)  # "the CPU"
+    monkeypatch.setattr(_varlen, "_launch_on",
+                        lambda device, key, method, args, user_args=():
+                        launched.append((key, method, list(user_args))))
+    spec = attnjit.load_spec(DOCUMENT)
+    q = torch.zeros(12, 4, 64, dtype=torch.bfloat16)
+    k = torch.zeros(12, 2, 64, dtype=torch.bfloat16)
+    cu = _cu((5, 7))
+    doc = torch.zeros(12, dtype=torch.int32)
+    table = torch.zeros(8)
+    spec(q, k, k, cu, cu, 7, 7, doc=doc, limit=9, table=table, width=8,
+         tilt=0.5)
+    (key, method, user_args), = launched
+    assert method == "launch" and key[-1] is spec._spec
+    assert [(n, kind) for n, kind, _ in user_args] == [
+        ("doc", "ptr"), ("limit", "int32"), ("table", "ptr"),
+        ("width", "int32"), ("tilt", "float")]
+    assert user_args[0][2] == doc.data_ptr() and user_args[1][2] == 9
+    assert user_args[4][2] == 0.5
+    # A tensor too short for its domain stops the call before the launch.
+    with pytest.raises(ValueError, match="needs at least 12 elements"):
+        spec(q, k, k, cu, cu, 7, 7, doc=doc[:11], limit=9, table=table,
+             width=8, tilt=0.5)
+    assert len(launched) == 1
+
+
+def test_the_eager_paged_call_passes_cu_seqlens_k(monkeypatch):
+    """The paged launch gets cu_seqlens_k (where each sequence's keys start
+    in a key-token tensor) after its other arguments, and the spec's args."""
+    from attnjit import _paged
+    launched = []
+    monkeypatch.setattr(_paged, "_check_device", lambda *a, **k: -1)  # "the CPU"
+    monkeypatch.setattr(_paged, "_launch_on",
+                        lambda device, key, method, args, user_args=():
+                        launched.append((key, method, args, list(user_args))))
+    spec = attnjit.load_spec(EXAMPLES / "document.yaml")
+    q = torch.zeros(2, 4, 64, dtype=torch.bfloat16)
+    cache = torch.zeros(4, 16, 2, 64, dtype=torch.bfloat16)
+    table = torch.zeros(2, 2, dtype=torch.int32)
+    cu_q = _cu((1, 1))
+    cu_k = _cu((20, 9))
+    used = torch.tensor([20, 9], dtype=torch.int32)
+    doc = torch.zeros(29, dtype=torch.int32)
+    spec.paged(q, cache, cache, table, cu_q, used, 1, 20, cu_seqlens_k=cu_k,
+               doc=doc)
+    (key, method, args, user_args), = launched
+    assert method == "launch_paged" and key[-1] is spec._spec
+    assert args[-1] == cu_k.data_ptr()
+    assert user_args == [("doc", "ptr", doc.data_ptr())]
+
+
 def test_paged_needs_cu_seqlens_k_for_a_key_token_tensor():
     spec = attnjit.load_spec(DOCUMENT)
     with pytest.raises(ValueError, match="pass cu_seqlens_k"):
