@@ -105,7 +105,7 @@ def _window(device, batch, seqlen, hq):
 
     def mask(b, h, p, j):
         return (j <= p) & (p - j <= window)
-    return dict(window_size=window), mask, None
+    return dict(window=window), mask, None
 
 
 def _key0_bias(device, batch, seqlen, hq):

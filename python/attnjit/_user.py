@@ -30,6 +30,16 @@ from ._varlen import _INT32_MAX, _fail, _tensor
 _SPECS = {}
 
 _TENSOR_DTYPES = {"const int32*": torch.int32, "const float*": torch.float32}
+_ARG_TYPES = ("int32", "float", *_TENSOR_DTYPES)
+
+# The call's own keywords (varlen and paged): a spec arg of one of these
+# names could not be passed, so load_spec refuses it.
+_CALL_KEYWORDS = frozenset((
+    "q", "k", "v", "cu_seqlens_q", "cu_seqlens_k", "max_seqlen_q",
+    "max_seqlen_k", "softmax_scale", "causal", "window_size", "sinks",
+    "sinks_mode", "mm_prefix_ranges", "mm_prefix_clamp", "softcap",
+    "return_lse", "out", "check", "k_cache", "v_cache", "block_table",
+    "seqused_k", "k_scale", "v_scale", "self"))
 
 
 def load_spec(spec):
@@ -56,6 +66,19 @@ def load_spec(spec):
         error = ValueError(str(e))
         error.kind = "spec"
         raise error from None
+    for arg in parsed.args:
+        problem = None
+        if arg["name"] in _CALL_KEYWORDS:
+            problem = ("is also a keyword of the attention call; rename it "
+                       "(the call could not tell them apart)")
+        elif arg["type"] not in _ARG_TYPES:
+            problem = (f"has type {arg['type']}; a spec's own args are "
+                       f"{', '.join(_ARG_TYPES)}")
+        if problem:
+            error = ValueError(f"{source}: spec '{parsed.family}': arg "
+                               f"`{arg['name']}` {problem}")
+            error.kind = "spec"
+            raise error
     spec_id = (parsed.family + "-"
                + hashlib.sha256(text.encode()).hexdigest()[:16])
     attention = _SPECS.get(spec_id)
@@ -126,8 +149,11 @@ class UserAttention:
                              f"{': ' + a['doc'] if a['doc'] else ''})", op)
 
     def _needed(self, arg, given, sizes):
-        """Elements a tensor arg needs, or None where unknown on the host."""
+        """Elements a tensor arg needs, or None where unknown on the host
+        (a paged cache's key tokens; a tensor no expression indexes)."""
         per = arg["per"]
+        if per is None:
+            return None
         if per == "table":
             size = arg["size"]
             if isinstance(size, str):
@@ -135,14 +161,18 @@ class UserAttention:
             return max(size, 0)
         return sizes[per]
 
-    def _checker(self, given, op):
+    def _checker(self, given, op, check=False, cu_seqlens_q=None,
+                 cu_seqlens_k=None, seqused_k=None):
         """The function _varlen._launch / _paged._launch call with the
         checked sizes: it checks the spec's args and returns their launch
-        triples (name, kind, value)."""
+        triples (name, kind, value). With `check`, it also reads on the
+        host that each sorted tensor keeps its promise and, with a paged
+        cache (seqused_k), that the key-token tensors hold each sequence's
+        keys."""
         self._check_names(given, op)
 
-        def check(device, num_seqs, total_q, total_k, heads_q, heads_kv,
-                  pointers):
+        def checker(device, num_seqs, total_q, total_k, heads_q, heads_kv,
+                    pointers):
             sizes = {"key_token": total_k, "query_token": total_q,
                      "sequence": num_seqs, "head": heads_q,
                      "kv_head": heads_kv}
@@ -160,38 +190,46 @@ class UserAttention:
                                   arg["per"], device, pointers, op)
                     triples.append((name, "ptr",
                                     value.data_ptr() if pointers else 0))
+            if check:
+                self._check_values(given, sizes, cu_seqlens_q, cu_seqlens_k,
+                                   seqused_k, op)
             return triples
-        return check
+        return checker
 
-    def _eager_user(self, given, cu_seqlens_q, cu_seqlens_k, check, op):
-        """The `user` of an eager launch (its names checked now, the rest
-        with the sizes), after the host check of sorted tensors when
-        `check`."""
-        checker = self._checker(given, op)
-        if check:
-            self._check_sorted(given, cu_seqlens_q, cu_seqlens_k, op)
-        return self._spec, checker
-
-    def _check_sorted(self, given, cu_seqlens_q, cu_seqlens_k, op):
-        """check=True: a tensor declared `sorted` does not decrease over
-        its domain (each sequence's tokens, the heads, the table). Reads
-        the tensors on the host (synchronizes)."""
+    def _check_values(self, given, sizes, cu_seqlens_q, cu_seqlens_k,
+                      seqused_k, op):
+        """check=True (reads the tensors on the host; synchronizes): with a
+        paged cache, each sequence's keys [cu_seqlens_k[b], + seqused_k[b])
+        lie inside every key-token tensor and before the next sequence's;
+        a tensor declared `sorted` does not decrease over its domain (each
+        sequence's tokens, the heads, the table)."""
+        used = seqused_k.tolist() if seqused_k is not None else None
         for arg in self.args:
-            value = given.get(arg["name"])
-            if not arg["sorted"] or not isinstance(value, torch.Tensor):
+            value = given[arg["name"]]
+            per = arg["per"]
+            if per not in ("key_token", "query_token") and not arg["sorted"]:
                 continue
             values = value.tolist()
-            if arg["per"] in ("key_token", "query_token"):
-                cu = (cu_seqlens_k if arg["per"] == "key_token"
+            segments = [(None, 0, min(len(values), self._needed(
+                arg, given, sizes) or 0))]
+            if per in ("key_token", "query_token"):
+                cu = (cu_seqlens_k if per == "key_token"
                       else cu_seqlens_q).tolist()
-                segments = [(b, cu[b], cu[b + 1]) for b in range(len(cu) - 1)]
-            else:
-                end = len(values)
-                if arg["per"] == "table":
-                    size = arg["size"]
-                    end = min(end, given[size] if isinstance(size, str)
-                              else size)
-                segments = [(None, 0, end)]
+                ends = [cu[b + 1] for b in range(len(cu) - 1)]
+                if per == "key_token" and used is not None:
+                    ends = [cu[b] + used[b] for b in range(len(used))]
+                    for b, end in enumerate(ends):
+                        limit = min(cu[b + 1], len(values))
+                        if end > limit:
+                            past = ("the next sequence's" if cu[b + 1] < len(values)
+                                    else "the tensor's end")
+                            _fail(ValueError, f"`{arg['name']}`: sequence {b} has "
+                                              f"{used[b]} keys from element {cu[b]} "
+                                              f"(cu_seqlens_k), past {past} at "
+                                              f"element {limit}", op)
+                segments = [(b, cu[b], ends[b]) for b in range(len(ends))]
+            if not arg["sorted"]:
+                continue
             for b, start, end in segments:
                 for i in range(start + 1, end):
                     if values[i] < values[i - 1]:
@@ -251,7 +289,8 @@ class UserAttention:
                 float(softcap), bool(return_lse), tensors, ints, floats,
                 bool(check))
             return _returned(result, lse, out, return_lse)
-        user = self._eager_user(args, cu_seqlens_q, cu_seqlens_k, check, op)
+        user = (self._spec, self._checker(args, op, check, cu_seqlens_q,
+                                          cu_seqlens_k))
         result, lse = _varlen._launch(
             q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seqlen_k,
             softmax_scale, causal, window_size, sinks, sinks_mode,
@@ -269,7 +308,6 @@ class UserAttention:
         (int32 [B+1]) is needed by a spec with a key_token tensor: where
         each sequence's keys start in it."""
         op = self._op(paged=True)
-        self._check_names(args, op)
         if any(a["per"] == "key_token" for a in self.args):
             if cu_seqlens_k is None:
                 _fail(ValueError, "this spec reads a per-key-token tensor, "
@@ -284,7 +322,12 @@ class UserAttention:
                 _fail(ValueError, f"cu_seqlens_k must be a contiguous 1-D "
                                   f"[B+1] tensor like cu_seqlens_q, got shape "
                                   f"{list(cu_seqlens_k.shape)}", op)
+            if (isinstance(q, torch.Tensor)
+                    and cu_seqlens_k.get_device() != q.get_device()):
+                _fail(ValueError, f"cu_seqlens_k must be on q's device, got "
+                                  f"{cu_seqlens_k.device} and {q.device}", op)
         if _traced(q):
+            self._check_names(args, op)
             _paged._validate(q, k_cache, v_cache, block_table, cu_seqlens_q,
                              seqused_k, max_seqlen_q, max_seqlen_k,
                              softmax_scale, window_size, sinks, sinks_mode,
@@ -300,7 +343,8 @@ class UserAttention:
                 float(softcap), k_scale, v_scale, bool(return_lse), tensors,
                 ints, floats, bool(check))
             return _returned(result, lse, out, return_lse)
-        user = self._eager_user(args, cu_seqlens_q, cu_seqlens_k, check, op)
+        user = (self._spec, self._checker(args, op, check, cu_seqlens_q,
+                                          cu_seqlens_k, seqused_k))
         result, lse = _paged._launch(
             q, k_cache, v_cache, block_table, cu_seqlens_q, seqused_k,
             max_seqlen_q, max_seqlen_k, softmax_scale, causal, window_size,
@@ -384,7 +428,8 @@ def _user_attention_op(
         q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seqlen_k,
         softmax_scale, causal, (window_left, window_right), sinks, sinks_mode,
         mm_prefix_ranges, mm_prefix_clamp, softcap, return_lse, None, check,
-        user=(spec._spec, spec._checker(given, spec._op())))
+        user=(spec._spec, spec._checker(given, spec._op(), check,
+                                        cu_seqlens_q, cu_seqlens_k)))
     if lse is None:
         lse = q.new_empty((0,), dtype=torch.float32)
     return out, lse
@@ -427,7 +472,9 @@ def _user_paged_attention_op(
         max_seqlen_q, max_seqlen_k, softmax_scale, causal,
         (window_left, window_right), sinks, sinks_mode, mm_prefix_ranges,
         mm_prefix_clamp, softcap, k_scale, v_scale, return_lse, None, check,
-        user=(spec._spec, spec._checker(given, spec._op(paged=True))),
+        user=(spec._spec, spec._checker(given, spec._op(paged=True), check,
+                                        cu_seqlens_q, cu_seqlens_k,
+                                        seqused_k)),
         cu_seqlens_k=cu_seqlens_k)
     if lse is None:
         lse = q.new_empty((0,), dtype=torch.float32)

@@ -158,33 +158,100 @@ def test_a_cpu_tensor_arg_is_refused():
         _fake_call(spec, doc=lambda d: torch.empty(12, dtype=torch.int32))
 
 
-def test_check_finds_a_sorted_tensor_that_decreases():
-    """check=True reads a sorted tensor on the host before anything runs;
-    CPU tensors then stop at the device check, after the sorted check."""
+@pytest.fixture
+def no_device(monkeypatch):
+    """The eager paths without a GPU: the device checks pass CPU tensors
+    (device -1) and the launches are recorded instead of run."""
+    from attnjit import _paged, _varlen
+    launched = []
+    for module in (_varlen, _paged):
+        monkeypatch.setattr(module, "_check_device", lambda *a, **k: -1)
+        monkeypatch.setattr(module, "_launch_on",
+                            lambda device, key, method, args, user_args=():
+                            launched.append((key, method, args,
+                                             list(user_args))))
+    return launched
+
+
+def test_check_finds_a_sorted_tensor_that_decreases(no_device):
+    """check=True reads a sorted tensor on the host, after the other
+    checks and before the launch; each sequence is its own domain."""
     spec = attnjit.load_spec(EXAMPLES / "document.yaml")
-    lens = (4, 3)
     q = torch.zeros(7, 2, 64, dtype=torch.bfloat16)
-    cu = _cu(lens)
+    cu = _cu((4, 3))
     bad = torch.tensor([0, 0, 1, 1, 5, 4, 4], dtype=torch.int32)
     with pytest.raises(ValueError, match=r"`doc` is declared sorted but "
                                          r"decreases at element 5 \(sequence 1\)"):
         spec(q, q, q, cu, cu, 4, 4, doc=bad, check=True)
-    # Across sequences it may fall: each sequence is its own domain.
+    assert not no_device
+    spec(q, q, q, cu, cu, 4, 4, doc=bad)  # unchecked: the caller's promise
     good = torch.tensor([3, 3, 4, 9, 0, 0, 2], dtype=torch.int32)
-    with pytest.raises(ValueError, match="CUDA tensors"):
-        spec(q, q, q, cu, cu, 4, 4, doc=good, check=True)
+    spec(q, q, q, cu, cu, 4, 4, doc=good, check=True)
+    assert len(no_device) == 2
 
 
-def test_the_eager_call_hands_the_launch_typed_args(monkeypatch):
-    """The eager path's wiring, without a GPU: with the device check and
-    the launch replaced, a call hands the launch its spec (in the kernel
-    key) and the spec's args as (name, kind, value) in declaration order."""
-    from attnjit import _varlen
-    launched = []
-    monkeypatch.setattr(_varlen, "_check_device", lambda *a, **k: -1)  # "the CPU"
-    monkeypatch.setattr(_varlen, "_launch_on",
-                        lambda device, key, method, args, user_args=():
-                        launched.append((key, method, list(user_args))))
+def test_check_reads_a_paged_key_token_tensor_where_the_kernel_does(no_device):
+    """With a paged cache a sequence's ids are [cu_seqlens_k[b], +
+    seqused_k[b]): check=True refuses ranges past the next sequence or the
+    tensor, and checks sortedness over exactly that range."""
+    spec = attnjit.load_spec(EXAMPLES / "document.yaml")
+    q = torch.zeros(2, 4, 64, dtype=torch.bfloat16)
+    cache = torch.zeros(4, 16, 2, 64, dtype=torch.bfloat16)
+    table = torch.zeros(2, 2, dtype=torch.int32)
+    cu_q = _cu((1, 1))
+    used = torch.tensor([20, 9], dtype=torch.int32)
+
+    def call(cu_k, doc):
+        spec.paged(q, cache, cache, table, cu_q, used, 1, 20,
+                   cu_seqlens_k=torch.tensor(cu_k, dtype=torch.int32),
+                   doc=torch.tensor(doc, dtype=torch.int32), check=True)
+
+    call([0, 20, 29], [0] * 29)
+    call([0, 25, 40], [0] * 20 + [7] * 5 + [1] * 15)  # past used: not read
+    with pytest.raises(ValueError, match=r"sequence 0 has 20 keys from element "
+                                         r"0 \(cu_seqlens_k\), past the next "
+                                         r"sequence's at element 15"):
+        call([0, 15, 24], [0] * 24)
+    with pytest.raises(ValueError, match="past the tensor's end at element 28"):
+        call([0, 20, 29], [0] * 28)
+    with pytest.raises(ValueError, match=r"decreases at element 3 \(sequence 0\)"):
+        call([0, 20, 29], [0, 1, 2, 1] + [5] * 25)
+    assert len(no_device) == 2
+
+
+def test_paged_cu_seqlens_k_must_be_on_qs_device():
+    spec = attnjit.load_spec(EXAMPLES / "document.yaml")
+    from torch._subclasses.fake_tensor import FakeTensorMode
+    with FakeTensorMode():
+        q = torch.empty(2, 4, 64, device="cuda", dtype=torch.bfloat16)
+        cache = torch.empty(4, 16, 2, 64, device="cuda", dtype=torch.bfloat16)
+        table = torch.empty(2, 2, device="cuda", dtype=torch.int32)
+        cu_q = torch.empty(3, device="cuda", dtype=torch.int32)
+        used = torch.empty(2, device="cuda", dtype=torch.int32)
+        doc = torch.empty(29, device="cuda", dtype=torch.int32)
+        with pytest.raises(ValueError, match="cu_seqlens_k must be on q's device"):
+            spec.paged(q, cache, cache, table, cu_q, used, 1, 20,
+                       cu_seqlens_k=torch.empty(3, dtype=torch.int32), doc=doc)
+
+
+@pytest.mark.parametrize("arg, match", [
+    ("{name: window_size, type: int32}", "`window_size` is also a keyword"),
+    ("{name: out, type: float}", "`out` is also a keyword"),
+    ("{name: k_cache, type: \"const int32*\", per: head}", "`k_cache` is also"),
+    ("{name: n, type: int64}", "`n` has type int64"),
+    ("{name: buf, type: \"float*\"}", r"`buf` has type float\*"),
+])
+def test_load_spec_refuses_args_the_call_cannot_take(arg, match):
+    text = f"family: x\nextends: attention\nargs:\n  - {arg}\nmask: \"j <= p\"\n"
+    with pytest.raises(ValueError, match=match) as caught:
+        attnjit.load_spec(text)
+    assert caught.value.kind == "spec"
+
+
+def test_the_eager_call_hands_the_launch_typed_args(no_device):
+    """The eager path's wiring: a call hands the launch its spec (in the
+    kernel key) and the spec's args as (name, kind, value) in declaration
+    order."""
     spec = attnjit.load_spec(DOCUMENT)
     q = torch.zeros(12, 4, 64, dtype=torch.bfloat16)
     k = torch.zeros(12, 2, 64, dtype=torch.bfloat16)
@@ -193,7 +260,7 @@ def test_the_eager_call_hands_the_launch_typed_args(monkeypatch):
     table = torch.zeros(8)
     spec(q, k, k, cu, cu, 7, 7, doc=doc, limit=9, table=table, width=8,
          tilt=0.5)
-    (key, method, user_args), = launched
+    (key, method, _, user_args), = no_device
     assert method == "launch" and key[-1] is spec._spec
     assert [(n, kind) for n, kind, _ in user_args] == [
         ("doc", "ptr"), ("limit", "int32"), ("table", "ptr"),
@@ -204,18 +271,12 @@ def test_the_eager_call_hands_the_launch_typed_args(monkeypatch):
     with pytest.raises(ValueError, match="needs at least 12 elements"):
         spec(q, k, k, cu, cu, 7, 7, doc=doc[:11], limit=9, table=table,
              width=8, tilt=0.5)
-    assert len(launched) == 1
+    assert len(no_device) == 1
 
 
-def test_the_eager_paged_call_passes_cu_seqlens_k(monkeypatch):
+def test_the_eager_paged_call_passes_cu_seqlens_k(no_device):
     """The paged launch gets cu_seqlens_k (where each sequence's keys start
     in a key-token tensor) after its other arguments, and the spec's args."""
-    from attnjit import _paged
-    launched = []
-    monkeypatch.setattr(_paged, "_check_device", lambda *a, **k: -1)  # "the CPU"
-    monkeypatch.setattr(_paged, "_launch_on",
-                        lambda device, key, method, args, user_args=():
-                        launched.append((key, method, args, list(user_args))))
     spec = attnjit.load_spec(EXAMPLES / "document.yaml")
     q = torch.zeros(2, 4, 64, dtype=torch.bfloat16)
     cache = torch.zeros(4, 16, 2, 64, dtype=torch.bfloat16)
@@ -226,7 +287,7 @@ def test_the_eager_paged_call_passes_cu_seqlens_k(monkeypatch):
     doc = torch.zeros(29, dtype=torch.int32)
     spec.paged(q, cache, cache, table, cu_q, used, 1, 20, cu_seqlens_k=cu_k,
                doc=doc)
-    (key, method, args, user_args), = launched
+    (key, method, args, user_args), = no_device
     assert method == "launch_paged" and key[-1] is spec._spec
     assert args[-1] == cu_k.data_ptr()
     assert user_args == [("doc", "ptr", doc.data_ptr())]
@@ -313,7 +374,7 @@ def _causal_expr(lens_q, lens_k, hq):
 def _sliding_window_expr(lens_q, lens_k, hq):
     window = 37
     mask = lambda b, h, p, j: (j <= p) & (p - j <= window)  # noqa: E731
-    return dict(window_size=window), mask, None
+    return dict(window=window), mask, None
 
 
 def _key0_bias_expr(lens_q, lens_k, hq):

@@ -42,7 +42,7 @@ struct Example {
     const ExprContext& ctx = spec.mask->context;
     for (const ExprScalar& s : ctx.scalars) {
       const double value = s.name == "chunk"         ? 512
-                           : s.name == "window_size" ? 255
+                           : s.name == "window"      ? 255
                            : s.name == "radius"      ? 64
                            : s.name == "num_heads_q" || s.name == "num_heads_kv" ? 1
                                                                                  : 0;

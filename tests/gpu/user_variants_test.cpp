@@ -55,7 +55,7 @@ std::vector<UserCheckArg> user_values(const std::string& family, const CheckShap
     out.push_back(doc);
   } else if (family == "sliding_window_expr") {
     UserCheckArg window;
-    window.name = "window_size";
+    window.name = "window";
     window.int_value = 50;
     out.push_back(window);
   } else if (family == "key0_bias_expr") {
