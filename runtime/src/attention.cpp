@@ -485,7 +485,10 @@ void AttentionKernel::init_from(const Signature& sig, const LookupResult& found,
   tma_ = tile.shape.wgmma && !tile.shape.kv_fp8;  // fp8 K/V: the producer converts
   tma_box_ = TmaBox{tile.tma_chunk, tile.tma_box_rows, tile.swizzle_bytes};
   block_n_ = tile.shape.block_n;
-  min_blocks_ = tile.blocks_per_sm;  // what the launch bound and the shared memory allow
+  // Blocks per SM: the binary's own launch bound where the entry records
+  // it, else the same rule's (what the shared memory allows).
+  const int recorded = found.entry->kernel.resources.min_blocks;
+  min_blocks_ = recorded > 0 ? recorded : tile.blocks_per_sm;
   split_keys_ = int(sig.tuning_value("split_keys"));
   source_ = found.source;
   cache_ = &cache;
