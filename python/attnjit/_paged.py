@@ -18,8 +18,9 @@ import torch
 from ._varlen import (_DTYPE_NAMES, _GRID_MAX, _INT32_MAX, _check_aligned,
                       _check_device,
                       _check_dtypes, _check_heads, _check_lengths,
-                      _check_modes, _check_out, _fail, _index, _launch_on,
-                      _no_backward, _span_pointers, _strides, _tensor)
+                      _check_modes, _check_out, _fail, _fake_outputs, _index,
+                      _launch_on, _no_backward, _op_result, _returned,
+                      _span_pointers, _strides, _tensor, _traced)
 
 _OP = "paged_attention"
 PAGE_SIZE_MULTIPLE = 16
@@ -348,9 +349,7 @@ def _paged_attention_op(
                        causal, (window_left, window_right), sinks, sinks_mode,
                        mm_prefix_ranges, mm_prefix_clamp, softcap, k_scale,
                        v_scale, return_lse, None, check)
-    if lse is None:
-        lse = q.new_empty((0,), dtype=torch.float32)
-    return out, lse
+    return _op_result(q, out, lse)
 
 
 @_paged_attention_op.register_fake
@@ -363,10 +362,7 @@ def _paged_attention_fake(q, k_cache, v_cache, block_table, cu_seqlens_q,
               max_seqlen_q, max_seqlen_k, softmax_scale,
               (window_left, window_right), sinks, sinks_mode, mm_prefix_ranges,
               mm_prefix_clamp, softcap, k_scale, v_scale, None, False)
-    total_q, heads_q, head_dim = q.shape
-    out = q.new_empty((total_q, heads_q, head_dim))
-    lse_shape = (heads_q, total_q) if return_lse else (0,)
-    return out, q.new_empty(lse_shape, dtype=torch.float32)
+    return _fake_outputs(q, return_lse)
 
 
 def paged_attention(q, k_cache, v_cache, block_table, cu_seqlens_q, seqused_k,
@@ -420,8 +416,7 @@ def paged_attention(q, k_cache, v_cache, block_table, cu_seqlens_q, seqused_k,
     Returns out, or (out, lse) when return_lse. Runs on
     torch.cuda.current_stream() without synchronizing. Inference only.
     """
-    if torch.compiler.is_compiling() or (isinstance(q, torch.Tensor)
-                                         and type(q) is not torch.Tensor):
+    if _traced(q):
         return _through_op(q, k_cache, v_cache, block_table, cu_seqlens_q,
                            seqused_k, max_seqlen_q, max_seqlen_k,
                            softmax_scale, causal, window_size, sinks,
@@ -452,7 +447,4 @@ def _through_op(q, k_cache, v_cache, block_table, cu_seqlens_q, seqused_k,
         window_left, window_right, sinks, sinks_mode, mm_prefix_ranges,
         bool(mm_prefix_clamp), float(softcap), bool(return_lse), bool(check),
         k_scale, v_scale)
-    if out is not None:
-        out.copy_(result)
-        result = out
-    return (result, lse) if return_lse else result
+    return _returned(result, lse, out, return_lse)

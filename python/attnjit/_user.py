@@ -24,7 +24,8 @@ import torch
 
 from . import _C
 from . import _paged, _varlen
-from ._varlen import _INT32_MAX, _fail, _tensor
+from ._varlen import (_INT32_MAX, _fail, _fake_outputs, _op_result,
+                      _returned, _tensor, _traced)
 
 # spec id -> UserAttention: how the custom ops find the spec they run.
 _SPECS = {}
@@ -354,19 +355,6 @@ class UserAttention:
         return (result, lse) if return_lse else result
 
 
-def _traced(q):
-    """Under torch.compile, or with a tensor subclass such as FakeTensor:
-    the call goes through the custom op."""
-    return torch.compiler.is_compiling() or (isinstance(q, torch.Tensor)
-                                             and type(q) is not torch.Tensor)
-
-
-def _returned(result, lse, out, return_lse):
-    """The custom op's result as the call returns it (into `out` if given)."""
-    if out is not None:
-        out.copy_(result)
-        result = out
-    return (result, lse) if return_lse else result
 
 
 def _int32(value, name, op):
@@ -430,9 +418,7 @@ def _user_attention_op(
         mm_prefix_ranges, mm_prefix_clamp, softcap, return_lse, None, check,
         user=(spec._spec, spec._checker(given, spec._op(), check,
                                         cu_seqlens_q, cu_seqlens_k)))
-    if lse is None:
-        lse = q.new_empty((0,), dtype=torch.float32)
-    return out, lse
+    return _op_result(q, out, lse)
 
 
 @_user_attention_op.register_fake
@@ -476,9 +462,7 @@ def _user_paged_attention_op(
                                         cu_seqlens_q, cu_seqlens_k,
                                         seqused_k)),
         cu_seqlens_k=cu_seqlens_k)
-    if lse is None:
-        lse = q.new_empty((0,), dtype=torch.float32)
-    return out, lse
+    return _op_result(q, out, lse)
 
 
 @_user_paged_attention_op.register_fake
@@ -508,9 +492,3 @@ def _spec_of(spec_id):
                            f"process (attnjit.load_spec)")
     return spec
 
-
-def _fake_outputs(q, return_lse):
-    total_q, heads_q, head_dim = q.shape
-    lse_shape = (heads_q, total_q) if return_lse else (0,)
-    return (q.new_empty((total_q, heads_q, head_dim)),
-            q.new_empty(lse_shape, dtype=torch.float32))

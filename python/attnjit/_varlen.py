@@ -231,6 +231,37 @@ def _no_backward(op, *tensors):
                             "torch.no_grad() or torch.inference_mode()", op)
 
 
+def _traced(q):
+    """Under torch.compile, or with a tensor subclass such as FakeTensor:
+    the call goes through its custom op (whose fake gives the shapes)."""
+    return torch.compiler.is_compiling() or (isinstance(q, torch.Tensor)
+                                             and type(q) is not torch.Tensor)
+
+
+def _returned(result, lse, out, return_lse):
+    """A custom op's (out, lse) as the call returns it (into `out` if
+    given)."""
+    if out is not None:
+        out.copy_(result)
+        result = out
+    return (result, lse) if return_lse else result
+
+
+def _op_result(q, out, lse):
+    """A custom op's return: lse is a tensor even without return_lse."""
+    if lse is None:
+        lse = q.new_empty((0,), dtype=torch.float32)
+    return out, lse
+
+
+def _fake_outputs(q, return_lse):
+    """The shapes a custom op returns for q [total_q, Hq, D]."""
+    total_q, heads_q, head_dim = q.shape
+    lse_shape = (heads_q, total_q) if return_lse else (0,)
+    return (q.new_empty((total_q, heads_q, head_dim)),
+            q.new_empty(lse_shape, dtype=torch.float32))
+
+
 def _on_device(device, fn):
     """fn() with q's device current (a launch goes to the current CUDA
     context, and new tensors to the current device)."""
@@ -482,9 +513,7 @@ def _varlen_attention_op(
                        (window_left, window_right), sinks, sinks_mode,
                        mm_prefix_ranges, mm_prefix_clamp, softcap, return_lse,
                        None, check)
-    if lse is None:
-        lse = q.new_empty((0,), dtype=torch.float32)
-    return out, lse
+    return _op_result(q, out, lse)
 
 
 @_varlen_attention_op.register_fake
@@ -496,10 +525,7 @@ def _varlen_attention_fake(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q,
               softmax_scale, (window_left, window_right), sinks, sinks_mode,
               mm_prefix_ranges, mm_prefix_clamp, softcap, return_lse, None,
               False)
-    total_q, heads_q, head_dim = q.shape
-    out = q.new_empty((total_q, heads_q, head_dim))
-    lse_shape = (heads_q, total_q) if return_lse else (0,)
-    return out, q.new_empty(lse_shape, dtype=torch.float32)
+    return _fake_outputs(q, return_lse)
 
 
 def varlen_attention(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q,
@@ -534,8 +560,7 @@ def varlen_attention(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q,
     Returns out, or (out, lse) when return_lse. Runs on
     torch.cuda.current_stream() without synchronizing. Inference only.
     """
-    if torch.compiler.is_compiling() or (isinstance(q, torch.Tensor)
-                                         and type(q) is not torch.Tensor):
+    if _traced(q):
         return _through_op(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q,
                            max_seqlen_k, softmax_scale, causal, window_size,
                            sinks, sinks_mode, mm_prefix_ranges,
@@ -561,7 +586,4 @@ def _through_op(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q,
         None if softmax_scale is None else float(softmax_scale), bool(causal),
         window_left, window_right, sinks, sinks_mode, mm_prefix_ranges,
         bool(mm_prefix_clamp), float(softcap), bool(return_lse), bool(check))
-    if out is not None:
-        out.copy_(result)
-        result = out
-    return (result, lse) if return_lse else result
+    return _returned(result, lse, out, return_lse)
