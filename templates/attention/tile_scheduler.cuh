@@ -150,7 +150,8 @@ struct WorkTile {
   // (a sorted tensor's reads make each class a few loads, and a query late
   // in a long sequence may pass a hundred empty tiles). Empty tiles
   // between visible ones are visited with the element mask. Every thread
-  // of the block gets here together (TileScheduler::get).
+  // of the block gets here together (TileScheduler::get); each warp finds
+  // the same range on its own (sharing one would need a block barrier).
   __device__ __forceinline__ void trim_user_empty(const Params<T>& prm) {
     const auto visible = [&](int kt) { return user_class(prm, kt) != 0; };
     range.first_tile = first_where(range.first_tile, range.last_tile, visible);
