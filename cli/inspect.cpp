@@ -74,12 +74,15 @@ int run_specs(const std::vector<std::string>& files) {
     if (!spec.extends.empty()) {
       std::printf("  extends %s; its own args:", spec.extends.c_str());
       const size_t inherited = load_embedded_spec(spec.extends).args.size();
+      size_t shown = 0;
       for (size_t i = inherited; i < spec.args.size(); ++i) {
         const ArgDecl& a = spec.args[i];
+        if (!a.divisor_of.empty()) continue;  // hidden: the runtime fills it
+        ++shown;
         std::printf(" %s (%s%s%s%s)", a.name.c_str(), to_string(a.type), a.per ? ", per " : "",
                     a.per ? to_string(*a.per) : "", a.sorted ? ", sorted" : "");
       }
-      std::printf("%s\n", inherited == spec.args.size() ? " none" : "");
+      std::printf("%s\n", shown == 0 ? " none" : "");
     }
     if (spec.mask) std::printf("  mask   %s\n", spec.mask->canonical().c_str());
     if (spec.score) std::printf("  score  %s\n", spec.score->canonical().c_str());

@@ -44,7 +44,9 @@ void check_spec_names(const Spec& spec) {
     check_identifier(spec, param, "tuning param name", here);
   }
   for (const ArgDecl& arg : spec.args) {
-    check_identifier(spec, arg.name, "arg name", arg.loc);
+    // A hidden divisor field: the generator's prefix on a checked arg name.
+    check_identifier(spec, arg.divisor_of.empty() ? arg.name : arg.divisor_of, "arg name",
+                     arg.loc);
     if (arg.type == ArgType::kConstElemPtr || arg.type == ArgType::kElemPtr) {
       const FlagDecl* decl = spec.find_flag(arg.elem_flag);
       if (decl == nullptr || decl->type != FlagType::kType) {

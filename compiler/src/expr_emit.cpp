@@ -4,6 +4,7 @@
 // name checked here once more; every literal is a typed value printed here.
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <cmath>
 
 #include "attnjit/error.h"
@@ -262,6 +263,10 @@ std::string value_code(const Expr& expr, int index) {
     default:
       break;
   }
+  if (const std::string* divisor = runtime_divisor(expr, n)) {
+    return std::string(kNs) + (n.op == ExprOp::kDiv ? "div_by(" : "mod_by(") + kid(0) + ", " +
+           kid(1) + ", prm." + divisor_field(*divisor) + ")";
+  }
   if (n.type == ExprType::kInt) {
     const char* f = int_function(n.op);
     if (n.op == ExprOp::kNeg || n.op == ExprOp::kAbs) return std::string(kNs) + f + "(" + kid(0) + ")";
@@ -314,6 +319,11 @@ class ClassifyEmitter {
       for (int k = 0; k < arity; ++k) out += (k ? ", " : "") + kid(k);
       return out + ")";
     };
+    if (const std::string* divisor = runtime_divisor(expr_, n)) {
+      return fmt::format("{}{}({}, prm.{}, prm.{})", kNs,
+                         n.op == ExprOp::kDiv ? "idiv_by" : "imod_by", kid(0), *divisor,
+                         divisor_field(*divisor));
+    }
     switch (n.op) {
       case ExprOp::kIntLit:
         return fmt::format("{}ipoint({})", kNs, n.int_value);
@@ -414,6 +424,26 @@ class ClassifyEmitter {
 constexpr const char* kPositionParams = "int b, int h, int hk, int p, int j, int n_q, int n_k";
 
 }  // namespace
+
+std::string divisor_field(const std::string& arg) { return "attnjit_div_" + arg; }
+
+const std::string* runtime_divisor(const Expr& expr, const ExprNode& n) {
+  if (n.type != ExprType::kInt || (n.op != ExprOp::kDiv && n.op != ExprOp::kMod)) return nullptr;
+  const ExprNode& d = expr.nodes[static_cast<std::size_t>(n.kids[1])];
+  if (d.op != ExprOp::kScalar) return nullptr;
+  return &expr.context.scalars[static_cast<std::size_t>(d.index)].name;
+}
+
+std::vector<std::string> runtime_divisors(const Expr& expr) {
+  std::vector<std::string> names;
+  for (const ExprNode& n : expr.nodes) {
+    const std::string* divisor = runtime_divisor(expr, n);
+    if (divisor != nullptr && std::find(names.begin(), names.end(), *divisor) == names.end()) {
+      names.push_back(*divisor);
+    }
+  }
+  return names;
+}
 
 std::string emit_user_struct(const Expr* mask, const Expr* score) {
   if (mask != nullptr) {

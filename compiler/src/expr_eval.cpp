@@ -361,6 +361,14 @@ Abstract abstract(const Expr& expr, const ExprTile& tile, const ExprEnv& env, in
   if (n.type == ExprType::kBool && operands == ExprType::kFloat) {
     return from_bool(ex::bunknown());
   }
+  if (const std::string* divisor = runtime_divisor(expr, n)) {
+    // As the emitted classify(): through the runtime's multiplier.
+    const int32_t d = static_cast<int32_t>(
+        scalar_value(expr, env, node_at(expr, n.kids[1]).index));
+    const long long magic = ex::divisor_magic(d);
+    return from_int(n.op == ExprOp::kDiv ? ex::idiv_by(kid(0).i, d, magic)
+                                         : ex::imod_by(kid(0).i, d, magic));
+  }
   const Abstract a = kid(0);
   const Abstract b = kid(1);
   if (operands == ExprType::kBool) {
@@ -430,5 +438,7 @@ TileClass classify_mask(const Expr& mask, const ExprTile& tile, const ExprEnv& e
   ATTNJIT_CHECK(mask.type() == ExprType::kBool, "classify_mask: not a bool expression");
   return static_cast<TileClass>(ex::tile_class(abstract(mask, tile, env, mask.root).b));
 }
+
+int64_t divisor_multiplier(int32_t d) { return expr::divisor_magic(d); }
 
 }  // namespace attnjit

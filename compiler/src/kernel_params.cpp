@@ -112,7 +112,9 @@ std::string params_header_text(const Spec& spec) {
       type_flags.empty() ? name : fmt::format("{}<{}>", name, detail::join(void_args, ", "));
   std::string fields;
   for (const ArgDecl& arg : spec.args) {
-    check_name(arg.name, "arg name");
+    // A hidden divisor field is named after its (checked) arg, with the
+    // generator's own prefix.
+    check_name(arg.divisor_of.empty() ? arg.name : arg.divisor_of, "arg name");
     if (arg.type == ArgType::kConstElemPtr || arg.type == ArgType::kElemPtr) {
       check_name(arg.elem_flag, "type flag");
     }

@@ -209,6 +209,24 @@ void parse_expressions(const SpecReader& reader, const std::string& yaml_text,
       (is_mask ? spec.mask : spec.score) = std::move(expr);
     }
   }
+  // Division by a runtime int32 arg: its multiplier's hidden field, after
+  // the spec's own args (no arg of the text can take its name: names
+  // starting with 'attnjit' are the generator's).
+  for (const std::optional<Expr>* e : {&spec.mask, &spec.score}) {
+    if (!e->has_value()) continue;
+    for (const std::string& divisor : runtime_divisors(**e)) {
+      const std::string field = divisor_field(divisor);
+      const bool present = std::any_of(spec.args.begin(), spec.args.end(),
+                                       [&](const ArgDecl& arg) { return arg.name == field; });
+      if (present) continue;
+      ArgDecl hidden;
+      hidden.name = field;
+      hidden.type = ArgType::kI64;
+      hidden.doc = "the runtime's multiplier for division by " + divisor + " (hidden)";
+      hidden.divisor_of = divisor;
+      spec.args.push_back(std::move(hidden));
+    }
+  }
   if (const auto* tune_as = find_entry(entries, "tune_as")) {
     if (mask == nullptr) {
       reader.fail(tune_as->key_node,

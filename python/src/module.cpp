@@ -111,6 +111,7 @@ nb::list user_spec_args(const UserSpec& u) {
   nb::list out;
   for (size_t i = inherited; i < u.spec->args.size(); ++i) {
     const ArgDecl& a = u.spec->args[i];
+    if (!a.divisor_of.empty()) continue;  // hidden: the runtime fills it
     nb::dict d;
     d["name"] = a.name;
     d["type"] = to_string(a.type);

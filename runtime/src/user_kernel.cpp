@@ -86,7 +86,8 @@ std::shared_ptr<AttentionKernel> AttentionKernel::get_user(
   kernel->user_spec_ = std::move(spec);
   for (size_t i = inherited.fields.size(); i < own.fields.size(); ++i) {
     kernel->user_fields_.push_back(UserField{own.fields[i].name, own.fields[i].type,
-                                             own.fields[i].offset});
+                                             own.fields[i].offset,
+                                             kernel->user_spec_->args.at(i).divisor_of});
   }
   kernel->params_size_ = own.size;
   for (const std::optional<Expr>* e : {&kernel->user_spec_->mask, &kernel->user_spec_->score}) {
@@ -108,6 +109,7 @@ void AttentionKernel::check_user_args(const AttentionArgs& a,
                                       const std::vector<UserArg>& user_args) const {
   const std::string family = quote_name(user_spec_->family);
   for (const UserField& field : user_fields_) {
+    if (!field.divisor_of.empty()) continue;  // the runtime's own
     const UserArg* arg = find_arg(user_args, field.name);
     if (arg == nullptr) fail(fmt::format("attention: spec {} needs its arg `{}`", family, field.name));
     if (const char* want = type_problem(field.type, *arg)) {
@@ -115,8 +117,9 @@ void AttentionKernel::check_user_args(const AttentionArgs& a,
     }
   }
   for (const UserArg& arg : user_args) {
-    const bool known = std::any_of(user_fields_.begin(), user_fields_.end(),
-                                   [&](const UserField& f) { return f.name == arg.name; });
+    const bool known = std::any_of(user_fields_.begin(), user_fields_.end(), [&](const UserField& f) {
+      return f.name == arg.name && f.divisor_of.empty();
+    });
     if (!known) fail(fmt::format("attention: spec {} has no arg `{}`", family, arg.name));
   }
   // A per-key-token tensor is indexed through cu_seqlens_k, also with a
@@ -132,6 +135,13 @@ void AttentionKernel::check_user_args(const AttentionArgs& a,
 void AttentionKernel::write_user_args(unsigned char* params,
                                       const std::vector<UserArg>& user_args) const {
   for (const UserField& field : user_fields_) {
+    if (!field.divisor_of.empty()) {
+      // An int32 arg's multiplier for the device's division by it.
+      const UserArg& divisor = *find_arg(user_args, field.divisor_of);
+      const int64_t magic = divisor_multiplier(std::get<int32_t>(divisor.value));
+      std::memcpy(params + field.offset, &magic, sizeof(magic));
+      continue;
+    }
     const UserArg& arg = *find_arg(user_args, field.name);  // check_user_args ran
     std::visit([&](const auto& value) { std::memcpy(params + field.offset, &value, sizeof(value)); },
                arg.value);

@@ -11,7 +11,9 @@
 
 #if defined(__CUDACC_RTC__) || defined(__CUDACC__)
 #define ATTNJIT_EXPR_FN __device__ __forceinline__
+#define ATTNJIT_EXPR_COLD __device__ __noinline__
 #else
+#define ATTNJIT_EXPR_COLD inline
 #include <cmath>
 #define ATTNJIT_EXPR_FN inline
 #endif
@@ -53,6 +55,43 @@ ATTNJIT_EXPR_FN int mod(int a, int b) {
   int r = a % b;
   if (r != 0 && ((r < 0) != (b < 0))) r += b;
   return r;
+}
+
+// Division by a runtime int32 arg d (a chunk size) without the hardware-less
+// division routine: the runtime computes `magic` once per launch
+// (divisor_magic) into a hidden params field, and each quotient is a
+// multiply-high and a shift. For d >= 1 with l = ceil(log2 d) and
+// m = ceil(2^(31 + l) / d) < 2^32, floor(u * m / 2^(31 + l)) =
+// floor(u / d) for every u < 2^31: m * d - 2^(31 + l) < d <= 2^l, so the
+// error u * (m * d - 2^(31 + l)) / (d * 2^(31 + l)) stays below 1/d. As
+// 2u < 2^32, that is the high word of 2u * m shifted right by l. A
+// negative a divides as ~(~a / d) (floored). d <= 0 (magic 0) takes div()
+// and mod(). magic: m in the low word, l in the high one.
+ATTNJIT_EXPR_FN long long divisor_magic(int d) {
+  if (d <= 0) return 0;
+  int l = 0;
+  while ((1ll << l) < d) ++l;
+  const unsigned long long m = ((1ull << (31 + l)) + static_cast<unsigned long long>(d) - 1ull) /
+                               static_cast<unsigned long long>(d);
+  return static_cast<long long>(m | (static_cast<unsigned long long>(l) << 32));
+}
+// The divisions by d <= 0 that div_by and mod_by leave to div() and mod(),
+// compiled once (a chunk size is positive; the branch is not taken).
+ATTNJIT_EXPR_COLD int div_cold(int a, int d) { return div(a, d); }
+ATTNJIT_EXPR_COLD int mod_cold(int a, int d) { return mod(a, d); }
+ATTNJIT_EXPR_FN int div_by(int a, int d, long long magic) {
+  if (d <= 0) return div_cold(a, d);
+  const unsigned m = static_cast<unsigned>(magic);
+  const unsigned l = static_cast<unsigned>(static_cast<unsigned long long>(magic) >> 32);
+  const unsigned u = a >= 0 ? static_cast<unsigned>(a) : ~static_cast<unsigned>(a);
+  const unsigned hi =
+      static_cast<unsigned>((static_cast<unsigned long long>(u << 1) * m) >> 32);
+  const unsigned q = hi >> l;
+  return a >= 0 ? static_cast<int>(q) : static_cast<int>(~q);
+}
+ATTNJIT_EXPR_FN int mod_by(int a, int d, long long magic) {
+  if (d <= 0) return mod_cold(a, d);
+  return sub(a, mul(d, div_by(a, d, magic)));
 }
 
 // ---------------------------------------------------------------------------
@@ -202,6 +241,26 @@ ATTNJIT_EXPR_FN ival idiv(ival a, ival b) {
     any = true;
   }
   return ifit(lo, hi);
+}
+
+// classify() of `a / arg` and `a % arg` for an int32 arg d with its
+// multiplier (div_by): for d > 0 what idiv and imod give a one-value
+// divisor, without their 64-bit divisions (which every use of a runtime
+// divisor would otherwise compile in); d <= 0 (no chunk size means that)
+// is unknown, every int, which is sound.
+ATTNJIT_EXPR_FN ival idiv_by(ival a, int d, long long magic) {
+  if (d <= 0) return itop();
+  return ival{div_by(a.lo, d, magic), div_by(a.hi, d, magic)};
+}
+ATTNJIT_EXPR_FN ival imod_by(ival a, int d, long long magic) {
+  if (d <= 0) return itop();
+  const int q = div_by(a.lo, d, magic);
+  if (q == div_by(a.hi, d, magic)) {
+    // Both residues lie in [0, d): the wrapping differences are exact.
+    const int base = mul(q, d);
+    return ival{sub(a.lo, base), sub(a.hi, base)};
+  }
+  return ival{0, a.lo >= 0 ? imin(d - 1, a.hi) : d - 1};
 }
 
 // a mod c for a divisor interval of one sign [c_lo, c_hi] (c_lo > 0 or

@@ -284,18 +284,18 @@ TEST(ExprEmit, MaskAndScoreStruct) {
             "  template <class P>\n"
             "  __device__ static bool mask(const P& prm, int b, int h, int hk, int p, int j, int "
             "n_q, int n_k) {\n"
-            "    return (::attnjit::expr::div(p, prm.chunk) == ::attnjit::expr::div(j, "
-            "prm.chunk));\n"
+            "    return (::attnjit::expr::div_by(p, prm.chunk, prm.attnjit_div_chunk) == "
+            "::attnjit::expr::div_by(j, prm.chunk, prm.attnjit_div_chunk));\n"
             "  }\n"
             "  template <class P>\n"
             "  __device__ static int classify(const P& prm, int b, int h_lo, int h_hi, int p_lo, "
             "int p_hi, int j_lo, int j_hi, int n_q, int n_k) {\n"
             "    const ::attnjit::expr::ival v0 = ::attnjit::expr::irange(p_lo, p_hi);\n"
-            "    const ::attnjit::expr::ival v1 = ::attnjit::expr::ipoint(prm.chunk);\n"
-            "    const ::attnjit::expr::ival v2 = ::attnjit::expr::idiv(v0, v1);\n"
+            "    const ::attnjit::expr::ival v2 = ::attnjit::expr::idiv_by(v0, prm.chunk, "
+            "prm.attnjit_div_chunk);\n"
             "    const ::attnjit::expr::ival v3 = ::attnjit::expr::irange(j_lo, j_hi);\n"
-            "    const ::attnjit::expr::ival v4 = ::attnjit::expr::ipoint(prm.chunk);\n"
-            "    const ::attnjit::expr::ival v5 = ::attnjit::expr::idiv(v3, v4);\n"
+            "    const ::attnjit::expr::ival v5 = ::attnjit::expr::idiv_by(v3, prm.chunk, "
+            "prm.attnjit_div_chunk);\n"
             "    const ::attnjit::expr::bval v6 = ::attnjit::expr::ieq(v2, v5);\n"
             "    return ::attnjit::expr::tile_class(v6);\n"
             "  }\n"
@@ -364,8 +364,12 @@ TEST(ExprSpec, ExtendsAndExpressions) {
   EXPECT_EQ(spec.entry, base.entry);
   EXPECT_EQ(spec.template_path, base.template_path);
   EXPECT_EQ(spec.flags.size(), base.flags.size());
-  EXPECT_EQ(spec.args.size(), base.args.size() + 2);
-  EXPECT_EQ(spec.args.back().name, "doc");
+  // Its two args, then the hidden field of the division by chunk.
+  ASSERT_EQ(spec.args.size(), base.args.size() + 3);
+  EXPECT_EQ(spec.args[base.args.size() + 1].name, "doc");
+  EXPECT_EQ(spec.args.back().name, "attnjit_div_chunk");
+  EXPECT_EQ(spec.args.back().divisor_of, "chunk");
+  EXPECT_EQ(spec.args.back().type, ArgType::kI64);
   ASSERT_TRUE(spec.mask);
   EXPECT_FALSE(spec.score);
   EXPECT_TRUE(spec.presets.empty());
@@ -387,7 +391,7 @@ TEST(ExprSpec, ExtendsAndExpressions) {
   EXPECT_NE(text.find("  using user = attnjit_user;\n};\n"), std::string::npos);
   // The params struct has the added args at the end.
   EXPECT_NE(generate_source(spec, sig).headers.at(0).contents.find(
-                "  int chunk;\n  const int* __restrict__ doc;\n};"),
+                "  int chunk;\n  const int* __restrict__ doc;\n  long long attnjit_div_chunk;\n};"),
             std::string::npos);
   // Another expression, another unit (and so another cache key).
   const Spec other = parse_spec(kUserHead + "mask: \"p / chunk != j / chunk\"\n", "u.yaml");
@@ -560,7 +564,7 @@ TEST(ExprNvrtc, EmittedCodeCompiles) {
   source.text =
       "#include \"attention/user_expr.cuh\"\n"
       "struct Params {\n"
-      "  int chunk; float temp;\n"
+      "  int chunk; float temp; long long attnjit_div_chunk;\n"
       "  const int* doc; const int* qdoc; const int* prefix; const float* slopes;\n"
       "  const int* kvt; const float* bias; const int* cu_seqlens_q; const int* cu_seqlens_k;\n"
       "  int num_heads_q, num_heads_kv;\n"

@@ -46,6 +46,8 @@ struct Params {
   int num_heads_q, num_heads_kv;
   const int* sdoc;   // sorted
   const int* sbias;  // sorted
+  // The runtime's multipliers for division by chunk, wl, wr (hidden fields).
+  long long attnjit_div_chunk, attnjit_div_wl, attnjit_div_wr;
 };
 
 struct Problem {
@@ -86,6 +88,9 @@ struct Problem {
     prm = Params{kChunks[pick(6)], kWindows[pick(6)], 0.5f, kWindows[pick(6)], doc.data(),
                  qdoc.data(), prefix.data(), kvt.data(), bias.data(), slopes.data(),
                  cu_q.data(), cu_k.data(), 8, 1 << pick(4), sdoc.data(), sbias.data()};
+    prm.attnjit_div_chunk = expr::divisor_magic(prm.chunk);
+    prm.attnjit_div_wl = expr::divisor_magic(prm.wl);
+    prm.attnjit_div_wr = expr::divisor_magic(prm.wr);
     env.b = pick(2);
     env.n_q = n_q[env.b];
     env.n_k = n_k[env.b];
@@ -112,6 +117,44 @@ bool close(double host, float device) {
     return std::isinf(device) || std::fabs(host) > 1e38;  // fp32 overflows first
   }
   return std::fabs(host - double(device)) <= 1e-4 * (1 + std::fabs(host));
+}
+
+// Division by a runtime divisor through the runtime's multiplier equals the
+// floored division it replaces: every divisor up to 4096 and powers of two
+// and their neighbours up to INT_MAX, against numerators at the ends of
+// int32, around multiples of the divisor and at random.
+TEST(ExprDevice, DivisionByAMultiplierIsFlooredDivision) {
+  std::vector<int> divisors;
+  for (int d = -3; d <= 4096; ++d) divisors.push_back(d);
+  for (int k = 12; k <= 31; ++k) {
+    const long long p = 1ll << k;
+    for (long long d : {p - 1, p, p + 1, p / 3 * 2 + 1}) {
+      if (d <= INT_MAX) divisors.push_back(int(d));
+    }
+  }
+  divisors.push_back(INT_MIN);
+  std::mt19937_64 rng(5);
+  long long checked = 0;
+  for (const int d : divisors) {
+    const long long magic = expr::divisor_magic(d);
+    std::vector<int> numerators = {0, 1, -1, INT_MAX, INT_MIN, INT_MAX - 1, INT_MIN + 1};
+    for (int i = 0; i < 24; ++i) numerators.push_back(int(uint32_t(rng())));
+    if (d > 0) {
+      for (const long long q : {1ll, 2ll, 7ll, 1000ll, -1ll, -2ll, -1000ll, INT_MAX / (long long)d,
+                                INT_MIN / (long long)d}) {
+        for (int e = -1; e <= 1; ++e) {
+          const long long a = q * d + e;
+          if (a >= INT_MIN && a <= INT_MAX) numerators.push_back(int(a));
+        }
+      }
+    }
+    for (const int a : numerators) {
+      ASSERT_EQ(expr::div_by(a, d, magic), expr::div(a, d)) << a << " / " << d;
+      ASSERT_EQ(expr::mod_by(a, d, magic), expr::mod(a, d)) << a << " % " << d;
+      ++checked;
+    }
+  }
+  EXPECT_GT(checked, 100000);
 }
 
 TEST(ExprDevice, EmittedCodeAgreesWithTheHostEvaluator) {

@@ -71,6 +71,10 @@ TEST(UserSpec, OwnArgsAreCheckedByNameAndType) {
   EXPECT_NE(launch_error(*kernel, {{"chunk", int32_t{64}}, {"chunks", int32_t{1}}})
                 .find("has no arg `chunks`"),
             std::string::npos);
+  // The hidden multiplier for division by chunk is the runtime's to fill.
+  EXPECT_NE(launch_error(*kernel, {{"chunk", int32_t{64}}, {"attnjit_div_chunk", int32_t{1}}})
+                .find("has no arg `attnjit_div_chunk`"),
+            std::string::npos);
   try {
     kernel->launch(fake_args(), nullptr);
     ADD_FAILURE() << "a launch without the spec's args went through";

@@ -181,6 +181,20 @@ TileClass classify_mask(const Expr& mask, const ExprTile& tile, const ExprEnv& e
 // that is not well formed (an Expr built by hand).
 std::string emit_user_struct(const Expr* mask, const Expr* score);
 
+// Division by a runtime int32 arg: an int `/` or `%` whose divisor is an
+// int32 scalar arg divides through a multiplier the runtime computes per
+// launch (user_expr.cuh divisor_magic) into a hidden int64 params field,
+// divisor_field(arg), which parse_spec appends to the spec's args.
+std::string divisor_field(const std::string& arg);  // "attnjit_div_<arg>"
+// The int32 arg that node n of expr (an int `/` or `%`) divides by, or
+// null: the element code and classify() divide by it through the field.
+const std::string* runtime_divisor(const Expr& expr, const ExprNode& n);
+// Those args of `expr`, each once, in the order of first use.
+std::vector<std::string> runtime_divisors(const Expr& expr);
+// The field's value for a divisor d (0 for d <= 0, which the device
+// divides without it).
+int64_t divisor_multiplier(int32_t d);
+
 // The header the emitted code includes (templates/attention/user_expr.cuh).
 constexpr const char* kUserExprHeader = "attention/user_expr.cuh";
 

@@ -113,6 +113,10 @@ struct ArgDecl {
   // domain (each sequence's tokens, the heads, the table); tile
   // classification bounds a read over a range by the values at its ends.
   bool sorted = false;
+  // Hidden (not in the spec's text): the int64 field holding the runtime's
+  // multiplier for division by the int32 arg named here (expr.h
+  // divisor_field), filled by the runtime from that arg at each launch.
+  std::string divisor_of;
 };
 
 struct Preset {

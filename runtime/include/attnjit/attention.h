@@ -257,6 +257,9 @@ class AttentionKernel {
     std::string name;
     ArgType type;
     size_t offset;
+    // Hidden: the multiplier for division by this int32 arg, computed
+    // from its value at each launch (not passed by the caller).
+    std::string divisor_of;
   };
   std::shared_ptr<const Spec> user_spec_;
   std::vector<UserField> user_fields_;
