@@ -161,35 +161,27 @@ struct MainloopSm90 {
   };
 
   // The producer for fp8 K/V: all 128 threads of the producer warpgroup
-  // stage raw tiles with cp.async into a ring of raw_stages (deeper than
-  // the converted ring: decode is bound by the bytes in flight), and
-  // convert each into its K (V) buffer once the consumers have released
-  // that buffer; each thread arrives on the full barrier after a proxy
-  // fence (the converted tile is read by wgmma, the async proxy). Named
-  // barrier 2 orders the warpgroup: a staged tile is complete before
-  // anyone converts it, and converted by all before its staging buffer is
-  // refilled.
+  // stage raw tiles with cp.async, `stages` tiles ahead, and convert each
+  // into its K (V) buffer once the consumers have released that buffer;
+  // each thread arrives on the full barrier after a proxy fence (the
+  // converted tile is read by wgmma, the async proxy). Named barrier 2
+  // orders the warpgroup: a staged tile is complete before anyone converts
+  // it, and converted by all before its staging buffer is refilled.
   struct Fp8Producer {
     static constexpr int kThreads = 128;
-    static constexpr int kRawStages = kTile.raw_stages;
     static constexpr unsigned kRawBytes = unsigned(BN * D);  // one fp8 tile
-    static_assert(kRawStages >= kStages, "the raw ring is at least as deep as the converted one");
     using Tiles = Fp8Tiles<C>;
-
-    static __device__ __forceinline__ unsigned raw_tile(const SharedTiles& smem, int i) {
-      return smem.staging + unsigned(i % kRawStages) * 2u * kRawBytes;
-    }
 
     static __device__ __forceinline__ void run(const SharedTiles& smem, const KV& kv, int first,
                                                int last, int ptid) {
 #pragma unroll 1
-      for (int i = 0; i < kRawStages; ++i) stage(smem, kv, first, last, i, ptid);
+      for (int i = 0; i < kStages; ++i) stage(smem, kv, first, last, i, ptid);
 #pragma unroll 1
       for (int kt = first; kt <= last; ++kt) {
         const int i = kt - first;
-        ptx::cp_async_wait<kRawStages - 1>();
+        ptx::cp_async_wait<kStages - 1>();
         ptx::named_barrier_sync(2, kThreads);
-        const unsigned raw = raw_tile(smem, i);
+        const unsigned raw = smem.staging + Ring::stage(i) * 2u * kRawBytes;
         const unsigned tile = Ring::stage(i) * kTile.kv_tile_bytes;
         if (i >= kStages) Ring::wait_empty(smem.ring.empty_k, i);
         Tiles::template convert_swizzled<kThreads, Rows>(raw, smem.k + tile, ptid);
@@ -200,7 +192,7 @@ struct MainloopSm90 {
         ptx::fence_proxy_async_shared();
         ptx::mbarrier_arrive(Ring::at(smem.ring.full_v, i));
         ptx::named_barrier_sync(2, kThreads);
-        stage(smem, kv, first, last, i + kRawStages, ptid);
+        stage(smem, kv, first, last, i + kStages, ptid);
       }
     }
 
@@ -210,7 +202,7 @@ struct MainloopSm90 {
                                                  int last, int i, int ptid) {
       const int kt = first + i;
       if (kt <= last) {
-        const unsigned raw = raw_tile(smem, i);
+        const unsigned raw = smem.staging + Ring::stage(i) * 2u * kRawBytes;
         Tiles::template stage_async<kThreads>(raw, kv, false, kt, ptid);
         Tiles::template stage_async<kThreads>(raw + kRawBytes, kv, true, kt, ptid);
       }

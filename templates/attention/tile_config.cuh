@@ -38,9 +38,6 @@ ATTNJIT_TILE_CONSTEXPR int smem_per_sm(int sm) {
 }
 // What the driver keeps of an SM's shared memory per resident block.
 constexpr int kReservedSmemPerBlock = 1024;
-// The deepest raw fp8 ring (TileConfig::raw_stages): 64 KiB of 128-byte
-// rows in flight per block of D 128 and 32-key tiles.
-constexpr int kMaxRawStages = 8;
 
 struct TileConfig {
   TileShape shape;
@@ -53,11 +50,6 @@ struct TileConfig {
   unsigned q_tile_bytes;    // the Q tile in shared memory
   unsigned kv_tile_bytes;   // one K (or V) tile: one stage of the pipeline
   unsigned staging_offset;  // wgmma with fp8 K/V: the ring of raw fp8 tiles the producer converts
-  // wgmma with fp8 K/V: stages of that raw ring (K and V tiles of fp8
-  // rows), at least `stages`. Decode is bound by the bytes in flight and a
-  // raw stage costs half a converted one, so the raw ring takes the shared
-  // memory that min_blocks blocks per SM leave, up to kMaxRawStages.
-  int raw_stages;
   unsigned barrier_offset;  // wgmma: the mbarrier ring, from the 1024-byte aligned tiles
   unsigned smem_bytes;      // dynamic shared memory per block
   int tma_chunk;            // swizzle chunk of D (elements) = the TMA box's width
@@ -89,20 +81,6 @@ ATTNJIT_TILE_CONSTEXPR int padded_row_stride(int head_dim) { return head_dim + 8
 
 namespace tile_detail {
 
-// The raw fp8 ring's stages (TileConfig::raw_stages) beside `fixed` bytes
-// of dynamic shared memory: what min_blocks blocks per SM leave (the split
-// epilogue's static flag and the driver's reserve counted), at least
-// `stages` (blocks_per_sm then drops if even that does not fit) and at
-// most kMaxRawStages; `stages` where the capacity is unknown.
-ATTNJIT_TILE_CONSTEXPR int raw_stages(const TileShape& s, unsigned fixed) {
-  if (s.smem_per_sm <= 0) return s.stages;
-  const int blocks = s.min_blocks < 1 ? 1 : s.min_blocks;
-  const int static_smem = s.split_kv ? 1024 : 0;
-  const int left = s.smem_per_sm / blocks - kReservedSmemPerBlock - static_smem - int(fixed);
-  const int fit = left > 0 ? left / (2 * s.block_n * s.head_dim) : 0;
-  return fit < s.stages ? s.stages : fit > kMaxRawStages ? kMaxRawStages : fit;
-}
-
 // mma.sync: Q, then a ring of `stages` K tiles and one of V tiles, all in
 // padded rows. wgmma: 1024 bytes of slack to align the swizzled tiles (Q,
 // the K ring, the V ring); the epilogue stages each warp's 16 output rows
@@ -122,13 +100,11 @@ ATTNJIT_TILE_CONSTEXPR void set_shared_memory(TileConfig& c) {
     return;
   }
   const unsigned staged_output = unsigned(s.block_m * c.smem_row_stride * 2);
-  const unsigned barriers = unsigned(4 * s.stages * 8);
   c.staging_offset = tiles;
-  c.raw_stages = s.kv_fp8 ? raw_stages(s, 1024u + tiles + barriers) : 0;
-  const unsigned staging = 2u * unsigned(c.raw_stages * s.block_n * s.head_dim);
+  const unsigned staging = s.kv_fp8 ? 2u * unsigned(s.stages * s.block_n * s.head_dim) : 0u;
   const unsigned used = tiles + staging;
   c.barrier_offset = used > staged_output ? used : staged_output;
-  c.smem_bytes = 1024u + c.barrier_offset + barriers;
+  c.smem_bytes = 1024u + c.barrier_offset + unsigned(4 * s.stages * 8);
 }
 
 // Every warpgroup starts with the launch bound's share; on the wgmma path

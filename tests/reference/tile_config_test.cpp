@@ -118,15 +118,11 @@ TEST(TileConfig, BlocksPerSmKeepToTheSharedMemory) {
   EXPECT_EQ(c.blocks_per_sm, 1);
   EXPECT_EQ(c.launch_registers, 255);
   EXPECT_FALSE(c.rebalance);
-  EXPECT_EQ(c.raw_stages, 2);  // no room for a deeper raw ring
-  // The same with 32-key tiles (the fp8 paged rule): two fit, 128 each,
-  // and the raw ring takes what two blocks leave: 7 stages of 8 KiB.
+  // The same with 32-key tiles (the fp8 paged rule): two fit, 128 each.
   fp8_paged.block_n = 32;
   c = make_tile_config(fp8_paged);
   EXPECT_EQ(c.blocks_per_sm, 2);
   EXPECT_EQ(c.launch_registers, 128);
-  EXPECT_EQ(c.raw_stages, 7);
-  EXPECT_EQ(c.smem_bytes, 1024u + 16384u + 2u * 2u * 8192u + 7u * 8192u + 64u);
   // Unknown capacity (0): min_blocks as asked.
   fp8_paged.block_n = 64;
   fp8_paged.smem_per_sm = 0;
@@ -148,43 +144,6 @@ TEST(TileConfig, BlocksPerSmKeepToTheSharedMemory) {
       }
     }
   }
-}
-
-// The raw fp8 ring (wgmma): never shallower than the converted one, never
-// past kMaxRawStages, and never the reason that fewer than min_blocks
-// blocks fit: a config whose blocks fit with `stages` raw stages still
-// fits them with raw_stages.
-TEST(TileConfig, RawFp8RingFillsWhatTheBlocksLeave) {
-  const int h100 = attention::smem_per_sm(90);
-  for (const int d : {64, 80, 96, 128, 192, 256}) {
-    for (const int bn : {16, 32, 64}) {
-      for (const int stages : {2, 3, 4}) {
-        for (const int blocks : {1, 2, 3}) {
-          for (const bool split : {false, true}) {
-            SCOPED_TRACE("D" + std::to_string(d) + " bn " + std::to_string(bn) + " stages " +
-                         std::to_string(stages) + " blocks " + std::to_string(blocks) +
-                         (split ? " split" : ""));
-            TileShape s{d, 64, bn, 4, stages, blocks, true, true, false, true, split, h100};
-            const TileConfig c = make_tile_config(s);
-            EXPECT_GE(c.raw_stages, stages);
-            EXPECT_LE(c.raw_stages, attention::kMaxRawStages);
-            EXPECT_GE(c.smem_bytes, c.staging_offset + 2u * unsigned(c.raw_stages * bn * d));
-            s.smem_per_sm = 0;  // unknown capacity: raw ring as deep as the converted one
-            const TileConfig shallow = make_tile_config(s);
-            EXPECT_EQ(shallow.raw_stages, stages);
-            s.smem_per_sm = h100;
-            const int static_smem = split ? 1024 : 0;
-            const int shallow_block =
-                int(shallow.smem_bytes) + static_smem + attention::kReservedSmemPerBlock;
-            if (blocks * shallow_block <= h100) EXPECT_EQ(c.blocks_per_sm, blocks);
-          }
-        }
-      }
-    }
-  }
-  // Not fp8: no raw ring.
-  EXPECT_EQ(make_tile_config({128, 64, 32, 4, 2, 2, true, true, false, false, true, h100}).raw_stages,
-            0);
 }
 
 TEST(TileConfig, TmaBoxIsOneSwizzleChunkOfBlockNRows) {
