@@ -229,10 +229,70 @@ const char* operator_spelling(ExprOp op) {
   return binary_spelling(op);
 }
 
-// The value of a node per element, as one C++ expression.
-std::string value_code(const Expr& expr, int index) {
+// Row values: the maximal subtrees of an expression that read neither the
+// key position j nor the score s and hold a tensor read, a division or a
+// float function (`slopes[h]`, `doc[p]`, `p / chunk`). row() computes them
+// once per query row (the kernels call it when they set a row up, once per
+// work tile), and the per-element code reads `r.<name>`: a guarded load
+// per element is not merged by the compiler, one per row is cheap.
+struct RowValues {
+  std::vector<std::string> names;  // per node: its row value's name, or empty
+  std::vector<int> order;          // the hoisted nodes, in node order
+};
+
+bool worth_a_row_value(ExprOp op) {
+  switch (op) {
+    case ExprOp::kTensor:
+    case ExprOp::kDiv:
+    case ExprOp::kMod:
+    case ExprOp::kExp:
+    case ExprOp::kLog:
+    case ExprOp::kTanh:
+    case ExprOp::kSqrt:
+      return true;
+    default:
+      return false;
+  }
+}
+
+RowValues row_values(const Expr& expr, const std::string& prefix) {
+  const std::size_t n = expr.nodes.size();
+  std::vector<bool> per_element(n, false), costly(n, false), under_element(n, false);
+  for (std::size_t i = 0; i < n; ++i) {  // children come before parents
+    const ExprNode& node = expr.nodes[i];
+    per_element[i] = node.op == ExprOp::kVar && (node.var == ExprVar::kJ || node.var == ExprVar::kS);
+    costly[i] = worth_a_row_value(node.op);
+    for (int k : node.kids) {
+      if (k < 0) continue;
+      per_element[i] = per_element[i] || per_element[static_cast<std::size_t>(k)];
+      costly[i] = costly[i] || costly[static_cast<std::size_t>(k)];
+    }
+  }
+  for (std::size_t i = 0; i < n; ++i) {
+    for (int k : expr.nodes[i].kids) {
+      if (k >= 0 && per_element[i]) under_element[static_cast<std::size_t>(k)] = true;
+    }
+  }
+  RowValues rv;
+  rv.names.resize(n);
+  for (std::size_t i = 0; i < n; ++i) {
+    const bool maximal = static_cast<int>(i) == expr.root || under_element[i];
+    if (!per_element[i] && costly[i] && maximal) {
+      rv.names[i] = prefix + std::to_string(rv.order.size());
+      rv.order.push_back(static_cast<int>(i));
+    }
+  }
+  return rv;
+}
+
+// The value of a node per element, as one C++ expression; a row value
+// reads as r.<name> (`rows` null: none, as in row() itself).
+std::string value_code(const Expr& expr, int index, const RowValues* rows = nullptr) {
+  if (rows != nullptr && !rows->names[static_cast<std::size_t>(index)].empty()) {
+    return "r." + rows->names[static_cast<std::size_t>(index)];
+  }
   const ExprNode& n = expr.nodes[static_cast<std::size_t>(index)];
-  const auto kid = [&](int k) { return value_code(expr, n.kids[k]); };
+  const auto kid = [&](int k) { return value_code(expr, n.kids[k], rows); };
   switch (n.op) {
     case ExprOp::kIntLit:
       return std::to_string(n.int_value);
@@ -463,10 +523,37 @@ std::string emit_user_struct(const Expr* mask, const Expr* score) {
       "  static constexpr bool has_mask = {};\n"
       "  static constexpr bool has_score = {};\n",
       mask != nullptr, score != nullptr);
+  // The row values of both expressions: one struct, one row().
+  const RowValues mask_rows = mask != nullptr ? row_values(*mask, "mask_") : RowValues{};
+  const RowValues score_rows = score != nullptr ? row_values(*score, "score_") : RowValues{};
+  std::string fields, assignments;
+  for (const auto& [expr, rows] : {std::pair{mask, &mask_rows}, std::pair{score, &score_rows}}) {
+    for (int index : rows->order) {
+      const ExprNode& n = expr->nodes[static_cast<std::size_t>(index)];
+      const std::string& name = rows->names[static_cast<std::size_t>(index)];
+      fields += fmt::format("    {} {};\n", n.type == ExprType::kInt     ? "int"
+                                             : n.type == ExprType::kFloat ? "float"
+                                                                          : "bool",
+                            name);
+      assignments += fmt::format("    r.{} = {};\n", name, value_code(*expr, index));
+    }
+  }
+  out += fmt::format(
+      "  struct row_values {{\n"
+      "{}"
+      "  }};\n"
+      "  template <class P>\n"
+      "  __device__ static row_values row(const P& prm, int b, int h, int hk, int p, int n_q, "
+      "int n_k) {{\n"
+      "    row_values r{{}};\n"
+      "{}"
+      "    return r;\n"
+      "  }}\n",
+      fields, assignments);
   if (mask != nullptr) {
     out += fmt::format(
         "  template <class P>\n"
-        "  __device__ static bool mask(const P& prm, {}) {{\n"
+        "  __device__ static bool mask(const P& prm, const row_values& r, {}) {{\n"
         "    return {};\n"
         "  }}\n"
         "  template <class P>\n"
@@ -474,15 +561,16 @@ std::string emit_user_struct(const Expr* mask, const Expr* score) {
         "int p_hi, int j_lo, int j_hi, int n_q, int n_k) {{\n"
         "{}"
         "  }}\n",
-        kPositionParams, value_code(*mask, mask->root), ClassifyEmitter(*mask).body());
+        kPositionParams, value_code(*mask, mask->root, &mask_rows),
+        ClassifyEmitter(*mask).body());
   }
   if (score != nullptr) {
     out += fmt::format(
         "  template <class P>\n"
-        "  __device__ static float score(const P& prm, float s, {}) {{\n"
+        "  __device__ static float score(const P& prm, const row_values& r, float s, {}) {{\n"
         "    return {};\n"
         "  }}\n",
-        kPositionParams, value_code(*score, score->root));
+        kPositionParams, value_code(*score, score->root, &score_rows));
   }
   out += "};\n";
   return out;

@@ -60,9 +60,10 @@ __device__ __forceinline__ void to_logits(float (&s)[kBlocks][4],
     for (int nb = 0; nb < kBlocks; ++nb) {
 #pragma unroll
       for (int e = 0; e < 4; ++e) {
-        const UserRow& u = keys[e / 2].user;
+        const auto& u = keys[e / 2].user;
         const int j = j0 + nb * 8 + 2 * (lane % 4) + (e % 2);
-        s[nb][e] = UserOf<C>::score(prm, s[nb][e] * kLn2, u.b, u.h, u.hk, u.p, j, u.n_q, u.n_k) *
+        s[nb][e] = UserOf<C>::score(prm, u.r, s[nb][e] * kLn2, u.b, u.h, u.hk, u.p, j, u.n_q,
+                                    u.n_k) *
                    kLog2e;
       }
     }
@@ -77,8 +78,8 @@ __device__ __forceinline__ void to_logits(float (&s)[kBlocks][4],
       const int j = j0 + nb * 8 + 2 * (lane % 4) + (e % 2);
       bool visible = Mask<C>::visible_in(keys[r], j);
       if constexpr (user_mask<C>()) {
-        const UserRow& u = keys[r].user;
-        visible = visible && UserOf<C>::mask(prm, u.b, u.h, u.hk, u.p, j, u.n_q, u.n_k);
+        const auto& u = keys[r].user;
+        visible = visible && UserOf<C>::mask(prm, u.r, u.b, u.h, u.hk, u.p, j, u.n_q, u.n_k);
       }
       if (!visible) s[nb][e] = ptx::neg_inf();
     }

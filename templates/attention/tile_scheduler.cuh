@@ -193,7 +193,7 @@ struct WorkTile {
     mask.span_of(p, span_lo, span_hi);
     keys = mask.row_keys(p, span_lo, span_hi);
     if constexpr (user_mask<C>() || user_score<C>()) {
-      keys.user = UserRow{seq, map.head(row), hk, p, n_q, n_k};
+      keys.user = UserRowOf<C>::make(prm, seq, map.head(row), hk, p, n_q, n_k);
     }
     sink2 = Sinks<C>::logit2(prm.sinks, map.head(row));
   }

@@ -24,21 +24,31 @@ __host__ __device__ constexpr bool user_score() {
   return UserOf<C>::has_score;
 }
 
-// What a row's expressions read besides the key position j.
+// What a row's expressions read besides the key position j: its position
+// and head, and the row values of the generated struct (the parts of the
+// expressions that do not depend on j or s, computed once per row).
+template <class User>
 struct UserRow {
   int b, h, hk, p, n_q, n_k;
+  typename User::row_values r;
+
+  template <class P>
+  __device__ __forceinline__ static UserRow make(const P& prm, int b, int h, int hk, int p,
+                                                 int n_q, int n_k) {
+    return UserRow{b, h, hk, p, n_q, n_k, User::row(prm, b, h, hk, p, n_q, n_k)};
+  }
 };
 struct NoUserRow {};
-template <bool kUser>
+template <class C, bool kUser>
 struct UserRowPick {
-  using type = UserRow;
+  using type = UserRow<UserOf<C>>;
 };
-template <>
-struct UserRowPick<false> {
+template <class C>
+struct UserRowPick<C, false> {
   using type = NoUserRow;
 };
 template <class C>
-using UserRowOf = typename UserRowPick<user_mask<C>() || user_score<C>()>::type;
+using UserRowOf = typename UserRowPick<C, user_mask<C>() || user_score<C>()>::type;
 
 }  // namespace attention
 }  // namespace attnjit

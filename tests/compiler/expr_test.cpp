@@ -281,11 +281,21 @@ TEST(ExprEmit, MaskAndScoreStruct) {
             "struct attnjit_user {\n"
             "  static constexpr bool has_mask = true;\n"
             "  static constexpr bool has_score = false;\n"
+            "  struct row_values {\n"
+            "    int mask_0;\n"
+            "  };\n"
             "  template <class P>\n"
-            "  __device__ static bool mask(const P& prm, int b, int h, int hk, int p, int j, int "
-            "n_q, int n_k) {\n"
-            "    return (::attnjit::expr::div_by(p, prm.chunk, prm.attnjit_div_chunk) == "
-            "::attnjit::expr::div_by(j, prm.chunk, prm.attnjit_div_chunk));\n"
+            "  __device__ static row_values row(const P& prm, int b, int h, int hk, int p, int n_q, "
+            "int n_k) {\n"
+            "    row_values r{};\n"
+            "    r.mask_0 = ::attnjit::expr::div_by(p, prm.chunk, prm.attnjit_div_chunk);\n"
+            "    return r;\n"
+            "  }\n"
+            "  template <class P>\n"
+            "  __device__ static bool mask(const P& prm, const row_values& r, int b, int h, int hk, "
+            "int p, int j, int n_q, int n_k) {\n"
+            "    return (r.mask_0 == ::attnjit::expr::div_by(j, prm.chunk, "
+            "prm.attnjit_div_chunk));\n"
             "  }\n"
             "  template <class P>\n"
             "  __device__ static int classify(const P& prm, int b, int h_lo, int h_hi, int p_lo, "
@@ -303,8 +313,8 @@ TEST(ExprEmit, MaskAndScoreStruct) {
   const std::string both = emit_user_struct(&mask, &score);
   EXPECT_NE(both.find("// score: (s * temp) + 1.0\n"), std::string::npos) << both;
   EXPECT_NE(both.find("  static constexpr bool has_score = true;\n"), std::string::npos);
-  EXPECT_NE(both.find("  __device__ static float score(const P& prm, float s, int b, int h, int hk, "
-                      "int p, int j, int n_q, int n_k) {\n"
+  EXPECT_NE(both.find("  __device__ static float score(const P& prm, const row_values& r, float s, "
+                      "int b, int h, int hk, int p, int j, int n_q, int n_k) {\n"
                       "    return ((s * prm.temp) + 1.0f);\n"),
             std::string::npos)
       << both;
@@ -326,6 +336,24 @@ TEST(ExprEmit, MaskAndScoreStruct) {
         "::attnjit::expr::load_bounded(prm.bias, 4, ::attnjit::expr::sub(j, p))"}) {
     EXPECT_NE(text.find(read), std::string::npos) << read << "\n" << text;
   }
+  // The reads that depend on neither j nor s are row values, computed in
+  // row() and read per element as r.<name>; the others stay per element.
+  for (const char* row :
+       {"    r.mask_0 = ::attnjit::expr::load_key_token(prm.doc, prm.cu_seqlens_k, b, n_k, p);\n",
+        "    r.mask_1 = (::attnjit::expr::load_sequence(prm.prefix, b) > 0);\n",
+        "    r.mask_2 = ::attnjit::expr::load_bounded(prm.slopes, prm.num_heads_q, h);\n",
+        "    int mask_0;\n    bool mask_1;\n    float mask_2;\n"}) {
+    EXPECT_NE(text.find(row), std::string::npos) << row << "\n" << text;
+  }
+  EXPECT_NE(text.find("return (((r.mask_0 == ::attnjit::expr::load_query_token(prm.qdoc, "
+                      "prm.cu_seqlens_q, b, n_q, n_k, j)) && r.mask_1) && (r.mask_2 > "),
+            std::string::npos)
+      << text;
+  // Without any, the struct is empty and the expressions read none.
+  const Expr plain = parse("p - j < chunk");
+  const std::string none = emit_user_struct(&plain, nullptr);
+  EXPECT_NE(none.find("  struct row_values {\n  };\n"), std::string::npos) << none;
+  EXPECT_EQ(none.find("r."), std::string::npos) << none;
 }
 
 TEST(ExprEmit, RejectsMalformedTrees) {
@@ -541,8 +569,9 @@ TEST(ExprNvrtc, EmittedCodeCompiles) {
       "  const int p = threadIdx.x, j = blockIdx.x;\n"
       "  static_assert(!::attnjit::expr::user_of<PlainConfig>::type::has_mask, \"no user\");\n"
       "  static_assert(::attnjit::expr::user_of<UserConfig>::type::has_score, \"its user\");\n"
-      "  if (attnjit_user::mask(prm, 0, 1, 0, p, j, 4, 8))\n"
-      "    prm.out[p] = attnjit_user::score(prm, 0.5f, 0, 1, 0, p, j, 4, 8);\n"
+      "  const attnjit_user::row_values r = attnjit_user::row(prm, 0, 1, 0, p, 4, 8);\n"
+      "  if (attnjit_user::mask(prm, r, 0, 1, 0, p, j, 4, 8))\n"
+      "    prm.out[p] = attnjit_user::score(prm, r, 0.5f, 0, 1, 0, p, j, 4, 8);\n"
       "  prm.cls[p] = attnjit_user::classify(prm, 0, 0, 3, p, p + 63, j, j + 63, 4, 8);\n"
       "}\n";
   CompileOptions options;

@@ -182,11 +182,13 @@ TEST(ExprDevice, EmittedCodeAgreesWithTheHostEvaluator) {
             env.p = p;
             env.j = j;
             env.s = double(int(rng() % 17) - 8) * 0.375;
-            ASSERT_EQ(User::mask(problem.prm, env.b, h, env.hk, p, j, env.n_q, env.n_k),
+            // The row values as the kernels compute them: once per row.
+            const auto row = User::row(problem.prm, env.b, h, env.hk, p, env.n_q, env.n_k);
+            ASSERT_EQ(User::mask(problem.prm, row, env.b, h, env.hk, p, j, env.n_q, env.n_k),
                       evaluate_mask(mask, env))
                 << c.mask << " p=" << p << " j=" << j << " h=" << h;
             const double want = evaluate_score(score, env);
-            const float got = User::score(problem.prm, float(env.s), env.b, h, env.hk, p, j,
+            const float got = User::score(problem.prm, row, float(env.s), env.b, h, env.hk, p, j,
                                           env.n_q, env.n_k);
             ASSERT_TRUE(close(want, got)) << c.score << ": " << want << " vs " << got;
             ++pairs;
