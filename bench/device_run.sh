@@ -10,15 +10,26 @@
 #   SANITIZE_VARIANTS=bf16_d128_causal,... (sanitize stage: memcheck, racecheck)
 #   STAGES="build manifest" (record the seed examples' variants, build a cache
 #   from the manifest without the driver, rerun them on it with no JIT)
+# A device call runs at most 600 s: "build gpu" alone takes 6-7 min on a
+# fresh machine; give python, user, decode and bench calls of their own.
 set -uo pipefail
-OUT=${OUT:-$PWD/device-out}; mkdir -p "$OUT"
+# Logs are written to a work folder and packed into $OUT/logs.tgz after
+# every stage: the machine returns only a few files per call, and a call
+# that runs past its limit returns what $OUT held then (the stages done).
+FINAL_OUT=${OUT:-$PWD/device-out}; mkdir -p "$FINAL_OUT"
+OUT=$(mktemp -d)
+pack() { tar czf "$FINAL_OUT/logs.tgz.part" -C "$OUT" . && mv "$FINAL_OUT/logs.tgz.part" "$FINAL_OUT/logs.tgz"; }
+trap pack EXIT
 STAGES=${STAGES:-build gpu python bench}
 export PATH=/opt/torch/.venv/bin:$PATH:/usr/local/cuda/bin
 export ATTNJIT_CACHE_DIR=$PWD/build-gpu/kcache
 export PYTHONPATH=$PWD/build-gpu/python
 commit=${ATTNJIT_COMMIT:-$(git rev-parse --short HEAD 2>/dev/null || echo unknown)}
 status=0
-stage() { [[ " $STAGES " == *" $1 "* ]]; }
+stage() {
+  pack
+  [[ " $STAGES " == *" $1 "* ]]
+}
 if stage build; then
   cmake -S . -B build-gpu -G Ninja -DCMAKE_BUILD_TYPE=Release -DATTNJIT_BUILD_PYTHON=ON \
     >"$OUT/cmake.log" 2>&1 && cmake --build build-gpu -j16 >"$OUT/build.log" 2>&1 \
@@ -160,6 +171,4 @@ if stage manifest; then
   fi
   rm -rf "$rec"
 fi
-# One archive: the machine returns only a few files per call.
-tar czf /tmp/attnjit-logs.tgz -C "$OUT" . && rm -rf "${OUT:?}"/* && mv /tmp/attnjit-logs.tgz "$OUT/logs.tgz"
-exit $status
+exit $status  # (the EXIT trap packs the logs)
