@@ -98,7 +98,7 @@ def test_malformed_yaml_is_a_clear_error_with_torch_loaded_first():
 
 def test_the_hidden_divisor_field_is_not_an_arg():
     """chunked_local divides by its runtime `chunk`: the multiplier's field
-    is the runtime's, not listed and not accepted as a keyword."""
+    is the runtime's and not listed among the spec's args."""
     spec = attnjit.load_spec(EXAMPLES / "chunked_local.yaml")
     assert [a["name"] for a in spec.args] == ["chunk"]
 

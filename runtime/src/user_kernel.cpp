@@ -85,9 +85,19 @@ std::shared_ptr<AttentionKernel> AttentionKernel::get_user(
   kernel->init_from(sig, found, cache, t);
   kernel->user_spec_ = std::move(spec);
   for (size_t i = inherited.fields.size(); i < own.fields.size(); ++i) {
-    kernel->user_fields_.push_back(UserField{own.fields[i].name, own.fields[i].type,
-                                             own.fields[i].offset,
-                                             kernel->user_spec_->args.at(i).divisor_of});
+    UserField field{own.fields[i].name, own.fields[i].type, own.fields[i].offset,
+                    kernel->user_spec_->args.at(i).divisor_of};
+    if (!field.divisor_of.empty()) {
+      const auto divisor = std::find_if(own.fields.begin(), own.fields.end(),
+                                        [&](const ParamField& f) { return f.name == field.divisor_of; });
+      if (divisor == own.fields.end() || divisor->type != ArgType::kI32) {
+        throw Error(ErrorKind::kSpec, fmt::format("spec {}: the divisor {} is no int32 arg",
+                                                  quote_name(kernel->user_spec_->family),
+                                                  field.divisor_of));
+      }
+      field.divisor_offset = divisor->offset;
+    }
+    kernel->user_fields_.push_back(std::move(field));
   }
   kernel->params_size_ = own.size;
   for (const std::optional<Expr>* e : {&kernel->user_spec_->mask, &kernel->user_spec_->score}) {
@@ -100,9 +110,11 @@ std::shared_ptr<AttentionKernel> AttentionKernel::get_user(
 }
 
 void AttentionKernel::require_no_user_args() const {
-  if (user_fields_.empty()) return;
-  fail(fmt::format("attention: spec {} has args of its own ({} and more); pass them to launch()",
-                   quote_name(user_spec_->family), user_fields_.front().name));
+  for (const UserField& field : user_fields_) {
+    if (!field.divisor_of.empty()) continue;  // the runtime's own
+    fail(fmt::format("attention: spec {} has args of its own ({} and more); pass them to launch()",
+                     quote_name(user_spec_->family), field.name));
+  }
 }
 
 void AttentionKernel::check_user_args(const AttentionArgs& a,
@@ -135,16 +147,19 @@ void AttentionKernel::check_user_args(const AttentionArgs& a,
 void AttentionKernel::write_user_args(unsigned char* params,
                                       const std::vector<UserArg>& user_args) const {
   for (const UserField& field : user_fields_) {
-    if (!field.divisor_of.empty()) {
-      // An int32 arg's multiplier for the device's division by it.
-      const UserArg& divisor = *find_arg(user_args, field.divisor_of);
-      const int64_t magic = divisor_multiplier(std::get<int32_t>(divisor.value));
-      std::memcpy(params + field.offset, &magic, sizeof(magic));
-      continue;
-    }
+    if (!field.divisor_of.empty()) continue;  // below, once every arg is written
     const UserArg& arg = *find_arg(user_args, field.name);  // check_user_args ran
     std::visit([&](const auto& value) { std::memcpy(params + field.offset, &value, sizeof(value)); },
                arg.value);
+  }
+  // The multipliers for division by an int32 arg, from the value the
+  // kernel gets (the spec's own arg or an inherited one like num_heads_kv).
+  for (const UserField& field : user_fields_) {
+    if (field.divisor_of.empty()) continue;
+    int32_t divisor = 0;
+    std::memcpy(&divisor, params + field.divisor_offset, sizeof(divisor));
+    const int64_t magic = divisor_multiplier(divisor);
+    std::memcpy(params + field.offset, &magic, sizeof(magic));
   }
 }
 

@@ -88,6 +88,39 @@ TEST(UserSpec, OwnArgsAreCheckedByNameAndType) {
   EXPECT_EQ(kind, ErrorKind::kDriver);  // everything else passed
 }
 
+// Division by an inherited int32 arg (num_heads_kv): its multiplier comes
+// from the value the launch writes, with no arg from the caller, and a
+// spec without args of its own launches without any.
+TEST(UserSpec, DivisionByAnInheritedArgNeedsNoArgFromTheCaller) {
+  const auto spec = std::make_shared<const Spec>(parse_spec(
+      "family: by_kv_heads\nextends: attention\nmask: \"j / num_heads_kv <= p\"\n", "t.yaml"));
+  ASSERT_EQ(spec->args.back().divisor_of, "num_heads_kv");
+  KernelCache cache{CacheConfig{}};
+  const Target target = parse_target("sm_80");
+  auto kernel = AttentionKernel::get_user(spec, resolve_flags(*spec, {{"head_dim", int64_t{128}}}),
+                                          cache, &target);
+  EXPECT_NE(launch_error(*kernel, {{"attnjit_div_num_heads_kv", int32_t{1}}})
+                .find("has no arg `attnjit_div_num_heads_kv`"),
+            std::string::npos);
+  std::string why;
+  if (Driver::available(&why)) GTEST_SKIP() << "a GPU is here: the no-driver half runs elsewhere";
+  for (const bool with_list : {true, false}) {
+    ErrorKind kind = ErrorKind::kArgument;
+    std::string message;
+    try {
+      if (with_list) {
+        kernel->launch(fake_args(), nullptr, std::vector<UserArg>{});
+      } else {
+        kernel->launch(fake_args(), nullptr);
+      }
+    } catch (const Error& e) {
+      kind = e.kind();
+      message = e.what();
+    }
+    EXPECT_EQ(kind, ErrorKind::kDriver) << message;  // everything before the driver passed
+  }
+}
+
 TEST(UserSpec, OnlySpecsThatExtendTheAttentionSpec) {
   const auto axpy = std::make_shared<const Spec>(
       load_spec_file(std::string(ATTNJIT_SOURCE_DIR) + "/tests/compiler/data/axpy.yaml"));

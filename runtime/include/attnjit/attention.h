@@ -257,9 +257,11 @@ class AttentionKernel {
     std::string name;
     ArgType type;
     size_t offset;
-    // Hidden: the multiplier for division by this int32 arg, computed
-    // from its value at each launch (not passed by the caller).
+    // Hidden: the multiplier for division by this int32 arg (one of the
+    // spec's own or an inherited one), computed at each launch from the
+    // value at divisor_offset in the params (not passed by the caller).
     std::string divisor_of;
+    size_t divisor_offset = 0;
   };
   std::shared_ptr<const Spec> user_spec_;
   std::vector<UserField> user_fields_;
