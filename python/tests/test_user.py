@@ -96,11 +96,19 @@ def test_malformed_yaml_is_a_clear_error_with_torch_loaded_first():
     assert re.search(r"^ValueError <string>:\d+:\d+: .* spec$", child.stdout, re.M), child.stdout
 
 
-def test_the_hidden_divisor_field_is_not_an_arg():
+def test_the_hidden_divisor_field_is_not_an_arg(no_device):
     """chunked_local divides by its runtime `chunk`: the multiplier's field
-    is the runtime's and not listed among the spec's args."""
+    is the runtime's, not listed among the spec's args and refused as a
+    keyword; the launch passes `chunk` alone."""
     spec = attnjit.load_spec(EXAMPLES / "chunked_local.yaml")
     assert [a["name"] for a in spec.args] == ["chunk"]
+    q = torch.zeros(7, 2, 64, dtype=torch.bfloat16)
+    cu = _cu((4, 3))
+    with pytest.raises(TypeError, match="unexpected argument `attnjit_div_chunk`"):
+        spec(q, q, q, cu, cu, 4, 4, chunk=2, attnjit_div_chunk=1)
+    assert not no_device
+    spec(q, q, q, cu, cu, 4, 4, chunk=2)
+    assert [name for name, *_ in no_device[0][3]] == ["chunk"]
 
 
 def test_a_spec_that_does_not_extend_attention_is_refused():
