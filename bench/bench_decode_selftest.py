@@ -43,12 +43,7 @@ def self_test():
     import warnings
     warnings.filterwarnings("ignore")  # eager FlexAttention's advice to compile it
     from triton_decode_peer import choose_splits
-    ok = True
-
-    def expect(cond, what):
-        nonlocal ok
-        print(f"  {'ok  ' if cond else 'FAIL'} {what}")
-        ok = ok and cond
+    expect = bp.Checks()
 
     print("K/V bytes against brute force:")
     bad = 0
@@ -186,8 +181,8 @@ def self_test():
                "the bandwidth measurement's read kernel sums every element once")
     else:
         print("  (the Triton kernels run here with TRITON_INTERPRET=1)")
-    print("self-test", "passed" if ok else "FAILED")
-    return 0 if ok else 1
+    print("self-test", "passed" if expect.ok else "FAILED")
+    return 0 if expect.ok else 1
 
 
 if __name__ == "__main__":

@@ -449,15 +449,22 @@ def _brute_counts(n_q, n_k, causal, window, spans, clamp):
     return pairs, len(seen)
 
 
+class Checks:
+    """A self-test's checks: expect(cond, what) prints each as ok or FAIL;
+    ok says whether all passed (bench_decode_selftest.py uses it too)."""
+
+    def __init__(self):
+        self.ok = True
+
+    def __call__(self, cond, what):
+        print(f"  {'ok  ' if cond else 'FAIL'} {what}")
+        self.ok = self.ok and cond
+
+
 def self_test():
     import warnings
     warnings.filterwarnings("ignore")  # eager FlexAttention's advice to compile it
-    ok = True
-
-    def expect(cond, what):
-        nonlocal ok
-        print(f"  {'ok  ' if cond else 'FAIL'} {what}")
-        ok = ok and cond
+    expect = Checks()
 
     print("useful pairs and needed keys against brute force:")
     windows = [(-1, -1), (0, 0), (2, 0), (0, 3), (3, 1), (-1, 2), (5, -1), (0, -1)]
@@ -559,8 +566,8 @@ def self_test():
                      + ", ".join(f"{n} {e:.1e}" for n, e in errs.items()))
     if not interpret:
         print("  (the Triton kernel runs here with TRITON_INTERPRET=1)")
-    print("self-test", "passed" if ok else "FAILED")
-    return 0 if ok else 1
+    print("self-test", "passed" if expect.ok else "FAILED")
+    return 0 if expect.ok else 1
 
 
 if __name__ == "__main__":
