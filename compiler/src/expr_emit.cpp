@@ -531,10 +531,8 @@ std::string emit_user_struct(const Expr* mask, const Expr* score) {
     for (int index : rows->order) {
       const ExprNode& n = expr->nodes[static_cast<std::size_t>(index)];
       const std::string& name = rows->names[static_cast<std::size_t>(index)];
-      fields += fmt::format("    {} {};\n", n.type == ExprType::kInt     ? "int"
-                                             : n.type == ExprType::kFloat ? "float"
-                                                                          : "bool",
-                            name);
+      // The language's type names (int, float, bool) are the C++ ones.
+      fields += fmt::format("    {} {};\n", to_string(n.type), name);
       assignments += fmt::format("    r.{} = {};\n", name, value_code(*expr, index));
     }
   }
