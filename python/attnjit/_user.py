@@ -15,6 +15,7 @@ synchronizes, so both can be captured in a CUDA graph after a first call.
 """
 
 import hashlib
+import inspect
 import math
 import operator
 import os
@@ -32,16 +33,6 @@ _SPECS = {}
 
 _TENSOR_DTYPES = {"const int32*": torch.int32, "const float*": torch.float32}
 _ARG_TYPES = ("int32", "float", *_TENSOR_DTYPES)
-
-# The call's own keywords (varlen and paged): a spec arg of one of these
-# names could not be passed, so load_spec refuses it.
-_CALL_KEYWORDS = frozenset((
-    "q", "k", "v", "cu_seqlens_q", "cu_seqlens_k", "max_seqlen_q",
-    "max_seqlen_k", "softmax_scale", "causal", "window_size", "sinks",
-    "sinks_mode", "mm_prefix_ranges", "mm_prefix_clamp", "softcap",
-    "return_lse", "out", "check", "k_cache", "v_cache", "block_table",
-    "seqused_k", "k_scale", "v_scale", "self"))
-
 
 def load_spec(spec):
     """Parses a user spec from a path (str or os.PathLike, a file ending in
@@ -492,3 +483,16 @@ def _spec_of(spec_id):
                            f"process (attnjit.load_spec)")
     return spec
 
+
+def _call_keywords():
+    """The parameters of the call and of .paged() (a spec arg of one of
+    these names could not be passed, so load_spec refuses it)."""
+    names = set()
+    for method in (UserAttention.__call__, UserAttention.paged):
+        for param in inspect.signature(method).parameters.values():
+            if param.kind is not param.VAR_KEYWORD:
+                names.add(param.name)
+    return frozenset(names)
+
+
+_CALL_KEYWORDS = _call_keywords()
