@@ -7,6 +7,9 @@ PYTHONPATH=<build>/python after a CMake build with -DATTNJIT_BUILD_PYTHON=ON).
 
 import itertools
 import math
+import shutil
+import subprocess
+import sys
 
 import pytest
 
@@ -55,6 +58,19 @@ def test_version_and_stats():
     for name in ("memory_hits", "disk_hits", "aot_hits", "compiles",
                  "corrupt_entries", "write_failures", "disk_disabled"):
         assert name in stats
+
+
+@pytest.mark.skipif(sys.platform != "linux" or shutil.which("nm") is None,
+                    reason="reads the ELF dynamic symbol table with binutils' nm")
+def test_the_module_exports_its_init_function_alone():
+    """attnjit._C carries static copies of attnjit, of yaml-cpp's inline
+    functions and of standard-library template instances. Exported, they
+    took the place of the shared libstdc++'s and yaml-cpp's own symbols in
+    a process with torch (a crash on a malformed spec, or in torch's import
+    when attnjit came first); python/src/module.map keeps them local."""
+    out = subprocess.run(["nm", "-D", "--defined-only", attnjit._C.__file__],
+                         capture_output=True, text=True, check=True).stdout
+    assert [line.split()[-1] for line in out.splitlines()] == ["PyInit__C"]
 
 
 def test_a_valid_call_on_cpu_tensors_asks_for_cuda():

@@ -77,13 +77,15 @@ def test_bad_specs_name_the_line_and_column(text, match):
     assert caught.value.kind == "spec"
 
 
-def test_malformed_yaml_is_a_clear_error_with_torch_loaded_first():
+@pytest.mark.parametrize("imports", ["torch, attnjit", "attnjit, torch"])
+def test_malformed_yaml_is_a_clear_error_whatever_is_imported_first(imports):
     """A YAML syntax error (the parser library throws it) is a ValueError
-    naming line and column, also in a process that imported torch first,
-    as every user of the op does. On the H200 machine (yaml-cpp 0.8, torch
-    2.11) that process crashed instead (NOTES.md); a child process runs
-    it, so a crash fails this test and not the whole session."""
-    code = ("import torch, attnjit\n"
+    naming line and column, also in a process that imported torch, before
+    or after attnjit. On the H200 machine (yaml-cpp 0.8, torch 2.11) such a
+    process crashed while the module exported its static copies of
+    library symbols (test_api.py's export test); a child process runs the
+    case, so a crash fails this test and not the whole session."""
+    code = (f"import {imports}\n"
             "try:\n"
             "    attnjit.load_spec('family: [x\\n')\n"
             "except ValueError as e:\n"
