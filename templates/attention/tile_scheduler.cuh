@@ -88,6 +88,10 @@ struct WorkTile {
   KeyRange range;       // key tiles to visit (this split's, with split-KV)
   int split;            // split-KV: which part of the row's keys this block has
   int splits;           // ... of how many (1: the block sees every key of its rows)
+  // A spec's mask: bit t is set when key tile full_base + t is full by the
+  // spec's mask (classified once per query tile, a tile per lane).
+  unsigned full_bits;
+  int full_base;
 
   // Sequence b, kv head kv_head and its group = Hq / Hkv query heads when
   // packing GQA, else query head `head` alone.
@@ -156,6 +160,13 @@ struct WorkTile {
     const auto visible = [&](int kt) { return user_class(prm, kt) != 0; };
     range.first_tile = first_where(range.first_tile, range.last_tile, visible);
     range.last_tile = last_where(range.first_tile, range.last_tile, visible);
+    // The classes of the first 32 visited tiles, kept for edge_tile: the
+    // main loop then tests a bit per key tile instead of classifying it
+    // again in every thread (narrow bands visit a handful of tiles, each
+    // of little work next to its classification).
+    full_base = range.first_tile;
+    full_bits = warp_ballot(
+        [&](int lane) { return full_base + lane <= range.last_tile && user_class(prm, full_base + lane) == 2; });
   }
 
   // Whether key tile kt needs the element mask: not interior by the
@@ -163,7 +174,8 @@ struct WorkTile {
   __device__ __forceinline__ bool edge_tile(const Params<T>& prm, int kt) const {
     const bool edge = !mask.interior(p_first, p_last, kt * kBlockN, kBlockN);
     if constexpr (user_mask<C>()) {
-      return edge || user_class(prm, kt) != 2;
+      const unsigned t = unsigned(kt - full_base);
+      return edge || (t < 32 ? ((full_bits >> t) & 1u) == 0 : user_class(prm, kt) != 2);
     } else {
       return edge;
     }
