@@ -86,6 +86,13 @@ int run_specs(const std::vector<std::string>& files) {
     }
     if (spec.mask) std::printf("  mask   %s\n", spec.mask->canonical().c_str());
     if (spec.score) std::printf("  score  %s\n", spec.score->canonical().c_str());
+    if (!spec.tune_as.empty()) {
+      std::string tune_as;
+      for (const auto& [name, value] : spec.tune_as) {
+        tune_as += (tune_as.empty() ? "" : ",") + name + "=" + to_string(value);
+      }
+      std::printf("  tiles  as %s (tune_as)\n", tune_as.c_str());
+    }
     for (const FlagDecl& f : spec.flags) {
       std::string domain;
       for (auto v : f.int_values) domain += std::to_string(v) + " ";

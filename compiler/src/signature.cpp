@@ -84,9 +84,14 @@ Signature make_signature(const Spec& spec, const FlagSet& flags, const CompileOp
                          const std::map<std::string, int64_t>& overrides) {
   check_flag_set(spec, flags);
   check_overrides(spec, overrides);
+  // A user spec's tune_as: the rules see those mask-shape flags as given.
+  FlagSet tuned_as = flags;
+  for (auto& [name, value] : tuned_as.values) {
+    if (auto it = spec.tune_as.find(name); it != spec.tune_as.end()) value = it->second;
+  }
   const TuningRule* rule = nullptr;
   for (const TuningRule& candidate : spec.tuning.rules) {
-    if (rule_matches(candidate, flags, options.target)) {
+    if (rule_matches(candidate, tuned_as, options.target)) {
       rule = &candidate;
       break;
     }

@@ -46,6 +46,9 @@ namespace {
 // The keys a spec with `extends` takes from the extended spec.
 const std::vector<std::string> kInheritedKeys = {"template", "entry", "flags", "constraints",
                                                  "tuning"};
+// The flags `tune_as` may name: those that shape the mask and pick tiles,
+// never one that changes what the kernel reads or writes.
+const std::vector<std::string> kTuneAsFlags = {"causal", "window"};
 // Names of the expression language's variables (docs/expressions.md).
 const std::vector<std::string> kExprVariables = {"p", "j", "b", "h", "hk", "n_q", "n_k", "s"};
 
@@ -222,6 +225,23 @@ void parse_expressions(const SpecReader& reader, const std::string& yaml_text,
       hidden.doc = "the runtime's multiplier for division by " + divisor + " (hidden)";
       hidden.divisor_of = divisor;
       spec.args.push_back(std::move(hidden));
+    }
+  }
+  if (const auto* tune_as = find_entry(entries, "tune_as")) {
+    if (mask == nullptr) {
+      reader.fail(tune_as->key_node,
+                  "tune_as needs a mask: it says which built-in mask the mask is shaped like");
+    }
+    for (const MapEntry& entry : reader.entries(tune_as->value, "tune_as", {})) {
+      const FlagDecl& decl = declared_flag(reader, spec, entry, "tune_as");
+      if (std::find(kTuneAsFlags.begin(), kTuneAsFlags.end(), decl.name) == kTuneAsFlags.end()) {
+        reader.fail(entry.key_node, "tune_as may name only the mask-shape flags (" +
+                                        join(kTuneAsFlags, ", ") + "), not " + quoted(decl.name));
+      }
+      if (!entry.value.IsScalar()) {
+        reader.fail(entry.value, "tune_as: flag " + quoted(decl.name) + " takes a single value");
+      }
+      spec.tune_as[decl.name] = flag_value(reader, decl, entry.value);
     }
   }
 }

@@ -22,7 +22,7 @@ namespace {
 
 const std::vector<std::string> kTopLevelKeys = {
     "family", "description", "extends", "template", "entry", "flags", "constraints",
-    "tuning", "args",        "presets", "matrix",   "mask",  "score"};
+    "tuning", "args",        "presets", "matrix",   "mask",  "score", "tune_as"};
 const std::vector<std::string> kFlagKeys = {"type", "values",   "default",
                                             "doc",  "requires", "excludes"};
 const std::vector<std::string> kArgKeys = {"name", "type", "doc", "noalias", "per", "size",

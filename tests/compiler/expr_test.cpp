@@ -511,6 +511,44 @@ TEST(ExprSpec, Errors) {
             "or score (using user = attnjit_user)");
 }
 
+// tune_as: the tuning rules see the named mask-shape flags as given, and
+// nothing else changes (the flags, the code, the args).
+TEST(ExprSpec, TuneAsPicksTheTilesOfTheNamedFlags) {
+  const std::string band = kUserHead + "mask: \"abs(p - j) <= chunk\"\n";
+  const Spec plain = parse_spec(band, "u.yaml");
+  const Spec tuned = parse_spec(band + "tune_as: {window: true}\n", "u.yaml");
+  ASSERT_EQ(tuned.tune_as.size(), 1u);
+  EXPECT_EQ(tuned.tune_as.at("window"), FlagValue{true});
+  const Spec base = load_embedded_spec("attention");
+  CompileOptions options;
+  options.target = parse_target("sm_90a");
+  const std::map<std::string, FlagValue> given = {{"head_dim", int64_t{80}}};
+  const Signature as_plain = make_signature(plain, resolve_flags(plain, given), options);
+  const Signature as_window = make_signature(tuned, resolve_flags(tuned, given), options);
+  std::map<std::string, FlagValue> windowed = given;
+  windowed["window"] = true;
+  const Signature builtin = make_signature(base, resolve_flags(base, windowed), options);
+  EXPECT_EQ(as_window.tuning, builtin.tuning);
+  EXPECT_NE(as_plain.tuning, builtin.tuning);
+  EXPECT_EQ(as_window.flags.get_bool("window"), false);  // the variant's own flags stay
+  EXPECT_NE(as_window.canonical(), as_plain.canonical());
+}
+
+TEST(ExprSpec, TuneAsErrors) {
+  const std::string band = kUserHead + "mask: \"abs(p - j) <= chunk\"\n";
+  EXPECT_EQ(spec_error(kUserHead + "tune_as: {window: true}\n"),
+            "t.yaml:6:1: tune_as needs a mask: it says which built-in mask the mask is shaped "
+            "like");
+  EXPECT_EQ(spec_error(band + "tune_as: {head_dim: 64}\n"),
+            "t.yaml:7:11: tune_as may name only the mask-shape flags (causal, window), not "
+            "'head_dim'");
+  EXPECT_EQ(spec_error(band + "tune_as: {windw: true}\n"),
+            "t.yaml:7:11: unknown flag 'windw' in tune_as (did you mean 'window'?)");
+  EXPECT_EQ(spec_error(band + "tune_as: {window: [true]}\n"),
+            "t.yaml:7:19: tune_as: flag 'window' takes a single value");
+  EXPECT_EQ(spec_error(band + "tune_as: {window: maybe}\n").substr(0, 13), "t.yaml:7:19: ");
+}
+
 TEST(ExprSpec, ExampleSpecsLoad) {
   for (const char* name : {"chunked_local", "alibi", "prefix_lm", "document"}) {
     const std::string path =

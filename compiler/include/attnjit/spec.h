@@ -159,6 +159,10 @@ struct Spec {
   // config's `using user = attnjit_user;`.
   std::optional<Expr> mask;
   std::optional<Expr> score;
+  // `tune_as:` (with a mask): mask-shape flags whose values the tuning
+  // rules see instead of the variant's own, e.g. {window: true} for a
+  // band-shaped mask, so that it gets the tiles of the built-in window.
+  std::map<std::string, FlagValue> tune_as;
 
   const FlagDecl* find_flag(const std::string& name) const;
   const Preset* find_preset(const std::string& name) const;
