@@ -34,7 +34,7 @@ namespace {
 // a launch (H200 host), so each thread keeps the maps of its last launch
 // and re-encodes only when a tensor changed.
 bool same_tensor(const TiledTensor& x, const TiledTensor& y) {
-  return x.base == y.base && x.bf16 == y.bf16 && x.rank == y.rank &&
+  return x.base == y.base && x.element == y.element && x.rank == y.rank &&
          std::equal(x.dims, x.dims + 4, y.dims) && std::equal(x.strides, x.strides + 3, y.strides) &&
          std::equal(x.box, x.box + 4, y.box) && x.swizzle_bytes == y.swizzle_bytes;
 }
@@ -52,20 +52,26 @@ void kv_tensor_maps(const AttentionFlags& flags, const AttentionArgs& a, const T
   const int64_t row_strides[2] = {a.k_row_stride, a.v_row_stride};
   const int64_t head_strides[2] = {a.k_head_stride, a.v_head_stride};
   const int64_t page_strides[2] = {a.k_page_stride, a.v_page_stride};
+  // fp8 K/V: rows of D bytes, copied unswizzled into the producer's
+  // staging tiles (one box D bytes wide), converted there.
+  const bool fp8 = flags.kv_dtype == KvDType::kFp8E4M3;
+  const uint64_t element_bytes = fp8 ? 1 : 2;
   for (int i = 0; i < 2; ++i) {
     TiledTensor t;
     t.base = bases[i];
-    t.bf16 = flags.dtype == DType::kBF16;
+    t.element = fp8                             ? TiledElement::kByte
+                : flags.dtype == DType::kBF16 ? TiledElement::kBF16
+                                              : TiledElement::kF16;
     t.dims[0] = uint64_t(d);
     t.dims[1] = uint64_t(a.num_heads_kv);
     // One head: its coordinate is always 0, so the head stride is never
     // stepped; keep it at least a row of D so the strides nest.
     t.strides[0] = uint64_t(a.num_heads_kv == 1 ? std::max<int64_t>(head_strides[i], d)
-                                                : head_strides[i]) * 2;
-    t.strides[1] = uint64_t(row_strides[i]) * 2;
-    t.box[0] = uint32_t(box.chunk);
+                                                : head_strides[i]) * element_bytes;
+    t.strides[1] = uint64_t(row_strides[i]) * element_bytes;
+    t.box[0] = uint32_t(fp8 ? d : box.chunk);
     t.box[1] = 1;
-    t.swizzle_bytes = box.swizzle_bytes;
+    t.swizzle_bytes = fp8 ? 0 : box.swizzle_bytes;
     if (paged) {
       // [pages, rows of a page, heads, D]; a box never crosses a page: a
       // tile of block_n keys is one box per page it spans, or one box of
@@ -73,7 +79,7 @@ void kv_tensor_maps(const AttentionFlags& flags, const AttentionArgs& a, const T
       t.rank = 4;
       t.dims[2] = uint64_t(a.page_size);
       t.dims[3] = uint64_t(a.num_pages);
-      t.strides[2] = uint64_t(page_strides[i]) * 2;
+      t.strides[2] = uint64_t(page_strides[i]) * element_bytes;
       t.box[2] = uint32_t(std::min(box.rows, a.page_size));
       t.box[3] = 1;
     } else {
@@ -482,7 +488,7 @@ void AttentionKernel::init_from(const Signature& sig, const LookupResult& found,
   const attention::TileConfig tile = tile_config_of(sig);
   block_m_ = tile.shape.block_m;
   pack_gqa_ = tile.shape.pack_gqa;
-  tma_ = tile.shape.wgmma && !tile.shape.kv_fp8;  // fp8 K/V: the producer converts
+  tma_ = tile.shape.wgmma;  // fp8 K/V: raw byte tiles, which the producer converts
   tma_box_ = TmaBox{tile.tma_chunk, tile.tma_box_rows, tile.swizzle_bytes};
   block_n_ = tile.shape.block_n;
   // Blocks per SM: the binary's own launch bound where the entry records

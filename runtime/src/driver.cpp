@@ -397,7 +397,9 @@ void Driver::encode_tensor_map(TensorMapBytes& map, const TiledTensor& t) {
   const cuuint32_t element_strides[4] = {1, 1, 1, 1};
   const CUresult result = impl_->api.tensor_map_encode_tiled(
       reinterpret_cast<CUtensorMap*>(&map),
-      t.bf16 ? CU_TENSOR_MAP_DATA_TYPE_BFLOAT16 : CU_TENSOR_MAP_DATA_TYPE_FLOAT16,
+      t.element == TiledElement::kBF16  ? CU_TENSOR_MAP_DATA_TYPE_BFLOAT16
+      : t.element == TiledElement::kF16 ? CU_TENSOR_MAP_DATA_TYPE_FLOAT16
+                                        : CU_TENSOR_MAP_DATA_TYPE_UINT8,
       cuuint32_t(t.rank), const_cast<void*>(t.base), t.dims, t.strides, t.box, element_strides,
       CU_TENSOR_MAP_INTERLEAVE_NONE, swizzle, CU_TENSOR_MAP_L2_PROMOTION_L2_256B,
       CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);

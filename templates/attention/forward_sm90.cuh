@@ -31,7 +31,10 @@ __device__ void forward_sm90(const Params<typename C::dtype>& prm) {
   const int first = range.first_tile, last = range.last_tile;
 
   constexpr bool kFp8 = fp8_kv<C>();
-  if (tid == 0) smem.ring.template init<C::warps, kFp8 ? 128 : 1>();
+  if (tid == 0) {
+    if constexpr (kFp8) Mainloop::Fp8Producer::init(smem);
+    smem.ring.template init<C::warps, kFp8 ? 128 : 1>();  // fences both inits
+  }
   __syncthreads();
 
   if (warp >= C::warps) {

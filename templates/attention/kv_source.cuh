@@ -23,9 +23,9 @@ namespace attention {
 // way into the tiles the MMAs read (exactly: every e4m3 value is a T). A
 // source gives each key row's address through row8(is_v, j); rows at or
 // past the sequence's keys become zeros. The mma.sync path converts while
-// it copies (plain loads, then stores into padded rows); the warpgroup
-// path's producer stages raw tiles with cp.async and converts them into
-// the swizzled tiles (mainloop_sm90.cuh).
+// it copies (plain loads, then stores into padded rows); on the warpgroup
+// path the sources' tma_stage_fp8 copies raw tiles into a staging ring and
+// the producer converts them into the swizzled tiles (mainloop_sm90.cuh).
 template <class C>
 struct Fp8Tiles {
   using T = typename C::dtype;
@@ -53,23 +53,6 @@ struct Fp8Tiles {
       uint4_t* dst = reinterpret_cast<uint4_t*>(tile + r * kStride + 16 * u);
       dst[0] = lo;
       dst[1] = hi;
-    }
-  }
-
-  // cp.async of key tile kt of K (or V) as raw fp8 rows of D bytes at
-  // shared address `staging`; rows past the keys are zero-filled.
-  template <int kThreads, class Source>
-  static __device__ __forceinline__ void stage_async(unsigned staging, const Source& kv, bool is_v,
-                                                     int kt, int tid) {
-    constexpr int kTotal = BN * kUnits;
-#pragma unroll 4
-    for (int c = tid; c < kTotal; c += kThreads) {
-      const int r = c / kUnits;
-      const int u = c % kUnits;
-      const int j = kt * BN + r;
-      const bool valid = j < kv.n_k;
-      const Byte* src = valid ? kv.row8(is_v, j) + 16 * u : kv.row8(is_v, 0);
-      ptx::cp_async_16(staging + static_cast<unsigned>(r * D + 16 * u), src, valid);
     }
   }
 
@@ -161,6 +144,17 @@ struct VarlenKV {
   }
   __device__ __forceinline__ void tma_load_v(unsigned tile, unsigned full, int kt) const {
     tma_load(v_map, tile, full, kt);
+  }
+
+  // fp8: TMA of key tile kt of K and of V as raw rows of D bytes (one box
+  // each, the maps' element a byte) at shared addresses raw_k and raw_v,
+  // completing the phase of `bar`; rows past the tensor arrive as zeros.
+  __device__ __forceinline__ void tma_stage_fp8(unsigned raw_k, unsigned raw_v, unsigned bar,
+                                                int kt) const {
+    const int row = k_begin + kt * BN;
+    ptx::mbarrier_arrive_expect_tx(bar, 2u * unsigned(BN * D));
+    ptx::tma_load_3d(raw_k, k_map, bar, 0, hk, row);
+    ptx::tma_load_3d(raw_v, v_map, bar, 0, hk, row);
   }
 
  private:
@@ -257,6 +251,26 @@ struct PagedKV {
   }
   __device__ __forceinline__ void tma_load_v(unsigned tile, unsigned full, int kt) const {
     tma_load(v_map, tile, full, kt);
+  }
+
+  // fp8: TMA of key tile kt of K and of V as raw rows of D bytes, a box
+  // per page the tile spans (as tma_load), each page looked up once for
+  // both; boxes past the sequence's last page are not issued (their rows
+  // keep stale bytes: masked in K, zeroed in V after conversion).
+  __device__ __forceinline__ void tma_stage_fp8(unsigned raw_k, unsigned raw_v, unsigned bar,
+                                                int kt) const {
+    const int j0 = kt * BN;
+    const int rows = page_size < BN ? page_size : BN;
+    const int boxes = ptx::imin(BN / rows, (n_k - j0 + rows - 1) / rows);
+    ptx::mbarrier_arrive_expect_tx(bar, 2u * static_cast<unsigned>(boxes * rows * D));
+#pragma unroll 1
+    for (int b = 0; b < boxes; ++b) {
+      const int j = j0 + b * rows;
+      const int page = table[j / page_size];
+      const unsigned offset = static_cast<unsigned>(b * rows * D);
+      ptx::tma_load_4d(raw_k + offset, k_map, bar, 0, hk, j % page_size, page);
+      ptx::tma_load_4d(raw_v + offset, v_map, bar, 0, hk, j % page_size, page);
+    }
   }
 
  private:

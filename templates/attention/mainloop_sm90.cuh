@@ -160,53 +160,73 @@ struct MainloopSm90 {
     }
   };
 
-  // The producer for fp8 K/V: all 128 threads of the producer warpgroup
-  // stage raw tiles with cp.async, `stages` tiles ahead, and convert each
-  // into its K (V) buffer once the consumers have released that buffer;
-  // each thread arrives on the full barrier after a proxy fence (the
-  // converted tile is read by wgmma, the async proxy). Named barrier 2
-  // orders the warpgroup: a staged tile is complete before anyone converts
-  // it, and converted by all before its staging buffer is refilled.
+  // The producer for fp8 K/V: one lane copies the raw tiles (rows of D
+  // bytes, K then V) by TMA into a staging ring of kTile.raw_stages tiles
+  // (deeper than the converted ring where shared memory allows: the raw
+  // ring is what keeps bytes in flight), each stage with an mbarrier of its
+  // own ("staged", past the ring's four arrays). All 128 threads of the
+  // producer warpgroup wait for a staged tile and convert it into its K
+  // (V) buffer once the consumers have released that buffer, then arrive
+  // on the full barrier after a proxy fence (the converted tile is read by
+  // wgmma, the async proxy). Named barrier 2: every thread has converted a
+  // staged tile before its staging buffer is refilled.
   struct Fp8Producer {
     static constexpr int kThreads = 128;
+    static constexpr int kRawStages = kTile.raw_stages;
     static constexpr unsigned kRawBytes = unsigned(BN * D);  // one fp8 tile
+    static_assert(kRawStages >= kStages, "fp8: the raw ring is at least the converted one");
     using Tiles = Fp8Tiles<C>;
+
+    // Tile i's staging buffer (K; V follows) and its barrier.
+    static __device__ __forceinline__ unsigned raw(const SharedTiles& smem, int i) {
+      return smem.staging + unsigned(i % kRawStages) * 2u * kRawBytes;
+    }
+    static __device__ __forceinline__ unsigned staged(const SharedTiles& smem, int i) {
+      return smem.ring.full_k + 32u * kStages + 8u * unsigned(i % kRawStages);
+    }
+
+    // By one thread, with the ring's init: one arrival (the copying lane's,
+    // with the bytes it expects) per phase.
+    static __device__ __forceinline__ void init(const SharedTiles& smem) {
+#pragma unroll 1
+      for (int st = 0; st < kRawStages; ++st) ptx::mbarrier_init(staged(smem, st), 1);
+    }
 
     static __device__ __forceinline__ void run(const SharedTiles& smem, const KV& kv, int first,
                                                int last, int ptid) {
+      if (ptid == 0) {
+        kv.prefetch_maps();
 #pragma unroll 1
-      for (int i = 0; i < kStages; ++i) stage(smem, kv, first, last, i, ptid);
+        for (int i = 0; i < kRawStages; ++i) stage(smem, kv, first, last, i);
+      }
 #pragma unroll 1
       for (int kt = first; kt <= last; ++kt) {
         const int i = kt - first;
-        ptx::cp_async_wait<kStages - 1>();
-        ptx::named_barrier_sync(2, kThreads);
-        const unsigned raw = smem.staging + Ring::stage(i) * 2u * kRawBytes;
         const unsigned tile = Ring::stage(i) * kTile.kv_tile_bytes;
+        ptx::mbarrier_wait(staged(smem, i), unsigned(i / kRawStages) & 1u);
         if (i >= kStages) Ring::wait_empty(smem.ring.empty_k, i);
-        Tiles::template convert_swizzled<kThreads, Rows>(raw, smem.k + tile, ptid);
+        Tiles::template convert_swizzled<kThreads, Rows>(raw(smem, i), smem.k + tile, ptid);
         ptx::fence_proxy_async_shared();
         ptx::mbarrier_arrive(Ring::at(smem.ring.full_k, i));
         if (i >= kStages) Ring::wait_empty(smem.ring.empty_v, i);
-        Tiles::template convert_swizzled<kThreads, Rows>(raw + kRawBytes, smem.v + tile, ptid);
+        Tiles::template convert_swizzled<kThreads, Rows>(raw(smem, i) + kRawBytes, smem.v + tile,
+                                                         ptid);
         ptx::fence_proxy_async_shared();
         ptx::mbarrier_arrive(Ring::at(smem.ring.full_v, i));
         ptx::named_barrier_sync(2, kThreads);
-        stage(smem, kv, first, last, i + kStages, ptid);
+        if (ptid == 0) stage(smem, kv, first, last, i + kRawStages);
       }
     }
 
-    // cp.async of tile first + i into its staging buffer (an empty commit
-    // group past the last tile keeps the wait counts uniform).
+    // TMA of tile first + i into its staging buffer (nothing past the last
+    // tile). The copying lane orders the warpgroup's reads of the buffer's
+    // previous tile (named barrier 2) before the async proxy's writes.
     static __device__ __forceinline__ void stage(const SharedTiles& smem, const KV& kv, int first,
-                                                 int last, int i, int ptid) {
+                                                 int last, int i) {
       const int kt = first + i;
-      if (kt <= last) {
-        const unsigned raw = smem.staging + Ring::stage(i) * 2u * kRawBytes;
-        Tiles::template stage_async<kThreads>(raw, kv, false, kt, ptid);
-        Tiles::template stage_async<kThreads>(raw + kRawBytes, kv, true, kt, ptid);
-      }
-      ptx::cp_async_commit();
+      if (kt > last) return;
+      ptx::fence_proxy_async_shared();
+      kv.tma_stage_fp8(raw(smem, i), raw(smem, i) + kRawBytes, staged(smem, i), kt);
     }
   };
 

@@ -50,6 +50,7 @@ struct TileConfig {
   unsigned q_tile_bytes;    // the Q tile in shared memory
   unsigned kv_tile_bytes;   // one K (or V) tile: one stage of the pipeline
   unsigned staging_offset;  // wgmma with fp8 K/V: the ring of raw fp8 tiles the producer converts
+  int raw_stages;           // ... of this many tiles (K and V each): stages, deepened (below)
   unsigned barrier_offset;  // wgmma: the mbarrier ring, from the 1024-byte aligned tiles
   unsigned smem_bytes;      // dynamic shared memory per block
   int tma_chunk;            // swizzle chunk of D (elements) = the TMA box's width
@@ -86,7 +87,8 @@ namespace tile_detail {
 // the K ring, the V ring); the epilogue stages each warp's 16 output rows
 // (padded) over them; with fp8 K/V a ring of the raw fp8 K and V tiles
 // (rows of D bytes) follows, which the producer converts into the K and V
-// rings; the mbarriers follow: full and empty, for K and for V, per stage.
+// rings; the mbarriers follow: full and empty, for K and for V, per stage
+// (fp8: and one per stage for the raw tiles' TMA copies).
 ATTNJIT_TILE_CONSTEXPR void set_shared_memory(TileConfig& c) {
   const TileShape& s = c.shape;
   const int row_bytes = s.wgmma ? s.head_dim * 2 : c.smem_row_stride * 2;
@@ -95,16 +97,42 @@ ATTNJIT_TILE_CONSTEXPR void set_shared_memory(TileConfig& c) {
   const unsigned tiles = c.q_tile_bytes + 2u * unsigned(s.stages) * c.kv_tile_bytes;
   if (!s.wgmma) {
     c.staging_offset = 0;
+    c.raw_stages = 0;
     c.barrier_offset = 0;
     c.smem_bytes = tiles;
     return;
   }
   const unsigned staged_output = unsigned(s.block_m * c.smem_row_stride * 2);
   c.staging_offset = tiles;
-  const unsigned staging = s.kv_fp8 ? 2u * unsigned(s.stages * s.block_n * s.head_dim) : 0u;
+  const unsigned staging = 2u * unsigned(c.raw_stages * s.block_n * s.head_dim);
   const unsigned used = tiles + staging;
   c.barrier_offset = used > staged_output ? used : staged_output;
-  c.smem_bytes = 1024u + c.barrier_offset + unsigned(4 * s.stages * 8);
+  c.smem_bytes = 1024u + c.barrier_offset + unsigned((4 * s.stages + c.raw_stages) * 8);
+}
+
+// Per block: what shared memory leaves to each of blocks_per_sm blocks
+// (the split epilogue's static flag and the driver's reserve taken).
+ATTNJIT_TILE_CONSTEXPR int smem_budget_per_block(const TileConfig& c) {
+  const TileShape& s = c.shape;
+  const int static_smem = s.split_kv ? (s.wgmma ? 1024 : 128) : 0;
+  return s.smem_per_sm / c.blocks_per_sm - static_smem - kReservedSmemPerBlock;
+}
+
+// fp8 K/V on the wgmma path: the raw tiles arrive by TMA, and their ring
+// is what keeps bytes in flight (a converted tile waits for the
+// consumers). It takes the shared memory the blocks per SM leave over, up
+// to kMaxRawStages tiles or 64 KB of raw tiles per block.
+constexpr int kMaxRawStages = 8;
+ATTNJIT_TILE_CONSTEXPR void deepen_raw_ring(TileConfig& c) {
+  const TileShape& s = c.shape;
+  if (!s.wgmma || !s.kv_fp8 || s.smem_per_sm <= 0) return;
+  const int stage_bytes = 2 * s.block_n * s.head_dim;
+  const int budget = smem_budget_per_block(c);
+  while (c.raw_stages < kMaxRawStages && (c.raw_stages + 1) * stage_bytes <= 65536 &&
+         int(c.smem_bytes) + stage_bytes + 8 <= budget) {
+    ++c.raw_stages;
+    set_shared_memory(c);
+  }
 }
 
 // Every warpgroup starts with the launch bound's share; on the wgmma path
@@ -161,8 +189,10 @@ ATTNJIT_TILE_CONSTEXPR TileConfig make_tile_config(const TileShape& shape) {
   c.swizzle_bytes = 2 * c.tma_chunk;
   c.tma_box_rows = shape.block_n;
   c.tma_box_bytes = unsigned(shape.block_n * c.swizzle_bytes);
+  c.raw_stages = shape.wgmma && shape.kv_fp8 ? shape.stages : 0;
   tile_detail::set_shared_memory(c);
   tile_detail::set_blocks_per_sm(c);
+  tile_detail::deepen_raw_ring(c);
   tile_detail::set_registers(c);
   return c;
 }

@@ -37,13 +37,17 @@ struct alignas(128) TensorMapBytes {
   uint64_t opaque[16] = {};
 };
 
-// A 3-D or 4-D tensor of 16-bit elements for a tiled TMA map: dims and box
-// innermost first, byte strides of dims 1 .. rank-1 (dim 0 is contiguous).
-// Contiguous k/v are [tokens, heads, D]; a paged cache adds the page as a
-// fourth dimension: [pages, rows of a page, heads, D].
+// The element type of a tiled TMA map.
+enum class TiledElement { kBF16, kF16, kByte };
+
+// A 3-D or 4-D tensor for a tiled TMA map: dims and box innermost first,
+// byte strides of dims 1 .. rank-1 (dim 0 is contiguous). Contiguous k/v
+// are [tokens, heads, D]; a paged cache adds the page as a fourth
+// dimension: [pages, rows of a page, heads, D]. An fp8 cache is copied as
+// bytes (kByte) and converted by the kernel.
 struct TiledTensor {
   const void* base = nullptr;
-  bool bf16 = true;
+  TiledElement element = TiledElement::kBF16;
   int rank = 3;
   uint64_t dims[4] = {};
   uint64_t strides[3] = {};
