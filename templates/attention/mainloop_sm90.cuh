@@ -161,10 +161,9 @@ struct MainloopSm90 {
   };
 
   // The producer for fp8 K/V: one lane copies the raw tiles (rows of D
-  // bytes, K then V) by TMA into a staging ring of kTile.raw_stages tiles
-  // (deeper than the converted ring where shared memory allows: the raw
-  // ring is what keeps bytes in flight), each stage with an mbarrier of its
-  // own ("staged", past the ring's four arrays). All 128 threads of the
+  // bytes, K then V) by TMA into a staging ring of kTile.raw_stages tiles,
+  // each stage with an mbarrier of its own ("staged", past the ring's four
+  // arrays). All 128 threads of the
   // producer warpgroup wait for a staged tile and convert it into its K
   // (V) buffer once the consumers have released that buffer, then arrive
   // on the full barrier after a proxy fence (the converted tile is read by
