@@ -33,7 +33,8 @@ __device__ void forward_sm90(const Params<typename C::dtype>& prm) {
   constexpr bool kFp8 = fp8_kv<C>();
   if (tid == 0) {
     if constexpr (kFp8) Mainloop::Fp8Producer::init(smem);
-    smem.ring.template init<C::warps, kFp8 ? 128 : 1>();  // fences both inits
+    // (fences both inits)
+    smem.ring.template init<C::warps, kFp8 ? 128 * kTile.producer_warpgroups : 1>();
   }
   __syncthreads();
 

@@ -163,17 +163,18 @@ struct MainloopSm90 {
   // The producer for fp8 K/V: one lane copies the raw tiles (rows of D
   // bytes, K then V) by TMA into a staging ring of kTile.raw_stages tiles,
   // each stage with an mbarrier of its own ("staged", past the ring's four
-  // arrays). All 128 threads of the
-  // producer warpgroup wait for a staged tile and convert it into its K
-  // (V) buffer once the consumers have released that buffer, then arrive
+  // arrays). Every thread of the producer warpgroups (two in an fp8 decode
+  // block, tile_config.cuh) waits for a staged tile and converts its share
+  // into the K (V) buffer once the consumers have released that buffer, then arrive
   // on the full barrier after a proxy fence (the converted tile is read by
   // wgmma, the async proxy). Named barrier 2: every thread has converted a
   // staged tile before its staging buffer is refilled.
   struct Fp8Producer {
-    static constexpr int kThreads = 128;
+    static constexpr int kThreads = 128 * kTile.producer_warpgroups;
     static constexpr int kRawStages = kTile.raw_stages;
     static constexpr unsigned kRawBytes = unsigned(BN * D);  // one fp8 tile
-    static_assert(kRawStages >= kStages, "fp8: the raw ring is at least the converted one");
+    static_assert(!fp8_kv<C>() || kRawStages >= kStages,
+                  "fp8: the raw ring is at least the converted one");
     using Tiles = Fp8Tiles<C>;
 
     // Tile i's staging buffer (K; V follows) and its barrier.

@@ -44,6 +44,7 @@ struct TileConfig {
   int threads;              // per block: the consumer warps, plus the producer warpgroup (wgmma)
   int consumer_threads;     // the threads that run the MMAs: shape.warps * 32
   int warpgroups;           // consumer warpgroups of 4 warps, 64 rows each (wgmma; 0 otherwise)
+  int producer_warpgroups;  // wgmma: 1, or 2 converting fp8 K/V for a decode block (below)
   int m_tiles;              // m16 row tiles per consumer warp
   bool q_in_registers;      // mma.sync: Q's fragments stay in registers across key tiles
   int smem_row_stride;      // elements per padded shared row (mma.sync tiles, epilogue staging)
@@ -126,11 +127,25 @@ ATTNJIT_TILE_CONSTEXPR void set_registers(TileConfig& c) {
   c.producer_registers = s.wgmma ? c.launch_registers : 0;
   c.consumer_registers = c.launch_registers;
   if (!c.rebalance) return;
-  const int wg = c.warpgroups;
+  const int wg = c.warpgroups, pwg = c.producer_warpgroups;
   // fp8 K/V: the whole producer warpgroup converts tiles and needs more.
   c.producer_registers = s.kv_fp8 ? 64 : wg == 1 ? 40 : wg == 2 ? 24 : 32;
-  const int consumer = ((wg + 1) * c.launch_registers - c.producer_registers) / wg / 8 * 8;
+  const int consumer =
+      ((wg + pwg) * c.launch_registers - pwg * c.producer_registers) / wg / 8 * 8;
   c.consumer_registers = consumer > 256 ? 256 : consumer;
+}
+
+// fp8 K/V decode (split-KV, one consumer warpgroup): the conversion, not
+// the copy, bounds the block (H200, 64 x 8k D128: 0.82 ms with the raw
+// ring at 2 or 7 tiles), and the consumers of a few packed rows need few
+// registers: a second producer warpgroup converts too, where the
+// consumers keep kDecodeConsumerRegisters and the launch share stays
+// above what ptxas needs for the wgmma of O (D / 2 accumulators and about
+// 30 more: D 128 asks for 94, so its two blocks per SM keep one producer).
+constexpr int kDecodeConsumerRegisters = 112;
+ATTNJIT_TILE_CONSTEXPR void set_threads(TileConfig& c, int producer_warpgroups) {
+  c.producer_warpgroups = c.shape.wgmma ? producer_warpgroups : 0;
+  c.threads = c.consumer_threads + 128 * c.producer_warpgroups;
 }
 
 // Blocks per SM (TileConfig::blocks_per_sm). The split epilogue's
@@ -152,8 +167,8 @@ ATTNJIT_TILE_CONSTEXPR TileConfig make_tile_config(const TileShape& shape) {
   TileConfig c{};
   c.shape = shape;
   c.consumer_threads = shape.warps * 32;
-  c.threads = c.consumer_threads + (shape.wgmma ? 128 : 0);
   c.warpgroups = shape.wgmma ? shape.warps / 4 : 0;
+  tile_detail::set_threads(c, 1);
   // Each warp owns 16 rows per m-tile; with two m-tiles (mma.sync) every K
   // and V fragment read from shared memory feeds two MMAs. Q fragments stay
   // in registers while they fit the budget, else they are re-read from
@@ -169,6 +184,15 @@ ATTNJIT_TILE_CONSTEXPR TileConfig make_tile_config(const TileShape& shape) {
   tile_detail::set_shared_memory(c);
   tile_detail::set_blocks_per_sm(c);
   tile_detail::set_registers(c);
+  if (shape.wgmma && shape.kv_fp8 && shape.split_kv && c.warpgroups == 1) {
+    TileConfig two = c;
+    tile_detail::set_threads(two, 2);
+    tile_detail::set_registers(two);
+    if (two.rebalance && two.consumer_registers >= tile_detail::kDecodeConsumerRegisters &&
+        two.launch_registers >= shape.head_dim / 2 + 32) {
+      c = two;
+    }
+  }
   return c;
 }
 

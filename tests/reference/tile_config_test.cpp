@@ -112,19 +112,38 @@ TEST(TileConfig, BlocksPerSmKeepToTheSharedMemory) {
   EXPECT_EQ(a100, 167936);
   EXPECT_EQ(attention::smem_per_sm(86), 102400);
   // D 128 over fp8 pages, 64-key tiles, 2 stages: 115792 B; two blocks
-  // would need 235680 B with the flag and the reserve: one fits.
+  // would need 235680 B with the flag and the reserve: one fits. Its
+  // registers leave room for a second converting producer warpgroup: 384
+  // threads of 168, consumers rebalanced to 256.
   TileShape fp8_paged{128, 64, 64, 4, 2, 2, true, true, false, true, true, h100};
   TileConfig c = make_tile_config(fp8_paged);
   EXPECT_EQ(c.smem_bytes, 115792u);
   EXPECT_EQ(c.raw_stages, 2);
   EXPECT_EQ(c.blocks_per_sm, 1);
-  EXPECT_EQ(c.launch_registers, 255);
-  EXPECT_FALSE(c.rebalance);
-  // The same with 32-key tiles (the fp8 paged rule): two fit, 128 each.
+  EXPECT_EQ(c.producer_warpgroups, 2);
+  EXPECT_EQ(c.threads, 384);
+  EXPECT_EQ(c.launch_registers, 168);
+  EXPECT_TRUE(c.rebalance);
+  EXPECT_EQ(c.consumer_registers, 256);
+  // The same with 32-key tiles (the fp8 paged rule): two fit, 128 each;
+  // two producer warpgroups would leave 80, under the 96 that ptxas needs
+  // for D 128's wgmma of O: one.
   fp8_paged.block_n = 32;
   c = make_tile_config(fp8_paged);
   EXPECT_EQ(c.blocks_per_sm, 2);
+  EXPECT_EQ(c.producer_warpgroups, 1);
   EXPECT_EQ(c.launch_registers, 128);
+  // D 64 (its fp8 paged rule: 64-key tiles, two blocks): two producer
+  // warpgroups at 80 registers, the consumers at 112.
+  TileShape fp8_d64{64, 64, 64, 4, 2, 2, true, true, false, true, true, h100};
+  c = make_tile_config(fp8_d64);
+  EXPECT_EQ(c.blocks_per_sm, 2);
+  EXPECT_EQ(c.producer_warpgroups, 2);
+  EXPECT_EQ(c.launch_registers, 80);
+  EXPECT_EQ(c.consumer_registers, 112);
+  // Not split-KV (prefill-shaped): one producer warpgroup always.
+  fp8_d64.split_kv = false;
+  EXPECT_EQ(make_tile_config(fp8_d64).producer_warpgroups, 1);
   fp8_paged.block_n = 64;
   // Unknown capacity (0): min_blocks as asked.
   fp8_paged.block_n = 64;
