@@ -5,6 +5,7 @@
 #   STAGES="build paged" PAGED_ARGS=--quick (paged stage: bench_paged.py's arguments)
 #   STAGES="build decode" DECODE_ARGS=--quick (decode stage: bench_decode.py's arguments)
 #   STAGES="build user" (user-spec variants vs FlexAttention, check --spec on the examples)
+#   STAGES="build decode_profile" (ncu on the decode rows; DECODE_PROFILE_PEERS, DECODE_PROFILE_PROBLEM)
 #   PROFILE_PROBLEMS=gpt_oss_window127_null,causal_gqa_d128 (profile stage)
 #   TUNE_PROBLEMS=mimo_window64_key0,... TUNE_TIMEOUT=150 (tune stage)
 #   SANITIZE_VARIANTS=bf16_d128_causal,... (sanitize stage: memcheck, racecheck)
@@ -113,6 +114,20 @@ if stage profile; then
       ./build-gpu/bench/attnjit_kernel_bench "$OUT/profile-$pr.json" --no-tune "$pr" \
       >"$OUT/ncu-$pr.txt" 2>&1 || status=1
     grep -E "Duration|Throughput|Occupancy|Warp Cycles|Issued" "$OUT/ncu-$pr.txt" | head -20
+  done
+fi
+if stage decode_profile; then
+  # ncu on one timed decode launch per attnjit row (issue 13: what bounds
+  # the fp8 decode): stall reasons, issue slots, memory throughput.
+  IFS=, read -ra peers <<<"${DECODE_PROFILE_PEERS:-attnjit_paged_fp8,attnjit_paged}"
+  for peer in "${peers[@]}"; do
+    ncu --clock-control none --kernel-name attention_prefill --launch-skip 5 --launch-count 1 \
+      --section SpeedOfLight --section Occupancy --section LaunchStats \
+      --section WarpStateStats --section SchedulerStats --section MemoryWorkloadAnalysis \
+      python3 bench/bench_decode.py --no-sweep --only "${DECODE_PROFILE_PROBLEM:-decode_64x8k_d128}" \
+      --peers "$peer" >"$OUT/ncu-decode-$peer.txt" 2>&1 || status=1
+    echo "$peer:"
+    grep -E "Duration|DRAM Throughput|No Eligible|Issued Warp|Stall" "$OUT/ncu-decode-$peer.txt" | head -12
   done
 fi
 if stage sanitize; then
