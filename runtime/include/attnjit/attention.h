@@ -151,6 +151,32 @@ struct SplitPlan {
 // scale and softcap values. Throws Error(kArgument) naming the argument.
 void validate_attention_args(const AttentionFlags& flags, const AttentionArgs& args);
 
+// The generic tier (docs/tiers.md): one variant that answers, exactly, for
+// the flag sets that differ from it only in modes a runtime argument can
+// switch off. generic_flags(f) turns on the window (causal becomes
+// window_right = 0, except with mm_clamp, whose clamp reads the window
+// arguments alone), mm_prefix (no spans), the null-logit sink where no sink
+// was asked (a sink of -inf adds exp(-inf) = 0 to every denominator) and
+// return_lse (scratch where not asked); soft-cap, the key-0 bias, the
+// storage flags and split_kv stay as asked. Idempotent; legal whenever f is.
+AttentionFlags generic_flags(const AttentionFlags& requested);
+
+// Device memory the generic variant's arguments point into where the
+// request has none: num_seqs + 1 zero int32 span offsets, Hq float sinks
+// of -inf, and Hq * total_q floats of LSE.
+struct GenericScratch {
+  const int32_t* zero_span_offsets = nullptr;
+  const float* null_sinks = nullptr;
+  float* lse = nullptr;
+};
+
+// The arguments with which generic_flags(requested) computes what
+// `requested` computes with `args`: the same o, and the same lse where the
+// request returns it (tests/runtime/generic_tier_test.cpp holds the CPU
+// reference to that for every flag set).
+AttentionArgs generic_args(const AttentionFlags& requested, const AttentionArgs& args,
+                           const GenericScratch& scratch);
+
 // The grid of one launch: x query tiles of block_m (packed) rows over the
 // longest sequence, y heads (kv heads when packing GQA, else query heads),
 // z sequences. The kernels' tile scheduler (templates/attention/tile_scheduler.cuh)
