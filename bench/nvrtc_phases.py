@@ -4,8 +4,10 @@
 SASS by ptxas) for a few variants, each compiled from the unit `attnjit
 compile --emit source` generates, with the options attnjit uses, and the
 same with NVRTC's automatic precompiled headers (`--pch`; the second
-compile reuses the header the first one wrote). Needs no GPU. Prints a
-table; writes JSON (--out).
+compile reuses the header the first one wrote), and with NVRTC's
+`--Ofast-compile=mid|max` (less optimization for a faster compile: a
+candidate for a first tier, whose kernels' speed must then be measured on
+the GPU). Needs no GPU. Prints a table; writes JSON (--out).
 
     python3 bench/nvrtc_phases.py --cli build/cli/attnjit --out bench/results/DATE-HOST-COMMIT-nvrtc-phases.json
 """
@@ -103,7 +105,9 @@ def main():
             row = {"variant": name, "runs": {}}
             for label, extra in (("plain", []), ("plain again", []),
                                  ("pch create", ["--pch", f"--pch-dir={unit / 'pch'}"]),
-                                 ("pch use", ["--pch", f"--pch-dir={unit / 'pch'}"])):
+                                 ("pch use", ["--pch", f"--pch-dir={unit / 'pch'}"]),
+                                 ("fast mid", ["--Ofast-compile=mid"]),
+                                 ("fast max", ["--Ofast-compile=max"])):
                 seconds, phases, _ = compile_unit(lib, source, options + extra)
                 row["runs"][label] = {"seconds": seconds, "phases_ms": phases}
             rows.append(row)

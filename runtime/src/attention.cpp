@@ -472,9 +472,14 @@ std::shared_ptr<AttentionKernel> AttentionKernel::get(
   // cache), where record mode (ATTNJIT_RECORD) appends it to its manifest.
   if (memoize) record_requested_variant(spec.family, flags, t);
   const Signature sig = make_signature(spec, flags, options, tuning_overrides);
-  LookupResult found = cache.get(spec, sig);
-  auto kernel = std::shared_ptr<AttentionKernel>(new AttentionKernel());
-  kernel->init_from(sig, found, cache, t);
+  // The generic tier answers while this variant compiles, where tiering
+  // is on and a cache holds the generic variant (attention_tier.cpp).
+  std::shared_ptr<AttentionKernel> kernel = memoize ? tiered(sig, cache, t) : nullptr;
+  if (!kernel) {
+    LookupResult found = cache.get(spec, sig);
+    kernel = std::shared_ptr<AttentionKernel>(new AttentionKernel());
+    kernel->init_from(sig, found, cache, t);
+  }
   if (!memoize) return kernel;
   KernelMemo& memo = kernel_memo();
   std::lock_guard<std::mutex> lock(memo.mutex);
@@ -511,6 +516,10 @@ void AttentionKernel::launch(const AttentionArgs& a, CuStream stream,
   validate_attention_args(flags_, a);
   if (a.num_seqs == 0 || a.max_seqlen_q == 0) return;
   if (user_spec_) check_user_args(a, user_args);  // user_kernel.cpp
+  if (generic_) {
+    launch_generic(a, stream);  // attention_tier.cpp: the specialized one once it landed
+    return;
+  }
   for_args(a).launch_this(a, stream, user_args);
 }
 

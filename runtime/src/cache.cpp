@@ -349,6 +349,42 @@ LookupResult KernelCache::get_or_compile(const CacheKey& key, const EntryDescrip
   return result;
 }
 
+std::optional<LookupResult> KernelCache::find_cached(const CacheKey& key,
+                                                     const EntryDescription& description) {
+  if (!cache_disk::is_key_hex(key.hex)) return std::nullopt;
+  {
+    std::lock_guard<std::mutex> lock(impl_->mutex);
+    auto it = impl_->slots.find(key.hex);
+    if (it != impl_->slots.end()) {
+      if (it->second.entry) {
+        impl_->memory_hits.fetch_add(1, std::memory_order_relaxed);
+        return LookupResult{it->second.entry, EntrySource::kMemory};
+      }
+      if (it->second.flight) return std::nullopt;  // being resolved by another caller
+    }
+  }
+  // AOT dirs, then the user dir, as resolve() walks them; no lock, no
+  // compile.
+  std::shared_ptr<const CacheEntry> entry;
+  EntrySource source = EntrySource::kAot;
+  bool corrupt = false;
+  for (const std::string& dir : impl_->config.aot_dirs) {
+    if ((entry = impl_->load_from(dir, key, description, /*report_corrupt=*/true, &corrupt))) break;
+  }
+  if (!entry && impl_->user_dir_readable()) {
+    source = EntrySource::kDisk;
+    entry = impl_->load_from(impl_->config.user_dir, key, description, /*report_corrupt=*/true,
+                             &corrupt);
+  }
+  if (!entry) return std::nullopt;
+  if (source == EntrySource::kAot) impl_->aot_hits.fetch_add(1, std::memory_order_relaxed);
+  impl_->disk_hits.fetch_add(1, std::memory_order_relaxed);
+  std::lock_guard<std::mutex> lock(impl_->mutex);
+  Slot& slot = impl_->slots.try_emplace(key.hex).first->second;
+  if (!slot.entry && !slot.flight) slot.entry = entry;
+  return LookupResult{entry, source};
+}
+
 CacheStats KernelCache::stats() const {
   CacheStats s;
   s.memory_hits = impl_->memory_hits.load();

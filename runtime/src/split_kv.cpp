@@ -48,6 +48,7 @@ WorkspaceCache& workspace_cache() {
 }  // namespace
 
 SplitPlan AttentionKernel::split_plan(const AttentionArgs& a, int sm_count) const {
+  if (generic_) return current().split_plan(a, sm_count);
   SplitPlan plan;
   if (!flags_.split_kv || a.num_splits == 1 || a.num_seqs <= 0 || a.max_seqlen_q <= 0) {
     return plan;
@@ -96,6 +97,7 @@ SplitPlan AttentionKernel::split_plan(const AttentionArgs& a, int sm_count) cons
 }
 
 AttentionKernel& AttentionKernel::for_args(const AttentionArgs& a) {
+  if (generic_) return current().for_args(a);
   if (flags_.split_kv || a.num_splits == 1) return *this;
   if (a.num_splits == 0) {
     // Decode-shaped: every sequence within one split variant's query tile

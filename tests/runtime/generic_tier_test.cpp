@@ -76,6 +76,9 @@ HostProblem random_problem(std::mt19937_64& rng) {
   h.cu_q = {0};
   h.cu_k = {0};
   h.span_offsets = {0};
+  // Storage even when empty: a null pointer means "not passed" here.
+  h.spans.reserve(64);
+  h.lse.reserve(1);
   for (int b = 0; b < h.num_seqs; ++b) {
     const int n_k = int(rng() % 40);                        // 0: an empty sequence
     const int n_q = n_k == 0 ? 0 : 1 + int(rng() % n_k);    // 1: a decode
@@ -183,6 +186,7 @@ TEST(GenericTier, ArgumentsComputeTheRequestedAttention) {
     const std::vector<int32_t> zeros(size_t(h.num_seqs) + 1, 0);
     const std::vector<float> null_sinks(size_t(h.hq), -std::numeric_limits<float>::infinity());
     std::vector<float> lse_scratch(size_t(h.hq) * h.cu_q.back());
+    lse_scratch.reserve(1);
     const GenericScratch scratch{zeros.data(), null_sinks.data(), lse_scratch.data()};
     for (const AttentionFlags& f : every_mode()) {
       SCOPED_TRACE(f.canonical_text() + " window " + std::to_string(h.window_left) + "," +

@@ -5,6 +5,8 @@
 #include <atomic>
 #include <cstddef>
 #include <cstdint>
+#include <exception>
+#include <future>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -219,11 +221,30 @@ class AttentionKernel {
       const Target* target = nullptr,
       const std::map<std::string, int64_t>& tuning_overrides = {});
 
+  // The requested flags. kernel(), block_m(), pack_gqa() and source()
+  // describe the kernel that launches run now: the generic variant's while
+  // the specialized one compiles (tier() == kGeneric), else this variant's.
   const AttentionFlags& flags() const { return flags_; }
-  Kernel& kernel() { return *kernel_; }
-  int block_m() const { return block_m_; }
-  bool pack_gqa() const { return pack_gqa_; }
-  EntrySource source() const { return source_; }
+  Kernel& kernel() { return *current().kernel_; }
+  int block_m() const { return current().block_m_; }
+  bool pack_gqa() const { return current().pack_gqa_; }
+  EntrySource source() const { return current().source_; }
+
+  // Tiers (docs/tiers.md). With ATTNJIT_TIERED=1, get() of a variant that
+  // no cache holds returns at once when a cache holds its generic variant
+  // (generic_flags): launches run that one, through generic_args(), while
+  // the specialized variant compiles on a background thread, and the
+  // specialized one from the launch after it lands. A launch on a stream
+  // being captured into a CUDA graph waits for the specialized variant (a
+  // graph never records the generic one). Off by default until the GPU
+  // matrix has run through the generic tier.
+  enum class Tier { kSpecialized, kGeneric };
+  Tier tier() const;
+  // Blocks until the specialized variant is ready (at once when it is);
+  // rethrows its compile error.
+  void wait_specialized();
+  // Process-wide: launches the generic tier answered.
+  static uint64_t generic_launches();
 
   // A variant of a user spec that extends the attention spec (its own
   // mask, score and args). Not memoized: callers keep the kernel.
@@ -260,6 +281,15 @@ class AttentionKernel {
   void write_user_args(unsigned char* params, const std::vector<UserArg>& user_args) const;
   void init_from(const Signature& sig, const LookupResult& found, KernelCache& cache,
                  const Target& target);
+  // The generic tier (attention_tier.cpp), where ATTNJIT_TIERED is on: the
+  // kernel for `sig` if a cache holds it, else one answered by its generic
+  // variant while it compiles; null where neither is cached (or `sig` is
+  // generic), and get() compiles it as always.
+  static std::shared_ptr<AttentionKernel> tiered(const Signature& sig, KernelCache& cache,
+                                                 const Target& target);
+  const AttentionKernel& current() const;
+  AttentionKernel& current();
+  void launch_generic(const AttentionArgs& args, CuStream stream);
 
   AttentionFlags flags_;
   std::unique_ptr<Kernel> kernel_;
@@ -293,6 +323,16 @@ class AttentionKernel {
   std::vector<UserField> user_fields_;
   std::string key_token_tensor_;  // one of its per-key-token tensors (read via cu_seqlens_k)
   size_t params_size_ = 0;
+  // The generic tier: set on a kernel get() returned before its variant
+  // was compiled. specialized_ is published once the background compile
+  // lands (its error kept otherwise); pending_ is that compile, declared
+  // last so that it is joined before the rest is destroyed.
+  std::shared_ptr<AttentionKernel> generic_;
+  std::shared_ptr<AttentionKernel> specialized_owner_;
+  std::atomic<AttentionKernel*> specialized_{nullptr};
+  std::exception_ptr specialized_error_;
+  std::mutex tier_mutex_;
+  std::future<void> pending_;
 };
 
 // The attention spec compiled into the library.

@@ -114,6 +114,13 @@ class KernelCache {
   LookupResult get_or_compile(const CacheKey& key, const EntryDescription& description,
                               const std::function<CompiledKernel()>& compile);
 
+  // The binary for this variant if memory, an AOT dir or the user dir
+  // holds it: never compiles, never waits for another caller's compile
+  // (nullopt then). A disk hit is kept in memory, as get() keeps it.
+  std::optional<LookupResult> find(const Spec& spec, const Signature& signature);
+  std::optional<LookupResult> find_cached(const CacheKey& key,
+                                          const EntryDescription& description);
+
   CacheStats stats() const;
   const CacheConfig& config() const;
   // True once the user directory was found unwritable (memory-only mode).

@@ -1,0 +1,102 @@
+// The generic tier on the GPU (docs/tiers.md): matrix variants launched
+// through their generic variant (generic_flags, generic_args) against the
+// reference of the requested flags, on the standard shapes. One cache
+// compiles the generic variants (and their split siblings) into a shared
+// directory; each test then reads that directory through a cache that may
+// not compile, so the variant's own compile fails in the background and
+// every launch is the generic tier's (generic_launches() counts them).
+#include <gtest/gtest.h>
+
+#include <cstdlib>
+#include <mutex>
+#include <string>
+
+#include <fmt/format.h>
+
+#include "attnjit/error.h"
+#include "attnjit/selfcheck.h"
+#include "gpu/gpu_test_util.h"
+
+namespace attnjit {
+namespace {
+
+const std::string& generic_dir() {
+  static const std::string dir = [] {
+    char path[] = "/tmp/attnjit-generic-tier-XXXXXX";
+    if (mkdtemp(path) == nullptr) return std::string();
+    return std::string(path);
+  }();
+  return dir;
+}
+
+// The generic variant of `flags` and its split sibling, compiled into the
+// shared directory once.
+void build_generic(const AttentionFlags& flags) {
+  static std::mutex mutex;
+  std::lock_guard<std::mutex> lock(mutex);
+  CacheConfig config;
+  config.user_dir = generic_dir();
+  KernelCache builder(config);
+  AttentionFlags generic = generic_flags(flags);
+  for (bool split : {false, true}) {
+    generic.split_kv = split;
+    AttentionKernel::get(generic, builder);
+  }
+}
+
+// Contiguous and paged variants of the matrix, bf16, whose generic
+// variant differs from them (the split siblings come through for_args).
+std::vector<AttentionFlags> tiered_variants() {
+  std::vector<AttentionFlags> out;
+  for (const AttentionFlags& f : testing::spec_variants()) {
+    if (f.split_kv || f.dtype != DType::kBF16) continue;
+    if (f.head_dim != 64 && f.head_dim != 80 && f.head_dim != 128) continue;
+    if (generic_flags(f).canonical_text() == f.canonical_text()) continue;
+    out.push_back(f);
+  }
+  return out;
+}
+
+class GenericTier : public ::testing::TestWithParam<AttentionFlags> {
+ protected:
+  // Tiering on for this test alone (get() reads the variable on each miss).
+  void SetUp() override { setenv("ATTNJIT_TIERED", "1", 1); }
+  void TearDown() override { unsetenv("ATTNJIT_TIERED"); }
+};
+
+TEST_P(GenericTier, MatchesTheReferenceOfTheRequestedFlags) {
+  ATTNJIT_REQUIRE_GPU();
+  ASSERT_FALSE(generic_dir().empty());
+  const AttentionFlags flags = GetParam();
+  build_generic(flags);
+  CacheConfig config;
+  config.user_dir = generic_dir();
+  config.no_jit = true;  // the variant itself never lands: every launch is generic
+  KernelCache cache(config);
+  const uint64_t before = AttentionKernel::generic_launches();
+  const double bound = error_bound(flags.dtype);
+  for (const CheckShape& shape : standard_check_shapes(flags)) {
+    const uint64_t seed = testing::fresh_seed();
+    const CheckResult r = check_attention(flags, shape, seed, cache);
+    const std::string line =
+        fmt::format("{} via generic {:<22} o_err={:.3e} lse_err={:.3e} written={} guard={} seed={}",
+                    testing::flags_name(flags), shape.name, r.o_error, r.lse_error,
+                    r.output_written, r.guard_intact, seed);
+    std::printf("%s\n", line.c_str());
+    EXPECT_TRUE(r.passed(bound)) << line;
+  }
+  EXPECT_GT(AttentionKernel::generic_launches(), before);
+  // The background compile failed (no JIT) and said so; the kernel keeps
+  // answering through the generic variant.
+  auto kernel = AttentionKernel::get(flags, cache);
+  EXPECT_EQ(kernel->tier(), AttentionKernel::Tier::kGeneric);
+  EXPECT_THROW(kernel->wait_specialized(), Error);
+}
+
+INSTANTIATE_TEST_SUITE_P(Matrix, GenericTier, ::testing::ValuesIn(tiered_variants()),
+                         [](const ::testing::TestParamInfo<AttentionFlags>& info) {
+                           return testing::flags_name(info.param);
+                         });
+
+}  // namespace
+}  // namespace attnjit

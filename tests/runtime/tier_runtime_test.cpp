@@ -1,0 +1,114 @@
+// The generic tier in AttentionKernel::get (runtime/src/attention_tier.cpp),
+// no GPU: which kernel answers, when the specialized one takes over, and
+// when tiering stays out of the way. Kernels compile through NVRTC for
+// sm_90a into memory-only caches; nothing is launched (launches through
+// the generic tier run in the GPU suite).
+#include <gtest/gtest.h>
+
+#include <cstdlib>
+#include <string>
+
+#include "attnjit/attention.h"
+#include "attnjit/cache.h"
+#include "attnjit/target.h"
+
+namespace attnjit {
+namespace {
+
+using Tier = AttentionKernel::Tier;
+
+class TierTest : public ::testing::Test {
+ protected:
+  TierTest() : cache_(CacheConfig{}), target_(parse_target("sm_90a")) {
+    setenv("ATTNJIT_TIERED", "1", 1);
+  }
+  ~TierTest() override { unsetenv("ATTNJIT_TIERED"); }
+  std::shared_ptr<AttentionKernel> get(const AttentionFlags& flags) {
+    return AttentionKernel::get(flags, cache_, &target_);
+  }
+  static AttentionFlags causal_d64() {
+    AttentionFlags f;
+    f.head_dim = 64;
+    f.causal = true;
+    return f;
+  }
+  KernelCache cache_;
+  Target target_;
+};
+
+TEST_F(TierTest, AnUncachedVariantIsAnsweredByItsGenericOneUntilItLands) {
+  const AttentionFlags f = causal_d64();
+  // The generic variant in the cache first, as build-cache leaves it; it
+  // answers for itself.
+  auto generic = get(generic_flags(f));
+  EXPECT_EQ(generic->tier(), Tier::kSpecialized);
+  const uint64_t compiles = cache_.stats().compiles;
+  auto k = get(f);
+  EXPECT_EQ(k->flags().canonical_text(), f.canonical_text());
+  // Returned before its own compile (hundreds of milliseconds) finished:
+  // the generic kernel is the one a launch would run.
+  EXPECT_EQ(k->tier(), Tier::kGeneric);
+  EXPECT_EQ(k->kernel().name(), generic->kernel().name());
+  EXPECT_EQ(k->block_m(), generic->block_m());
+  k->wait_specialized();
+  EXPECT_EQ(k->tier(), Tier::kSpecialized);
+  EXPECT_NE(k->kernel().name(), generic->kernel().name());
+  EXPECT_EQ(cache_.stats().compiles, compiles + 1);
+  // Memoized: the same object, now specialized.
+  EXPECT_EQ(get(f).get(), k.get());
+  // Its split sibling goes through the same tiering (compiled here, as
+  // nothing cached the generic split variant).
+  AttentionArgs decode;
+  decode.num_seqs = 4;
+  decode.num_heads_q = 8;
+  decode.num_heads_kv = 8;
+  decode.total_q = 4;
+  decode.max_seqlen_q = 1;
+  decode.max_seqlen_k = 4096;
+  EXPECT_TRUE(k->for_args(decode).flags().split_kv);
+}
+
+TEST_F(TierTest, WithoutItsGenericVariantCachedAVariantCompilesAsAlways) {
+  AttentionFlags f = causal_d64();
+  f.sinks = SinkMode::kBiasKey0;
+  auto k = get(f);
+  EXPECT_EQ(k->tier(), Tier::kSpecialized);
+  k->wait_specialized();  // nothing to wait for
+}
+
+TEST_F(TierTest, AVariantOnDiskIsNeverTiered) {
+  // One cache compiles the generic variant and the variant into a user
+  // directory; a second cache over that directory (a new process, say)
+  // finds the variant there and loads it, with tiering on.
+  char dir_template[] = "/tmp/attnjit-tier-XXXXXX";
+  ASSERT_NE(mkdtemp(dir_template), nullptr);
+  CacheConfig config;
+  config.user_dir = dir_template;
+  const AttentionFlags f = causal_d64();
+  {
+    KernelCache first(config);
+    AttentionKernel::get(generic_flags(f), first, &target_);
+    unsetenv("ATTNJIT_TIERED");
+    AttentionKernel::get(f, first, &target_);
+    setenv("ATTNJIT_TIERED", "1", 1);
+  }
+  KernelCache second(config);
+  auto k = AttentionKernel::get(f, second, &target_);
+  EXPECT_EQ(k->tier(), Tier::kSpecialized);
+  EXPECT_EQ(k->source(), EntrySource::kDisk);
+  EXPECT_EQ(second.stats().compiles, 0u);
+  std::system(("rm -rf " + std::string(dir_template)).c_str());
+}
+
+TEST_F(TierTest, TieringIsOffUnlessAsked) {
+  unsetenv("ATTNJIT_TIERED");
+  AttentionFlags f = causal_d64();
+  f.head_dim = 128;
+  get(generic_flags(f));
+  auto k = get(f);
+  EXPECT_EQ(k->tier(), Tier::kSpecialized);
+  EXPECT_EQ(k->flags().canonical_text(), f.canonical_text());
+}
+
+}  // namespace
+}  // namespace attnjit
