@@ -303,6 +303,8 @@ nb::dict cache_stats() {
   d["corrupt_entries"] = s.corrupt_entries;
   d["write_failures"] = s.write_failures;
   d["disk_disabled"] = KernelCache::global().disk_disabled();
+  // Launches the generic tier answered (ATTNJIT_TIERED, docs/tiers.md).
+  d["generic_launches"] = AttentionKernel::generic_launches();
   return d;
 }
 
@@ -396,7 +398,8 @@ NB_MODULE(_C, m) {
         "Parses and checks a user spec's YAML text (errors name source_name:line:column).");
   m.def("get_user_kernel", &get_user_kernel, "spec"_a, "flags"_a, "target"_a = nb::none(),
         "A variant of a user spec (flags as get_kernel's) from the process-wide cache.");
-  m.def("cache_stats", &cache_stats, "Counters of the process-wide kernel cache.");
+  m.def("cache_stats", &cache_stats,
+        "Counters of the process-wide kernel cache (and of the generic tier's launches).");
   m.def(
       "driver_available", [] { return Driver::available(); },
       "True if a CUDA driver and a device are present.");

@@ -56,7 +56,8 @@ def test_version_and_stats():
     assert attnjit.__version__ == "0.1.0"
     stats = attnjit.cache_stats()
     for name in ("memory_hits", "disk_hits", "aot_hits", "compiles",
-                 "corrupt_entries", "write_failures", "disk_disabled"):
+                 "corrupt_entries", "write_failures", "disk_disabled",
+                 "generic_launches"):
         assert name in stats
 
 
