@@ -49,6 +49,7 @@ struct BuildArgs {
   bool dry_run = false;
   std::string shard;  // "K/N", empty: everything
   std::string manifest;  // ATTNJIT_RECORD's file, empty: the specs' matrix
+  bool generic = false;  // also each attention variant's generic one (docs/tiers.md)
 };
 
 // --shard K/N: K counts from 0 (0 <= K < N).
@@ -293,6 +294,26 @@ void require_writable_dir(const std::string& dir) {
   ::unlink(probe.c_str());
 }
 
+// --generic: the generic variant (generic_flags) of every variant of the
+// attention spec among the items, once each; the tier answers with them
+// while a variant compiles (ATTNJIT_TIERED, docs/tiers.md).
+void add_generic_variants(std::vector<WorkItem>& items) {
+  std::set<std::string> have;
+  const auto id = [](const Signature& sig) {
+    return sig.canonical() + "@" + sig.options.target.name();
+  };
+  for (const WorkItem& it : items) have.insert(id(it.signature));
+  const size_t count = items.size();
+  for (size_t i = 0; i < count; ++i) {
+    const Spec& spec = *items[i].spec;
+    if (spec.family != attention_spec().family || spec.mask || spec.score) continue;
+    const AttentionFlags generic =
+        generic_flags(AttentionFlags::from_flag_set(items[i].signature.flags));
+    Signature sig = make_signature(spec, generic.to_flag_set(), items[i].signature.options);
+    if (have.insert(id(sig)).second) items.push_back({&spec, std::move(sig)});
+  }
+}
+
 int run_build_cache(const BuildArgs& a) {
   std::vector<Spec> specs;
   const auto names = a.specs.empty() ? embedded_spec_names() : a.specs;
@@ -323,6 +344,7 @@ int run_build_cache(const BuildArgs& a) {
       }
     }
   }
+  if (a.generic) add_generic_variants(items);
   size_t all_items = items.size();
   if (shard.count > 1) {
     // A variant's place in the whole set sorted by (target, canonical
@@ -422,6 +444,9 @@ Runner add_build_cache(CLI::App& app) {
   app.add_option("--shard", a->shard,
                  "K/N: build only the K-th of N disjoint shards (K from 0 to N-1) of the "
                  "variants sorted by target and signature; shard directories merge by copying");
+  app.add_flag("--generic", a->generic,
+               "Also build the generic variant of each attention variant (the tier that "
+               "answers while a variant compiles: ATTNJIT_TIERED)");
   app.add_option("--manifest", a->manifest,
                  "Build exactly the variants recorded in this file (ATTNJIT_RECORD), for "
                  "--target when given, else for the targets it names")
