@@ -14,6 +14,7 @@
 
 #include "attention/tile_config.h"
 #include "attention_prefill_params.h"
+#include "attnjit/env.h"
 #include "attnjit/error.h"
 #include "attnjit/record.h"
 
@@ -472,14 +473,23 @@ std::shared_ptr<AttentionKernel> AttentionKernel::get(
   // cache), where record mode (ATTNJIT_RECORD) appends it to its manifest.
   if (memoize) record_requested_variant(spec.family, flags, t);
   const Signature sig = make_signature(spec, flags, options, tuning_overrides);
-  // The generic tier answers while this variant compiles, where tiering
-  // is on and a cache holds the generic variant (attention_tier.cpp).
-  std::shared_ptr<AttentionKernel> kernel = memoize ? tiered(sig, cache, t) : nullptr;
-  if (!kernel) {
-    LookupResult found = cache.get(spec, sig);
-    kernel = std::shared_ptr<AttentionKernel>(new AttentionKernel());
-    kernel->init_from(sig, found, cache, t);
+  if (memoize && env_bool("ATTNJIT_TIERED", false)) {
+    // The generic tier answers while this variant compiles, where a cache
+    // holds the generic variant (attention_tier.cpp). Decided under the
+    // memo's lock (lookups only, no compile): two callers racing for one
+    // variant must not both start a background compile, since the loser's
+    // kernel would wait for it when dropped.
+    KernelMemo& memo = kernel_memo();
+    std::lock_guard<std::mutex> lock(memo.mutex);
+    auto it = memo.kernels.find(key);
+    if (it != memo.kernels.end()) return it->second;
+    if (auto kernel = tiered(sig, cache, t)) {
+      return memo.kernels.emplace(key, std::move(kernel)).first->second;
+    }
   }
+  LookupResult found = cache.get(spec, sig);
+  auto kernel = std::shared_ptr<AttentionKernel>(new AttentionKernel());
+  kernel->init_from(sig, found, cache, t);
   if (!memoize) return kernel;
   KernelMemo& memo = kernel_memo();
   std::lock_guard<std::mutex> lock(memo.mutex);

@@ -17,7 +17,6 @@
 #include <fmt/format.h>
 
 #include "attnjit/attention.h"
-#include "attnjit/env.h"
 #include "attnjit/error.h"
 
 namespace attnjit {
@@ -77,7 +76,6 @@ GenericScratch generic_scratch(const AttentionArgs& a) {
 
 std::shared_ptr<AttentionKernel> AttentionKernel::tiered(const Signature& sig, KernelCache& cache,
                                                          const Target& target) {
-  if (!env_bool("ATTNJIT_TIERED", false)) return nullptr;
   const Spec& spec = attention_spec();
   if (std::optional<LookupResult> cached = cache.find(spec, sig)) {
     auto kernel = std::shared_ptr<AttentionKernel>(new AttentionKernel());

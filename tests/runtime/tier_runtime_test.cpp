@@ -7,6 +7,8 @@
 
 #include <cstdlib>
 #include <string>
+#include <thread>
+#include <vector>
 
 #include "attnjit/attention.h"
 #include "attnjit/cache.h"
@@ -66,6 +68,20 @@ TEST_F(TierTest, AnUncachedVariantIsAnsweredByItsGenericOneUntilItLands) {
   decode.max_seqlen_q = 1;
   decode.max_seqlen_k = 4096;
   EXPECT_TRUE(k->for_args(decode).flags().split_kv);
+}
+
+TEST_F(TierTest, CallersRacingForOneVariantShareOneKernelAndOneCompile) {
+  AttentionFlags f = causal_d64();
+  f.head_dim = 80;
+  get(generic_flags(f));
+  const uint64_t compiles = cache_.stats().compiles;
+  std::vector<std::shared_ptr<AttentionKernel>> got(8);
+  std::vector<std::thread> callers;
+  for (auto& slot : got) callers.emplace_back([&] { slot = get(f); });
+  for (std::thread& t : callers) t.join();
+  for (const auto& k : got) EXPECT_EQ(k.get(), got[0].get());
+  got[0]->wait_specialized();
+  EXPECT_EQ(cache_.stats().compiles, compiles + 1);
 }
 
 TEST_F(TierTest, WithoutItsGenericVariantCachedAVariantCompilesAsAlways) {

@@ -281,10 +281,11 @@ class AttentionKernel {
   void write_user_args(unsigned char* params, const std::vector<UserArg>& user_args) const;
   void init_from(const Signature& sig, const LookupResult& found, KernelCache& cache,
                  const Target& target);
-  // The generic tier (attention_tier.cpp), where ATTNJIT_TIERED is on: the
-  // kernel for `sig` if a cache holds it, else one answered by its generic
-  // variant while it compiles; null where neither is cached (or `sig` is
-  // generic), and get() compiles it as always.
+  // The generic tier (attention_tier.cpp; get() calls it where
+  // ATTNJIT_TIERED is on): the kernel for `sig` if a cache holds it, else
+  // one answered by its generic variant while it compiles; null where
+  // neither is cached (or `sig` is generic), and get() compiles it as
+  // always.
   static std::shared_ptr<AttentionKernel> tiered(const Signature& sig, KernelCache& cache,
                                                  const Target& target);
   const AttentionKernel& current() const;
