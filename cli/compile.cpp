@@ -53,38 +53,6 @@ void print_resources(const CompiledKernel& k) {
 
 // "block_m=128,wgmma=1" -> overrides of the spec's tuning rule (checked
 // against the spec's params by make_signature).
-std::map<std::string, int64_t> parse_tuning(const std::string& text) {
-  std::map<std::string, int64_t> out;
-  size_t at = 0;
-  while (at < text.size()) {
-    size_t end = text.find(',', at);
-    if (end == std::string::npos) end = text.size();
-    const std::string item = text.substr(at, end - at);
-    const size_t eq = item.find('=');
-    size_t used = 0;
-    int64_t value = 0;
-    bool ok = eq != std::string::npos && eq > 0 && eq + 1 < item.size();
-    if (ok) {
-      try {
-        value = std::stoll(item.substr(eq + 1), &used);
-      } catch (const std::out_of_range&) {
-        throw Error(ErrorKind::kArgument,
-                    fmt::format("--tuning: '{}' is out of range for a 32-bit int", item));
-      } catch (const std::exception&) {
-        ok = false;
-      }
-      ok = ok && used == item.size() - eq - 1;
-    }
-    if (!ok) {
-      throw Error(ErrorKind::kArgument,
-                  fmt::format("--tuning: '{}' is not name=integer (e.g. block_m=128)", item));
-    }
-    out[item.substr(0, eq)] = value;
-    at = end + 1;
-  }
-  return out;
-}
-
 // -o FILE: its folder must exist and FILE must not be a folder; said
 // before anything is compiled.
 void check_output_path(const CompileArgs& a) {
@@ -120,7 +88,7 @@ int run_compile(const CompileArgs& a) {
                                     : resolve_flags(spec, parse_flag_assignments(spec, a.flags));
   const Target target = parse_target(a.target);
   const Signature sig =
-      make_signature(spec, flags, CompileOptions::from_environment(target), parse_tuning(a.tuning));
+      make_signature(spec, flags, CompileOptions::from_environment(target), parse_tuning_overrides(a.tuning, "--tuning"));
   const GeneratedSource source = generate_source(spec, sig);
   const CacheKey key = make_cache_key(sig, source.key_text());
   std::FILE* info = a.out.empty() && a.emit != "none" ? stderr : stdout;

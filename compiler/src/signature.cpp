@@ -3,6 +3,9 @@
 
 #include <algorithm>
 #include <limits>
+#include <stdexcept>
+
+#include <fmt/format.h>
 
 #include "attnjit/error.h"
 #include "attnjit/sha256.h"
@@ -118,5 +121,39 @@ Signature make_signature(const Spec& spec, const FlagSet& flags, const CompileOp
   }
   return signature;
 }
+
+std::map<std::string, int64_t> parse_tuning_overrides(const std::string& text,
+                                                      const std::string& what) {
+  std::map<std::string, int64_t> out;
+  size_t at = 0;
+  while (at < text.size()) {
+    size_t end = text.find(',', at);
+    if (end == std::string::npos) end = text.size();
+    const std::string item = text.substr(at, end - at);
+    const size_t eq = item.find('=');
+    size_t used = 0;
+    int64_t value = 0;
+    bool ok = eq != std::string::npos && eq > 0 && eq + 1 < item.size();
+    if (ok) {
+      try {
+        value = std::stoll(item.substr(eq + 1), &used);
+      } catch (const std::out_of_range&) {
+        throw Error(ErrorKind::kArgument,
+                    fmt::format("{}: '{}' is out of range for a 32-bit int", what, item));
+      } catch (const std::exception&) {
+        ok = false;
+      }
+      ok = ok && used == item.size() - eq - 1;
+    }
+    if (!ok) {
+      throw Error(ErrorKind::kArgument,
+                  fmt::format("{}: '{}' is not name=integer (e.g. block_m=128)", what, item));
+    }
+    out[item.substr(0, eq)] = value;
+    at = end + 1;
+  }
+  return out;
+}
+
 
 }  // namespace attnjit

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
+#include <cstdlib>
 #include <cstring>
 #include <mutex>
 #include <utility>
@@ -442,6 +443,33 @@ std::string AttentionFlags::canonical_text() const {
       return_lse, to_string(kv_layout), to_string(kv_dtype), split_kv);
 }
 
+namespace {
+
+// $ATTNJIT_TUNING, read once per process: tuning values for every variant
+// of the attention spec the process gets without overrides of its own (a
+// developer's knob: times other tile configurations through the
+// benchmarks without editing the spec's rules). Part of each signature,
+// so of the cache key, and of the memo's key.
+struct EnvTuning {
+  std::map<std::string, int64_t> values;
+  std::string memo_suffix;  // "" or "|tuning=<text>"
+};
+
+const EnvTuning& env_tuning() {
+  static const EnvTuning tuning = [] {
+    EnvTuning t;
+    const char* text = std::getenv("ATTNJIT_TUNING");
+    if (text != nullptr && *text != '\0') {
+      t.values = parse_tuning_overrides(text, "ATTNJIT_TUNING");
+      t.memo_suffix = std::string("|tuning=") + text;
+    }
+    return t;
+  }();
+  return tuning;
+}
+
+}  // namespace
+
 std::shared_ptr<AttentionKernel> AttentionKernel::get(
     const AttentionFlags& flags, KernelCache& cache, const Target* target,
     const std::map<std::string, int64_t>& tuning_overrides) {
@@ -451,7 +479,8 @@ std::shared_ptr<AttentionKernel> AttentionKernel::get(
   // without building the set.
   if (tuning_overrides.empty()) {
     const CompileOptions options = CompileOptions::from_environment(t);
-    if (auto hit = memo_find(memo_key(cache, flags.canonical_text(), options))) return hit;
+    const std::string text = flags.canonical_text() + env_tuning().memo_suffix;
+    if (auto hit = memo_find(memo_key(cache, text, options))) return hit;
   }
   return get(flags.to_flag_set(), cache, &t, tuning_overrides);
 }
@@ -465,14 +494,16 @@ std::shared_ptr<AttentionKernel> AttentionKernel::get(
   // Variants with tuning overrides (the autotuner's) skip the memo; the
   // cache's own memory level still serves them.
   const bool memoize = tuning_overrides.empty();
-  const std::string key = memo_key(cache, flags.str(), options);
+  const std::string key = memo_key(cache, flags.str() + env_tuning().memo_suffix, options);
+  const std::map<std::string, int64_t>& tuning =
+      tuning_overrides.empty() ? env_tuning().values : tuning_overrides;
   if (memoize) {
     if (auto hit = memo_find(key)) return hit;
   }
   // A memo miss: the first request of this variant in this process (and
   // cache), where record mode (ATTNJIT_RECORD) appends it to its manifest.
   if (memoize) record_requested_variant(spec.family, flags, t);
-  const Signature sig = make_signature(spec, flags, options, tuning_overrides);
+  const Signature sig = make_signature(spec, flags, options, tuning);
   if (memoize && env_bool("ATTNJIT_TIERED", false)) {
     // The generic tier answers while this variant compiles, where a cache
     // holds the generic variant (attention_tier.cpp). Decided under the
