@@ -88,6 +88,15 @@ void kv_tensor_maps(const AttentionFlags& flags, const AttentionArgs& a, const T
       t.dims[2] = uint64_t(a.total_k > 0 ? a.total_k : 1);
       t.box[2] = uint32_t(box.rows);
     }
+    // Every launch, not only when a map is encoded: the cached map's box
+    // is min(block_n, page_size) rows, which kernels of other key tiles
+    // share (a 32-row box serves block_n 64 and 80 over pages of 32), and
+    // a kernel whose tile the pages do not divide would copy part of it.
+    if (paged && a.page_size % box.rows != 0 && box.rows % a.page_size != 0) {
+      fail(fmt::format("attention: page_size {} must divide or be a multiple of the kernel's "
+                       "key tile ({} rows) on sm_90a",
+                       a.page_size, box.rows));
+    }
     Cached& c = cached[i];
     if (!same_tensor(c.tensor, t)) {
       // Checked only here: a cached map's strides passed already.
@@ -97,11 +106,6 @@ void kv_tensor_maps(const AttentionFlags& flags, const AttentionArgs& a, const T
         fail(fmt::format("attention: k and v strides must stay below 2^39 elements on sm_90a "
                          "(the TMA's limit); got k ({}, {}), v ({}, {})",
                          a.k_row_stride, a.k_head_stride, a.v_row_stride, a.v_head_stride));
-      }
-      if (paged && a.page_size % box.rows != 0 && box.rows % a.page_size != 0) {
-        fail(fmt::format("attention: page_size {} must divide or be a multiple of the kernel's "
-                         "key tile ({} rows) on sm_90a",
-                         a.page_size, box.rows));
       }
       c.tensor = TiledTensor{};  // a failed encode leaves no stale hit behind
       Driver::get().encode_tensor_map(c.map, t);
