@@ -160,13 +160,19 @@ struct WorkTile {
     const auto visible = [&](int kt) { return user_class(prm, kt) != 0; };
     range.first_tile = first_where(range.first_tile, range.last_tile, visible);
     range.last_tile = last_where(range.first_tile, range.last_tile, visible);
-    // The classes of the first 32 visited tiles, kept for edge_tile: the
-    // main loop then tests a bit per key tile instead of classifying it
-    // again in every thread (narrow bands visit a handful of tiles, each
-    // of little work next to its classification).
+    note_full_tiles(prm);
+  }
+
+  // The classes of the first 32 tiles of the range, kept for edge_tile:
+  // the main loop then tests a bit per key tile instead of classifying it
+  // again in every thread (narrow bands visit a handful of tiles, each of
+  // little work next to its classification). Again after set_split moves
+  // the range's start, so a split's own tiles have their bits.
+  __device__ __forceinline__ void note_full_tiles(const Params<T>& prm) {
     full_base = range.first_tile;
-    full_bits = warp_ballot(
-        [&](int lane) { return full_base + lane <= range.last_tile && user_class(prm, full_base + lane) == 2; });
+    full_bits = warp_ballot([&](int lane) {
+      return full_base + lane <= range.last_tile && user_class(prm, full_base + lane) == 2;
+    });
   }
 
   // Whether key tile kt needs the element mask: not interior by the
@@ -184,7 +190,8 @@ struct WorkTile {
   // Split-KV: this block takes part x of the tile's key range (set_tile
   // first); false when the range has fewer parts (split_keys in
   // tile_config.cuh).
-  __device__ __forceinline__ bool set_split(int x, int num_splits, int min_tiles) {
+  __device__ __forceinline__ bool set_split(const Params<T>& prm, int x, int num_splits,
+                                            int min_tiles) {
     const KeySplit ks = split_keys(range.first_tile, range.last_tile, num_splits, min_tiles);
     if (x >= ks.parts) return false;
     split = x;
@@ -192,6 +199,7 @@ struct WorkTile {
     if (ks.parts > 1) {
       range.first_tile += x * ks.per;
       range.last_tile = ptx::imin(range.last_tile, range.first_tile + ks.per - 1);
+      if constexpr (user_mask<C>()) note_full_tiles(prm);
     }
     return true;
   }
@@ -230,7 +238,7 @@ struct TileScheduler {
       if (work.m_tiles() == 1 && prm.num_splits > 1) {
         constexpr int kMinTiles = C::split_keys > kBlockN ? (C::split_keys + kBlockN - 1) / kBlockN : 1;
         work.set_tile(prm, b, 0);
-        return work.set_split(static_cast<int>(blockIdx.x), prm.num_splits, kMinTiles);
+        return work.set_split(prm, static_cast<int>(blockIdx.x), prm.num_splits, kMinTiles);
       }
     }
     const int m_tile = work.m_tiles() - 1 - static_cast<int>(blockIdx.x);
