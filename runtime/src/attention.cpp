@@ -18,102 +18,14 @@
 #include "attnjit/env.h"
 #include "attnjit/error.h"
 #include "attnjit/record.h"
+#include "kv_tensor_maps.h"
+#include "launch_scratch.h"
 
 namespace attnjit {
-void* split_workspace(const AttentionArgs& a, const SplitPlan& plan, CuStream stream);  // split_kv.cpp
 
 namespace {
 
 [[noreturn]] void fail(const std::string& message) { throw Error(ErrorKind::kArgument, message); }
-
-
-// The TMA maps of k and v for the warpgroup kernels: [rows, heads, D] as a
-// 3-D tensor (D innermost), boxes of the tile config's TMA box: block_n rows
-// of one head and one swizzle chunk of D, as the kernel's shared-memory
-// tiles are laid out (templates/attention/tile_config.cuh). Rows past a
-// sequence's keys belong to the next sequence (the kernel zeroes those V
-// rows) or lie past total_k (zeros). Encoding both maps adds 0.2-0.4 us to
-// a launch (H200 host), so each thread keeps the maps of its last launch
-// and re-encodes only when a tensor changed.
-bool same_tensor(const TiledTensor& x, const TiledTensor& y) {
-  return x.base == y.base && x.element == y.element && x.rank == y.rank &&
-         std::equal(x.dims, x.dims + 4, y.dims) && std::equal(x.strides, x.strides + 3, y.strides) &&
-         std::equal(x.box, x.box + 4, y.box) && x.swizzle_bytes == y.swizzle_bytes;
-}
-
-void kv_tensor_maps(const AttentionFlags& flags, const AttentionArgs& a, const TmaBox& box,
-                    const TensorMapBytes* (&out)[2]) {
-  struct Cached {
-    TiledTensor tensor;  // base null (never a valid k or v) until encoded
-    TensorMapBytes map;
-  };
-  thread_local Cached cached[2];
-  const int d = flags.head_dim;
-  const bool paged = flags.kv_layout == KvLayout::kPaged;
-  const void* bases[2] = {a.k, a.v};
-  const int64_t row_strides[2] = {a.k_row_stride, a.v_row_stride};
-  const int64_t head_strides[2] = {a.k_head_stride, a.v_head_stride};
-  const int64_t page_strides[2] = {a.k_page_stride, a.v_page_stride};
-  // fp8 K/V: rows of D bytes, copied unswizzled into the producer's
-  // staging tiles (one box D bytes wide), converted there.
-  const bool fp8 = flags.kv_dtype == KvDType::kFp8E4M3;
-  const uint64_t element_bytes = fp8 ? 1 : 2;
-  for (int i = 0; i < 2; ++i) {
-    TiledTensor t;
-    t.base = bases[i];
-    t.element = fp8                             ? TiledElement::kByte
-                : flags.dtype == DType::kBF16 ? TiledElement::kBF16
-                                              : TiledElement::kF16;
-    t.dims[0] = uint64_t(d);
-    t.dims[1] = uint64_t(a.num_heads_kv);
-    // One head: its coordinate is always 0, so the head stride is never
-    // stepped; keep it at least a row of D so the strides nest.
-    t.strides[0] = uint64_t(a.num_heads_kv == 1 ? std::max<int64_t>(head_strides[i], d)
-                                                : head_strides[i]) * element_bytes;
-    t.strides[1] = uint64_t(row_strides[i]) * element_bytes;
-    t.box[0] = uint32_t(fp8 ? d : box.chunk);
-    t.box[1] = 1;
-    t.swizzle_bytes = fp8 ? 0 : box.swizzle_bytes;
-    if (paged) {
-      // [pages, rows of a page, heads, D]; a box never crosses a page: a
-      // tile of block_n keys is one box per page it spans, or one box of
-      // block_n rows inside a larger page.
-      t.rank = 4;
-      t.dims[2] = uint64_t(a.page_size);
-      t.dims[3] = uint64_t(a.num_pages);
-      t.strides[2] = uint64_t(page_strides[i]) * element_bytes;
-      t.box[2] = uint32_t(std::min(box.rows, a.page_size));
-      t.box[3] = 1;
-    } else {
-      t.dims[2] = uint64_t(a.total_k > 0 ? a.total_k : 1);
-      t.box[2] = uint32_t(box.rows);
-    }
-    // Every launch, not only when a map is encoded: the cached map's box
-    // is min(block_n, page_size) rows, which kernels of other key tiles
-    // share (a 32-row box serves block_n 64 and 80 over pages of 32), and
-    // a kernel whose tile the pages do not divide would copy part of it.
-    if (paged && a.page_size % box.rows != 0 && box.rows % a.page_size != 0) {
-      fail(fmt::format("attention: page_size {} must divide or be a multiple of the kernel's "
-                       "key tile ({} rows) on sm_90a",
-                       a.page_size, box.rows));
-    }
-    Cached& c = cached[i];
-    if (!same_tensor(c.tensor, t)) {
-      // Checked only here: a cached map's strides passed already.
-      constexpr int64_t kMaxStride = int64_t(1) << 39;  // elements: the TMA's 2^40 bytes
-      if (row_strides[i] >= kMaxStride || head_strides[i] >= kMaxStride ||
-          (paged && page_strides[i] >= kMaxStride)) {
-        fail(fmt::format("attention: k and v strides must stay below 2^39 elements on sm_90a "
-                         "(the TMA's limit); got k ({}, {}), v ({}, {})",
-                         a.k_row_stride, a.k_head_stride, a.v_row_stride, a.v_head_stride));
-      }
-      c.tensor = TiledTensor{};  // a failed encode leaves no stale hit behind
-      Driver::get().encode_tensor_map(c.map, t);
-      c.tensor = t;
-    }
-    out[i] = &c.map;
-  }
-}
 
 // The message is formatted only when the check fails: validation runs on
 // every launch, so the passing path must cost a few compares.

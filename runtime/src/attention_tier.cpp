@@ -4,7 +4,6 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdint>
-#include <cstdio>
 #include <exception>
 #include <future>
 #include <limits>
@@ -18,16 +17,13 @@
 
 #include "attnjit/attention.h"
 #include "attnjit/error.h"
+#include "launch_scratch.h"
+#include "log.h"
 
 namespace attnjit {
 namespace {
 
 std::atomic<uint64_t> generic_launch_count{0};
-
-void log_line(const std::string& line) {
-  const std::string text = line + "\n";
-  std::fputs(text.c_str(), stderr);
-}
 
 // Device scratch for generic_args() per context: zero span offsets, -inf
 // sinks, LSE. Grown (never on a capturing stream: captures wait for the
@@ -39,8 +35,6 @@ struct Scratch {
   CuDevicePtr base = 0;
   size_t seqs = 0, heads = 0, lse_floats = 0;  // capacities
 };
-
-size_t align256(size_t n) { return (n + 255) & ~size_t(255); }
 
 GenericScratch generic_scratch(const AttentionArgs& a) {
   static std::mutex mutex;
@@ -56,7 +50,8 @@ GenericScratch generic_scratch(const AttentionArgs& a) {
     grown.seqs = std::max(seqs, 2 * s.seqs);
     grown.heads = std::max(heads, s.heads);
     grown.lse_floats = std::max(lse_floats, 2 * s.lse_floats);
-    const size_t bytes = align256(grown.seqs * 4) + align256(grown.heads * 4) + grown.lse_floats * 4;
+    const size_t bytes =
+        align256(grown.seqs * 4) + align256(grown.heads * 4) + grown.lse_floats * 4;
     grown.base = driver.mem_alloc(bytes);
     driver.memset_d8(grown.base, 0, bytes);
     const std::vector<float> neg_inf(grown.heads, -std::numeric_limits<float>::infinity());
@@ -69,7 +64,8 @@ GenericScratch generic_scratch(const AttentionArgs& a) {
   const CuDevicePtr lse = sinks + align256(s.heads * 4);
   const auto pointer = [](CuDevicePtr p) { return reinterpret_cast<void*>(uintptr_t(p)); };
   return GenericScratch{static_cast<const int32_t*>(pointer(s.base)),
-                        static_cast<const float*>(pointer(sinks)), static_cast<float*>(pointer(lse))};
+                        static_cast<const float*>(pointer(sinks)),
+                        static_cast<float*>(pointer(lse))};
 }
 
 }  // namespace

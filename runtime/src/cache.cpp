@@ -18,10 +18,12 @@
 #include <cstdio>
 #include <exception>
 #include <mutex>
+#include <optional>
 #include <unordered_map>
 
 #include "attnjit/error.h"
 #include "cache_disk.h"
+#include "log.h"
 
 namespace attnjit {
 namespace {
@@ -30,12 +32,6 @@ namespace {
 // it compiles too. Long enough for any real compile; short enough that a
 // hung peer costs a delay, not a deadlock.
 constexpr std::chrono::milliseconds kLockWaitLimit(60 * 1000);
-
-// One line per call, so lines from several threads never interleave.
-void warn(const std::string& line) {
-  std::string text = line + "\n";
-  std::fputs(text.c_str(), stderr);
-}
 
 // The result of one key's resolution, handed to the callers waiting on it.
 struct Flight {
@@ -105,6 +101,10 @@ struct KernelCache::Impl {
   void finish(const CacheKey& key, Flight& flight, std::shared_ptr<const CacheEntry> entry,
               std::exception_ptr error);
 
+  // The AOT dirs, then the user dir (counted as hits); nullopt on a miss.
+  // *user_corrupt: the user dir's entry was there but bad (reported).
+  std::optional<LookupResult> load_stored(const CacheKey& key, const EntryDescription& description,
+                                          bool* user_corrupt);
   LookupResult resolve(const CacheKey& key, const EntryDescription& description,
                        const std::function<CompiledKernel()>& compile);
   std::shared_ptr<const CacheEntry> load_from(const std::string& dir, const CacheKey& key,
@@ -147,8 +147,9 @@ void KernelCache::Impl::finish(const CacheKey& key, Flight& flight,
   flight.done_cv.notify_all();
 }
 
-LookupResult KernelCache::Impl::resolve(const CacheKey& key, const EntryDescription& description,
-                                        const std::function<CompiledKernel()>& compile) {
+std::optional<LookupResult> KernelCache::Impl::load_stored(const CacheKey& key,
+                                                           const EntryDescription& description,
+                                                           bool* user_corrupt) {
   bool corrupt = false;
   for (const std::string& dir : config.aot_dirs) {
     if (auto entry = load_from(dir, key, description, /*report_corrupt=*/true, &corrupt)) {
@@ -157,14 +158,22 @@ LookupResult KernelCache::Impl::resolve(const CacheKey& key, const EntryDescript
       return LookupResult{entry, EntrySource::kAot};
     }
   }
-  bool user_corrupt = false;
   if (user_dir_readable()) {
     auto entry =
-        load_from(config.user_dir, key, description, /*report_corrupt=*/true, &user_corrupt);
+        load_from(config.user_dir, key, description, /*report_corrupt=*/true, user_corrupt);
     if (entry) {
       disk_hits.fetch_add(1, std::memory_order_relaxed);
       return LookupResult{entry, EntrySource::kDisk};
     }
+  }
+  return std::nullopt;
+}
+
+LookupResult KernelCache::Impl::resolve(const CacheKey& key, const EntryDescription& description,
+                                        const std::function<CompiledKernel()>& compile) {
+  bool user_corrupt = false;
+  if (std::optional<LookupResult> found = load_stored(key, description, &user_corrupt)) {
+    return *found;
   }
   if (config.no_jit) throw no_jit_error(key, description);
 
@@ -197,7 +206,8 @@ std::shared_ptr<const CacheEntry> KernelCache::Impl::load_from(const std::string
   cache_disk::ReadResult read = cache_disk::read_file(path);
   if (read.status == cache_disk::ReadResult::kMissing) return nullptr;
   if (read.status == cache_disk::ReadResult::kFailed) {
-    warn(fmt::format("attnjit: cannot read cache entry {} ({}); ignoring it", path, read.reason));
+    log_line(
+        fmt::format("attnjit: cannot read cache entry {} ({}); ignoring it", path, read.reason));
     return nullptr;
   }
   try {
@@ -208,7 +218,7 @@ std::shared_ptr<const CacheEntry> KernelCache::Impl::load_from(const std::string
     *corrupt = true;
     if (report_corrupt) {
       corrupt_entries.fetch_add(1, std::memory_order_relaxed);
-      warn(fmt::format("attnjit: ignoring bad cache entry {}: {}", path, e.what()));
+      log_line(fmt::format("attnjit: ignoring bad cache entry {}: {}", path, e.what()));
     }
     return nullptr;
   }
@@ -223,8 +233,8 @@ std::shared_ptr<const CacheEntry> KernelCache::Impl::compile_entry(
   compiles.fetch_add(1, std::memory_order_relaxed);
   if (kernel.compile_seconds <= 0) kernel.compile_seconds = elapsed.count();
   if (config.log)
-    warn(fmt::format("attnjit: compiled {} in {:.0f} ms ({})", description.display_name,
-                     elapsed.count() * 1000, key.hex.substr(0, 12)));
+    log_line(fmt::format("attnjit: compiled {} in {:.0f} ms ({})", description.display_name,
+                         elapsed.count() * 1000, key.hex.substr(0, 12)));
   auto entry = std::make_shared<CacheEntry>();
   entry->key = key;
   entry->canonical_signature = description.canonical_signature;
@@ -263,7 +273,7 @@ bool KernelCache::Impl::ensure_shard_dir(const std::string& dir) {
 
 void KernelCache::Impl::note_write_failure(const std::string& what, const std::string& reason) {
   write_failures.fetch_add(1, std::memory_order_relaxed);
-  warn(
+  log_line(
       fmt::format("attnjit: could not write {} ({}); keeping the kernel in "
                   "memory only",
                   what, reason));
@@ -272,7 +282,7 @@ void KernelCache::Impl::note_write_failure(const std::string& what, const std::s
 void KernelCache::Impl::disable_disk(const std::string& reason) {
   write_failures.fetch_add(1, std::memory_order_relaxed);
   if (disk_disabled.exchange(true)) return;
-  warn(
+  log_line(
       fmt::format("attnjit: cache directory {} is not writable ({}); "
                   "new kernels stay in memory, existing entries are still read",
                   config.user_dir, reason));
@@ -363,26 +373,15 @@ std::optional<LookupResult> KernelCache::find_cached(const CacheKey& key,
       if (it->second.flight) return std::nullopt;  // being resolved by another caller
     }
   }
-  // AOT dirs, then the user dir, as resolve() walks them; no lock, no
-  // compile.
-  std::shared_ptr<const CacheEntry> entry;
-  EntrySource source = EntrySource::kAot;
-  bool corrupt = false;
-  for (const std::string& dir : impl_->config.aot_dirs) {
-    if ((entry = impl_->load_from(dir, key, description, /*report_corrupt=*/true, &corrupt))) break;
-  }
-  if (!entry && impl_->user_dir_readable()) {
-    source = EntrySource::kDisk;
-    entry = impl_->load_from(impl_->config.user_dir, key, description, /*report_corrupt=*/true,
-                             &corrupt);
-  }
-  if (!entry) return std::nullopt;
-  if (source == EntrySource::kAot) impl_->aot_hits.fetch_add(1, std::memory_order_relaxed);
-  impl_->disk_hits.fetch_add(1, std::memory_order_relaxed);
+  // The AOT dirs and the user dir as resolve() reads them; no file lock,
+  // no compile.
+  bool user_corrupt = false;
+  std::optional<LookupResult> found = impl_->load_stored(key, description, &user_corrupt);
+  if (!found) return std::nullopt;
   std::lock_guard<std::mutex> lock(impl_->mutex);
   Slot& slot = impl_->slots.try_emplace(key.hex).first->second;
-  if (!slot.entry && !slot.flight) slot.entry = entry;
-  return LookupResult{entry, source};
+  if (!slot.entry && !slot.flight) slot.entry = found->entry;
+  return found;
 }
 
 CacheStats KernelCache::stats() const {

@@ -13,11 +13,10 @@
 #include "attention/tile_config.h"
 #include "attnjit/attention.h"
 #include "attnjit/error.h"
+#include "launch_scratch.h"
 
 namespace attnjit {
 namespace {
-
-size_t align256(size_t n) { return (n + 255) / 256 * 256; }
 
 // The most keys one query of a batch can see: all of the longest
 // sequence's, or a window's worth (plus the chunk's own queries) when a
@@ -123,8 +122,6 @@ AttentionKernel& AttentionKernel::for_args(const AttentionArgs& a) {
   return *split_sibling_;
 }
 
-// The workspace of one split launch: the caller's, or the library's for
-// this context and stream.
 void* split_workspace(const AttentionArgs& a, const SplitPlan& plan, CuStream stream) {
   if (a.workspace != nullptr) {
     if (a.workspace_bytes < plan.workspace_bytes) {

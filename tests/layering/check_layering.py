@@ -64,6 +64,11 @@ UNIT_OF = {
     "runtime/src/selfcheck_user.h": "selfcheck",
     "runtime/src/split_kv.cpp": "attention",
     "runtime/src/user_kernel.cpp": "attention",
+    "runtime/src/attention_tier.cpp": "attention",
+    "runtime/src/generic_tier.cpp": "attention",
+    "runtime/src/kv_tensor_maps.cpp": "attention",
+    "runtime/src/kv_tensor_maps.h": "attention",
+    "runtime/src/launch_scratch.h": "attention",
     "runtime/src/cache_entry.cpp": "cache",
     "runtime/src/cache_get.cpp": "cache",
 }
