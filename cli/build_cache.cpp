@@ -306,7 +306,7 @@ void add_generic_variants(std::vector<WorkItem>& items) {
   const size_t count = items.size();
   for (size_t i = 0; i < count; ++i) {
     const Spec& spec = *items[i].spec;
-    if (spec.family != attention_spec().family || spec.mask || spec.score) continue;
+    if (spec.family != attention_spec().family) continue;  // a user spec has its own
     const AttentionFlags generic =
         generic_flags(AttentionFlags::from_flag_set(items[i].signature.flags));
     Signature sig = make_signature(spec, generic.to_flag_set(), items[i].signature.options);

@@ -51,8 +51,6 @@ void print_resources(const CompiledKernel& k) {
       r.stack_frame);
 }
 
-// "block_m=128,wgmma=1" -> overrides of the spec's tuning rule (checked
-// against the spec's params by make_signature).
 // -o FILE: its folder must exist and FILE must not be a folder; said
 // before anything is compiled.
 void check_output_path(const CompileArgs& a) {
@@ -87,8 +85,8 @@ int run_compile(const CompileArgs& a) {
   FlagSet flags = !a.preset.empty() ? resolve_preset(spec, a.preset)
                                     : resolve_flags(spec, parse_flag_assignments(spec, a.flags));
   const Target target = parse_target(a.target);
-  const Signature sig =
-      make_signature(spec, flags, CompileOptions::from_environment(target), parse_tuning_overrides(a.tuning, "--tuning"));
+  const Signature sig = make_signature(spec, flags, CompileOptions::from_environment(target),
+                                       parse_tuning_overrides(a.tuning, "--tuning"));
   const GeneratedSource source = generate_source(spec, sig);
   const CacheKey key = make_cache_key(sig, source.key_text());
   std::FILE* info = a.out.empty() && a.emit != "none" ? stderr : stdout;

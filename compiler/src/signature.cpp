@@ -155,5 +155,4 @@ std::map<std::string, int64_t> parse_tuning_overrides(const std::string& text,
   return out;
 }
 
-
 }  // namespace attnjit

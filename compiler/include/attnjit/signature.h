@@ -35,15 +35,15 @@ struct Signature {
 // Applies the spec's tuning rules. Throws Error(kFlags) when no rule
 // matches or a rule leaves a param unset. `overrides` (param -> value)
 // win over the rules, for the autotuner.
-// Tuning values written "name=int,name=int" (the CLI's --tuning,
-// $ATTNJIT_TUNING). Throws Error(kArgument) naming `what` for an item
-// that is not name=integer or out of range; names are checked by
-// make_signature.
-std::map<std::string, int64_t> parse_tuning_overrides(const std::string& text,
-                                                      const std::string& what);
-
 Signature make_signature(const Spec& spec, const FlagSet& flags, const CompileOptions& options,
                          const std::map<std::string, int64_t>& overrides = {});
+
+// Tuning values written "name=int,name=int" (the CLI's --tuning,
+// $ATTNJIT_TUNING), as make_signature's overrides. Throws Error(kArgument)
+// naming `what` for an item that is not name=integer or out of range;
+// the names are checked by make_signature.
+std::map<std::string, int64_t> parse_tuning_overrides(const std::string& text,
+                                                      const std::string& what);
 
 }  // namespace attnjit
 
