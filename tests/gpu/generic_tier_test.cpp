@@ -11,10 +11,7 @@
 #include <mutex>
 #include <string>
 
-#include <fmt/format.h>
-
 #include "attnjit/error.h"
-#include "attnjit/selfcheck.h"
 #include "gpu/gpu_test_util.h"
 
 namespace attnjit {
@@ -74,17 +71,7 @@ TEST_P(GenericTier, MatchesTheReferenceOfTheRequestedFlags) {
   config.no_jit = true;  // the variant itself never lands: every launch is generic
   KernelCache cache(config);
   const uint64_t before = AttentionKernel::generic_launches();
-  const double bound = error_bound(flags.dtype);
-  for (const CheckShape& shape : standard_check_shapes(flags)) {
-    const uint64_t seed = testing::fresh_seed();
-    const CheckResult r = check_attention(flags, shape, seed, cache);
-    const std::string line =
-        fmt::format("{} via generic {:<22} o_err={:.3e} lse_err={:.3e} written={} guard={} seed={}",
-                    testing::flags_name(flags), shape.name, r.o_error, r.lse_error,
-                    r.output_written, r.guard_intact, seed);
-    std::printf("%s\n", line.c_str());
-    EXPECT_TRUE(r.passed(bound)) << line;
-  }
+  testing::expect_matches_reference_on_every_shape(flags, cache, " via generic");
   EXPECT_GT(AttentionKernel::generic_launches(), before);
   // The background compile failed (no JIT) and said so; the kernel keeps
   // answering through the generic variant.

@@ -4,12 +4,16 @@
 
 #include <gtest/gtest.h>
 
+#include <cstdio>
 #include <random>
 #include <string>
 #include <vector>
 
+#include <fmt/format.h>
+
 #include "attnjit/attention.h"
 #include "attnjit/driver.h"
+#include "attnjit/selfcheck.h"
 
 namespace attnjit::testing {
 
@@ -48,6 +52,23 @@ inline std::string flags_name(const AttentionFlags& f) {
   if (f.kv_dtype == KvDType::kFp8E4M3) name += "_fp8";
   if (f.split_kv) name += "_split";
   return name;
+}
+
+// check_attention of `flags` through `cache` on every standard shape,
+// fresh inputs each, one line per shape (`label` after the flags' name),
+// each expected within the dtype's error bound.
+inline void expect_matches_reference_on_every_shape(const AttentionFlags& flags, KernelCache& cache,
+                                                    const std::string& label = "") {
+  const double bound = error_bound(flags.dtype);
+  for (const CheckShape& shape : standard_check_shapes(flags)) {
+    const uint64_t seed = fresh_seed();
+    const CheckResult r = check_attention(flags, shape, seed, cache);
+    const std::string line = fmt::format(
+        "{}{} {:<22} o_err={:.3e} lse_err={:.3e} written={} guard={} seed={}", flags_name(flags),
+        label, shape.name, r.o_error, r.lse_error, r.output_written, r.guard_intact, seed);
+    std::printf("%s\n", line.c_str());
+    EXPECT_TRUE(r.passed(bound)) << line;
+  }
 }
 
 }  // namespace attnjit::testing
