@@ -1,8 +1,7 @@
 // The warpgroup path's block (sm_90a): the scheduler's work tile, then two
 // roles. The producer warpgroup gives most of its registers to the
 // consumers (setmaxnreg, tile_config.cuh) and one of its lanes streams K
-// and V through the TMA (its warp's other lanes refill a paged cache's page
-// window); the consumer warpgroups run the MMAs and the
+// and V through the TMA; the consumer warpgroups run the MMAs and the
 // epilogue. The only block-wide barrier is the one after the mbarriers are
 // initialized; the consumers meet on named barrier 1.
 #pragma once
@@ -43,8 +42,8 @@ __device__ void forward_sm90(const Params<typename C::dtype>& prm) {
     if constexpr (kTile.rebalance) ptx::setmaxnreg_dec<kTile.producer_registers>();
     if constexpr (kFp8) {
       Mainloop::Fp8Producer::run(smem, KV(prm, work), first, last, tid - C::warps * 32);
-    } else if (warp == C::warps) {
-      Mainloop::Producer::run(smem, KV(prm, work), first, last, lane);
+    } else if (warp == C::warps && lane == 0) {
+      Mainloop::Producer::run(smem, KV(prm, work), first, last);
     }
     return;
   }

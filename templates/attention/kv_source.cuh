@@ -134,12 +134,6 @@ struct VarlenKV {
     ptx::prefetch_tensor_map(v_map);
   }
 
-  // The TMA producer's page window (PagedKV): nothing to look up here, so
-  // one lane of the producer warp issues every copy alone.
-  static constexpr bool kPageWindow = false;
-  __device__ __forceinline__ void set_page_window(int*) {}
-  __device__ __forceinline__ void stage_pages(int, int) {}
-
   // TMA of key tile kt of K (or V) into the swizzled tile at shared address
   // `tile`, as D / tma_chunk boxes whose bytes complete the phase of the
   // mbarrier `full`. One thread issues it. Whole boxes: the rows past the
@@ -195,10 +189,6 @@ struct PagedKV {
   int n_k, hk;
   const TensorMap *k_map, *v_map;  // [pages, rows of a page, heads, D]
   const unsigned char *k8, *v8;    // fp8: head hk of page 0, in bytes
-  // The TMA producer's window of the sequence's page ids in shared memory
-  // (set_page_window, stage_pages): pages [window_first, window_end).
-  int* window = nullptr;
-  int window_first = 0, window_end = 0;
 
   template <class Work>
   __device__ __forceinline__ PagedKV(const Params<T>& prm, const Work& work)
@@ -250,37 +240,6 @@ struct PagedKV {
     ptx::prefetch_tensor_map(v_map);
   }
 
-  // The TMA producer reads page ids from a window of kTile.page_window ids
-  // in shared memory instead of the block table: a lane that issues the
-  // copies of a tile one box after another would otherwise wait on a
-  // dependent global load before each box (and again for V, the same
-  // pages). The producer warp's 32 lanes fill the window together, a
-  // window's worth of pages at a time, when a tile first needs a page past
-  // it; between refills the other lanes wait at the warp barrier, not
-  // spinning on the ring's.
-  static constexpr bool kPageWindow = true;
-  __device__ __forceinline__ void set_page_window(int* ids) { window = ids; }
-
-  // By every lane of the producer warp, for each key tile kt in order
-  // before its copies are issued (a uniform decision: the lanes agree on
-  // every refill). The first warp barrier orders the copying lane's reads
-  // of the old window before the writes; the second publishes the new one.
-  __device__ __forceinline__ void stage_pages(int kt, int lane) {
-    constexpr int kWindow = tile_config<C>().page_window;
-    const int j0 = kt * BN;
-    const int j_last = ptx::imin(j0 + BN, n_k) - 1;
-    if (j_last < j0 || j_last / page_size < window_end) return;
-    const int p0 = j0 / page_size;
-    const int end = ptx::imin(p0 + kWindow, (n_k + page_size - 1) / page_size);
-    __syncwarp();
-#pragma unroll 1
-    for (int p = p0 + lane; p < end; p += 32) window[p - p0] = table[p];
-    __syncwarp();
-    window_first = p0;
-    window_end = p0 + kWindow;
-  }
-  __device__ __forceinline__ int page_of(int j) const { return window[j / page_size - window_first]; }
-
   // TMA of key tile kt: one box per page the tile spans (min(block_n,
   // page_size) rows; the runtime encodes the maps' boxes so, and checks
   // that the two sizes divide one another). Boxes past the sequence's last
@@ -307,7 +266,7 @@ struct PagedKV {
 #pragma unroll 1
     for (int b = 0; b < boxes; ++b) {
       const int j = j0 + b * rows;
-      const int page = page_of(j);
+      const int page = table[j / page_size];
       const unsigned offset = static_cast<unsigned>(b * rows * D);
       ptx::tma_load_4d(raw_k + offset, k_map, bar, 0, hk, j % page_size, page);
       ptx::tma_load_4d(raw_v + offset, v_map, bar, 0, hk, j % page_size, page);
@@ -342,7 +301,7 @@ struct PagedKV {
 #pragma unroll 1
     for (int b = 0; b < boxes; ++b) {
       const int j = j0 + b * rows;
-      const int page = page_of(j);
+      const int page = table[j / page_size];
       const unsigned dst = tile + static_cast<unsigned>(b * rows * kTile.swizzle_bytes);
 #pragma unroll
       for (int c = 0; c < D / kTile.tma_chunk; ++c) {

@@ -128,10 +128,6 @@ struct MainloopSm90 {
     static __device__ __forceinline__ unsigned tile(unsigned tiles, int i) {
       return tiles + Ring::stage(i) * kTile.kv_tile_bytes;
     }
-    // The paged producer's window of page ids (kTile.page_window ints).
-    __device__ __forceinline__ int* page_window() const {
-      return reinterpret_cast<int*>(raw + pad + kTile.page_window_offset);
-    }
     // 16 padded rows (SmemRow) for warp w's output, over Q.
     __device__ __forceinline__ T* output_rows(int w) const {
       return reinterpret_cast<T*>(raw + pad) + w * 16 * SmemRow<D>::kStride;
@@ -145,23 +141,15 @@ struct MainloopSm90 {
     float sink2[2];
   };
 
-  // The producer: one lane of the producer warpgroup's first warp issues
-  // every copy, K of tile i once the consumers are done with Q K^T of tile
-  // i - stages, V once they are done with its P V. A paged source's page
-  // ids come from a window the whole warp refills (KV::stage_pages); the
-  // other sources need lane 0 alone.
+  // The producer: one lane of the producer warpgroup issues every copy,
+  // K of tile i once the consumers are done with Q K^T of tile i - stages,
+  // V once they are done with its P V.
   struct Producer {
-    static __device__ __forceinline__ void run(const SharedTiles& smem, KV kv, int first,
-                                               int last, int lane) {
-      if constexpr (!KV::kPageWindow) {
-        if (lane != 0) return;
-      }
-      kv.set_page_window(smem.page_window());
-      if (lane == 0) kv.prefetch_maps();
+    static __device__ __forceinline__ void run(const SharedTiles& smem, const KV& kv, int first,
+                                               int last) {
+      kv.prefetch_maps();
 #pragma unroll 1
       for (int kt = first; kt <= last; ++kt) {
-        kv.stage_pages(kt, lane);
-        if (lane != 0) continue;
         const int i = kt - first;
         const unsigned tile = Ring::stage(i) * kTile.kv_tile_bytes;  // in either ring
         if (i >= kStages) Ring::wait_empty(smem.ring.empty_k, i);
@@ -204,13 +192,12 @@ struct MainloopSm90 {
       for (int st = 0; st < kRawStages; ++st) ptx::mbarrier_init(staged(smem, st), 1);
     }
 
-    static __device__ __forceinline__ void run(const SharedTiles& smem, KV kv, int first,
+    static __device__ __forceinline__ void run(const SharedTiles& smem, const KV& kv, int first,
                                                int last, int ptid) {
-      kv.set_page_window(smem.page_window());
-      if (ptid < 32) {
-        if (ptid == 0) kv.prefetch_maps();
+      if (ptid == 0) {
+        kv.prefetch_maps();
 #pragma unroll 1
-        for (int i = 0; i < kRawStages; ++i) stage(smem, kv, first, last, i, ptid);
+        for (int i = 0; i < kRawStages; ++i) stage(smem, kv, first, last, i);
       }
 #pragma unroll 1
       for (int kt = first; kt <= last; ++kt) {
@@ -227,21 +214,17 @@ struct MainloopSm90 {
         ptx::fence_proxy_async_shared();
         ptx::mbarrier_arrive(Ring::at(smem.ring.full_v, i));
         ptx::named_barrier_sync(2, kThreads);
-        if (ptid < 32) stage(smem, kv, first, last, i + kRawStages, ptid);
+        if (ptid == 0) stage(smem, kv, first, last, i + kRawStages);
       }
     }
 
     // TMA of tile first + i into its staging buffer (nothing past the last
-    // tile), by the first warp: its lanes refill a paged source's page
-    // window, lane 0 copies. The copying lane orders the warpgroup's reads
-    // of the buffer's previous tile (named barrier 2) before the async
-    // proxy's writes.
-    static __device__ __forceinline__ void stage(const SharedTiles& smem, KV& kv, int first,
-                                                 int last, int i, int lane) {
+    // tile). The copying lane orders the warpgroup's reads of the buffer's
+    // previous tile (named barrier 2) before the async proxy's writes.
+    static __device__ __forceinline__ void stage(const SharedTiles& smem, const KV& kv, int first,
+                                                 int last, int i) {
       const int kt = first + i;
       if (kt > last) return;
-      kv.stage_pages(kt, lane);
-      if (lane != 0) return;
       ptx::fence_proxy_async_shared();
       kv.tma_stage_fp8(raw(smem, i), raw(smem, i) + kRawBytes, staged(smem, i), kt);
     }
@@ -296,11 +279,12 @@ struct MainloopSm90 {
 
    private:
     // A warpgroup none of whose rows the work tile holds (a decode's few
-    // packed rows in a block of several warpgroups, as in a mixed batch)
-    // skips the MMAs and the softmax, which would cost as much tensor time
-    // as full rows, and only hands each buffer back; it still zeroes its
-    // share of the V tail (a named barrier of every consumer). Its output
-    // rows are past the tile's and never stored.
+    // packed rows in a block of several warpgroups, as in a mixed batch;
+    // a sequence's last query tile) skips the MMAs and the softmax, which
+    // cost as much tensor time for empty rows as for full ones, and only
+    // hands each buffer back; it still zeroes its share of the V tail (a
+    // named barrier of every consumer). Its rows are past the tile's, so
+    // the epilogue stores none of them.
     template <class Work>
     __device__ __forceinline__ void pass_tiles(const Work& work) const {
 #pragma unroll 1

@@ -29,7 +29,6 @@ struct TileShape {
   // Shared memory of one SM on the target (smem_per_sm(); 0: unknown, then
   // min_blocks is taken as it is).
   int smem_per_sm = 0;
-  bool paged = false;  // K/V from a paged cache (the TMA producer's page window)
 };
 
 // Shared memory of one SM that blocks can have, by compute capability
@@ -55,8 +54,6 @@ struct TileConfig {
   int raw_stages;           // ... of this many tiles (K and V each): stages (a deeper raw ring
                             // did not pay on the H200's fp8 decode: 0.818 vs 0.816 ms)
   unsigned barrier_offset;  // wgmma: the mbarrier ring, from the 1024-byte aligned tiles
-  unsigned page_window_offset;  // wgmma, paged K/V: the producer's page ids, past the barriers
-  int page_window;              // ... this many (0: none)
   unsigned smem_bytes;      // dynamic shared memory per block
   int tma_chunk;            // swizzle chunk of D (elements) = the TMA box's width
   int swizzle_bytes;        // bytes of one swizzled row: 2 * tma_chunk
@@ -93,9 +90,7 @@ namespace tile_detail {
 // (padded) over them; with fp8 K/V a ring of the raw fp8 K and V tiles
 // (rows of D bytes) follows, which the producer converts into the K and V
 // rings; the mbarriers follow: full and empty, for K and for V, per stage
-// (fp8: and one per stage for the raw tiles' TMA copies); with paged K/V
-// the producer's window of page ids follows (kv_source.cuh).
-constexpr int kPageWindow = 128;
+// (fp8: and one per stage for the raw tiles' TMA copies).
 ATTNJIT_TILE_CONSTEXPR void set_shared_memory(TileConfig& c) {
   const TileShape& s = c.shape;
   const int row_bytes = s.wgmma ? s.head_dim * 2 : c.smem_row_stride * 2;
@@ -106,8 +101,6 @@ ATTNJIT_TILE_CONSTEXPR void set_shared_memory(TileConfig& c) {
     c.staging_offset = 0;
     c.raw_stages = 0;
     c.barrier_offset = 0;
-    c.page_window_offset = 0;
-    c.page_window = 0;
     c.smem_bytes = tiles;
     return;
   }
@@ -116,9 +109,7 @@ ATTNJIT_TILE_CONSTEXPR void set_shared_memory(TileConfig& c) {
   const unsigned staging = 2u * unsigned(c.raw_stages * s.block_n * s.head_dim);
   const unsigned used = tiles + staging;
   c.barrier_offset = used > staged_output ? used : staged_output;
-  c.page_window_offset = c.barrier_offset + unsigned((4 * s.stages + c.raw_stages) * 8);
-  c.page_window = s.paged ? kPageWindow : 0;
-  c.smem_bytes = 1024u + c.page_window_offset + unsigned(4 * c.page_window);
+  c.smem_bytes = 1024u + c.barrier_offset + unsigned((4 * s.stages + c.raw_stages) * 8);
 }
 
 // Every warpgroup starts with the launch bound's share; on the wgmma path
@@ -259,17 +250,6 @@ struct KvFp8<C, decltype(void(C::kv_dtype))> {
   static constexpr bool value = C::kv_dtype == C::kv_dtype_t::fp8_e4m3;
 };
 
-// Whether a generated Config reads a paged K/V cache (its kv_layout flag;
-// false for a Config without one).
-template <class C, class = void>
-struct KvPaged {
-  static constexpr bool value = false;
-};
-template <class C>
-struct KvPaged<C, decltype(void(C::kv_layout))> {
-  static constexpr bool value = C::kv_layout == C::kv_layout_t::paged;
-};
-
 // The device side: a generated Config's configuration, from its tuning
 // params and the register cap the compile options announce
 // (ATTNJIT_MAX_REGISTERS is defined when one is set).
@@ -287,8 +267,7 @@ ATTNJIT_TILE_CONSTEXPR TileConfig tile_config() {
 #endif
   return make_tile_config(TileShape{C::head_dim, C::block_m, C::block_n, C::warps, C::stages,
                                     C::min_blocks, C::pack_gqa != 0, C::wgmma != 0, kRegisterCap,
-                                    KvFp8<C>::value, C::split_kv, kSmemPerSm,
-                                    KvPaged<C>::value});
+                                    KvFp8<C>::value, C::split_kv, kSmemPerSm});
 }
 
 }  // namespace attention
