@@ -420,7 +420,7 @@ std::shared_ptr<AttentionKernel> AttentionKernel::get(
   // cache), where record mode (ATTNJIT_RECORD) appends it to its manifest.
   if (memoize) record_requested_variant(spec.family, flags, t);
   const Signature sig = make_signature(spec, flags, options, tuning);
-  if (memoize && env_bool("ATTNJIT_TIERED", false)) {
+  if (memoize && env_bool("ATTNJIT_TIERED", true)) {
     // The generic tier answers while this variant compiles, where a cache
     // holds the generic variant (attention_tier.cpp). Decided under the
     // memo's lock (lookups only, no compile): two callers racing for one

@@ -349,6 +349,9 @@ CheckResult run_check(const AttentionFlags& flags, const CheckShape& shape, uint
     add_user_expressions(*user, pr);
   } else {
     kernel = AttentionKernel::get(flags, cache, nullptr, tuning_overrides);
+    // A check is of the variant itself: where the generic tier answered
+    // (docs/tiers.md), its compile lands first.
+    kernel->wait_specialized();
   }
   CheckResult result;
   result.variant = kernel->kernel().name();

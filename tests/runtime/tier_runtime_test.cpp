@@ -106,7 +106,7 @@ TEST_F(TierTest, AVariantOnDiskIsNeverTiered) {
   {
     KernelCache first(config);
     AttentionKernel::get(generic_flags(f), first, &target_);
-    unsetenv("ATTNJIT_TIERED");
+    setenv("ATTNJIT_TIERED", "0", 1);
     AttentionKernel::get(f, first, &target_);
     setenv("ATTNJIT_TIERED", "1", 1);
   }
@@ -118,8 +118,19 @@ TEST_F(TierTest, AVariantOnDiskIsNeverTiered) {
   std::system(("rm -rf " + std::string(dir_template)).c_str());
 }
 
-TEST_F(TierTest, TieringIsOffUnlessAsked) {
+TEST_F(TierTest, TieringIsOnByDefault) {
   unsetenv("ATTNJIT_TIERED");
+  AttentionFlags f = causal_d64();
+  f.head_dim = 96;
+  get(generic_flags(f));
+  auto k = get(f);
+  EXPECT_EQ(k->tier(), Tier::kGeneric);
+  k->wait_specialized();
+  EXPECT_EQ(k->tier(), Tier::kSpecialized);
+}
+
+TEST_F(TierTest, ZeroTurnsTieringOff) {
+  setenv("ATTNJIT_TIERED", "0", 1);
   AttentionFlags f = causal_d64();
   f.head_dim = 128;
   get(generic_flags(f));

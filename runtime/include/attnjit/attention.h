@@ -230,14 +230,13 @@ class AttentionKernel {
   bool pack_gqa() const { return current().pack_gqa_; }
   EntrySource source() const { return current().source_; }
 
-  // Tiers (docs/tiers.md). With ATTNJIT_TIERED=1, get() of a variant that
+  // Tiers (docs/tiers.md). Unless ATTNJIT_TIERED=0, get() of a variant that
   // no cache holds returns at once when a cache holds its generic variant
   // (generic_flags): launches run that one, through generic_args(), while
   // the specialized variant compiles on a background thread, and the
   // specialized one from the launch after it lands. A launch on a stream
   // being captured into a CUDA graph waits for the specialized variant (a
-  // graph never records the generic one). Off by default until the GPU
-  // matrix has run through the generic tier.
+  // graph never records the generic one).
   enum class Tier { kSpecialized, kGeneric };
   Tier tier() const;
   // Blocks until the specialized variant is ready (at once when it is);
@@ -281,8 +280,8 @@ class AttentionKernel {
   void write_user_args(unsigned char* params, const std::vector<UserArg>& user_args) const;
   void init_from(const Signature& sig, const LookupResult& found, KernelCache& cache,
                  const Target& target);
-  // The generic tier (attention_tier.cpp; get() calls it where
-  // ATTNJIT_TIERED is on): the kernel for `sig` if a cache holds it, else
+  // The generic tier (attention_tier.cpp; get() calls it unless
+  // ATTNJIT_TIERED=0): the kernel for `sig` if a cache holds it, else
   // one answered by its generic variant while it compiles; null where
   // neither is cached (or `sig` is generic), and get() compiles it as
   // always.
