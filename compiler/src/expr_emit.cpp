@@ -360,6 +360,20 @@ class ClassifyEmitter {
     return lines_ + fmt::format("    return {}tile_class({});\n", kNs, root);
   }
 
+  // key_bounds(): the intervals of each bound's t and y (free of j), then
+  // one key_bound() call per bound.
+  std::string key_bounds_body(const ExprKeyBounds& bounds) {
+    std::string calls;
+    for (const ExprKeyBound& b : bounds.bounds) {
+      std::string t = b.t < 0 ? fmt::format("{}ipoint(0)", kNs) : emit(b.t);
+      if (b.t_negated) t = fmt::format("{}ineg({})", kNs, t);
+      const std::string y = emit(b.y);
+      calls += fmt::format("    {}key_bound({}, {}, {}, {}, {}, 0, n_k - 1, first, last);\n", kNs,
+                           b.cmp, b.sj, t, y, b.abs_form ? "true" : "false");
+    }
+    return lines_ + calls;
+  }
+
  private:
   std::string emit(int index) {
     const std::string name = "v" + std::to_string(index);
@@ -561,6 +575,25 @@ std::string emit_user_struct(const Expr* mask, const Expr* score) {
         "  }}\n",
         kPositionParams, value_code(*mask, mask->root, &mask_rows),
         ClassifyEmitter(*mask).body());
+    // The key range the mask's bounding conjuncts leave a query tile
+    // (expr_bounds.cpp); the kernels start their empty-tile scans inside it.
+    const ExprKeyBounds bounds = key_bounds_of(*mask);
+    out += fmt::format(
+        "  static constexpr bool has_key_bounds = {};\n"
+        "  static constexpr bool key_bounds_whole_mask = {};\n",
+        !bounds.bounds.empty(), !bounds.bounds.empty() && bounds.whole_mask);
+    if (!bounds.bounds.empty()) {
+      out += fmt::format(
+          "  template <class P>\n"
+          "  __device__ static void key_bounds(const P& prm, int b, int h_lo, int h_hi, int p_lo, "
+          "int p_hi, int n_q, int n_k, long long& first, long long& last) {{\n"
+          "{}"
+          "  }}\n",
+          ClassifyEmitter(*mask).key_bounds_body(bounds));
+    }
+  } else {
+    out += "  static constexpr bool has_key_bounds = false;\n"
+           "  static constexpr bool key_bounds_whole_mask = false;\n";
   }
   if (score != nullptr) {
     out += fmt::format(

@@ -439,6 +439,17 @@ TileClass classify_mask(const Expr& mask, const ExprTile& tile, const ExprEnv& e
   return static_cast<TileClass>(ex::tile_class(abstract(mask, tile, env, mask.root).b));
 }
 
+KeySpan key_bounds(const Expr& mask, const ExprTile& tile, const ExprEnv& env) {
+  long long first = 0, last = static_cast<long long>(env.n_k) - 1;
+  for (const ExprKeyBound& b : key_bounds_of(mask).bounds) {
+    ex::ival t = b.t < 0 ? ex::ipoint(0) : abstract(mask, tile, env, b.t).i;
+    if (b.t_negated) t = ex::ineg(t);
+    const ex::ival y = abstract(mask, tile, env, b.y).i;
+    ex::key_bound(b.cmp, b.sj, t, y, b.abs_form, 0, env.n_k - 1, first, last);
+  }
+  return KeySpan{first, last};
+}
+
 int64_t divisor_multiplier(int32_t d) { return expr::divisor_magic(d); }
 
 }  // namespace attnjit

@@ -156,10 +156,28 @@ struct WorkTile {
   // between visible ones are visited with the element mask. Every thread
   // of the block gets here together (TileScheduler::get); each warp finds
   // the same range on its own (sharing one would need a block barrier).
+  // A mask with bounding conjuncts (abs(p - j) <= r, j <= p + c, ...)
+  // first narrows the range to the keys they leave the tile's rows
+  // (key_bounds, exact arithmetic); when they are the whole mask, the
+  // scans have nothing left to find at the ends and are skipped.
   __device__ __forceinline__ void trim_user_empty(const Params<T>& prm) {
-    const auto visible = [&](int kt) { return user_class(prm, kt) != 0; };
-    range.first_tile = first_where(range.first_tile, range.last_tile, visible);
-    range.last_tile = last_where(range.first_tile, range.last_tile, visible);
+    using User = UserOf<C>;
+    if constexpr (User::has_key_bounds) {
+      long long first = 0, last = static_cast<long long>(n_k) - 1;
+      User::key_bounds(prm, seq, map.head0, map.head0 + map.group - 1, p_first, p_last, n_q, n_k,
+                       first, last);
+      if (first > last) {
+        range.last_tile = range.first_tile - 1;
+      } else {
+        range.first_tile = ptx::imax(range.first_tile, static_cast<int>(first / kBlockN));
+        range.last_tile = ptx::imin(range.last_tile, static_cast<int>(last / kBlockN));
+      }
+    }
+    if constexpr (!User::key_bounds_whole_mask) {
+      const auto visible = [&](int kt) { return user_class(prm, kt) != 0; };
+      range.first_tile = first_where(range.first_tile, range.last_tile, visible);
+      range.last_tile = last_where(range.first_tile, range.last_tile, visible);
+    }
     note_full_tiles(prm);
   }
 

@@ -351,10 +351,58 @@ ATTNJIT_EXPR_FN bval ine(ival a, ival b) { return bnot(ieq(a, b)); }
 // 0: no pair of the tile satisfies the mask; 2: every pair does; 1: unknown.
 ATTNJIT_EXPR_FN int tile_class(bval m) { return !m.t ? 0 : !m.f ? 2 : 1; }
 
+// ---------------------------------------------------------------------------
+// Key bounds: the key positions a query tile can see, from the mask's
+// conjuncts that compare a linear form of j with an expression free of j
+// (docs/expressions.md "Key bounds"). A conjunct says X cmp y or
+// abs(X) cmp y with X = sj * j + t (sj = +1 or -1, t and y free of j, as
+// intervals over the tile); for j in [d_lo, d_hi] (the sequence's keys)
+// X is computed exactly when its range fits int32 (no wrap), and then
+// the comparison bounds sj * j, so j. Where X could wrap, the conjunct
+// says nothing. first and last only shrink.
+
+constexpr int kCmpLt = 0, kCmpLe = 1, kCmpGt = 2, kCmpGe = 3, kCmpEq = 4;
+constexpr long long kNoBound = 1ll << 40;  // past any int32 sum
+
+ATTNJIT_EXPR_FN void key_bound(int cmp, int sj, ival t, ival y, bool abs_form, int d_lo, int d_hi,
+                               long long& first, long long& last) {
+  const long long x_lo = (sj > 0 ? static_cast<long long>(d_lo) : -static_cast<long long>(d_hi)) +
+                         t.lo;
+  const long long x_hi = (sj > 0 ? static_cast<long long>(d_hi) : -static_cast<long long>(d_lo)) +
+                         t.hi;
+  if (x_lo < kIntMin || x_hi > kIntMax) return;
+  // X in [x_min, x_max] for every visible key.
+  long long x_min = -kNoBound, x_max = kNoBound;
+  if (abs_form) {
+    if (x_lo == kIntMin) return;  // abs(INT_MIN) wraps
+    // abs(X) < y or <= y: -y.hi <= X <= y.hi (one less for <).
+    const long long h = static_cast<long long>(y.hi) - (cmp == kCmpLt ? 1 : 0);
+    x_min = -h;
+    x_max = h;
+  } else {
+    if (cmp == kCmpLt) x_max = static_cast<long long>(y.hi) - 1;
+    if (cmp == kCmpLe || cmp == kCmpEq) x_max = y.hi;
+    if (cmp == kCmpGt) x_min = static_cast<long long>(y.lo) + 1;
+    if (cmp == kCmpGe || cmp == kCmpEq) x_min = y.lo;
+  }
+  // sj * j = X - t.
+  long long lo = x_min == -kNoBound ? -kNoBound : x_min - t.hi;
+  long long hi = x_max == kNoBound ? kNoBound : x_max - t.lo;
+  if (sj < 0) {
+    const long long neg_lo = hi == kNoBound ? -kNoBound : -hi;
+    hi = lo == -kNoBound ? kNoBound : -lo;
+    lo = neg_lo;
+  }
+  first = lmax(first, lo);
+  last = lmin(last, hi);
+}
+
 // The defaults for a config without expressions: no mask, no score.
 struct no_user {
   static constexpr bool has_mask = false;
   static constexpr bool has_score = false;
+  static constexpr bool has_key_bounds = false;
+  static constexpr bool key_bounds_whole_mask = false;
 };
 
 // user_of<C>::type: C::user when the generated config has one, else no_user.

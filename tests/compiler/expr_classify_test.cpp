@@ -301,5 +301,131 @@ TEST(ExprClassify, HeadsAndKvHeads) {
   EXPECT_EQ(classify_mask(mask, ExprTile{3, 4, 0, 9, 0, 9}, f.env), TileClass::kPartial);
 }
 
+// --- Key bounds (expr_bounds.cpp, user_expr.cuh key_bound) -------------------
+
+// A random int expression free of j (no name of the context holds a `j`).
+std::string j_free(RandomExpr& gen, int depth) {
+  for (;;) {
+    std::string text = gen.integer(depth);
+    if (text.find('j') == std::string::npos) return text;
+  }
+}
+
+// A conjunct in one of the bounding forms, over random j-free parts.
+std::string bound_form(RandomExpr& gen, std::mt19937_64& rng) {
+  const auto pick = [&](int n) { return static_cast<int>(rng() % static_cast<uint64_t>(n)); };
+  static const char* kCompare[] = {"<", "<=", ">", ">=", "=="};
+  const std::string e = j_free(gen, pick(3)), f = j_free(gen, pick(3));
+  static const char* kLinear[] = {"j", "(j + {})", "({} + j)", "(j - {})", "({} - j)"};
+  const std::string x = fmt::format(fmt::runtime(kLinear[pick(5)]), e);
+  switch (pick(4)) {
+    case 0:
+      return "(" + x + " " + kCompare[pick(5)] + " " + f + ")";
+    case 1:
+      return "(" + f + " " + kCompare[pick(5)] + " " + x + ")";
+    case 2:
+      return "(abs(" + x + ") " + (pick(2) ? "<" : "<=") + " " + f + ")";
+    default:
+      return "(" + f + " " + (pick(2) ? ">" : ">=") + " abs(" + x + "))";
+  }
+}
+
+TEST(ExprKeyBounds, RecognizedForms) {
+  const ExprContext ctx = random_context();
+  const auto bounds = [&](const char* text) {
+    return key_bounds_of(parse_expr(text, ExprKind::kMask, ctx, "t", 1, 1));
+  };
+  EXPECT_EQ(bounds("abs(p - j) <= wl").bounds.size(), 1u);
+  EXPECT_TRUE(bounds("abs(p - j) <= wl").whole_mask);
+  EXPECT_EQ(bounds("j <= p and p - j <= wl").bounds.size(), 2u);
+  EXPECT_TRUE(bounds("j <= p and p - j <= wl").whole_mask);
+  EXPECT_EQ(bounds("doc[p] == doc[j] and j <= p").bounds.size(), 1u);
+  EXPECT_FALSE(bounds("doc[p] == doc[j] and j <= p").whole_mask);
+  EXPECT_EQ(bounds("wr > abs(j + chunk)").bounds.size(), 1u);
+  // Not bounding: a disjunction, a negation, j under division or
+  // multiplication, j on both sides, abs() bounded from below, !=.
+  for (const char* text : {"j < prefix[b] or j <= p", "not (j > p)", "p / chunk == j / chunk",
+                           "2 * j <= p", "j <= j + p", "abs(p - j) > wl", "j != p"}) {
+    EXPECT_TRUE(bounds(text).bounds.empty()) << text;
+    EXPECT_FALSE(bounds(text).whole_mask) << text;
+  }
+}
+
+TEST(ExprKeyBounds, TightOnBandsAndCausal) {
+  const ExprContext ctx = random_context();
+  ExprEnv env;
+  env.n_q = env.n_k = 4096;
+  env.scalars = {0, 64, 0.5, 7};
+  const auto span = [&](const char* text, int p_lo, int p_hi) {
+    return key_bounds(parse_expr(text, ExprKind::kMask, ctx, "t", 1, 1),
+                      ExprTile{0, 0, p_lo, p_hi, 0, 0}, env);
+  };
+  KeySpan s = span("abs(p - j) <= wl", 1000, 1063);
+  EXPECT_EQ(s.first, 936);
+  EXPECT_EQ(s.last, 1127);
+  s = span("j <= p and p - j <= wl", 1000, 1063);
+  EXPECT_EQ(s.first, 936);
+  EXPECT_EQ(s.last, 1063);
+  s = span("j <= p", 10, 73);
+  EXPECT_EQ(s.first, 0);
+  EXPECT_EQ(s.last, 73);
+  s = span("abs(p - j) < wl", 4090, 4095);  // clipped to the keys
+  EXPECT_EQ(s.first, 4027);
+  EXPECT_EQ(s.last, 4095);
+  s = span("j > p + wr", 5000, 5001);  // past the last key: nothing visible
+  EXPECT_GT(s.first, s.last);
+}
+
+// Soundness: every visible pair of a random tile has its key inside the
+// bounds, on random bounding conjuncts (with other conjuncts, and inside
+// disjunctions that bound nothing), random scalars near the int32 limits
+// and positions near them (the forms whose parts could wrap must say
+// nothing there).
+TEST(ExprKeyBounds, SoundOnRandomForms) {
+  const ExprContext ctx = random_context();
+  std::mt19937_64 rng(20261202);
+  const auto pick = [&](int n) { return static_cast<int>(rng() % static_cast<uint64_t>(n)); };
+  long long tiles = 0, trimmed = 0, pairs = 0;
+  for (int trial = 0; trial < 3000; ++trial) {
+    RandomExpr gen(rng());
+    std::string text = bound_form(gen, rng);
+    for (int k = pick(3); k > 0; --k) text = "(" + text + " and " + bound_form(gen, rng) + ")";
+    if (pick(3) == 0) text = "(" + text + " and " + gen.mask(2) + ")";
+    if (pick(6) == 0) text = "(" + text + " or " + gen.mask(1) + ")";
+    const Expr mask = parse_expr(text, ExprKind::kMask, ctx, "random", 1, 1);
+    for (int k = 0; k < 4; ++k) {
+      const ExprEnv env = random_env(rng);
+      ExprTile tile = random_tile(rng, env);
+      const KeySpan span = key_bounds(mask, tile, env);
+      ++tiles;
+      if (span.first > 0 || span.last < env.n_k - 1) ++trimmed;
+      // Every key of the sequence, not the tile's j range.
+      tile.j_lo = 0;
+      tile.j_hi = env.n_k - 1;
+      if (tile.j_hi < 0) continue;
+      const int group = env.num_heads_q / env.num_heads_kv;
+      ExprEnv e = env;
+      for (int h = tile.h_lo; h <= tile.h_hi; ++h) {
+        for (long long p = tile.p_lo; p <= tile.p_hi; ++p) {
+          for (int j = 0; j < env.n_k; ++j) {
+            e.h = h;
+            e.hk = h / group;
+            e.p = static_cast<int>(p);
+            e.j = j;
+            ++pairs;
+            if (!evaluate_mask(mask, e)) continue;
+            ASSERT_TRUE(j >= span.first && j <= span.last)
+                << text << "\n"
+                << describe(tile, env) << " key " << j << " visible outside [" << span.first
+                << ", " << span.last << "]";
+          }
+        }
+      }
+    }
+  }
+  std::printf("%lld tiles, %lld trimmed, %lld pairs\n", tiles, trimmed, pairs);
+  EXPECT_GT(trimmed * 4, tiles) << trimmed << " of " << tiles;  // not vacuous
+}
+
 }  // namespace
 }  // namespace attnjit

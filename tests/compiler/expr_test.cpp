@@ -308,6 +308,8 @@ TEST(ExprEmit, MaskAndScoreStruct) {
             "    const ::attnjit::expr::bval v6 = ::attnjit::expr::ieq(v2, v5);\n"
             "    return ::attnjit::expr::tile_class(v6);\n"
             "  }\n"
+            "  static constexpr bool has_key_bounds = false;\n"
+            "  static constexpr bool key_bounds_whole_mask = false;\n"
             "};\n");
   const std::string both = emit_user_struct(&mask, &score);
   EXPECT_NE(both.find("// score: (s * temp) + 1.0\n"), std::string::npos) << both;

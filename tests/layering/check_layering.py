@@ -43,6 +43,7 @@ COMPILER_ORDER = [
 # Files whose unit is not their own stem.
 UNIT_OF = {
     "compiler/src/check.h": "error",
+    "compiler/src/expr_bounds.cpp": "expr",
     "compiler/src/expr_emit.cpp": "expr",
     "compiler/src/expr_eval.cpp": "expr",
     "compiler/src/expr_parse.cpp": "expr",

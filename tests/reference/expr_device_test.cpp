@@ -1,6 +1,7 @@
 // Code emitted from spec expressions (emit_user_struct), compiled for the
-// host with templates/attention/user_expr.cuh: its mask(), score() and
-// classify() agree with the host evaluator and classifier (the CPU
+// host with templates/attention/user_expr.cuh: its mask(), score(),
+// classify() and key_bounds() agree with the host evaluator, classifier
+// and key bounds (the CPU
 // reference's semantics) on random problems; and classification of the
 // causal and sliding-window rules written as expressions matches
 // templates/attention/mask.cuh's built-ins tile for tile (the same key
@@ -160,7 +161,7 @@ TEST(ExprDevice, DivisionByAMultiplierIsFlooredDivision) {
 TEST(ExprDevice, EmittedCodeAgreesWithTheHostEvaluator) {
   const ExprContext ctx = testing::random_context();
   std::mt19937_64 rng(99);
-  long long pairs = 0, tiles = 0;
+  long long pairs = 0, tiles = 0, bounded = 0;
   expr_cases::for_each_case<Params>([&](int index, auto user) {
     using User = decltype(user);
     static_assert(User::has_mask && User::has_score, "every case has both");
@@ -199,12 +200,25 @@ TEST(ExprDevice, EmittedCodeAgreesWithTheHostEvaluator) {
                                          env.n_q, env.n_k);
       const TileClass host = classify_mask(mask, ExprTile{h_lo, h_hi, p_lo, p_hi, j_lo, j_hi}, env);
       ASSERT_EQ(emitted, int(host)) << c.mask;
+      const KeySpan span = key_bounds(mask, ExprTile{h_lo, h_hi, p_lo, p_hi, 0, 0}, env);
+      if constexpr (User::has_key_bounds) {
+        long long first = 0, last = env.n_k - 1;
+        User::key_bounds(problem.prm, env.b, h_lo, h_hi, p_lo, p_hi, env.n_q, env.n_k, first,
+                         last);
+        ASSERT_EQ(first, span.first) << c.mask;
+        ASSERT_EQ(last, span.last) << c.mask;
+        ++bounded;
+      } else {
+        ASSERT_EQ(span.first, 0) << c.mask;
+        ASSERT_EQ(span.last, env.n_k - 1) << c.mask;
+      }
       ++tiles;
     }
   });
-  std::printf("%lld pairs %lld tiles\n", pairs, tiles);
+  std::printf("%lld pairs %lld tiles (%lld with key bounds)\n", pairs, tiles, bounded);
   EXPECT_GT(pairs, 10000);
   EXPECT_GT(tiles, 400);
+  EXPECT_GE(bounded, 5 * 24);  // the five bound cases at least
 }
 
 template <bool kCausal, bool kWindow>

@@ -26,6 +26,12 @@ int main(int argc, char** argv) {
       {"doc[p] == doc[j] and j <= p", "temp * tanh(s / temp)"},
       {"(wl < 0 or p - j <= wl) and (wr < 0 or j - p <= wr) and j <= p", "s"},
       {"qdoc[p] == doc[j] or kvt[hk] > bias[j - p + 3]", "exp(s) + log(abs(s) + 1.0) + sqrt(temp)"},
+      // Masks with key bounds (expr_bounds.cpp): every form it recognizes.
+      {"abs(p - j) <= wl", "s"},
+      {"wr > abs(j + chunk - p) and j >= prefix[b]", "s"},
+      {"j <= p and p - j <= wl and doc[j] == doc[p]", "s"},
+      {"p + wl == j or (j - wr < p and j > kvt[hk])", "s"},
+      {"j - wl >= p * 2 and min(p, wr) + j < 40 and (-5) < (0 - j)", "s"},
   };
   for (int i = 0; i < 60; ++i) {
     testing::RandomExpr gen(1000 + i, /*float_compares=*/false);

@@ -172,6 +172,36 @@ const char* to_string(TileClass tile_class);
 // emitted classify().
 TileClass classify_mask(const Expr& mask, const ExprTile& tile, const ExprEnv& env);
 
+// --- Key bounds --------------------------------------------------------------
+
+// A conjunct of the mask that bounds the key position j
+// (user_expr.cuh key_bound): X cmp y, or abs(X) cmp y for < and <=, with
+// X = sj * j + t and y, t int nodes free of j.
+struct ExprKeyBound {
+  int cmp = 0;              // expr::kCmpLt, kCmpLe, kCmpGt, kCmpGe, kCmpEq
+  int sj = 1;               // +1 or -1
+  int t = -1;               // t's node; -1: t = 0
+  bool t_negated = false;   // t is minus its node (X = j - node)
+  int y = -1;               // y's node
+  bool abs_form = false;
+};
+struct ExprKeyBounds {
+  std::vector<ExprKeyBound> bounds;  // one per bounding conjunct of the root's `and` tree
+  // Every conjunct is one of them: the bounds are the whole mask's shape,
+  // and the kernels skip the per-tile scans for empty tiles at the ends.
+  bool whole_mask = false;
+};
+// The bounding conjuncts of a mask (none for a mask without one).
+ExprKeyBounds key_bounds_of(const Expr& mask);
+// The key positions [first, last] of [0, env.n_k - 1] that the bounds
+// leave for the tile's heads and positions (its j range is not read); the
+// emitted key_bounds() computes the same. Sound: every visible pair of the
+// tile has its j inside. first > last: no key is visible.
+struct KeySpan {
+  int64_t first = 0, last = -1;
+};
+KeySpan key_bounds(const Expr& mask, const ExprTile& tile, const ExprEnv& env);
+
 // --- Emission ----------------------------------------------------------------
 
 // `struct attnjit_user { ... };` for a generated unit (docs/expressions.md

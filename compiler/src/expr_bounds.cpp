@@ -1,0 +1,151 @@
+// Key bounds of a mask expression (expr.h key_bounds_of): which conjuncts
+// of the root's `and` tree bound the key position j, in the forms that
+// user_expr.cuh key_bound() turns into a key range. The pattern is
+// syntactic on the checked tree: j itself, j + t, t + j, j - t and t - j,
+// compared (<, <=, >, >=, ==) with an int expression free of j on either
+// side, or abs() of such a form compared with < or <= (on the left) or >
+// or >= (on the right). Anything else bounds nothing and stays with the
+// per-tile classification.
+#include <tuple>
+#include <vector>
+
+#include "attention/user_expr.cuh"
+#include "attnjit/error.h"
+#include "attnjit/expr.h"
+#include "check.h"
+
+namespace attnjit {
+namespace {
+
+namespace ex = ::attnjit::expr;
+
+class BoundFinder {
+ public:
+  explicit BoundFinder(const Expr& mask) : mask_(mask), free_(mask.nodes.size(), true) {
+    for (std::size_t i = 0; i < mask.nodes.size(); ++i) {
+      const ExprNode& n = mask.nodes[i];
+      bool free = !(n.op == ExprOp::kVar && n.var == ExprVar::kJ);
+      for (int kid : n.kids) {
+        if (kid >= 0) free = free && free_.at(static_cast<std::size_t>(kid));
+      }
+      free_[i] = free;  // children come before parents
+    }
+  }
+
+  ExprKeyBounds find() {
+    ExprKeyBounds out;
+    out.whole_mask = conjuncts(mask_.root, out.bounds);
+    return out;
+  }
+
+ private:
+  const ExprNode& node(int index) const { return mask_.nodes.at(static_cast<std::size_t>(index)); }
+  bool j_free_int(int index) const {
+    return free_.at(static_cast<std::size_t>(index)) && node(index).type == ExprType::kInt;
+  }
+  bool is_j(int index) const {
+    const ExprNode& n = node(index);
+    return n.op == ExprOp::kVar && n.var == ExprVar::kJ;
+  }
+
+  // Appends the bounds of the conjuncts under `index`; true when every
+  // conjunct gave one.
+  bool conjuncts(int index, std::vector<ExprKeyBound>& out) const {
+    const ExprNode& n = node(index);
+    if (n.op == ExprOp::kAnd) {
+      const bool left = conjuncts(n.kids[0], out);
+      const bool right = conjuncts(n.kids[1], out);
+      return left && right;
+    }
+    ExprKeyBound bound;
+    if (!comparison(n, bound)) return false;
+    out.push_back(bound);
+    return true;
+  }
+
+  // X = sj * j + t at `index`.
+  bool linear(int index, ExprKeyBound& b) const {
+    const ExprNode& n = node(index);
+    if (is_j(index)) {
+      b.sj = 1;
+      b.t = -1;
+      return true;
+    }
+    if (n.type != ExprType::kInt || (n.op != ExprOp::kAdd && n.op != ExprOp::kSub)) return false;
+    const int a = n.kids[0], c = n.kids[1];
+    if (is_j(a) && j_free_int(c)) {  // j + c, j - c
+      b.sj = 1;
+      b.t = c;
+      b.t_negated = n.op == ExprOp::kSub;
+      return true;
+    }
+    if (j_free_int(a) && is_j(c)) {  // a + j, a - j
+      b.sj = n.op == ExprOp::kAdd ? 1 : -1;
+      b.t = a;
+      return true;
+    }
+    return false;
+  }
+
+  bool comparison(const ExprNode& n, ExprKeyBound& b) const {
+    int cmp = -1, mirrored = -1;
+    switch (n.op) {
+      case ExprOp::kLt:
+        cmp = ex::kCmpLt;
+        mirrored = ex::kCmpGt;
+        break;
+      case ExprOp::kLe:
+        cmp = ex::kCmpLe;
+        mirrored = ex::kCmpGe;
+        break;
+      case ExprOp::kGt:
+        cmp = ex::kCmpGt;
+        mirrored = ex::kCmpLt;
+        break;
+      case ExprOp::kGe:
+        cmp = ex::kCmpGe;
+        mirrored = ex::kCmpLe;
+        break;
+      case ExprOp::kEq:
+        cmp = ex::kCmpEq;
+        mirrored = ex::kCmpEq;
+        break;
+      default:
+        return false;
+    }
+    const int left = n.kids[0], right = n.kids[1];
+    if (node(left).type != ExprType::kInt) return false;
+    // X cmp y, or y cmp X as X mirrored y.
+    for (const auto& [x, y, c] :
+         {std::tuple{left, right, cmp}, std::tuple{right, left, mirrored}}) {
+      if (!j_free_int(y)) continue;
+      ExprKeyBound found;
+      found.cmp = c;
+      found.y = y;
+      if (linear(x, found)) {
+        b = found;
+        return true;
+      }
+      const ExprNode& xn = node(x);
+      if (xn.op == ExprOp::kAbs && xn.type == ExprType::kInt &&
+          (c == ex::kCmpLt || c == ex::kCmpLe) && linear(xn.kids[0], found)) {
+        found.abs_form = true;
+        b = found;
+        return true;
+      }
+    }
+    return false;
+  }
+
+  const Expr& mask_;
+  std::vector<bool> free_;
+};
+
+}  // namespace
+
+ExprKeyBounds key_bounds_of(const Expr& mask) {
+  ATTNJIT_CHECK(mask.type() == ExprType::kBool, "key_bounds_of: not a bool expression");
+  return BoundFinder(mask).find();
+}
+
+}  // namespace attnjit
