@@ -342,6 +342,64 @@ std::string memo_key(const KernelCache& cache, const std::string& flag_text,
   return std::to_string(cache.instance_id()) + "|" + flag_text + "@" + options.canonical();
 }
 
+// An engine asks for the same few variants on every layer of every step:
+// each thread keeps its last few memo hits by value (the cache, the packed
+// flags, the target and the options read from the environment on this
+// call), so a repeat costs no string formatting and no lock. The memo
+// never drops a kernel, so a remembered one is always the memo's.
+uint64_t pack_flags(const AttentionFlags& f) {
+  static_assert(sizeof(AttentionFlags) == 32, "pack_flags must read every AttentionFlags field");
+  uint64_t bits = static_cast<uint32_t>(f.head_dim);
+  const auto put = [&](uint64_t value, int width) { bits = bits << width | value; };
+  put(static_cast<uint64_t>(f.dtype), 4);
+  put(static_cast<uint64_t>(f.sinks), 4);
+  put(static_cast<uint64_t>(f.kv_layout), 2);
+  put(static_cast<uint64_t>(f.kv_dtype), 2);
+  for (bool b : {f.causal, f.window, f.mm_prefix, f.mm_clamp, f.softcap, f.return_lse,
+                 f.split_kv}) {
+    put(b ? 1 : 0, 1);
+  }
+  return bits;  // 32 + 19 bits
+}
+
+struct RecentHit {
+  uint64_t cache_id = 0;
+  uint64_t flags = 0;
+  Target target;
+  bool line_info = false;
+  int max_registers = 0;
+  std::shared_ptr<AttentionKernel> kernel;  // null: an empty slot
+
+  bool matches(uint64_t id, uint64_t packed, const Target& t, const CompileOptions& o) const {
+    return kernel != nullptr && cache_id == id && flags == packed && target == t &&
+           line_info == o.line_info && max_registers == o.max_registers;
+  }
+};
+
+struct RecentHits {
+  static constexpr int kSlots = 8;
+  RecentHit slot[kSlots];
+  int next = 0;
+
+  const std::shared_ptr<AttentionKernel>* find(uint64_t id, uint64_t packed, const Target& t,
+                                               const CompileOptions& o) const {
+    for (const RecentHit& h : slot) {
+      if (h.matches(id, packed, t, o)) return &h.kernel;
+    }
+    return nullptr;
+  }
+  void remember(uint64_t id, uint64_t packed, const Target& t, const CompileOptions& o,
+                const std::shared_ptr<AttentionKernel>& kernel) {
+    slot[next] = RecentHit{id, packed, t, o.line_info, o.max_registers, kernel};
+    next = (next + 1) % kSlots;
+  }
+};
+
+RecentHits& recent_hits() {
+  thread_local RecentHits hits;
+  return hits;
+}
+
 std::shared_ptr<AttentionKernel> memo_find(const std::string& key) {
   KernelMemo& memo = kernel_memo();
   std::lock_guard<std::mutex> lock(memo.mutex);
@@ -393,12 +451,16 @@ std::shared_ptr<AttentionKernel> AttentionKernel::get(
   // A hit needs no resolving against the spec: only resolved flag sets are
   // ever stored, under their canonical text, which canonical_text() spells
   // without building the set.
-  if (tuning_overrides.empty()) {
-    const CompileOptions options = CompileOptions::from_environment(t);
-    const std::string text = flags.canonical_text() + env_tuning().memo_suffix;
-    if (auto hit = memo_find(memo_key(cache, text, options))) return hit;
-  }
-  return get(flags.to_flag_set(), cache, &t, tuning_overrides);
+  if (!tuning_overrides.empty()) return get(flags.to_flag_set(), cache, &t, tuning_overrides);
+  const CompileOptions options = CompileOptions::from_environment(t);
+  const uint64_t packed = pack_flags(flags);
+  RecentHits& recent = recent_hits();
+  if (const auto* hit = recent.find(cache.instance_id(), packed, t, options)) return *hit;
+  const std::string text = flags.canonical_text() + env_tuning().memo_suffix;
+  std::shared_ptr<AttentionKernel> kernel = memo_find(memo_key(cache, text, options));
+  if (!kernel) kernel = get(flags.to_flag_set(), cache, &t, tuning_overrides);
+  recent.remember(cache.instance_id(), packed, t, options, kernel);
+  return kernel;
 }
 
 std::shared_ptr<AttentionKernel> AttentionKernel::get(
