@@ -181,11 +181,16 @@ AttentionArgs generic_args(const AttentionFlags& requested, const AttentionArgs&
 
 // The grid of one launch: x query tiles of block_m (packed) rows over the
 // longest sequence, y heads (kv heads when packing GQA, else query heads),
-// z sequences. The kernels' tile scheduler (templates/attention/tile_scheduler.cuh)
+// z sequences; or, compact, x the batch's query tiles and z 1. The
+// kernels' tile scheduler (templates/attention/tile_scheduler.cuh)
 // maps each block to its rows; tests/reference/device_grid_test.cpp checks
 // the two together write every output row exactly once.
 struct LaunchGrid {
   unsigned x = 0, y = 0, z = 0;
+  // x counts the batch's query tiles (tile_config.cuh compact_grid_shape):
+  // taken without split-KV where it launches under half the rectangular
+  // grid's blocks, unless ATTNJIT_COMPACT_GRID=0.
+  bool compact = false;
 };
 LaunchGrid attention_grid(const AttentionArgs& args, int block_m, bool pack_gqa,
                           int num_splits = 1);
