@@ -1,7 +1,8 @@
 // Key bounds of a mask expression (expr.h key_bounds_of): which conjuncts
 // of the root's `and` tree bound the key position j, in the forms that
 // user_expr.cuh key_bound() turns into a key range. The pattern is
-// syntactic on the checked tree: j itself, j + t, t + j, j - t and t - j,
+// syntactic on the checked tree: j itself, j + t, t + j, j - t, t - j and
+// j / c,
 // compared (<, <=, >, >=, ==) with an int expression free of j on either
 // side, or abs() of such a form compared with < or <= (on the left) or >
 // or >= (on the right). Anything else bounds nothing and stays with the
@@ -69,6 +70,13 @@ class BoundFinder {
     if (is_j(index)) {
       b.sj = 1;
       b.t = -1;
+      return true;
+    }
+    if (n.type == ExprType::kInt && n.op == ExprOp::kDiv && is_j(n.kids[0]) &&
+        j_free_int(n.kids[1])) {  // j / c (chunked attention)
+      b.sj = 1;
+      b.t = -1;
+      b.divisor = n.kids[1];
       return true;
     }
     if (n.type != ExprType::kInt || (n.op != ExprOp::kAdd && n.op != ExprOp::kSub)) return false;

@@ -368,8 +368,9 @@ class ClassifyEmitter {
       std::string t = b.t < 0 ? fmt::format("{}ipoint(0)", kNs) : emit(b.t);
       if (b.t_negated) t = fmt::format("{}ineg({})", kNs, t);
       const std::string y = emit(b.y);
-      calls += fmt::format("    {}key_bound({}, {}, {}, {}, {}, 0, n_k - 1, first, last);\n", kNs,
-                           b.cmp, b.sj, t, y, b.abs_form ? "true" : "false");
+      const std::string c = b.divisor < 0 ? fmt::format("{}ipoint(1)", kNs) : emit(b.divisor);
+      calls += fmt::format("    {}key_bound({}, {}, {}, {}, {}, {}, 0, n_k - 1, first, last);\n",
+                           kNs, b.cmp, b.sj, t, y, b.abs_form ? "true" : "false", c);
     }
     return lines_ + calls;
   }

@@ -445,7 +445,8 @@ KeySpan key_bounds(const Expr& mask, const ExprTile& tile, const ExprEnv& env) {
     ex::ival t = b.t < 0 ? ex::ipoint(0) : abstract(mask, tile, env, b.t).i;
     if (b.t_negated) t = ex::ineg(t);
     const ex::ival y = abstract(mask, tile, env, b.y).i;
-    ex::key_bound(b.cmp, b.sj, t, y, b.abs_form, 0, env.n_k - 1, first, last);
+    const ex::ival c = b.divisor < 0 ? ex::ipoint(1) : abstract(mask, tile, env, b.divisor).i;
+    ex::key_bound(b.cmp, b.sj, t, y, b.abs_form, c, 0, env.n_k - 1, first, last);
   }
   return KeySpan{first, last};
 }

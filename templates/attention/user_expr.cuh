@@ -355,8 +355,8 @@ ATTNJIT_EXPR_FN int tile_class(bval m) { return !m.t ? 0 : !m.f ? 2 : 1; }
 // Key bounds: the key positions a query tile can see, from the mask's
 // conjuncts that compare a linear form of j with an expression free of j
 // (docs/expressions.md "Key bounds"). A conjunct says X cmp y or
-// abs(X) cmp y with X = sj * j + t (sj = +1 or -1, t and y free of j, as
-// intervals over the tile); for j in [d_lo, d_hi] (the sequence's keys)
+// abs(X) cmp y with X = sj * j + t or X = j / c (sj = +1 or -1; t, c and
+// y free of j, as intervals over the tile); for j in [d_lo, d_hi] (the sequence's keys)
 // X is computed exactly when its range fits int32 (no wrap), and then
 // the comparison bounds sj * j, so j. Where X could wrap, the conjunct
 // says nothing. first and last only shrink.
@@ -364,12 +364,20 @@ ATTNJIT_EXPR_FN int tile_class(bval m) { return !m.t ? 0 : !m.f ? 2 : 1; }
 constexpr int kCmpLt = 0, kCmpLe = 1, kCmpGt = 2, kCmpGe = 3, kCmpEq = 4;
 constexpr long long kNoBound = 1ll << 40;  // past any int32 sum
 
-ATTNJIT_EXPR_FN void key_bound(int cmp, int sj, ival t, ival y, bool abs_form, int d_lo, int d_hi,
-                               long long& first, long long& last) {
-  const long long x_lo = (sj > 0 ? static_cast<long long>(d_lo) : -static_cast<long long>(d_hi)) +
-                         t.lo;
-  const long long x_hi = (sj > 0 ? static_cast<long long>(d_hi) : -static_cast<long long>(d_lo)) +
-                         t.hi;
+// With a divisor (X = j / c, floored; c an interval that must be one
+// value >= 1, else the conjunct says nothing), X is exact for j >= 0 and
+// X in [x_min, x_max] means j in [x_min * c, x_max * c + c - 1]. Without
+// one, c is the point 1.
+ATTNJIT_EXPR_FN void key_bound(int cmp, int sj, ival t, ival y, bool abs_form, ival c, int d_lo,
+                               int d_hi, long long& first, long long& last) {
+  const bool divided = !(c.lo == 1 && c.hi == 1);
+  if (divided && (c.lo != c.hi || c.lo < 1 || d_lo < 0)) return;
+  long long x_lo = (sj > 0 ? static_cast<long long>(d_lo) : -static_cast<long long>(d_hi)) + t.lo;
+  long long x_hi = (sj > 0 ? static_cast<long long>(d_hi) : -static_cast<long long>(d_lo)) + t.hi;
+  if (divided) {
+    x_lo = d_lo / c.lo;  // d_lo >= 0: floored is truncated
+    x_hi = d_hi / c.lo;
+  }
   if (x_lo < kIntMin || x_hi > kIntMax) return;
   // X in [x_min, x_max] for every visible key.
   long long x_min = -kNoBound, x_max = kNoBound;
@@ -384,6 +392,12 @@ ATTNJIT_EXPR_FN void key_bound(int cmp, int sj, ival t, ival y, bool abs_form, i
     if (cmp == kCmpLe || cmp == kCmpEq) x_max = y.hi;
     if (cmp == kCmpGt) x_min = static_cast<long long>(y.lo) + 1;
     if (cmp == kCmpGe || cmp == kCmpEq) x_min = y.lo;
+  }
+  if (divided) {  // j / c in [x_min, x_max]
+    const long long d = c.lo;
+    first = lmax(first, x_min == -kNoBound ? -kNoBound : x_min * d);
+    last = lmin(last, x_max == kNoBound ? kNoBound : x_max * d + d - 1);
+    return;
   }
   // sj * j = X - t.
   long long lo = x_min == -kNoBound ? -kNoBound : x_min - t.hi;

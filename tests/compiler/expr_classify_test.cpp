@@ -316,8 +316,9 @@ std::string bound_form(RandomExpr& gen, std::mt19937_64& rng) {
   const auto pick = [&](int n) { return static_cast<int>(rng() % static_cast<uint64_t>(n)); };
   static const char* kCompare[] = {"<", "<=", ">", ">=", "=="};
   const std::string e = j_free(gen, pick(3)), f = j_free(gen, pick(3));
-  static const char* kLinear[] = {"j", "(j + {})", "({} + j)", "(j - {})", "({} - j)"};
-  const std::string x = fmt::format(fmt::runtime(kLinear[pick(5)]), e);
+  static const char* kLinear[] = {"j",        "(j + {})",    "({} + j)",   "(j - {})",
+                                  "({} - j)", "(j / {})",    "(j / chunk)", "(j / 16)"};
+  const std::string x = fmt::format(fmt::runtime(kLinear[pick(8)]), e);
   switch (pick(4)) {
     case 0:
       return "(" + x + " " + kCompare[pick(5)] + " " + f + ")";
@@ -344,7 +345,9 @@ TEST(ExprKeyBounds, RecognizedForms) {
   EXPECT_EQ(bounds("wr > abs(j + chunk)").bounds.size(), 1u);
   // Not bounding: a disjunction, a negation, j under division or
   // multiplication, j on both sides, abs() bounded from below, !=.
-  for (const char* text : {"j < prefix[b] or j <= p", "not (j > p)", "p / chunk == j / chunk",
+  EXPECT_EQ(bounds("p / chunk == j / chunk").bounds.size(), 1u);
+  EXPECT_TRUE(bounds("p / chunk == j / chunk").whole_mask);
+  for (const char* text : {"j < prefix[b] or j <= p", "not (j > p)", "(j + 1) / chunk == p",
                            "2 * j <= p", "j <= j + p", "abs(p - j) > wl", "j != p"}) {
     EXPECT_TRUE(bounds(text).bounds.empty()) << text;
     EXPECT_FALSE(bounds(text).whole_mask) << text;
@@ -374,6 +377,17 @@ TEST(ExprKeyBounds, TightOnBandsAndCausal) {
   EXPECT_EQ(s.last, 4095);
   s = span("j > p + wr", 5000, 5001);  // past the last key: nothing visible
   EXPECT_GT(s.first, s.last);
+  env.scalars[0] = 64;  // chunk
+  s = span("p / chunk == j / chunk", 100, 120);
+  EXPECT_EQ(s.first, 64);
+  EXPECT_EQ(s.last, 127);
+  s = span("p / chunk == j / chunk", 100, 130);
+  EXPECT_EQ(s.first, 64);
+  EXPECT_EQ(s.last, 191);
+  env.scalars[0] = 0;  // no chunk: j / 0 = 0 for every key, no bound
+  s = span("p / chunk == j / chunk", 100, 120);
+  EXPECT_EQ(s.first, 0);
+  EXPECT_EQ(s.last, 4095);
 }
 
 // Soundness: every visible pair of a random tile has its key inside the

@@ -308,8 +308,18 @@ TEST(ExprEmit, MaskAndScoreStruct) {
             "    const ::attnjit::expr::bval v6 = ::attnjit::expr::ieq(v2, v5);\n"
             "    return ::attnjit::expr::tile_class(v6);\n"
             "  }\n"
-            "  static constexpr bool has_key_bounds = false;\n"
-            "  static constexpr bool key_bounds_whole_mask = false;\n"
+            "  static constexpr bool has_key_bounds = true;\n"
+            "  static constexpr bool key_bounds_whole_mask = true;\n"
+            "  template <class P>\n"
+            "  __device__ static void key_bounds(const P& prm, int b, int h_lo, int h_hi, int p_lo, "
+            "int p_hi, int n_q, int n_k, long long& first, long long& last) {\n"
+            "    const ::attnjit::expr::ival v0 = ::attnjit::expr::irange(p_lo, p_hi);\n"
+            "    const ::attnjit::expr::ival v2 = ::attnjit::expr::idiv_by(v0, prm.chunk, "
+            "prm.attnjit_div_chunk);\n"
+            "    const ::attnjit::expr::ival v4 = ::attnjit::expr::ipoint(prm.chunk);\n"
+            "    ::attnjit::expr::key_bound(4, 1, ::attnjit::expr::ipoint(0), v2, false, v4, 0, "
+            "n_k - 1, first, last);\n"
+            "  }\n"
             "};\n");
   const std::string both = emit_user_struct(&mask, &score);
   EXPECT_NE(both.find("// score: (s * temp) + 1.0\n"), std::string::npos) << both;

@@ -32,6 +32,7 @@ int main(int argc, char** argv) {
       {"j <= p and p - j <= wl and doc[j] == doc[p]", "s"},
       {"p + wl == j or (j - wr < p and j > kvt[hk])", "s"},
       {"j - wl >= p * 2 and min(p, wr) + j < 40 and (-5) < (0 - j)", "s"},
+      {"p / chunk == j / chunk and j / 7 <= p", "s"},
   };
   for (int i = 0; i < 60; ++i) {
     testing::RandomExpr gen(1000 + i, /*float_compares=*/false);

@@ -176,7 +176,7 @@ TileClass classify_mask(const Expr& mask, const ExprTile& tile, const ExprEnv& e
 
 // A conjunct of the mask that bounds the key position j
 // (user_expr.cuh key_bound): X cmp y, or abs(X) cmp y for < and <=, with
-// X = sj * j + t and y, t int nodes free of j.
+// X = sj * j + t or X = j / c, and y, t, c int nodes free of j.
 struct ExprKeyBound {
   int cmp = 0;              // expr::kCmpLt, kCmpLe, kCmpGt, kCmpGe, kCmpEq
   int sj = 1;               // +1 or -1
@@ -184,6 +184,7 @@ struct ExprKeyBound {
   bool t_negated = false;   // t is minus its node (X = j - node)
   int y = -1;               // y's node
   bool abs_form = false;
+  int divisor = -1;         // X = j / divisor's node (sj 1, no t); -1: none
 };
 struct ExprKeyBounds {
   std::vector<ExprKeyBound> bounds;  // one per bounding conjunct of the root's `and` tree
