@@ -40,16 +40,19 @@ struct Config {
 
 // kLayout: 0 the runtime's choice (attention_grid), 1 the rectangular
 // grid, 2 the compact one (tile_config.cuh compact_grid_shape).
-template <int kPack, int kBlockM, int kLayout = 0>
+// kMaxSeqs: batches of 1 to kMaxSeqs sequences (past 32 the compact
+// scan takes several rounds).
+template <int kPack, int kBlockM, int kLayout = 0, int kMaxSeqs = 4>
 void check_grid(std::mt19937_64& rng) {
-  const int num_seqs = 1 + int(rng() % 4);
+  const int num_seqs = 1 + int(rng() % kMaxSeqs);
   const int hkv = 1 + int(rng() % 3);
   const int group = 1 << int(rng() % 4);  // 1, 2, 4, 8
   const int hq = hkv * group;
   std::vector<int> cu_q{0}, cu_k{0};
   int max_q = 0;
   for (int b = 0; b < num_seqs; ++b) {
-    const int n_q = int(rng() % 300);
+    // Large batches are mostly decodes beside a few chunks.
+    const int n_q = kMaxSeqs > 4 && rng() % 8 != 0 ? int(rng() % 3) : int(rng() % 300);
     cu_q.push_back(cu_q.back() + n_q);
     cu_k.push_back(cu_k.back() + n_q + int(rng() % 50));
     max_q = std::max(max_q, n_q);
@@ -220,6 +223,12 @@ TEST(DeviceGrid, EveryOutputRowBelongsToExactlyOneBlock) {
     check_grid<0, 192, 2>(rng);
     check_grid<1, 64, 2>(rng);
     check_grid<1, 192, 2>(rng);
+  }
+  // Many sequences, mostly short: the compact grid's choice and its scan
+  // over several rounds of 32.
+  for (int trial = 0; trial < 8; ++trial) {
+    check_grid<1, 192, 0, 100>(rng);
+    check_grid<0, 64, 2, 100>(rng);
   }
 }
 

@@ -124,9 +124,10 @@ struct AttentionArgs {
   // the library choose (a decode-shaped batch, every sequence within one
   // query tile, goes to the split variant, with a split count from the
   // spec's tuning rules and the GPU's SM count); 1 never splits; n > 1
-  // uses the split variant with at most n splits. The count depends only
-  // on host-known sizes (num_seqs, heads, max_seqlen_q/k, window), so one
-  // CUDA graph serves a batch-size bucket.
+  // uses the split variant with at most n splits. The count, like the
+  // launch grid (rectangular or compact, LaunchGrid), depends only on
+  // host-known sizes (num_seqs, heads, total_q, max_seqlen_q/k, window),
+  // so one CUDA graph serves a batch-size bucket.
   int num_splits = 0;
   // Scratch for the parts (attention_split_plan says how many bytes).
   // Null: the library keeps one per (context, stream), allocated zeroed on
