@@ -3,6 +3,8 @@
 # the side-by-side benchmark. Logs go to $OUT (or ./device-out).
 #   STAGES="build gpu python bench jit profile" bash bench/device_run.sh
 #   STAGES="build paged" PAGED_ARGS=--quick (paged stage: bench_paged.py's arguments)
+#   PAGED_AB_ENV="ATTNJIT_COMPACT_GRID=0" (paged stage: run bench_paged.py a second time
+#   with these variables set, for an A/B of a runtime switch in one call)
 #   STAGES="build decode" DECODE_ARGS=--quick (decode stage: bench_decode.py's arguments)
 #   STAGES="build user" (user-spec variants vs FlexAttention, check --spec on the examples)
 #   STAGES="build decode_profile" (ncu on the decode rows; DECODE_PROFILE_PEERS, DECODE_PROFILE_PROBLEM)
@@ -68,6 +70,12 @@ if stage paged; then
   python3 bench/bench_paged.py ${PAGED_ARGS:-} --commit "$commit" --out "$OUT/bench-paged.json" \
     2>&1 | tee "$OUT/bench-paged.txt" | tail -110
   [[ ${PIPESTATUS[0]} -eq 0 ]] || status=1
+  if [[ -n ${PAGED_AB_ENV:-} ]]; then
+    echo "--- again with $PAGED_AB_ENV"
+    env $PAGED_AB_ENV python3 bench/bench_paged.py ${PAGED_ARGS:-} --commit "$commit" \
+      --out "$OUT/bench-paged-b.json" 2>&1 | tee "$OUT/bench-paged-b.txt" | tail -110
+    [[ ${PIPESTATUS[0]} -eq 0 ]] || status=1
+  fi
 fi
 if stage decode; then
   # Decode (issue 13): the Triton split-KV kernel's check on the GPU, then
