@@ -65,6 +65,7 @@ UNIT_OF = {
     "runtime/src/selfcheck_user.h": "selfcheck",
     "runtime/src/split_kv.cpp": "attention",
     "runtime/src/user_kernel.cpp": "attention",
+    "runtime/src/attention_args.cpp": "attention",
     "runtime/src/attention_tier.cpp": "attention",
     "runtime/src/generic_tier.cpp": "attention",
     "runtime/src/kv_tensor_maps.cpp": "attention",
