@@ -142,9 +142,7 @@ const AttentionKernel& AttentionKernel::current() const {
 }
 
 AttentionKernel& AttentionKernel::current() {
-  if (!generic_) return *this;
-  AttentionKernel* specialized = specialized_.load(std::memory_order_acquire);
-  return specialized ? *specialized : *generic_;
+  return const_cast<AttentionKernel&>(std::as_const(*this).current());
 }
 
 AttentionKernel::Tier AttentionKernel::tier() const {
@@ -173,8 +171,8 @@ void AttentionKernel::launch_generic(const AttentionArgs& a, CuStream stream) {
     specialized->for_args(a).launch_this(a, stream, {});
     return;
   }
-  const AttentionArgs generic_args_ = generic_args(flags_, a, generic_scratch(a));
-  generic_->for_args(generic_args_).launch_this(generic_args_, stream, {});
+  const AttentionArgs args = generic_args(flags_, a, generic_scratch(a));
+  generic_->for_args(args).launch_this(args, stream, {});
   generic_launch_count.fetch_add(1, std::memory_order_relaxed);
 }
 

@@ -113,8 +113,12 @@ struct WorkTile {
         PackedRows<kPack>{kPack ? group : 1, kPack ? hk * group : head, kPack ? n_q * group : n_q};
   }
 
-  // Query tiles of the sequence (set_sequence first).
-  __device__ __forceinline__ int m_tiles() const { return (map.rows + kBlockM - 1) / kBlockM; }
+  // Query tiles of `rows` (packed) rows: this sequence's are map.rows
+  // (set_sequence first).
+  static __device__ __forceinline__ int m_tiles_of(int rows) {
+    return (rows + kBlockM - 1) / kBlockM;
+  }
+  __device__ __forceinline__ int m_tiles() const { return m_tiles_of(map.rows); }
 
   // Query tile m_tile of sequence b (set_sequence first).
   __device__ __forceinline__ void set_tile(const Params<T>& prm, int b, int m_tile) {
@@ -297,8 +301,7 @@ struct TileScheduler {
     if (prm.compact_grid != 0) {
       const int rows_per_token = kPack ? group : 1;
       const auto tiles = [&](int s) {
-        const int rows = (prm.cu_seqlens_q[s + 1] - prm.cu_seqlens_q[s]) * rows_per_token;
-        return (rows + kBlockM - 1) / kBlockM;
+        return Work::m_tiles_of((prm.cu_seqlens_q[s + 1] - prm.cu_seqlens_q[s]) * rows_per_token);
       };
       if (!find_compact_tile(static_cast<int>(blockIdx.x), prm.compact_grid, tiles, b, x)) {
         return false;
