@@ -2,15 +2,19 @@
 // front of it (attention.cpp RecentHits): a repeat returns the memo's
 // kernel, and nothing the memo tells apart (the cache, the flags, the
 // target, the compile options read from the environment) is mixed up by
-// the by-value record.
+// the by-value record; $ATTNJIT_TUNING applies to every variant and keys
+// the memo.
 #include <gtest/gtest.h>
 
+#include <cstdio>
 #include <cstdlib>
 #include <memory>
+#include <string>
 #include <thread>
 
 #include "attnjit/attention.h"
 #include "attnjit/cache.h"
+#include "attnjit/error.h"
 #include "attnjit/target.h"
 
 namespace attnjit {
@@ -51,6 +55,44 @@ TEST(KernelMemo, RecentHitsTellCachesFlagsTargetsAndOptionsApart) {
   }
   EXPECT_EQ(AttentionKernel::get(f, a, &sm90a), k);
   unsetenv("ATTNJIT_TIERED");
+}
+
+// $ATTNJIT_TUNING is read once per process: each case runs in a fresh
+// child (threadsafe death tests re-execute the binary).
+TEST(EnvTuning, AppliesToEveryVariantAndKeysIt) {
+  GTEST_FLAG_SET(death_test_style, "threadsafe");
+  const auto child = [] {
+    setenv("ATTNJIT_TUNING", "stages=3,min_blocks=1", 1);
+    KernelCache cache{CacheConfig{}};
+    const Target target = parse_target("sm_90a");
+    AttentionFlags f;
+    f.head_dim = 64;
+    f.causal = true;
+    auto k = AttentionKernel::get(f, cache, &target);
+    const std::string& sig = k->kernel().entry().canonical_signature;
+    const bool ok = sig.find("stages=3") != std::string::npos &&
+                    sig.find("min_blocks=1") != std::string::npos &&
+                    AttentionKernel::get(f, cache, &target).get() == k.get();  // memoized
+    std::exit(ok ? 0 : 1);
+  };
+  EXPECT_EXIT(child(), ::testing::ExitedWithCode(0), "");
+}
+
+TEST(EnvTuning, AMalformedValueIsAnErrorNamingTheVariable) {
+  GTEST_FLAG_SET(death_test_style, "threadsafe");
+  const auto child = [] {
+    setenv("ATTNJIT_TUNING", "stages", 1);
+    KernelCache cache{CacheConfig{}};
+    const Target target = parse_target("sm_90a");
+    try {
+      AttentionKernel::get(AttentionFlags{}, cache, &target);
+    } catch (const Error& e) {
+      std::fprintf(stderr, "%s\n", e.what());
+      std::exit(2);
+    }
+    std::exit(0);
+  };
+  EXPECT_EXIT(child(), ::testing::ExitedWithCode(2), "ATTNJIT_TUNING: 'stages' is not name=integer");
 }
 
 }  // namespace

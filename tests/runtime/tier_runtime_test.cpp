@@ -5,7 +5,6 @@
 // the generic tier run in the GPU suite).
 #include <gtest/gtest.h>
 
-#include <cstdio>
 #include <cstdlib>
 #include <string>
 #include <thread>
@@ -137,50 +136,6 @@ TEST_F(TierTest, ZeroTurnsTieringOff) {
   auto k = get(f);
   EXPECT_EQ(k->tier(), Tier::kSpecialized);
   EXPECT_EQ(k->flags().canonical_text(), f.canonical_text());
-}
-
-}  // namespace
-}  // namespace attnjit
-
-namespace attnjit {
-namespace {
-
-// $ATTNJIT_TUNING is read once per process: each case runs in a fresh
-// child (threadsafe death tests re-execute the binary).
-TEST(EnvTuning, AppliesToEveryVariantAndKeysIt) {
-  GTEST_FLAG_SET(death_test_style, "threadsafe");
-  const auto child = [] {
-    setenv("ATTNJIT_TUNING", "stages=3,min_blocks=1", 1);
-    KernelCache cache{CacheConfig{}};
-    const Target target = parse_target("sm_90a");
-    AttentionFlags f;
-    f.head_dim = 64;
-    f.causal = true;
-    auto k = AttentionKernel::get(f, cache, &target);
-    const std::string& sig = k->kernel().entry().canonical_signature;
-    const bool ok = sig.find("stages=3") != std::string::npos &&
-                    sig.find("min_blocks=1") != std::string::npos &&
-                    AttentionKernel::get(f, cache, &target).get() == k.get();  // memoized
-    std::exit(ok ? 0 : 1);
-  };
-  EXPECT_EXIT(child(), ::testing::ExitedWithCode(0), "");
-}
-
-TEST(EnvTuning, AMalformedValueIsAnErrorNamingTheVariable) {
-  GTEST_FLAG_SET(death_test_style, "threadsafe");
-  const auto child = [] {
-    setenv("ATTNJIT_TUNING", "stages", 1);
-    KernelCache cache{CacheConfig{}};
-    const Target target = parse_target("sm_90a");
-    try {
-      AttentionKernel::get(AttentionFlags{}, cache, &target);
-    } catch (const Error& e) {
-      std::fprintf(stderr, "%s\n", e.what());
-      std::exit(2);
-    }
-    std::exit(0);
-  };
-  EXPECT_EXIT(child(), ::testing::ExitedWithCode(2), "ATTNJIT_TUNING: 'stages' is not name=integer");
 }
 
 }  // namespace
