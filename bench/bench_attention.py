@@ -26,6 +26,12 @@ import torch
 import triton.testing
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+# Steady-state numbers are the specialized variants'. With tiering on
+# (docs/tiers.md) a new variant's launches run its generic variant until the
+# specialized one has compiled, about a second: a timing loop of 100 ms would
+# measure the generic one. The benchmarks turn tiering off unless asked, and
+# record how many launches the generic tier answered (steady_state_check).
+os.environ.setdefault("ATTNJIT_TIERED", "0")
 from plot_results import write_chart_beside  # noqa: E402
 from problems import PROBLEMS  # noqa: E402
 from triton_peer import triton_peer  # noqa: E402
@@ -174,6 +180,27 @@ def sdpa_peer(pr, q4, k4, v4, backend):
     return run
 
 
+def generic_launches(module):
+    """Launches the generic tier has answered in this process (None without
+    the compiled extension)."""
+    try:
+        return int(module.cache_stats()["generic_launches"])
+    except Exception:
+        return None
+
+
+def steady_state_check(module, result):
+    """Records the generic tier's launch count in result and says so when it
+    is not zero: the times then mix generic and specialized variants."""
+    n = generic_launches(module)
+    result["generic_launches"] = n
+    result["tiered"] = os.environ.get("ATTNJIT_TIERED", "")
+    if n:
+        print(f"WARNING: the generic tier answered {n} launches "
+              f"(ATTNJIT_TIERED={result['tiered']}): attnjit times are not all "
+              "the specialized variants'")
+
+
 def time_ms(fn):
     try:
         fn()
@@ -238,6 +265,7 @@ def main():
     result = {"date": datetime.date.today().isoformat(), "gpu": torch.cuda.get_device_name(),
               "commit": args.commit, "torch": torch.__version__, "triton": triton.__version__,
               "copy_bw": COPY_BW, "matmul_flops": MATMUL, "problems": rows}
+    steady_state_check(attnjit, result)
     if args.out:
         os.makedirs(os.path.dirname(args.out) or ".", exist_ok=True)
         with open(args.out, "w") as f:

@@ -502,6 +502,7 @@ def main():
                         "latency_slack_ms": LATENCY_SLACK_MS, "error_bound": ERROR_BOUND},
               "skipped": [{"problem": n, "why": w} for n, w in skipped],
               "problems": rows, "targets": targets}
+    ba.steady_state_check(attnjit, result)
     if args.out:
         os.makedirs(os.path.dirname(args.out) or ".", exist_ok=True)
         with open(args.out, "w") as f:

@@ -417,6 +417,7 @@ def main():
               "copy_bw": ba.COPY_BW, "matmul_flops": ba.MATMUL, "quick": args.quick,
               "attnjit_paged": hasattr(attnjit, "paged_attention"), "peers": peers,
               "problems": rows}
+    ba.steady_state_check(attnjit, result)
     if args.out:
         os.makedirs(os.path.dirname(args.out) or ".", exist_ok=True)
         with open(args.out, "w") as f:

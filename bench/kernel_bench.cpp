@@ -177,6 +177,9 @@ int main(int argc, char** argv) {
     f.mm_prefix = f.mm_clamp = pr.spans;
     f.split_kv = decode;
     auto kernel = AttentionKernel::get(f);
+    // Times are the specialized variant's, not the generic tier's that
+    // answers while it compiles (docs/tiers.md).
+    kernel->wait_specialized();
     const int total = pr.batch * pr.seqlen;
     const int total_q = pr.batch * n_q;
     const size_t q_elems = size_t(total_q) * pr.heads_q * pr.head_dim;
