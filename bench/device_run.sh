@@ -2,6 +2,7 @@
 # One call on the GPU machine: build, GPU tests, Python tests and examples,
 # the side-by-side benchmark. Logs go to $OUT (or ./device-out).
 #   STAGES="build gpu python bench jit profile" bash bench/device_run.sh
+#   STAGES="build gpu" GTEST_FILTER='*paged*' GPU_SHARDS=8 (8 test processes at once)
 #   STAGES="build paged" PAGED_ARGS=--quick (paged stage: bench_paged.py's arguments)
 #   PAGED_AB_ENV="ATTNJIT_COMPACT_GRID=0" (paged stage: run bench_paged.py a second time
 #   with these variables set, for an A/B of a runtime switch in one call)
@@ -43,9 +44,17 @@ if stage gpu; then
   # alone would compile them one by one for minutes).
   timeout 300 ./build-gpu/cli/attnjit build-cache --target sm_90a --no-check -j16 \
     >"$OUT/build-cache.log" 2>&1 || status=1
-  timeout ${GPU_TIMEOUT:-400} ./build-gpu/tests/attnjit_gpu_tests ${GTEST_FILTER:+--gtest_filter=$GTEST_FILTER} \
-    >"$OUT/gpu-tests.log" 2>&1 || status=1
-  grep -E "^\[  (PASSED|FAILED) |FAILED|tests ran" "$OUT/gpu-tests.log" | tail -20
+  # GPU_SHARDS=N runs the tests as N processes at once on the one GPU
+  # (gtest sharding): the host-side reference is most of a matrix test's time.
+  shards=${GPU_SHARDS:-1}
+  for ((i = 0; i < shards; ++i)); do
+    GTEST_TOTAL_SHARDS=$shards GTEST_SHARD_INDEX=$i timeout ${GPU_TIMEOUT:-400} \
+      ./build-gpu/tests/attnjit_gpu_tests ${GTEST_FILTER:+--gtest_filter=$GTEST_FILTER} \
+      >"$OUT/gpu-tests-$i.log" 2>&1 &
+  done
+  for ((i = 0; i < shards; ++i)); do wait -n || status=1; done
+  cat "$OUT"/gpu-tests-*.log >"$OUT/gpu-tests.log"
+  grep -E "^\[  (PASSED|FAILED) |FAILED|tests ran" "$OUT/gpu-tests.log" | tail -30
 fi
 if stage python; then
   python3 -m pytest -q python/tests >"$OUT/pytest.log" 2>&1 || status=1
