@@ -282,14 +282,15 @@ namespace {
 CheckResult run_check(const AttentionFlags& flags, const CheckShape& shape, uint64_t seed,
                       KernelCache& cache, std::optional<SinkMode> reference_sinks,
                       const std::map<std::string, int64_t>& tuning_overrides,
-                      const UserCheck* user);
+                      CheckTier tier, const UserCheck* user);
 
 }  // namespace
 
 CheckResult check_attention(const AttentionFlags& flags, const CheckShape& shape, uint64_t seed,
                             KernelCache& cache, std::optional<SinkMode> reference_sinks,
-                            const std::map<std::string, int64_t>& tuning_overrides) {
-  return run_check(flags, shape, seed, cache, reference_sinks, tuning_overrides, nullptr);
+                            const std::map<std::string, int64_t>& tuning_overrides,
+                            CheckTier tier) {
+  return run_check(flags, shape, seed, cache, reference_sinks, tuning_overrides, tier, nullptr);
 }
 
 CheckResult check_user_attention(std::shared_ptr<const Spec> spec, const AttentionFlags& flags,
@@ -299,7 +300,7 @@ CheckResult check_user_attention(std::shared_ptr<const Spec> spec, const Attenti
     throw Error(ErrorKind::kArgument, "check_user_attention: contiguous K/V only");
   }
   const UserCheck user{std::move(spec), &user_args};
-  return run_check(flags, shape, seed, cache, std::nullopt, {}, &user);
+  return run_check(flags, shape, seed, cache, std::nullopt, {}, CheckTier::kSpecialized, &user);
 }
 
 namespace {
@@ -307,7 +308,7 @@ namespace {
 CheckResult run_check(const AttentionFlags& flags, const CheckShape& shape, uint64_t seed,
                       KernelCache& cache, std::optional<SinkMode> reference_sinks,
                       const std::map<std::string, int64_t>& tuning_overrides,
-                      const UserCheck* user) {
+                      CheckTier tier, const UserCheck* user) {
   const SinkMode ref_sinks = reference_sinks.value_or(flags.sinks);
   ReferenceProblem pr = make_problem(flags, shape, ref_sinks);
   const int D = flags.head_dim;
@@ -349,9 +350,9 @@ CheckResult run_check(const AttentionFlags& flags, const CheckShape& shape, uint
     add_user_expressions(*user, pr);
   } else {
     kernel = AttentionKernel::get(flags, cache, nullptr, tuning_overrides);
-    // A check is of the variant itself: where the generic tier answered
-    // (docs/tiers.md), its compile lands first.
-    kernel->wait_specialized();
+    // A check is of the variant itself unless asked otherwise: where the
+    // generic tier answered (docs/tiers.md), its compile lands first.
+    if (tier == CheckTier::kSpecialized) kernel->wait_specialized();
   }
   CheckResult result;
   result.variant = kernel->kernel().name();

@@ -58,11 +58,12 @@ inline std::string flags_name(const AttentionFlags& f) {
 // fresh inputs each, one line per shape (`label` after the flags' name),
 // each expected within the dtype's error bound.
 inline void expect_matches_reference_on_every_shape(const AttentionFlags& flags, KernelCache& cache,
-                                                    const std::string& label = "") {
+                                                    const std::string& label = "",
+                                                    CheckTier tier = CheckTier::kSpecialized) {
   const double bound = error_bound(flags.dtype);
   for (const CheckShape& shape : standard_check_shapes(flags)) {
     const uint64_t seed = fresh_seed();
-    const CheckResult r = check_attention(flags, shape, seed, cache);
+    const CheckResult r = check_attention(flags, shape, seed, cache, std::nullopt, {}, tier);
     const std::string line = fmt::format(
         "{}{} {:<22} o_err={:.3e} lse_err={:.3e} written={} guard={} seed={}", flags_name(flags),
         label, shape.name, r.o_error, r.lse_error, r.output_written, r.guard_intact, seed);

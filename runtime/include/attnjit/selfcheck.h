@@ -58,12 +58,20 @@ struct CheckResult {
 // entries out of range) and compares with the contiguous reference.
 std::vector<CheckShape> standard_check_shapes(const AttentionFlags& flags);
 
+// Which kernel a check launches when the generic tier answers for the
+// variant (docs/tiers.md): by default the variant's own (the check waits
+// for its compile and reports a compile error); kAsLaunched checks whatever
+// get() launches now, the generic variant while the specialized one is
+// missing (the generic tier's own tests).
+enum class CheckTier { kSpecialized, kAsLaunched };
+
 // `reference_sinks` compares against another sink mode's reference (the
 // seed evidence); by default the reference matches the kernel's flags.
 CheckResult check_attention(const AttentionFlags& flags, const CheckShape& shape, uint64_t seed,
                             KernelCache& cache = KernelCache::global(),
                             std::optional<SinkMode> reference_sinks = std::nullopt,
-                            const std::map<std::string, int64_t>& tuning_overrides = {});
+                            const std::map<std::string, int64_t>& tuning_overrides = {},
+                            CheckTier tier = CheckTier::kSpecialized);
 
 // A value for one of a user spec's own args (docs/expressions.md), as the
 // check uploads it: an int32 or float scalar, or a tensor's host data.
