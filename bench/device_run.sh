@@ -4,7 +4,7 @@
 #   STAGES="build gpu python bench jit profile" bash bench/device_run.sh
 #   STAGES="build gpu" GTEST_FILTER='*paged*' GPU_SHARDS=8 (8 test processes at once)
 #   STAGES="build paged" PAGED_ARGS=--quick (paged stage: bench_paged.py's arguments)
-#   PAGED_AB_ENV="ATTNJIT_COMPACT_GRID=0" (paged stage: run bench_paged.py a second time
+#   PAGED_AB_ENV="ATTNJIT_TUNING=block_n=64" (paged stage: run bench_paged.py a second time
 #   with these variables set, for an A/B of a runtime switch in one call)
 #   STAGES="build decode" DECODE_ARGS=--quick (decode stage: bench_decode.py's arguments)
 #   STAGES="build user" (user-spec variants vs FlexAttention, check --spec on the examples)

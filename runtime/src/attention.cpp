@@ -393,7 +393,6 @@ void AttentionKernel::launch_this(const AttentionArgs& a, CuStream stream,
     std::memcpy(&params.v_map, maps[1], sizeof(params.v_map));
   }
   const LaunchGrid grid = attention_grid(a, block_m_, pack_gqa_, plan.num_splits);
-  params.compact_grid = grid.compact ? a.num_seqs : 0;
   if (user_fields_.empty()) {
     void* args[] = {&params};
     kernel_->launch(grid.x, grid.y, grid.z, stream, args);
@@ -415,14 +414,6 @@ LaunchGrid attention_grid(const AttentionArgs& a, int block_m, bool pack_gqa, in
   tile.shape.pack_gqa = pack_gqa;
   const attention::GridShape grid = attention::grid_shape(tile, a.max_seqlen_q, a.num_heads_q,
                                                           a.num_heads_kv, a.num_seqs, num_splits);
-  static const bool compact_allowed = env_bool("ATTNJIT_COMPACT_GRID", true);
-  if (num_splits <= 1 && compact_allowed) {
-    const attention::GridShape compact = attention::compact_grid_shape(
-        tile, a.total_q, a.num_heads_q, a.num_heads_kv, a.num_seqs);
-    if (attention::prefer_compact_grid(grid, compact)) {
-      return LaunchGrid{compact.x, compact.y, compact.z, true};
-    }
-  }
   return LaunchGrid{grid.x, grid.y, grid.z};
 }
 

@@ -219,29 +219,6 @@ ATTNJIT_TILE_CONSTEXPR GridShape grid_shape(const TileConfig& tile, long long ma
   return GridShape{unsigned(x), unsigned(pack ? heads_kv : heads_q), unsigned(num_seqs)};
 }
 
-// The compact grid: block x counts the batch's query tiles, sequence by
-// sequence (each has ceil(rows / block_m)), y heads as above, z 1. Its
-// x is a bound, ceil(total_q * group / block_m) + B, known without
-// reading the sequence lengths; the blocks past the batch's tiles end at
-// once. A batch of very different lengths (decodes beside long chunks)
-// then launches no block for a (sequence, tile) pair past the sequence's
-// own tiles, as the rectangular grid does for all but its longest.
-ATTNJIT_TILE_CONSTEXPR GridShape compact_grid_shape(const TileConfig& tile, long long total_q,
-                                                    int heads_q, int heads_kv, int num_seqs) {
-  const bool pack = tile.shape.pack_gqa;
-  const long long group = pack ? heads_q / heads_kv : 1;
-  const long long block_m = tile.shape.block_m;
-  const long long x = (total_q * group + block_m - 1) / block_m + num_seqs;
-  return GridShape{unsigned(x), unsigned(pack ? heads_kv : heads_q), 1u};
-}
-// The runtime takes the compact grid where it has fewer than half the
-// rectangular grid's blocks (one scan of the batch's lengths per block
-// buys that).
-ATTNJIT_TILE_CONSTEXPR bool prefer_compact_grid(const GridShape& rect, const GridShape& compact) {
-  return 2ull * compact.x * compact.y * compact.z <
-         static_cast<unsigned long long>(rect.x) * rect.y * rect.z;
-}
-
 // Split-KV: the key tiles [first, last] of a one-tile sequence divided
 // into `parts` contiguous runs of `per` tiles (the last may be shorter),
 // at most num_splits of them and none under min_tiles (the spec's

@@ -113,12 +113,8 @@ struct WorkTile {
         PackedRows<kPack>{kPack ? group : 1, kPack ? hk * group : head, kPack ? n_q * group : n_q};
   }
 
-  // Query tiles of `rows` (packed) rows: this sequence's are map.rows
-  // (set_sequence first).
-  static __device__ __forceinline__ int m_tiles_of(int rows) {
-    return (rows + kBlockM - 1) / kBlockM;
-  }
-  __device__ __forceinline__ int m_tiles() const { return m_tiles_of(map.rows); }
+  // Query tiles of the sequence (set_sequence first).
+  __device__ __forceinline__ int m_tiles() const { return (map.rows + kBlockM - 1) / kBlockM; }
 
   // Query tile m_tile of sequence b (set_sequence first).
   __device__ __forceinline__ void set_tile(const Params<T>& prm, int b, int m_tile) {
@@ -241,72 +237,16 @@ struct WorkTile {
   }
 };
 
-// The compact grid (tile_config.cuh compact_grid_shape): tile index `t`
-// of the batch's query tiles, sequence by sequence, is tile `x` of
-// sequence `seq` (counted as blockIdx.x of the rectangular grid); false
-// past the batch's last tile. count(b) is sequence b's tile count. The
-// warp sums 32 sequences' counts at a time (an inclusive scan by
-// shuffles) and the first lane whose running total passes t has it; every
-// lane of the warp calls it with the same arguments.
-template <class Count>
-__device__ __forceinline__ bool find_compact_tile(int t, int num_seqs, Count count, int& seq,
-                                                  int& x) {
-  int before = 0;  // tiles of the sequences before this round's
-  for (int base = 0; base < num_seqs; base += 32) {
-#ifdef __CUDA_ARCH__
-    const int lane = static_cast<int>(threadIdx.x % 32);
-    const int mine = base + lane < num_seqs ? count(base + lane) : 0;
-    int sum = mine;
-#pragma unroll
-    for (int d = 1; d < 32; d *= 2) {
-      const int up = __shfl_up_sync(0xffffffffu, sum, d);
-      if (lane >= d) sum += up;
-    }
-    const unsigned hits = __ballot_sync(0xffffffffu, before + sum > t);
-    if (hits != 0) {
-      const int first = __ffs(hits) - 1;
-      const int through = __shfl_sync(0xffffffffu, sum - mine, first);
-      seq = base + first;
-      x = t - before - through;
-      return true;
-    }
-    before += __shfl_sync(0xffffffffu, sum, 31);
-#else
-    for (int b = base; b < num_seqs && b < base + 32; ++b) {
-      const int c = count(b);
-      if (before + c > t) {
-        seq = b;
-        x = t - before;
-        return true;
-      }
-      before += c;
-    }
-#endif
-  }
-  return false;
-}
-
 template <class C, int kBlockM, int kBlockN>
 struct TileScheduler {
   using Work = WorkTile<C, kBlockM, kBlockN>;
 
-  // This block's tile; false when its sequence has no such tile (the
-  // rectangular grid covers the longest sequence; the compact one a bound
-  // on the batch's tiles).
+  // This block's tile; false when its sequence has no such tile (the grid
+  // covers the longest sequence).
   static __device__ __forceinline__ bool get(const Params<typename C::dtype>& prm, Work& work) {
     constexpr bool kPack = C::pack_gqa != 0;
+    const int b = blockIdx.z;
     const int group = prm.num_heads_q / prm.num_heads_kv;
-    int b = static_cast<int>(blockIdx.z);
-    int x = static_cast<int>(blockIdx.x);
-    if (prm.compact_grid != 0) {
-      const int rows_per_token = kPack ? group : 1;
-      const auto tiles = [&](int s) {
-        return Work::m_tiles_of((prm.cu_seqlens_q[s + 1] - prm.cu_seqlens_q[s]) * rows_per_token);
-      };
-      if (!find_compact_tile(static_cast<int>(blockIdx.x), prm.compact_grid, tiles, b, x)) {
-        return false;
-      }
-    }
     const int y = static_cast<int>(blockIdx.y);  // a kv head when packing, else a query head
     const int hk = kPack ? y : y / group;
     work.set_sequence(prm, b, hk, group, y);
@@ -316,10 +256,10 @@ struct TileScheduler {
       if (work.m_tiles() == 1 && prm.num_splits > 1) {
         constexpr int kMinTiles = C::split_keys > kBlockN ? (C::split_keys + kBlockN - 1) / kBlockN : 1;
         work.set_tile(prm, b, 0);
-        return work.set_split(prm, x, prm.num_splits, kMinTiles);
+        return work.set_split(prm, static_cast<int>(blockIdx.x), prm.num_splits, kMinTiles);
       }
     }
-    const int m_tile = work.m_tiles() - 1 - x;
+    const int m_tile = work.m_tiles() - 1 - static_cast<int>(blockIdx.x);
     if (m_tile < 0) return false;
     work.set_tile(prm, b, m_tile);
     return true;

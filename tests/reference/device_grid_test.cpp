@@ -38,44 +38,28 @@ struct Config {
   static constexpr kv_layout_t kv_layout = kv_layout_t::contiguous;
 };
 
-// kLayout: 0 the runtime's choice (attention_grid), 1 the rectangular
-// grid, 2 the compact one (tile_config.cuh compact_grid_shape).
-// kMaxSeqs: batches of 1 to kMaxSeqs sequences (past 32 the compact
-// scan takes several rounds).
-template <int kPack, int kBlockM, int kLayout = 0, int kMaxSeqs = 4>
+template <int kPack, int kBlockM>
 void check_grid(std::mt19937_64& rng) {
-  const int num_seqs = 1 + int(rng() % kMaxSeqs);
+  const int num_seqs = 1 + int(rng() % 4);
   const int hkv = 1 + int(rng() % 3);
   const int group = 1 << int(rng() % 4);  // 1, 2, 4, 8
   const int hq = hkv * group;
   std::vector<int> cu_q{0}, cu_k{0};
   int max_q = 0;
   for (int b = 0; b < num_seqs; ++b) {
-    // Large batches are mostly decodes beside a few chunks.
-    const int n_q = kMaxSeqs > 4 && rng() % 8 != 0 ? int(rng() % 3) : int(rng() % 300);
+    const int n_q = int(rng() % 300);
     cu_q.push_back(cu_q.back() + n_q);
     cu_k.push_back(cu_k.back() + n_q + int(rng() % 50));
     max_q = std::max(max_q, n_q);
   }
+  const std::string what = fmt::format("pack={} block_m={} B={} Hq={} Hkv={} max_q={}", kPack,
+                                       kBlockM, num_seqs, hq, hkv, max_q);
   AttentionArgs args;
   args.num_seqs = num_seqs;
   args.num_heads_q = hq;
   args.num_heads_kv = hkv;
   args.max_seqlen_q = max_q;
-  args.total_q = cu_q.back();
-  LaunchGrid grid = attention_grid(args, kBlockM, kPack != 0);
-  if (kLayout != 0) {
-    attention::TileConfig tile{};
-    tile.shape.block_m = kBlockM;
-    tile.shape.pack_gqa = kPack != 0;
-    const attention::GridShape shape =
-        kLayout == 1 ? attention::grid_shape(tile, max_q, hq, hkv, num_seqs)
-                     : attention::compact_grid_shape(tile, args.total_q, hq, hkv, num_seqs);
-    grid = LaunchGrid{shape.x, shape.y, shape.z, kLayout == 2};
-  }
-  const std::string what =
-      fmt::format("pack={} block_m={} B={} Hq={} Hkv={} max_q={} compact={}", kPack, kBlockM,
-                  num_seqs, hq, hkv, max_q, grid.compact);
+  const LaunchGrid grid = attention_grid(args, kBlockM, kPack != 0);
 
   attention::Params<unsigned short> prm{};
   prm.cu_seqlens_q = cu_q.data();
@@ -85,7 +69,6 @@ void check_grid(std::mt19937_64& rng) {
   prm.q_row_stride = hq;  // only used to form pointers
   prm.k_row_stride = prm.v_row_stride = hkv;
   prm.k_head_stride = prm.v_head_stride = 1;
-  prm.compact_grid = grid.compact ? num_seqs : 0;
   std::map<std::pair<int, int>, int> writes;  // (token, head) -> blocks
   for (blockIdx.z = 0; blockIdx.z < grid.z; ++blockIdx.z) {
     for (blockIdx.y = 0; blockIdx.y < grid.y; ++blockIdx.y) {
@@ -142,7 +125,6 @@ void check_split(std::mt19937_64& rng) {
   args.num_heads_q = hq;
   args.num_heads_kv = hkv;
   args.max_seqlen_q = max_q;
-  args.total_q = cu_q.back();
   attention::Params<unsigned short> prm{};
   prm.cu_seqlens_q = cu_q.data();
   prm.cu_seqlens_k = cu_k.data();
@@ -151,14 +133,13 @@ void check_split(std::mt19937_64& rng) {
   prm.q_row_stride = hq;
   prm.k_row_stride = prm.v_row_stride = hkv;
   prm.k_head_stride = prm.v_head_stride = 1;
+  prm.num_splits = num_splits;
   using Key = std::tuple<int, int, int>;  // (token, head, key tile)
   // Visits of each key tile by each row, and each (sequence, slot)'s parts.
   const auto visits = [&](auto config, int splits, std::map<Key, int>& seen,
                           std::map<std::pair<int, int>, std::vector<int>>& parts) {
     using Scheduler = attention::TileScheduler<decltype(config), kBlockM, kBlockN>;
     const LaunchGrid grid = attention_grid(args, kBlockM, kPack != 0, splits);
-    prm.num_splits = splits;
-    prm.compact_grid = grid.compact ? num_seqs : 0;
     for (blockIdx.z = 0; blockIdx.z < grid.z; ++blockIdx.z) {
       for (blockIdx.y = 0; blockIdx.y < grid.y; ++blockIdx.y) {
         for (blockIdx.x = 0; blockIdx.x < grid.x; ++blockIdx.x) {
@@ -217,41 +198,7 @@ TEST(DeviceGrid, EveryOutputRowBelongsToExactlyOneBlock) {
     check_grid<1, 64>(rng);
     check_grid<1, 128>(rng);
     check_grid<1, 192>(rng);
-    check_grid<0, 64, 1>(rng);
-    check_grid<1, 192, 1>(rng);
-    check_grid<0, 64, 2>(rng);
-    check_grid<0, 192, 2>(rng);
-    check_grid<1, 64, 2>(rng);
-    check_grid<1, 192, 2>(rng);
   }
-  // Many sequences, mostly short: the compact grid's choice and its scan
-  // over several rounds of 32.
-  for (int trial = 0; trial < 8; ++trial) {
-    check_grid<1, 192, 0, 100>(rng);
-    check_grid<0, 64, 2, 100>(rng);
-  }
-}
-
-// The runtime takes the compact grid for a mixed batch (decodes beside a
-// long chunk) and keeps the rectangular one for sequences of one length
-// and under split-KV.
-TEST(DeviceGrid, CompactGridForMixedBatchesOnly) {
-  AttentionArgs mixed;
-  mixed.num_seqs = 61;
-  mixed.num_heads_q = 32;
-  mixed.num_heads_kv = 8;
-  mixed.max_seqlen_q = 1024;
-  mixed.total_q = 60 + 1024;
-  const LaunchGrid compact = attention_grid(mixed, 192, true);
-  EXPECT_TRUE(compact.compact);
-  EXPECT_EQ(compact.x, unsigned((1084 * 4 + 191) / 192 + 61));
-  EXPECT_EQ(compact.y, 8u);
-  EXPECT_EQ(compact.z, 1u);
-  EXPECT_FALSE(attention_grid(mixed, 64, true, 4).compact);  // split-KV
-  AttentionArgs uniform = mixed;
-  uniform.num_seqs = 4;
-  uniform.total_q = 4 * 1024;
-  EXPECT_FALSE(attention_grid(uniform, 192, true).compact);
 }
 
 // The warp-parallel scans that trim a user mask's empty key tiles answer

@@ -124,10 +124,9 @@ struct AttentionArgs {
   // the library choose (a decode-shaped batch, every sequence within one
   // query tile, goes to the split variant, with a split count from the
   // spec's tuning rules and the GPU's SM count); 1 never splits; n > 1
-  // uses the split variant with at most n splits. The count, like the
-  // launch grid (rectangular or compact, LaunchGrid), depends only on
-  // host-known sizes (num_seqs, heads, total_q, max_seqlen_q/k, window),
-  // so one CUDA graph serves a batch-size bucket.
+  // uses the split variant with at most n splits. The count depends only
+  // on host-known sizes (num_seqs, heads, max_seqlen_q/k, window), so one
+  // CUDA graph serves a batch-size bucket.
   int num_splits = 0;
   // Scratch for the parts (attention_split_plan says how many bytes).
   // Null: the library keeps one per (context, stream), allocated zeroed on
@@ -182,16 +181,11 @@ AttentionArgs generic_args(const AttentionFlags& requested, const AttentionArgs&
 
 // The grid of one launch: x query tiles of block_m (packed) rows over the
 // longest sequence, y heads (kv heads when packing GQA, else query heads),
-// z sequences; or, compact, x the batch's query tiles and z 1. The
-// kernels' tile scheduler (templates/attention/tile_scheduler.cuh)
+// z sequences. The kernels' tile scheduler (templates/attention/tile_scheduler.cuh)
 // maps each block to its rows; tests/reference/device_grid_test.cpp checks
 // the two together write every output row exactly once.
 struct LaunchGrid {
   unsigned x = 0, y = 0, z = 0;
-  // x counts the batch's query tiles (tile_config.cuh compact_grid_shape):
-  // taken without split-KV where it launches under half the rectangular
-  // grid's blocks, unless ATTNJIT_COMPACT_GRID=0.
-  bool compact = false;
 };
 LaunchGrid attention_grid(const AttentionArgs& args, int block_m, bool pack_gqa,
                           int num_splits = 1);
