@@ -42,8 +42,8 @@ __device__ void forward_sm90(const Params<typename C::dtype>& prm) {
     if constexpr (kTile.rebalance) ptx::setmaxnreg_dec<kTile.producer_registers>();
     if constexpr (kFp8) {
       Mainloop::Fp8Producer::run(smem, KV(prm, work), first, last, tid - C::warps * 32);
-    } else if (warp == C::warps && lane == 0) {
-      Mainloop::Producer::run(smem, KV(prm, work), first, last);
+    } else if (warp == C::warps) {
+      Mainloop::Producer::run(smem, KV(prm, work), first, last, lane);
     }
     return;
   }

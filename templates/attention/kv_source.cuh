@@ -136,14 +136,14 @@ struct VarlenKV {
 
   // TMA of key tile kt of K (or V) into the swizzled tile at shared address
   // `tile`, as D / tma_chunk boxes whose bytes complete the phase of the
-  // mbarrier `full`. One thread issues it. Whole boxes: the rows past the
-  // sequence's keys arrive too (the next sequence's, or zeros past the
-  // tensor).
-  __device__ __forceinline__ void tma_load_k(unsigned tile, unsigned full, int kt) const {
-    tma_load(k_map, tile, full, kt);
+  // mbarrier `full`. Called by a producer warp; lane 0 issues it. Whole
+  // boxes: the rows past the sequence's keys arrive too (the next
+  // sequence's, or zeros past the tensor).
+  __device__ __forceinline__ void tma_load_k(unsigned tile, unsigned full, int kt, int lane) const {
+    if (lane == 0) tma_load(k_map, tile, full, kt);
   }
-  __device__ __forceinline__ void tma_load_v(unsigned tile, unsigned full, int kt) const {
-    tma_load(v_map, tile, full, kt);
+  __device__ __forceinline__ void tma_load_v(unsigned tile, unsigned full, int kt, int lane) const {
+    if (lane == 0) tma_load(v_map, tile, full, kt);
   }
 
   // fp8: TMA of key tile kt of K and of V as raw rows of D bytes (one box
@@ -242,15 +242,18 @@ struct PagedKV {
 
   // TMA of key tile kt: one box per page the tile spans (min(block_n,
   // page_size) rows; the runtime encodes the maps' boxes so, and checks
-  // that the two sizes divide one another). Boxes past the sequence's last
-  // page are not issued, and the barrier expects only the bytes issued;
-  // their rows keep stale data, which the consumers mask (K) or zero (V,
-  // the tail tile) like any row past the sequence's keys.
-  __device__ __forceinline__ void tma_load_k(unsigned tile, unsigned full, int kt) const {
-    tma_load(k_map, tile, full, kt);
+  // that the two sizes divide one another). Called by a producer warp:
+  // lane b looks up page b of the tile and issues its boxes (the lookups
+  // overlap instead of following one another), lane 0 first sets the bytes the
+  // barrier expects. Boxes past the sequence's
+  // last page are not issued, and the barrier expects only the bytes
+  // issued; their rows keep stale data, which the consumers mask (K) or
+  // zero (V, the tail tile) like any row past the sequence's keys.
+  __device__ __forceinline__ void tma_load_k(unsigned tile, unsigned full, int kt, int lane) const {
+    tma_load(k_map, tile, full, kt, lane);
   }
-  __device__ __forceinline__ void tma_load_v(unsigned tile, unsigned full, int kt) const {
-    tma_load(v_map, tile, full, kt);
+  __device__ __forceinline__ void tma_load_v(unsigned tile, unsigned full, int kt, int lane) const {
+    tma_load(v_map, tile, full, kt, lane);
   }
 
   // fp8: TMA of key tile kt of K and of V as raw rows of D bytes, a box
@@ -292,14 +295,17 @@ struct PagedKV {
   }
 
   __device__ __forceinline__ void tma_load(const TensorMap* map, unsigned tile, unsigned full,
-                                           int kt) const {
+                                           int kt, int lane) const {
     constexpr TileConfig kTile = tile_config<C>();
     const int j0 = kt * BN;
     const int rows = page_size < BN ? page_size : BN;  // one box, inside one page
     const int boxes = ptx::imin(BN / rows, (n_k - j0 + rows - 1) / rows);
-    ptx::mbarrier_arrive_expect_tx(full, static_cast<unsigned>(boxes * rows * D * 2));
+    if (lane == 0) {
+      ptx::mbarrier_arrive_expect_tx(full, static_cast<unsigned>(boxes * rows * D * 2));
+    }
+    __syncwarp();
 #pragma unroll 1
-    for (int b = 0; b < boxes; ++b) {
+    for (int b = lane; b < boxes; b += 32) {
       const int j = j0 + b * rows;
       const int page = table[j / page_size];
       const unsigned dst = tile + static_cast<unsigned>(b * rows * kTile.swizzle_bytes);

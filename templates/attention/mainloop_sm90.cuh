@@ -141,21 +141,23 @@ struct MainloopSm90 {
     float sink2[2];
   };
 
-  // The producer: one lane of the producer warpgroup issues every copy,
-  // K of tile i once the consumers are done with Q K^T of tile i - stages,
-  // V once they are done with its P V.
+  // The producer: the first warp of the producer warpgroup issues every
+  // copy, K of tile i once the consumers are done with Q K^T of tile
+  // i - stages, V once they are done with its P V. The source decides
+  // which lanes issue what (contiguous K/V: lane 0 alone; pages: a lane
+  // per page the tile spans, so the block-table lookups overlap).
   struct Producer {
     static __device__ __forceinline__ void run(const SharedTiles& smem, const KV& kv, int first,
-                                               int last) {
-      kv.prefetch_maps();
+                                               int last, int lane) {
+      if (lane == 0) kv.prefetch_maps();
 #pragma unroll 1
       for (int kt = first; kt <= last; ++kt) {
         const int i = kt - first;
         const unsigned tile = Ring::stage(i) * kTile.kv_tile_bytes;  // in either ring
         if (i >= kStages) Ring::wait_empty(smem.ring.empty_k, i);
-        kv.tma_load_k(smem.k + tile, Ring::at(smem.ring.full_k, i), kt);
+        kv.tma_load_k(smem.k + tile, Ring::at(smem.ring.full_k, i), kt, lane);
         if (i >= kStages) Ring::wait_empty(smem.ring.empty_v, i);
-        kv.tma_load_v(smem.v + tile, Ring::at(smem.ring.full_v, i), kt);
+        kv.tma_load_v(smem.v + tile, Ring::at(smem.ring.full_v, i), kt, lane);
       }
     }
   };
