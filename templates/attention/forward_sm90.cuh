@@ -42,7 +42,7 @@ __device__ void forward_sm90(const Params<typename C::dtype>& prm) {
     if constexpr (kTile.rebalance) ptx::setmaxnreg_dec<kTile.producer_registers>();
     if constexpr (kFp8) {
       Mainloop::Fp8Producer::run(smem, KV(prm, work), first, last, tid - C::warps * 32);
-    } else if (warp == C::warps) {
+    } else if (KV::issues_copies(tid - C::warps * 32)) {
       Mainloop::Producer::run(smem, KV(prm, work), first, last, lane);
     }
     return;

@@ -80,6 +80,10 @@ struct VarlenKV {
   using T = typename C::dtype;
   static constexpr int D = C::head_dim;
   static constexpr int BN = C::block_n;
+  // Whether producer thread `ptid` (of the producer warpgroups) issues the
+  // TMA copies: the first alone (a tile is D / tma_chunk boxes at one
+  // address).
+  static __device__ __forceinline__ bool issues_copies(int ptid) { return ptid == 0; }
 
   const T* k;  // the sequence's first k row of kv head hk (the work tile's)
   const T* v;
@@ -136,7 +140,7 @@ struct VarlenKV {
 
   // TMA of key tile kt of K (or V) into the swizzled tile at shared address
   // `tile`, as D / tma_chunk boxes whose bytes complete the phase of the
-  // mbarrier `full`. Called by a producer warp; lane 0 issues it. Whole
+  // mbarrier `full`. Lane 0 of the producer warp issues it. Whole
   // boxes: the rows past the sequence's keys arrive too (the next
   // sequence's, or zeros past the tensor).
   __device__ __forceinline__ void tma_load_k(unsigned tile, unsigned full, int kt, int lane) const {
@@ -149,8 +153,10 @@ struct VarlenKV {
   // fp8: TMA of key tile kt of K and of V as raw rows of D bytes (one box
   // each, the maps' element a byte) at shared addresses raw_k and raw_v,
   // completing the phase of `bar`; rows past the tensor arrive as zeros.
+  // Lane 0 of the producer warp issues it.
   __device__ __forceinline__ void tma_stage_fp8(unsigned raw_k, unsigned raw_v, unsigned bar,
-                                                int kt) const {
+                                                int kt, int lane) const {
+    if (lane != 0) return;
     const int row = k_begin + kt * BN;
     ptx::mbarrier_arrive_expect_tx(bar, 2u * unsigned(BN * D));
     ptx::tma_load_3d(raw_k, k_map, bar, 0, hk, row);
@@ -180,6 +186,8 @@ struct PagedKV {
   using T = typename C::dtype;
   static constexpr int D = C::head_dim;
   static constexpr int BN = C::block_n;
+  // The first producer warp: a lane per page of a tile (tma_load).
+  static __device__ __forceinline__ bool issues_copies(int ptid) { return ptid < 32; }
 
   const T* k;  // kv head hk of page 0
   const T* v;
@@ -257,17 +265,21 @@ struct PagedKV {
   }
 
   // fp8: TMA of key tile kt of K and of V as raw rows of D bytes, a box
-  // per page the tile spans (as tma_load), each page looked up once for
-  // both; boxes past the sequence's last page are not issued (their rows
-  // keep stale bytes: masked in K, zeroed in V after conversion).
+  // per page the tile spans (as tma_load: a lane per page, lane 0 setting
+  // the bytes expected first), each page looked up once for both; boxes
+  // past the sequence's last page are not issued (their rows keep stale
+  // bytes: masked in K, zeroed in V after conversion).
   __device__ __forceinline__ void tma_stage_fp8(unsigned raw_k, unsigned raw_v, unsigned bar,
-                                                int kt) const {
+                                                int kt, int lane) const {
     const int j0 = kt * BN;
     const int rows = page_size < BN ? page_size : BN;
     const int boxes = ptx::imin(BN / rows, (n_k - j0 + rows - 1) / rows);
-    ptx::mbarrier_arrive_expect_tx(bar, 2u * static_cast<unsigned>(boxes * rows * D));
+    if (lane == 0) {
+      ptx::mbarrier_arrive_expect_tx(bar, 2u * static_cast<unsigned>(boxes * rows * D));
+    }
+    __syncwarp();
 #pragma unroll 1
-    for (int b = 0; b < boxes; ++b) {
+    for (int b = lane; b < boxes; b += 32) {
       const int j = j0 + b * rows;
       const int page = table[j / page_size];
       const unsigned offset = static_cast<unsigned>(b * rows * D);

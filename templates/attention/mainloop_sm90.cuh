@@ -141,11 +141,11 @@ struct MainloopSm90 {
     float sink2[2];
   };
 
-  // The producer: the first warp of the producer warpgroup issues every
-  // copy, K of tile i once the consumers are done with Q K^T of tile
-  // i - stages, V once they are done with its P V. The source decides
-  // which lanes issue what (contiguous K/V: lane 0 alone; pages: a lane
-  // per page the tile spans, so the block-table lookups overlap).
+  // The producer: the threads of the producer warpgroup the source names
+  // (KV::issues_copies) issue every copy, K of tile i once the consumers
+  // are done with Q K^T of tile i - stages, V once they are done with its
+  // P V (contiguous K/V: lane 0 alone; pages: a lane per page the tile
+  // spans, so the block-table lookups overlap).
   struct Producer {
     static __device__ __forceinline__ void run(const SharedTiles& smem, const KV& kv, int first,
                                                int last, int lane) {
@@ -196,10 +196,10 @@ struct MainloopSm90 {
 
     static __device__ __forceinline__ void run(const SharedTiles& smem, const KV& kv, int first,
                                                int last, int ptid) {
-      if (ptid == 0) {
-        kv.prefetch_maps();
+      if (KV::issues_copies(ptid)) {
+        if (ptid == 0) kv.prefetch_maps();
 #pragma unroll 1
-        for (int i = 0; i < kRawStages; ++i) stage(smem, kv, first, last, i);
+        for (int i = 0; i < kRawStages; ++i) stage(smem, kv, first, last, i, ptid);
       }
 #pragma unroll 1
       for (int kt = first; kt <= last; ++kt) {
@@ -216,19 +216,20 @@ struct MainloopSm90 {
         ptx::fence_proxy_async_shared();
         ptx::mbarrier_arrive(Ring::at(smem.ring.full_v, i));
         ptx::named_barrier_sync(2, kThreads);
-        if (ptid == 0) stage(smem, kv, first, last, i + kRawStages);
+        if (KV::issues_copies(ptid)) stage(smem, kv, first, last, i + kRawStages, ptid);
       }
     }
 
     // TMA of tile first + i into its staging buffer (nothing past the last
-    // tile). The copying lane orders the warpgroup's reads of the buffer's
-    // previous tile (named barrier 2) before the async proxy's writes.
+    // tile), by the producer threads the source names (issues_copies). Each copying lane orders the
+    // warpgroup's reads of the buffer's previous tile (named barrier 2)
+    // before the async proxy's writes.
     static __device__ __forceinline__ void stage(const SharedTiles& smem, const KV& kv, int first,
-                                                 int last, int i) {
+                                                 int last, int i, int lane) {
       const int kt = first + i;
       if (kt > last) return;
       ptx::fence_proxy_async_shared();
-      kv.tma_stage_fp8(raw(smem, i), raw(smem, i) + kRawBytes, staged(smem, i), kt);
+      kv.tma_stage_fp8(raw(smem, i), raw(smem, i) + kRawBytes, staged(smem, i), kt, lane);
     }
   };
 
