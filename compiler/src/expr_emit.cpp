@@ -9,6 +9,7 @@
 
 #include "attnjit/error.h"
 #include "attnjit/expr.h"
+#include "expr_tree.h"
 #include "names.h"
 
 namespace attnjit {
@@ -499,6 +500,8 @@ class ClassifyEmitter {
 constexpr const char* kPositionParams = "int b, int h, int hk, int p, int j, int n_q, int n_k";
 
 }  // namespace
+
+void detail::check_expr_tree(const Expr& expr) { check_tree(expr); }
 
 std::string divisor_field(const std::string& arg) { return "attnjit_div_" + arg; }
 

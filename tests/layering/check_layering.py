@@ -48,6 +48,8 @@ UNIT_OF = {
     "compiler/src/expr_eval.cpp": "expr",
     "compiler/src/expr_parse.cpp": "expr",
     "compiler/src/expr_print.cpp": "expr",
+    "compiler/src/expr_tree.h": "expr",
+    "compiler/src/expr_vm.cpp": "expr",
     "compiler/src/flag_values.h": "spec",
     "compiler/src/flags.cpp": "spec",
     "compiler/src/matrix.cpp": "spec",

@@ -2,7 +2,9 @@
 // host with templates/attention/user_expr.cuh: its mask(), score(),
 // classify() and key_bounds() agree with the host evaluator, classifier
 // and key bounds (the CPU
-// reference's semantics) on random problems; and classification of the
+// reference's semantics) on random problems; the expression VM
+// (user_vm.cuh, compile_vm) computes what the emitted code computes, bit
+// for bit; and classification of the
 // causal and sliding-window rules written as expressions matches
 // templates/attention/mask.cuh's built-ins tile for tile (the same key
 // tiles visited, the same interior tiles).
@@ -23,6 +25,7 @@
 #include "host_device.h"
 #include "attention/mask.cuh"
 #include "attention/user_expr.cuh"
+#include "attention/user_vm.cuh"
 #include "expr_cases.h"
 #include "host_device_end.h"
 // clang-format on
@@ -219,6 +222,166 @@ TEST(ExprDevice, EmittedCodeAgreesWithTheHostEvaluator) {
   EXPECT_GT(pairs, 10000);
   EXPECT_GT(tiles, 400);
   EXPECT_GE(bounded, 5 * 24);  // the five bound cases at least
+}
+
+// The VM's inputs for a problem: random_context()'s int32 args chunk, wl,
+// wr in int slots 0-2 and temp in float slot 0 (compile_vm numbers each
+// kind in the context's order), its eight tensors in theirs.
+struct VmProblem {
+  int ints[vm::kIntSlots] = {};
+  float floats[vm::kFloatSlots] = {};
+  const void* tensors[vm::kTensorSlots] = {};
+
+  explicit VmProblem(const Params& prm) {
+    ints[0] = prm.chunk;
+    ints[1] = prm.wl;
+    ints[2] = prm.wr;
+    floats[0] = prm.temp;
+    const void* t[] = {prm.doc, prm.qdoc, prm.prefix, prm.kvt, prm.bias, prm.slopes, prm.sdoc,
+                       prm.sbias};
+    for (int i = 0; i < 8; ++i) tensors[i] = t[i];
+  }
+  vm::Inputs inputs(const ExprEnv& env, const Params& prm) const {
+    return vm::Inputs{env.b, env.h, env.hk, env.p, env.j, env.n_q, env.n_k, float(env.s),
+                      ints, floats, tensors, prm.cu_seqlens_q, prm.cu_seqlens_k,
+                      prm.num_heads_q, prm.num_heads_kv};
+  }
+};
+
+bool same_float(float a, float b) {
+  return (std::isnan(a) && std::isnan(b)) || vm::as_bits(a) == vm::as_bits(b);
+}
+
+TEST(ExprVm, SlotsFollowTheContextOrder) {
+  const ExprContext ctx = testing::random_context();
+  const Expr mask = parse_expr("p - j <= wr and chunk < 3 and temp > 0.5 and doc[j] == sbias[1]",
+                               ExprKind::kMask, ctx, "t", 1, 1);
+  VmProgram program;
+  ASSERT_TRUE(compile_vm(mask, program));
+  ASSERT_EQ(program.scalar_slots, (std::vector<int>{0, 1, 0, 2}));  // chunk wl | temp | wr
+  ASSERT_EQ(program.tensor_slots.size(), ctx.tensors.size());
+  EXPECT_EQ(program.count, int(mask.nodes.size()));
+  EXPECT_EQ(program.code.size(), 2 * mask.nodes.size());
+  EXPECT_EQ(program.result, mask.root);
+}
+
+// Every case of the emitted code (the fixed list and the random ones over
+// the whole grammar): the VM's mask and score equal the emitted mask() and
+// score() on random problems and elements, floats to the bit.
+TEST(ExprVm, RunsWhatTheEmittedCodeComputes) {
+  const ExprContext ctx = testing::random_context();
+  std::mt19937_64 rng(7);
+  long long elements = 0;
+  expr_cases::for_each_case<Params>([&](int index, auto user) {
+    using User = decltype(user);
+    const auto& c = expr_cases::kCases[index];
+    const Expr mask = parse_expr(c.mask, ExprKind::kMask, ctx, "case", 1, 1);
+    const Expr score = parse_expr(c.score, ExprKind::kScore, ctx, "case", 1, 1);
+    VmProgram mask_vm, score_vm;
+    std::string why;
+    ASSERT_TRUE(compile_vm(mask, mask_vm, &why)) << c.mask << ": " << why;
+    ASSERT_TRUE(compile_vm(score, score_vm, &why)) << c.score << ": " << why;
+    for (int trial = 0; trial < 12; ++trial) {
+      Problem problem(rng);
+      const VmProblem slots(problem.prm);
+      ExprEnv env = problem.env;
+      const int group = env.num_heads_q / env.num_heads_kv;
+      for (int e = 0; e < 64; ++e) {
+        env.h = int(rng() % 8);
+        env.hk = env.h / group;
+        env.p = int(rng() % 60) - 10;
+        env.j = int(rng() % 60) - 10;
+        env.s = double(int(rng() % 33) - 16) * 0.375;
+        const vm::Inputs in = slots.inputs(env, problem.prm);
+        const auto row = User::row(problem.prm, env.b, env.h, env.hk, env.p, env.n_q, env.n_k);
+        ASSERT_EQ(vm::run_mask(mask_vm.code.data(), mask_vm.count, mask_vm.result, in),
+                  User::mask(problem.prm, row, env.b, env.h, env.hk, env.p, env.j, env.n_q,
+                             env.n_k))
+            << c.mask << " p=" << env.p << " j=" << env.j << " h=" << env.h;
+        const float want = User::score(problem.prm, row, float(env.s), env.b, env.h, env.hk,
+                                       env.p, env.j, env.n_q, env.n_k);
+        const float got = vm::run_score(score_vm.code.data(), score_vm.count, score_vm.result, in);
+        ASSERT_TRUE(same_float(want, got)) << c.score << ": " << want << " vs " << got;
+        ++elements;
+      }
+    }
+  });
+  std::printf("%lld elements\n", elements);
+  EXPECT_GT(elements, 20000);
+}
+
+// Each operation on edge values, against the host evaluator: int results
+// exactly (the VM's register of the int subtree), comparisons with ties
+// and NaN, and a table sized by an int32 arg read through that arg's slot.
+TEST(ExprVm, EveryOperationOnEdgeValues) {
+  ExprContext ctx;
+  ctx.scalars = {{"x", ExprType::kInt}, {"n", ExprType::kInt}, {"f", ExprType::kFloat},
+                 {"y", ExprType::kInt}};
+  ctx.tensors = {{"tab", ExprType::kInt, TensorDomain::kTable, 0, "n"}};
+  const int tab[] = {10, 11, 12, 13, 14, 15, 16, 17};
+  const void* tensors[vm::kTensorSlots] = {tab};
+  const int ints_values[] = {INT_MIN, INT_MIN + 1, -7, -2, -1, 0, 1, 2, 3, 7, INT_MAX};
+  const float float_values[] = {-2.f, 0.f, 0.5f, 1.f, NAN, INFINITY, -INFINITY};
+  const char* int_ops[] = {"x + y", "x - y", "x * y", "x / y", "x % y", "min(x, y)",
+                           "max(x, y)", "-x", "abs(x)", "select(x < y, x, y)"};
+  const char* masks[] = {"x < y", "x <= y", "x > y", "x >= y", "x == y", "x != y",
+                         "f < 0.5", "f <= 0.5", "f > 0.5", "f >= 0.5", "f == 0.5", "f != 0.5",
+                         "(x < y) == (y < x)", "(x < y) != (f < 0.5)", "x < y and f < 0.5",
+                         "x < y or f < 0.5", "not (x < y)", "tab[x] == y", "tab[y] > 12"};
+  long long checked = 0;
+  for (const int x : ints_values) {
+    for (const int y : ints_values) {
+      for (const float f : float_values) {
+        const int n = 3;  // tab's size: reads at 3.. and below 0 give 0
+        const int ints[vm::kIntSlots] = {x, n, y};
+        const float floats[vm::kFloatSlots] = {f};
+        ExprEnv env;
+        env.scalars = {double(x), double(n), double(f), double(y)};
+        env.tensors.resize(1);
+        env.tensors[0].ints.assign(std::begin(tab), std::end(tab));
+        const vm::Inputs in{0, 0, 0, 0, 0, 0, 0, 0.f, ints, floats, tensors, nullptr, nullptr,
+                            1, 1};
+        for (const char* text : int_ops) {
+          const Expr m = parse_expr(std::string("(") + text + ") == 0", ExprKind::kMask, ctx, "t",
+                                    1, 1);
+          Expr sub = m;
+          sub.root = m.nodes[std::size_t(m.root)].kids[0];
+          VmProgram program;
+          ASSERT_TRUE(compile_vm(m, program));
+          ASSERT_EQ(vm::run(program.code.data(), program.count, sub.root, in), evaluate(sub, env).i)
+              << text << " x=" << x << " y=" << y;
+          ++checked;
+        }
+        for (const char* text : masks) {
+          const Expr m = parse_expr(text, ExprKind::kMask, ctx, "t", 1, 1);
+          VmProgram program;
+          ASSERT_TRUE(compile_vm(m, program));
+          ASSERT_EQ(vm::run_mask(program.code.data(), program.count, program.result, in),
+                    evaluate_mask(m, env))
+              << text << " x=" << x << " y=" << y << " f=" << f;
+          ++checked;
+        }
+      }
+    }
+  }
+  EXPECT_GT(checked, 20000);
+}
+
+// What does not fit is refused with the reason, not truncated.
+TEST(ExprVm, RefusesWhatExceedsItsLimits) {
+  const ExprContext ctx = testing::random_context();
+  std::string text = "p";
+  for (int i = 0; i < 40; ++i) text = "(" + text + " + j)";
+  const Expr big = parse_expr(text + " >= 0", ExprKind::kMask, ctx, "t", 1, 1);
+  VmProgram program;
+  std::string why;
+  EXPECT_FALSE(compile_vm(big, program, &why));
+  EXPECT_NE(why.find("nodes"), std::string::npos) << why;
+  ExprContext many = ctx;
+  for (int i = 0; i < vm::kIntSlots; ++i) many.scalars.push_back({"extra" + std::to_string(i)});
+  const Expr small = parse_expr("p >= extra7", ExprKind::kMask, many, "t", 1, 1);
+  EXPECT_FALSE(compile_vm(small, program, &why));
+  EXPECT_NE(why.find("int32"), std::string::npos) << why;
 }
 
 template <bool kCausal, bool kWindow>

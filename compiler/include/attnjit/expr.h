@@ -229,6 +229,26 @@ int64_t divisor_multiplier(int32_t d);
 // The header the emitted code includes (templates/attention/user_expr.cuh).
 constexpr const char* kUserExprHeader = "attention/user_expr.cuh";
 
+// --- The expression VM ---------------------------------------------------------
+
+// A checked tree as a program of templates/attention/user_vm.cuh (its
+// instruction format and limits), which one compiled kernel runs for any
+// spec (docs/expressions.md "The expression VM"). Instruction i is node i
+// of the tree; the program reads the spec's int32 and float scalar args and
+// its tensor args through slots, numbered in the order of ExprContext
+// (ints and floats apart).
+struct VmProgram {
+  std::vector<uint32_t> code;  // two words per instruction
+  int count = 0;               // instructions
+  int result = -1;             // the root's register
+  std::vector<int> scalar_slots;  // per ExprContext::scalars: its int or float slot
+  std::vector<int> tensor_slots;  // per ExprContext::tensors: its tensor slot
+};
+// The program of a checked tree, or false (and why) when it does not fit
+// the VM's limits (instructions, slots). Throws Error(kCodegen) for a tree
+// that is not well formed, as emit_user_struct does.
+bool compile_vm(const Expr& expr, VmProgram& program, std::string* why = nullptr);
+
 }  // namespace attnjit
 
 #pragma GCC visibility pop

@@ -1,0 +1,15 @@
+// The well-formedness checks of an expression tree that code is produced
+// from (emit_user_struct, compile_vm): what parse_expr() guarantees,
+// repeated for an Expr built by hand.
+#pragma once
+
+#include "attnjit/expr.h"
+
+namespace attnjit::detail {
+
+// Throws Error(kCodegen) "expression tree: ..." for a tree that is not well
+// formed: children before parents, types as the checker gives them, names
+// that are identifiers, finite fp32 literals.
+void check_expr_tree(const Expr& expr);
+
+}  // namespace attnjit::detail
