@@ -163,7 +163,11 @@ GeneratedSource generate_source(const Spec& spec, const Signature& signature) {
   // gets the include, the struct and the config's `user`, so the units of
   // every other spec are unchanged.
   std::string user_include, user;
-  if (spec.mask || spec.score) {
+  if (spec.expression_vm) {
+    user_include = fmt::format("#include \"{}\"\n", kUserVmHeader);
+    user = emit_vm_user_struct() + "\n";
+    config += "  using user = attnjit_user;\n";
+  } else if (spec.mask || spec.score) {
     check_user_member(spec);
     user_include = fmt::format("#include \"{}\"\n", kUserExprHeader);
     user = emit_user_struct(spec.mask ? &*spec.mask : nullptr,

@@ -219,4 +219,35 @@ bool compile_vm(const Expr& expr, VmProgram& program, std::string* why) {
   return true;
 }
 
+std::string emit_vm_user_struct() {
+  return "// The expression VM (docs/expressions.md): the mask and score programs and\n"
+         "// their args' slots are params fields; every tile is partial.\n"
+         "struct attnjit_user {\n"
+         "  static constexpr bool has_mask = true;\n"
+         "  static constexpr bool has_score = true;\n"
+         "  struct row_values {};\n"
+         "  template <class P>\n"
+         "  __device__ static row_values row(const P&, int, int, int, int, int, int) {\n"
+         "    return row_values{};\n"
+         "  }\n"
+         "  template <class P>\n"
+         "  __device__ static bool mask(const P& prm, const row_values&, int b, int h, int hk, "
+         "int p, int j, int n_q, int n_k) {\n"
+         "    return ::attnjit::vm::params_mask(prm, b, h, hk, p, j, n_q, n_k);\n"
+         "  }\n"
+         "  template <class P>\n"
+         "  __device__ static int classify(const P&, int, int, int, int, int, int, int, int, "
+         "int) {\n"
+         "    return 1;\n"
+         "  }\n"
+         "  static constexpr bool has_key_bounds = false;\n"
+         "  static constexpr bool key_bounds_whole_mask = false;\n"
+         "  template <class P>\n"
+         "  __device__ static float score(const P& prm, const row_values&, float s, int b, int h, "
+         "int hk, int p, int j, int n_q, int n_k) {\n"
+         "    return ::attnjit::vm::params_score(prm, s, b, h, hk, p, j, n_q, n_k);\n"
+         "  }\n"
+         "};\n";
+}
+
 }  // namespace attnjit

@@ -182,5 +182,46 @@ ATTNJIT_EXPR_FN float run_score(const unsigned* code, int count, int result, con
   return as_float(run(code, count, result, in));
 }
 
+// The VM variant's element functions (expr_vm.cpp emit_vm_user_struct):
+// the programs and the args' slots are fields of its params struct
+// (expression_vm_spec: vm_mask_code, vm_i0..vm_i7, vm_f0.., vm_t0..), a
+// program of count 0 is absent (every key visible, the score unchanged).
+// One call per element, not inlined: the kernel keeps one copy of the
+// interpreter (this tier answers while a variant's own kernel compiles;
+// speed is not its point).
+template <class P>
+ATTNJIT_EXPR_FN Inputs params_inputs(const P& prm, const int* ints, const float* floats,
+                                     const void* const* tensors, int b, int h, int hk, int p,
+                                     int j, int n_q, int n_k, float s) {
+  return Inputs{b,      h,      hk,      p,  j, n_q, n_k, s, ints, floats, tensors,
+                prm.cu_seqlens_q, prm.cu_seqlens_k, prm.num_heads_q, prm.num_heads_kv};
+}
+template <class P>
+ATTNJIT_EXPR_COLD int params_run(const P& prm, const int* code, int count, int result, int b,
+                                 int h, int hk, int p, int j, int n_q, int n_k, float s) {
+  const int ints[kIntSlots] = {prm.vm_i0, prm.vm_i1, prm.vm_i2, prm.vm_i3,
+                               prm.vm_i4, prm.vm_i5, prm.vm_i6, prm.vm_i7};
+  const float floats[kFloatSlots] = {prm.vm_f0, prm.vm_f1, prm.vm_f2, prm.vm_f3,
+                                     prm.vm_f4, prm.vm_f5, prm.vm_f6, prm.vm_f7};
+  const void* const tensors[kTensorSlots] = {prm.vm_t0, prm.vm_t1, prm.vm_t2, prm.vm_t3,
+                                             prm.vm_t4, prm.vm_t5, prm.vm_t6, prm.vm_t7};
+  return run(reinterpret_cast<const unsigned*>(code), count, result,
+             params_inputs(prm, ints, floats, tensors, b, h, hk, p, j, n_q, n_k, s));
+}
+template <class P>
+ATTNJIT_EXPR_FN bool params_mask(const P& prm, int b, int h, int hk, int p, int j, int n_q,
+                                 int n_k) {
+  if (prm.vm_mask_count <= 0) return true;
+  return params_run(prm, prm.vm_mask_code, prm.vm_mask_count, prm.vm_mask_result, b, h, hk, p,
+                    j, n_q, n_k, 0.f) != 0;
+}
+template <class P>
+ATTNJIT_EXPR_FN float params_score(const P& prm, float s, int b, int h, int hk, int p, int j,
+                                   int n_q, int n_k) {
+  if (prm.vm_score_count <= 0) return s;
+  return as_float(params_run(prm, prm.vm_score_code, prm.vm_score_count, prm.vm_score_result, b,
+                             h, hk, p, j, n_q, n_k, s));
+}
+
 }  // namespace vm
 }  // namespace attnjit

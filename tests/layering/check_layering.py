@@ -60,6 +60,7 @@ UNIT_OF = {
     "compiler/src/spec_reader.h": "spec",
     "compiler/src/spec_sections.cpp": "spec",
     "compiler/src/spec_sections.h": "spec",
+    "compiler/src/spec_vm.cpp": "spec",
     "compiler/src/resources.cpp": "nvrtc",
     "runtime/include/attnjit/attnjit.h": "c_api",
     "runtime/src/cache_config.cpp": "cache",

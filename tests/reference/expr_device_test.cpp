@@ -367,6 +367,71 @@ TEST(ExprVm, EveryOperationOnEdgeValues) {
   EXPECT_GT(checked, 20000);
 }
 
+// The VM variant's params as its generated struct holds them (the fields
+// params_mask / params_score read).
+struct VmParams {
+  const int* cu_seqlens_q;
+  const int* cu_seqlens_k;
+  int num_heads_q, num_heads_kv;
+  const int* vm_mask_code;
+  int vm_mask_count, vm_mask_result;
+  const int* vm_score_code;
+  int vm_score_count, vm_score_result;
+  int vm_i0, vm_i1, vm_i2, vm_i3, vm_i4, vm_i5, vm_i6, vm_i7;
+  float vm_f0, vm_f1, vm_f2, vm_f3, vm_f4, vm_f5, vm_f6, vm_f7;
+  const int *vm_t0, *vm_t1, *vm_t2, *vm_t3, *vm_t4, *vm_t5, *vm_t6, *vm_t7;
+};
+
+// Slot k is field vm_ik / vm_fk / vm_tk, the programs come from their
+// fields, and count 0 means no mask (all visible) and no score (s).
+TEST(ExprVm, ParamsFieldsAreTheSlots) {
+  ExprContext ctx;
+  for (int i = 0; i < vm::kIntSlots; ++i) ctx.scalars.push_back({"i" + std::to_string(i)});
+  for (int i = 0; i < vm::kFloatSlots; ++i) {
+    ctx.scalars.push_back({"f" + std::to_string(i), ExprType::kFloat});
+  }
+  for (int i = 0; i < vm::kTensorSlots; ++i) {
+    ctx.tensors.push_back({"t" + std::to_string(i), ExprType::kInt, TensorDomain::kTable, 4, ""});
+  }
+  std::string mask_text = "i0 == 0", tensor_text = "t0[1] == 0", score_text = "s + f0";
+  for (int i = 1; i < 8; ++i) {
+    mask_text += fmt::format(" and i{} == {}", i, 10 * i);
+    tensor_text += fmt::format(" and t{}[1] == {}", i, 100 * i);
+    score_text += fmt::format(" + f{}", i);
+  }
+  const Expr mask = parse_expr(mask_text, ExprKind::kMask, ctx, "t", 1, 1);
+  const Expr tensor_mask = parse_expr(tensor_text, ExprKind::kMask, ctx, "t", 1, 1);
+  const Expr score = parse_expr(score_text, ExprKind::kScore, ctx, "t", 1, 1);
+  VmProgram m, tm, sc;
+  ASSERT_TRUE(compile_vm(mask, m));
+  ASSERT_TRUE(compile_vm(tensor_mask, tm));
+  ASSERT_TRUE(compile_vm(score, sc));
+  std::vector<int> code_t(tm.code.begin(), tm.code.end());
+  std::vector<std::vector<int>> tabs(8);
+  for (int i = 0; i < 8; ++i) tabs[std::size_t(i)] = {0, 100 * i, 0, 0};
+  std::vector<int> code_m(m.code.begin(), m.code.end()), code_s(sc.code.begin(), sc.code.end());
+  VmParams prm{nullptr, nullptr, 1, 1, code_m.data(), m.count, m.result, code_s.data(), sc.count,
+               sc.result, 0, 10, 20, 30, 40, 50, 60, 70, 1, 2, 4, 8, 16, 32, 64, 128,
+               tabs[0].data(), tabs[1].data(), tabs[2].data(), tabs[3].data(), tabs[4].data(),
+               tabs[5].data(), tabs[6].data(), tabs[7].data()};
+  EXPECT_TRUE(vm::params_mask(prm, 0, 0, 0, 0, 0, 1, 1));
+  EXPECT_EQ(vm::params_score(prm, 0.5f, 0, 0, 0, 0, 0, 1, 1), 255.5f);
+  prm.vm_i7 = 71;  // the last int slot's field
+  EXPECT_FALSE(vm::params_mask(prm, 0, 0, 0, 0, 0, 1, 1));
+  prm.vm_i7 = 70;
+  VmParams tensors = prm;
+  tensors.vm_mask_code = code_t.data();
+  tensors.vm_mask_count = tm.count;
+  tensors.vm_mask_result = tm.result;
+  EXPECT_TRUE(vm::params_mask(tensors, 0, 0, 0, 0, 0, 1, 1));
+  tabs[7][1] = 7;  // the last tensor slot's field
+  EXPECT_FALSE(vm::params_mask(tensors, 0, 0, 0, 0, 0, 1, 1));
+  prm.vm_mask_count = 0;
+  prm.vm_score_count = 0;
+  EXPECT_TRUE(vm::params_mask(prm, 0, 0, 0, 0, 0, 1, 1));
+  EXPECT_EQ(vm::params_score(prm, 0.5f, 0, 0, 0, 0, 0, 1, 1), 0.5f);
+}
+
 // What does not fit is refused with the reason, not truncated.
 TEST(ExprVm, RefusesWhatExceedsItsLimits) {
   const ExprContext ctx = testing::random_context();

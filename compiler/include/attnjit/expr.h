@@ -249,6 +249,13 @@ struct VmProgram {
 // that is not well formed, as emit_user_struct does.
 bool compile_vm(const Expr& expr, VmProgram& program, std::string* why = nullptr);
 
+// The `struct attnjit_user` of the VM variant (expression_vm_spec): its
+// mask and score run the programs its params hold; classify() says every
+// tile is partial (the programs are not known when the kernel compiles).
+std::string emit_vm_user_struct();
+// The header it includes (templates/attention/user_vm.cuh).
+constexpr const char* kUserVmHeader = "attention/user_vm.cuh";
+
 }  // namespace attnjit
 
 #pragma GCC visibility pop

@@ -163,6 +163,9 @@ struct Spec {
   // rules see instead of the variant's own, e.g. {window: true} for a
   // band-shaped mask, so that it gets the tiles of the built-in window.
   std::map<std::string, FlagValue> tune_as;
+  // The expression VM's variant (expression_vm_spec(), never parsed from a
+  // spec's text): its unit defines the VM's `struct attnjit_user`.
+  bool expression_vm = false;
 
   const FlagDecl* find_flag(const std::string& name) const;
   const Preset* find_preset(const std::string& name) const;
@@ -175,6 +178,13 @@ ExprContext expr_context(const Spec& spec);
 // Parses and validates. Throws Error(kSpec) "file:line:col: message".
 Spec parse_spec(const std::string& yaml_text, const std::string& source_name);
 Spec load_spec_file(const std::string& path);
+
+// The expression VM's spec (docs/expressions.md "The expression VM"): the
+// attention spec extended with the VM's args (the mask and score programs,
+// vm_mask_code / _count / _result and vm_score_*, and the slots vm_i0..7,
+// vm_f0..7, vm_t0..7); its variants run any spec's expressions from
+// their params. Built in code, not embedded YAML: no spec lists it.
+const Spec& expression_vm_spec();
 
 // Specs compiled into the library (specs/*.yaml at build time).
 std::vector<std::string> embedded_spec_names();                  // e.g. "attention"
