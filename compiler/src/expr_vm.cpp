@@ -102,9 +102,18 @@ uint32_t word(unsigned op, int a = 0, int b = 0, int c = 0) {
 
 uint32_t float_bits(double value) { return static_cast<uint32_t>(vm::as_bits(static_cast<float>(value))); }
 
+// The slot of `name` in `names`, added at the end when new.
+int slot_of(std::vector<std::string>& names, const std::string& name) {
+  for (std::size_t i = 0; i < names.size(); ++i) {
+    if (names[i] == name) return static_cast<int>(i);
+  }
+  names.push_back(name);
+  return static_cast<int>(names.size()) - 1;
+}
+
 }  // namespace
 
-bool compile_vm(const Expr& expr, VmProgram& program, std::string* why) {
+bool compile_vm(const Expr& expr, VmSlots& slots, VmProgram& program, std::string* why) {
   detail::check_expr_tree(expr);
   const auto refuse = [&](std::string reason) {
     if (why != nullptr) *why = std::move(reason);
@@ -116,27 +125,15 @@ bool compile_vm(const Expr& expr, VmProgram& program, std::string* why) {
     return refuse(fmt::format("{} nodes (the VM runs at most {})", count, vm::kMaxInstructions));
   }
   VmProgram out;
-  int ints = 0, floats = 0;
-  for (const ExprScalar& s : ctx.scalars) {
-    out.scalar_slots.push_back(s.type == ExprType::kFloat ? floats++ : ints++);
-  }
-  if (ints > vm::kIntSlots || floats > vm::kFloatSlots) {
-    return refuse(fmt::format("{} int32 and {} float args (the VM has {} and {} slots)", ints,
-                              floats, vm::kIntSlots, vm::kFloatSlots));
-  }
-  if (ctx.tensors.size() > static_cast<std::size_t>(vm::kTensorSlots)) {
-    return refuse(fmt::format("{} tensor args (the VM has {} slots)", ctx.tensors.size(),
-                              vm::kTensorSlots));
-  }
-  for (std::size_t t = 0; t < ctx.tensors.size(); ++t) out.tensor_slots.push_back(static_cast<int>(t));
+  const auto scalar_slot = [&](const ExprScalar& s) {
+    return slot_of(s.type == ExprType::kFloat ? slots.floats : slots.ints, s.name);
+  };
   // A table whose size is an int32 arg reads it from that arg's slot.
   const auto size_code = [&](const ExprTensor& t) -> int32_t {
     if (t.per != TensorDomain::kTable) return 0;
     if (t.size_arg.empty()) return static_cast<int32_t>(t.size);
-    for (std::size_t s = 0; s < ctx.scalars.size(); ++s) {
-      if (ctx.scalars[s].name == t.size_arg && ctx.scalars[s].type == ExprType::kInt) {
-        return -1 - out.scalar_slots[s];
-      }
+    for (const ExprScalar& s : ctx.scalars) {
+      if (s.name == t.size_arg && s.type == ExprType::kInt) return -1 - scalar_slot(s);
     }
     throw Error(ErrorKind::kCodegen,
                 "expression tree: table " + t.name + " is sized by an arg that is no int32 scalar");
@@ -163,14 +160,14 @@ bool compile_vm(const Expr& expr, VmProgram& program, std::string* why) {
         w = word(var_op(n.var));
         break;
       case ExprOp::kScalar: {
-        const auto slot = out.scalar_slots[static_cast<std::size_t>(n.index)];
+        const int slot = scalar_slot(ctx.scalars[static_cast<std::size_t>(n.index)]);
         w = word(n.type == ExprType::kFloat ? vm::kScalarFloat : vm::kScalarInt, slot);
         break;
       }
       case ExprOp::kTensor: {
         const ExprTensor& t = ctx.tensors[static_cast<std::size_t>(n.index)];
         w = word(t.elem == ExprType::kFloat ? vm::kLoadFloat : vm::kLoadInt, kid(0),
-                 out.tensor_slots[static_cast<std::size_t>(n.index)], domain_code(t.per));
+                 slot_of(slots.tensors, t.name), domain_code(t.per));
         imm = static_cast<uint32_t>(size_code(t));
         break;
       }
@@ -212,6 +209,14 @@ bool compile_vm(const Expr& expr, VmProgram& program, std::string* why) {
     ATTNJIT_CHECK((w & 255u) < vm::kOpCount, "every checked node has a VM operation");
     out.code.push_back(w);
     out.code.push_back(imm);
+  }
+  if (slots.ints.size() > static_cast<std::size_t>(vm::kIntSlots) ||
+      slots.floats.size() > static_cast<std::size_t>(vm::kFloatSlots) ||
+      slots.tensors.size() > static_cast<std::size_t>(vm::kTensorSlots)) {
+    return refuse(fmt::format("{} int32, {} float and {} tensor args read (the VM has {}, {} and "
+                              "{} slots)",
+                              slots.ints.size(), slots.floats.size(), slots.tensors.size(),
+                              vm::kIntSlots, vm::kFloatSlots, vm::kTensorSlots));
   }
   out.count = count;
   out.result = expr.root;

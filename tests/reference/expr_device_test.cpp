@@ -13,6 +13,7 @@
 #include <climits>
 #include <cstdio>
 #include <cmath>
+#include <map>
 #include <random>
 #include <vector>
 
@@ -224,22 +225,24 @@ TEST(ExprDevice, EmittedCodeAgreesWithTheHostEvaluator) {
   EXPECT_GE(bounded, 5 * 24);  // the five bound cases at least
 }
 
-// The VM's inputs for a problem: random_context()'s int32 args chunk, wl,
-// wr in int slots 0-2 and temp in float slot 0 (compile_vm numbers each
-// kind in the context's order), its eight tensors in theirs.
+// The VM's inputs for a problem: random_context()'s args in the slots
+// compile_vm gave them.
 struct VmProblem {
   int ints[vm::kIntSlots] = {};
   float floats[vm::kFloatSlots] = {};
   const void* tensors[vm::kTensorSlots] = {};
 
-  explicit VmProblem(const Params& prm) {
-    ints[0] = prm.chunk;
-    ints[1] = prm.wl;
-    ints[2] = prm.wr;
-    floats[0] = prm.temp;
-    const void* t[] = {prm.doc, prm.qdoc, prm.prefix, prm.kvt, prm.bias, prm.slopes, prm.sdoc,
-                       prm.sbias};
-    for (int i = 0; i < 8; ++i) tensors[i] = t[i];
+  VmProblem(const VmSlots& slots, const Params& prm) {
+    const std::map<std::string, int> int_args = {
+        {"chunk", prm.chunk}, {"wl", prm.wl}, {"wr", prm.wr}};
+    const std::map<std::string, const void*> tensor_args = {
+        {"doc", prm.doc},   {"qdoc", prm.qdoc},     {"prefix", prm.prefix}, {"kvt", prm.kvt},
+        {"bias", prm.bias}, {"slopes", prm.slopes}, {"sdoc", prm.sdoc},     {"sbias", prm.sbias}};
+    for (std::size_t i = 0; i < slots.ints.size(); ++i) ints[i] = int_args.at(slots.ints[i]);
+    for (std::size_t i = 0; i < slots.floats.size(); ++i) floats[i] = prm.temp;  // the one float
+    for (std::size_t i = 0; i < slots.tensors.size(); ++i) {
+      tensors[i] = tensor_args.at(slots.tensors[i]);
+    }
   }
   vm::Inputs inputs(const ExprEnv& env, const Params& prm) const {
     return vm::Inputs{env.b, env.h, env.hk, env.p, env.j, env.n_q, env.n_k, float(env.s),
@@ -252,17 +255,31 @@ bool same_float(float a, float b) {
   return (std::isnan(a) && std::isnan(b)) || vm::as_bits(a) == vm::as_bits(b);
 }
 
-TEST(ExprVm, SlotsFollowTheContextOrder) {
+// Slots in order of first use, shared by the programs of one VmSlots; a
+// table sized by an arg gives it a slot.
+TEST(ExprVm, SlotsAreGivenInOrderOfFirstUse) {
   const ExprContext ctx = testing::random_context();
   const Expr mask = parse_expr("p - j <= wr and chunk < 3 and temp > 0.5 and doc[j] == sbias[1]",
                                ExprKind::kMask, ctx, "t", 1, 1);
-  VmProgram program;
-  ASSERT_TRUE(compile_vm(mask, program));
-  ASSERT_EQ(program.scalar_slots, (std::vector<int>{0, 1, 0, 2}));  // chunk wl | temp | wr
-  ASSERT_EQ(program.tensor_slots.size(), ctx.tensors.size());
-  EXPECT_EQ(program.count, int(mask.nodes.size()));
-  EXPECT_EQ(program.code.size(), 2 * mask.nodes.size());
-  EXPECT_EQ(program.result, mask.root);
+  const Expr score = parse_expr("s + slopes[h] * wl + wr", ExprKind::kScore, ctx, "t", 1, 1);
+  VmSlots slots;
+  VmProgram m, sc;
+  ASSERT_TRUE(compile_vm(mask, slots, m));
+  EXPECT_EQ(slots.ints, (std::vector<std::string>{"wr", "chunk"}));
+  EXPECT_EQ(slots.floats, (std::vector<std::string>{"temp"}));
+  EXPECT_EQ(slots.tensors, (std::vector<std::string>{"doc", "sbias"}));
+  ASSERT_TRUE(compile_vm(score, slots, sc));
+  EXPECT_EQ(slots.ints, (std::vector<std::string>{"wr", "chunk", "wl"}));
+  EXPECT_EQ(slots.tensors, (std::vector<std::string>{"doc", "sbias", "slopes"}));
+  EXPECT_EQ(m.count, int(mask.nodes.size()));
+  EXPECT_EQ(m.code.size(), 2 * mask.nodes.size());
+  EXPECT_EQ(m.result, mask.root);
+  ExprContext sized = ctx;
+  sized.tensors.push_back({"tab", ExprType::kInt, TensorDomain::kTable, 0, "chunk"});
+  VmSlots table_slots;
+  ASSERT_TRUE(compile_vm(parse_expr("tab[j] > 0", ExprKind::kMask, sized, "t", 1, 1),
+                         table_slots, m));
+  EXPECT_EQ(table_slots.ints, (std::vector<std::string>{"chunk"}));
 }
 
 // Every case of the emitted code (the fixed list and the random ones over
@@ -278,12 +295,13 @@ TEST(ExprVm, RunsWhatTheEmittedCodeComputes) {
     const Expr mask = parse_expr(c.mask, ExprKind::kMask, ctx, "case", 1, 1);
     const Expr score = parse_expr(c.score, ExprKind::kScore, ctx, "case", 1, 1);
     VmProgram mask_vm, score_vm;
+    VmSlots vm_slots;
     std::string why;
-    ASSERT_TRUE(compile_vm(mask, mask_vm, &why)) << c.mask << ": " << why;
-    ASSERT_TRUE(compile_vm(score, score_vm, &why)) << c.score << ": " << why;
+    ASSERT_TRUE(compile_vm(mask, vm_slots, mask_vm, &why)) << c.mask << ": " << why;
+    ASSERT_TRUE(compile_vm(score, vm_slots, score_vm, &why)) << c.score << ": " << why;
     for (int trial = 0; trial < 12; ++trial) {
       Problem problem(rng);
-      const VmProblem slots(problem.prm);
+      const VmProblem slots(vm_slots, problem.prm);
       ExprEnv env = problem.env;
       const int group = env.num_heads_q / env.num_heads_kv;
       for (int e = 0; e < 64; ++e) {
@@ -333,21 +351,29 @@ TEST(ExprVm, EveryOperationOnEdgeValues) {
     for (const int y : ints_values) {
       for (const float f : float_values) {
         const int n = 3;  // tab's size: reads at 3.. and below 0 give 0
-        const int ints[vm::kIntSlots] = {x, n, y};
-        const float floats[vm::kFloatSlots] = {f};
+        const std::map<std::string, int> int_args = {{"x", x}, {"n", n}, {"y", y}};
         ExprEnv env;
         env.scalars = {double(x), double(n), double(f), double(y)};
         env.tensors.resize(1);
         env.tensors[0].ints.assign(std::begin(tab), std::end(tab));
-        const vm::Inputs in{0, 0, 0, 0, 0, 0, 0, 0.f, ints, floats, tensors, nullptr, nullptr,
+        // The inputs for the slots compile_vm gave (x, n, y in any order; f).
+        const auto inputs = [&](const VmSlots& slots, int* ints, float* floats) {
+          for (std::size_t i = 0; i < slots.ints.size(); ++i) ints[i] = int_args.at(slots.ints[i]);
+          floats[0] = f;
+          return vm::Inputs{0, 0, 0, 0, 0, 0, 0, 0.f, ints, floats, tensors, nullptr, nullptr,
                             1, 1};
+        };
+        int ints[vm::kIntSlots] = {};
+        float floats[vm::kFloatSlots] = {};
         for (const char* text : int_ops) {
           const Expr m = parse_expr(std::string("(") + text + ") == 0", ExprKind::kMask, ctx, "t",
                                     1, 1);
           Expr sub = m;
           sub.root = m.nodes[std::size_t(m.root)].kids[0];
           VmProgram program;
-          ASSERT_TRUE(compile_vm(m, program));
+          VmSlots slots;
+          ASSERT_TRUE(compile_vm(m, slots, program));
+          const vm::Inputs in = inputs(slots, ints, floats);
           ASSERT_EQ(vm::run(program.code.data(), program.count, sub.root, in), evaluate(sub, env).i)
               << text << " x=" << x << " y=" << y;
           ++checked;
@@ -355,7 +381,9 @@ TEST(ExprVm, EveryOperationOnEdgeValues) {
         for (const char* text : masks) {
           const Expr m = parse_expr(text, ExprKind::kMask, ctx, "t", 1, 1);
           VmProgram program;
-          ASSERT_TRUE(compile_vm(m, program));
+          VmSlots slots;
+          ASSERT_TRUE(compile_vm(m, slots, program));
+          const vm::Inputs in = inputs(slots, ints, floats);
           ASSERT_EQ(vm::run_mask(program.code.data(), program.count, program.result, in),
                     evaluate_mask(m, env))
               << text << " x=" << x << " y=" << y << " f=" << f;
@@ -403,9 +431,13 @@ TEST(ExprVm, ParamsFieldsAreTheSlots) {
   const Expr tensor_mask = parse_expr(tensor_text, ExprKind::kMask, ctx, "t", 1, 1);
   const Expr score = parse_expr(score_text, ExprKind::kScore, ctx, "t", 1, 1);
   VmProgram m, tm, sc;
-  ASSERT_TRUE(compile_vm(mask, m));
-  ASSERT_TRUE(compile_vm(tensor_mask, tm));
-  ASSERT_TRUE(compile_vm(score, sc));
+  VmSlots mask_slots, tensor_slots, score_slots;  // each in order: i0.., t0.., f0..
+  ASSERT_TRUE(compile_vm(mask, mask_slots, m));
+  ASSERT_TRUE(compile_vm(tensor_mask, tensor_slots, tm));
+  ASSERT_TRUE(compile_vm(score, score_slots, sc));
+  ASSERT_EQ(mask_slots.ints.back(), "i7");
+  ASSERT_EQ(tensor_slots.tensors.back(), "t7");
+  ASSERT_EQ(score_slots.floats.back(), "f7");
   std::vector<int> code_t(tm.code.begin(), tm.code.end());
   std::vector<std::vector<int>> tabs(8);
   for (int i = 0; i < 8; ++i) tabs[std::size_t(i)] = {0, 100 * i, 0, 0};
@@ -439,13 +471,22 @@ TEST(ExprVm, RefusesWhatExceedsItsLimits) {
   for (int i = 0; i < 40; ++i) text = "(" + text + " + j)";
   const Expr big = parse_expr(text + " >= 0", ExprKind::kMask, ctx, "t", 1, 1);
   VmProgram program;
+  VmSlots slots;
   std::string why;
-  EXPECT_FALSE(compile_vm(big, program, &why));
+  EXPECT_FALSE(compile_vm(big, slots, program, &why));
   EXPECT_NE(why.find("nodes"), std::string::npos) << why;
   ExprContext many = ctx;
-  for (int i = 0; i < vm::kIntSlots; ++i) many.scalars.push_back({"extra" + std::to_string(i)});
-  const Expr small = parse_expr("p >= extra7", ExprKind::kMask, many, "t", 1, 1);
-  EXPECT_FALSE(compile_vm(small, program, &why));
+  std::string sum = "extra0";
+  for (int i = 0; i <= vm::kIntSlots; ++i) {
+    many.scalars.push_back({"extra" + std::to_string(i)});
+    if (i > 0) sum = "(" + sum + " + extra" + std::to_string(i) + ")";
+  }
+  // Args that are declared but not read take no slot.
+  EXPECT_TRUE(compile_vm(parse_expr("p >= extra7", ExprKind::kMask, many, "t", 1, 1), slots,
+                         program));
+  VmSlots fresh;
+  EXPECT_FALSE(compile_vm(parse_expr(sum + " > 0", ExprKind::kMask, many, "t", 1, 1), fresh,
+                          program, &why));
   EXPECT_NE(why.find("int32"), std::string::npos) << why;
 }
 

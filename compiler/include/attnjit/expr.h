@@ -234,20 +234,23 @@ constexpr const char* kUserExprHeader = "attention/user_expr.cuh";
 // A checked tree as a program of templates/attention/user_vm.cuh (its
 // instruction format and limits), which one compiled kernel runs for any
 // spec (docs/expressions.md "The expression VM"). Instruction i is node i
-// of the tree; the program reads the spec's int32 and float scalar args and
-// its tensor args through slots, numbered in the order of ExprContext
-// (ints and floats apart).
+// of the tree. The scalar and tensor args it reads go to slots (int,
+// float and tensor slots apart), given in order of first use and shared
+// by the programs compiled with the same VmSlots (a spec's mask and
+// score); a table sized by an int32 arg gives that arg a slot too.
+struct VmSlots {
+  std::vector<std::string> ints, floats, tensors;  // arg names, by slot
+};
 struct VmProgram {
   std::vector<uint32_t> code;  // two words per instruction
-  int count = 0;               // instructions
-  int result = -1;             // the root's register
-  std::vector<int> scalar_slots;  // per ExprContext::scalars: its int or float slot
-  std::vector<int> tensor_slots;  // per ExprContext::tensors: its tensor slot
+  int count = 0;               // instructions (0: no program)
+  int result = 0;              // the root's register
 };
 // The program of a checked tree, or false (and why) when it does not fit
-// the VM's limits (instructions, slots). Throws Error(kCodegen) for a tree
-// that is not well formed, as emit_user_struct does.
-bool compile_vm(const Expr& expr, VmProgram& program, std::string* why = nullptr);
+// the VM's limits (instructions, slots; `slots` may then hold more names
+// than fit). Throws Error(kCodegen) for a tree that is not well formed, as
+// emit_user_struct does.
+bool compile_vm(const Expr& expr, VmSlots& slots, VmProgram& program, std::string* why = nullptr);
 
 // The `struct attnjit_user` of the VM variant (expression_vm_spec): its
 // mask and score run the programs its params hold; classify() says every
