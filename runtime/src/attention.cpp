@@ -363,7 +363,12 @@ void AttentionKernel::launch(const AttentionArgs& a, CuStream stream,
   if (a.num_seqs == 0 || a.max_seqlen_q == 0) return;
   if (user_spec_) check_user_args(a, user_args);  // user_kernel.cpp
   if (generic_) {
-    launch_generic(a, stream);  // attention_tier.cpp: the specialized one once it landed
+    // The specialized one once it landed: attention_tier.cpp, user_vm_tier.cpp.
+    if (vm_) {
+      launch_vm(a, stream, user_args);
+    } else {
+      launch_generic(a, stream);
+    }
     return;
   }
   for_args(a).launch_this(a, stream, user_args);

@@ -19,6 +19,7 @@
 #include "attnjit/error.h"
 #include "launch_scratch.h"
 #include "log.h"
+#include "user_vm_tier.h"
 
 namespace attnjit {
 namespace {
@@ -104,36 +105,46 @@ std::shared_ptr<AttentionKernel> AttentionKernel::tiered(const Signature& sig, K
   // The compile joins any other caller's of the same key (the cache's
   // in-flight table); the kernel is memoized, so it outlives the thread
   // (pending_ is joined first when it is destroyed).
-  AttentionKernel* self = kernel.get();
-  kernel->pending_ = std::async(std::launch::async, [self, sig, &cache, target] {
+  kernel->compile_specialized(sig, cache, [sig, &cache, target] {
+    LookupResult result = cache.get(attention_spec(), sig);
+    auto specialized = std::shared_ptr<AttentionKernel>(new AttentionKernel());
+    specialized->init_from(sig, result, cache, target);
+    return specialized;
+  });
+  return kernel;
+}
+
+void AttentionKernel::compile_specialized(const Signature& sig, KernelCache& cache,
+                                          std::function<std::shared_ptr<AttentionKernel>()> build) {
+  const bool log = cache.config().log;
+  pending_ = std::async(std::launch::async, [this, sig, log, build = std::move(build)] {
     const auto start = std::chrono::steady_clock::now();
     try {
-      LookupResult result = cache.get(attention_spec(), sig);
-      auto specialized = std::shared_ptr<AttentionKernel>(new AttentionKernel());
-      specialized->init_from(sig, result, cache, target);
-      std::lock_guard<std::mutex> lock(self->tier_mutex_);
-      self->specialized_owner_ = std::move(specialized);
-      self->specialized_.store(self->specialized_owner_.get(), std::memory_order_release);
+      std::shared_ptr<AttentionKernel> specialized = build();
+      std::lock_guard<std::mutex> lock(tier_mutex_);
+      specialized_owner_ = std::move(specialized);
+      specialized_.store(specialized_owner_.get(), std::memory_order_release);
     } catch (const std::exception& e) {
       // Launches keep the generic variant (the same results); said once.
       log_line(fmt::format("attnjit: {} failed to compile; its generic variant keeps answering: {}",
                            sig.display_name(), e.what()));
-      std::lock_guard<std::mutex> lock(self->tier_mutex_);
-      self->specialized_error_ = std::current_exception();
+      std::lock_guard<std::mutex> lock(tier_mutex_);
+      specialized_error_ = std::current_exception();
       return;
     } catch (...) {
-      std::lock_guard<std::mutex> lock(self->tier_mutex_);
-      self->specialized_error_ = std::current_exception();
+      std::lock_guard<std::mutex> lock(tier_mutex_);
+      specialized_error_ = std::current_exception();
       return;
     }
-    if (cache.config().log) {
+    if (log) {
       const std::chrono::duration<double> took = std::chrono::steady_clock::now() - start;
       log_line(fmt::format("attnjit: {} specialized after {:.0f} ms", sig.display_name(),
                            took.count() * 1000));
     }
   });
-  return kernel;
 }
+
+void count_generic_launch() { generic_launch_count.fetch_add(1, std::memory_order_relaxed); }
 
 const AttentionKernel& AttentionKernel::current() const {
   if (!generic_) return *this;

@@ -80,33 +80,49 @@ std::shared_ptr<AttentionKernel> AttentionKernel::get_user(
   const Target t = target != nullptr ? *target : current_device_target();
   const CompileOptions options = CompileOptions::from_environment(t);
   const Signature sig = make_signature(*spec, flags, options, tuning_overrides);
-  LookupResult found = cache.get(*spec, sig);
+  if (tuning_overrides.empty()) {
+    if (auto tiered = user_tiered(spec, sig, cache, t)) return tiered;
+  }
+  const LookupResult found = cache.get(*spec, sig);
+  return make_user_kernel(std::move(spec), sig, found, cache, t);
+}
+
+std::shared_ptr<AttentionKernel> AttentionKernel::make_user_kernel(
+    std::shared_ptr<const Spec> spec, const Signature& sig, const LookupResult& found,
+    KernelCache& cache, const Target& target) {
   auto kernel = std::shared_ptr<AttentionKernel>(new AttentionKernel());
-  kernel->init_from(sig, found, cache, t);
-  kernel->user_spec_ = std::move(spec);
-  for (size_t i = inherited.fields.size(); i < own.fields.size(); ++i) {
+  kernel->init_from(sig, found, cache, target);
+  kernel->set_user_spec(std::move(spec));
+  return kernel;
+}
+
+void AttentionKernel::set_user_spec(std::shared_ptr<const Spec> spec) {
+  user_spec_ = std::move(spec);
+  const ParamsLayout own = params_layout(*user_spec_);
+  const size_t inherited = params_layout(attention_spec()).fields.size();
+  user_fields_.clear();
+  for (size_t i = inherited; i < own.fields.size(); ++i) {
     UserField field{own.fields[i].name, own.fields[i].type, own.fields[i].offset,
-                    kernel->user_spec_->args.at(i).divisor_of};
+                    user_spec_->args.at(i).divisor_of};
     if (!field.divisor_of.empty()) {
       const auto divisor = std::find_if(own.fields.begin(), own.fields.end(),
                                         [&](const ParamField& f) { return f.name == field.divisor_of; });
       if (divisor == own.fields.end() || divisor->type != ArgType::kI32) {
         throw Error(ErrorKind::kSpec, fmt::format("spec {}: the divisor {} is no int32 arg",
-                                                  quote_name(kernel->user_spec_->family),
+                                                  quote_name(user_spec_->family),
                                                   field.divisor_of));
       }
       field.divisor_offset = divisor->offset;
     }
-    kernel->user_fields_.push_back(std::move(field));
+    user_fields_.push_back(std::move(field));
   }
-  kernel->params_size_ = own.size;
-  for (const std::optional<Expr>* e : {&kernel->user_spec_->mask, &kernel->user_spec_->score}) {
+  params_size_ = own.size;
+  for (const std::optional<Expr>* e : {&user_spec_->mask, &user_spec_->score}) {
     if (!e->has_value()) continue;
     for (const ExprTensor& tensor : (*e)->context.tensors) {
-      if (tensor.per == TensorDomain::kKeyToken) kernel->key_token_tensor_ = tensor.name;
+      if (tensor.per == TensorDomain::kKeyToken) key_token_tensor_ = tensor.name;
     }
   }
-  return kernel;
 }
 
 void AttentionKernel::require_no_user_args() const {

@@ -68,6 +68,8 @@ UNIT_OF = {
     "runtime/src/selfcheck_user.h": "selfcheck",
     "runtime/src/split_kv.cpp": "attention",
     "runtime/src/user_kernel.cpp": "attention",
+    "runtime/src/user_vm_tier.cpp": "attention",
+    "runtime/src/user_vm_tier.h": "attention",
     "runtime/src/attention_args.cpp": "attention",
     "runtime/src/attention_tier.cpp": "attention",
     "runtime/src/generic_tier.cpp": "attention",

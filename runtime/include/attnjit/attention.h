@@ -6,6 +6,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <exception>
+#include <functional>
 #include <future>
 #include <map>
 #include <memory>
@@ -290,6 +291,28 @@ class AttentionKernel {
   const AttentionKernel& current() const;
   AttentionKernel& current();
   void launch_generic(const AttentionArgs& args, CuStream stream);
+  // Starts the background compile of a tiered kernel's own variant
+  // (`build` gets it from the cache) and publishes it, or keeps its error.
+  void compile_specialized(const Signature& sig, KernelCache& cache,
+                           std::function<std::shared_ptr<AttentionKernel>()> build);
+  // A user spec's variant from its cache entry (user_kernel.cpp), and the
+  // spec's own args' places (set_user_spec; checked by get_user).
+  static std::shared_ptr<AttentionKernel> make_user_kernel(std::shared_ptr<const Spec> spec,
+                                                           const Signature& sig,
+                                                           const LookupResult& found,
+                                                           KernelCache& cache,
+                                                           const Target& target);
+  void set_user_spec(std::shared_ptr<const Spec> spec);
+  // The expression VM's tier of user specs (user_vm_tier.cpp; get_user
+  // calls it when ATTNJIT_USER_VM is on): a kernel answered by the VM
+  // variant of its flags while its own variant compiles, or null where
+  // the variant is cached, the VM variant is not, or the expressions do
+  // not fit the VM.
+  static std::shared_ptr<AttentionKernel> user_tiered(const std::shared_ptr<const Spec>& spec,
+                                                      const Signature& sig, KernelCache& cache,
+                                                      const Target& target);
+  void launch_vm(const AttentionArgs& args, CuStream stream, const std::vector<UserArg>& user_args);
+  struct UserVm;  // the programs and their device copies
 
   AttentionFlags flags_;
   std::unique_ptr<Kernel> kernel_;
@@ -328,6 +351,7 @@ class AttentionKernel {
   // lands (its error kept otherwise); pending_ is that compile, declared
   // last so that it is joined before the rest is destroyed.
   std::shared_ptr<AttentionKernel> generic_;
+  std::shared_ptr<UserVm> vm_;  // generic_ is the expression VM's variant
   std::shared_ptr<AttentionKernel> specialized_owner_;
   std::atomic<AttentionKernel*> specialized_{nullptr};
   std::exception_ptr specialized_error_;

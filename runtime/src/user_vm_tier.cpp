@@ -1,0 +1,167 @@
+// The expression VM as the tier of user-spec variants (user_vm_tier.h,
+// docs/tiers.md "User specs"): the plan of a spec's programs, the VM
+// variant's args for a launch, the programs in device memory per context,
+// and get_user's tiered kernel.
+#include "user_vm_tier.h"
+
+#include <chrono>
+#include <cstdint>
+#include <map>
+#include <mutex>
+#include <utility>
+
+#include <fmt/format.h>
+
+#include "attention/user_vm.cuh"
+#include "attnjit/env.h"
+#include "attnjit/error.h"
+#include "log.h"
+
+namespace attnjit {
+
+std::optional<UserVmPlan> plan_user_vm(const Spec& spec, std::string* why) {
+  const auto refuse = [&](std::string reason) -> std::optional<UserVmPlan> {
+    if (why != nullptr) *why = std::move(reason);
+    return std::nullopt;
+  };
+  if (!spec.mask && !spec.score) return refuse("the spec has no expression");
+  UserVmPlan plan;
+  std::string reason;
+  if (spec.mask && !compile_vm(*spec.mask, plan.slots, plan.mask, &reason)) {
+    return refuse("mask: " + reason);
+  }
+  if (spec.score && !compile_vm(*spec.score, plan.slots, plan.score, &reason)) {
+    return refuse("score: " + reason);
+  }
+  const size_t inherited = attention_spec().args.size();
+  const auto own = [&](const std::string& name) {
+    for (size_t i = inherited; i < spec.args.size(); ++i) {
+      if (spec.args[i].name == name && spec.args[i].divisor_of.empty()) return true;
+    }
+    return false;
+  };
+  for (const std::vector<std::string>* names :
+       {&plan.slots.ints, &plan.slots.floats, &plan.slots.tensors}) {
+    for (const std::string& name : *names) {
+      if (!own(name)) return refuse("it reads `" + name + "`, an arg of the attention spec");
+    }
+  }
+  return plan;
+}
+
+std::vector<UserArg> user_vm_args(const UserVmPlan& plan, const std::vector<UserArg>& user_args,
+                                  const void* mask_code, const void* score_code) {
+  const auto value = [&](const std::string& name) -> const decltype(UserArg::value)& {
+    for (const UserArg& arg : user_args) {
+      if (arg.name == name) return arg.value;
+    }
+    throw Error(ErrorKind::kArgument, fmt::format("attention: the arg `{}` is missing", name));
+  };
+  std::vector<UserArg> out;
+  const auto program = [&](const char* name, const VmProgram& p, const void* code) {
+    out.push_back(UserArg{fmt::format("vm_{}_code", name), code});
+    out.push_back(UserArg{fmt::format("vm_{}_count", name), int32_t(p.count)});
+    out.push_back(UserArg{fmt::format("vm_{}_result", name), int32_t(p.result)});
+  };
+  program("mask", plan.mask, mask_code);
+  program("score", plan.score, score_code);
+  const VmSlots& s = plan.slots;
+  for (size_t i = 0; i < size_t(vm::kIntSlots); ++i) {
+    out.push_back(UserArg{fmt::format("vm_i{}", i),
+                          i < s.ints.size() ? std::get<int32_t>(value(s.ints[i])) : int32_t(0)});
+  }
+  for (size_t i = 0; i < size_t(vm::kFloatSlots); ++i) {
+    out.push_back(UserArg{fmt::format("vm_f{}", i),
+                          i < s.floats.size() ? std::get<float>(value(s.floats[i])) : 0.f});
+  }
+  for (size_t i = 0; i < size_t(vm::kTensorSlots); ++i) {
+    out.push_back(UserArg{fmt::format("vm_t{}", i), i < s.tensors.size()
+                                                        ? std::get<const void*>(value(s.tensors[i]))
+                                                        : mask_code});
+  }
+  return out;
+}
+
+// A tiered kernel's programs, uploaded once per context (the mask's words,
+// then the score's) and never freed: a launch in flight may read them.
+struct AttentionKernel::UserVm {
+  UserVmPlan plan;
+  std::mutex mutex;
+  std::map<unsigned long long, CuDevicePtr> code;
+
+  std::pair<const void*, const void*> device_code() {
+    Driver& driver = Driver::get();
+    const unsigned long long ctx = driver.context_id(driver.current_or_primary_context());
+    std::lock_guard<std::mutex> lock(mutex);
+    auto it = code.find(ctx);
+    if (it == code.end()) {
+      std::vector<uint32_t> words = plan.mask.code;
+      words.insert(words.end(), plan.score.code.begin(), plan.score.code.end());
+      if (words.empty()) words.push_back(0);
+      const CuDevicePtr p = driver.mem_alloc(words.size() * sizeof(uint32_t));
+      driver.copy_to_device(p, words.data(), words.size() * sizeof(uint32_t));
+      it = code.emplace(ctx, p).first;
+    }
+    const auto* base = reinterpret_cast<const unsigned char*>(uintptr_t(it->second));
+    return {base, base + plan.mask.code.size() * sizeof(uint32_t)};
+  }
+};
+
+std::shared_ptr<AttentionKernel> AttentionKernel::user_tiered(
+    const std::shared_ptr<const Spec>& spec, const Signature& sig, KernelCache& cache,
+    const Target& target) {
+  if (spec->expression_vm || !env_bool("ATTNJIT_USER_VM", false) ||
+      !env_bool("ATTNJIT_TIERED", true)) {
+    return nullptr;
+  }
+  if (cache.find(*spec, sig)) return nullptr;  // get_user loads it
+  std::optional<UserVmPlan> plan = plan_user_vm(*spec);
+  if (!plan) return nullptr;
+  const Spec& vm_spec = expression_vm_spec();
+  std::optional<Signature> vm_sig;
+  try {
+    const std::map<std::string, FlagValue> values(sig.flags.values.begin(), sig.flags.values.end());
+    vm_sig = make_signature(vm_spec, resolve_flags(vm_spec, values), sig.options);
+  } catch (const Error&) {
+    return nullptr;  // no VM variant of these flags: compile as always
+  }
+  std::optional<LookupResult> found = cache.find(vm_spec, *vm_sig);
+  if (!found) return nullptr;
+  // The spec object is static: a non-owning pointer.
+  const std::shared_ptr<const Spec> vm_ptr(std::shared_ptr<const Spec>(), &vm_spec);
+  auto kernel = std::shared_ptr<AttentionKernel>(new AttentionKernel());
+  kernel->flags_ = AttentionFlags::from_flag_set(sig.flags);
+  kernel->set_user_spec(spec);
+  kernel->generic_ = make_user_kernel(vm_ptr, *vm_sig, *found, cache, target);
+  kernel->vm_ = std::make_shared<UserVm>();
+  kernel->vm_->plan = std::move(*plan);
+  kernel->cache_ = &cache;
+  kernel->target_ = target;
+  if (cache.config().log) {
+    log_line(fmt::format("attnjit: {} answered by the expression VM ({}) while it compiles",
+                         sig.display_name(), vm_sig->display_name()));
+  }
+  kernel->compile_specialized(sig, cache, [spec, sig, &cache, target] {
+    return make_user_kernel(spec, sig, cache.get(*spec, sig), cache, target);
+  });
+  return kernel;
+}
+
+void AttentionKernel::launch_vm(const AttentionArgs& a, CuStream stream,
+                                const std::vector<UserArg>& user_args) {
+  AttentionKernel* specialized = specialized_.load(std::memory_order_acquire);
+  if (!specialized && Driver::get().stream_capturing(stream)) {
+    wait_specialized();
+    specialized = specialized_.load(std::memory_order_acquire);
+  }
+  if (specialized) {
+    specialized->for_args(a).launch_this(a, stream, user_args);
+    return;
+  }
+  const auto [mask_code, score_code] = vm_->device_code();
+  const std::vector<UserArg> args = user_vm_args(vm_->plan, user_args, mask_code, score_code);
+  generic_->for_args(a).launch_this(a, stream, args);
+  count_generic_launch();
+}
+
+}  // namespace attnjit
