@@ -50,6 +50,7 @@ struct BuildArgs {
   std::string shard;  // "K/N", empty: everything
   std::string manifest;  // ATTNJIT_RECORD's file, empty: the specs' matrix
   bool generic = false;  // also each attention variant's generic one (docs/tiers.md)
+  bool user_vm = false;  // also each variant's expression VM variant (docs/tiers.md)
 };
 
 // --shard K/N: K counts from 0 (0 <= K < N).
@@ -314,6 +315,28 @@ void add_generic_variants(std::vector<WorkItem>& items) {
   }
 }
 
+// --user-vm: the expression VM's variant (expression_vm_spec) of the flags
+// of every variant among the items (of the attention spec or a spec that
+// extends it), once each; it answers for a user spec's variant while that
+// compiles (ATTNJIT_USER_VM, docs/tiers.md).
+void add_user_vm_variants(std::vector<WorkItem>& items) {
+  const Spec& vm = expression_vm_spec();
+  std::set<std::string> have;
+  const auto id = [](const Signature& sig) {
+    return sig.canonical() + "@" + sig.options.target.name();
+  };
+  const size_t count = items.size();
+  for (size_t i = 0; i < count; ++i) {
+    const Spec& spec = *items[i].spec;
+    const std::string& family = spec.params_family.empty() ? spec.family : spec.params_family;
+    if (family != attention_spec().family || spec.expression_vm) continue;
+    const FlagSet& flags = items[i].signature.flags;
+    const std::map<std::string, FlagValue> values(flags.values.begin(), flags.values.end());
+    Signature sig = make_signature(vm, resolve_flags(vm, values), items[i].signature.options);
+    if (have.insert(id(sig)).second) items.push_back({&vm, std::move(sig)});
+  }
+}
+
 int run_build_cache(const BuildArgs& a) {
   std::vector<Spec> specs;
   const auto names = a.specs.empty() ? embedded_spec_names() : a.specs;
@@ -345,6 +368,7 @@ int run_build_cache(const BuildArgs& a) {
     }
   }
   if (a.generic) add_generic_variants(items);
+  if (a.user_vm) add_user_vm_variants(items);
   size_t all_items = items.size();
   if (shard.count > 1) {
     // A variant's place in the whole set sorted by (target, canonical
@@ -447,6 +471,9 @@ Runner add_build_cache(CLI::App& app) {
   app.add_flag("--generic", a->generic,
                "Also build the generic variant of each attention variant (the tier that "
                "answers while a variant compiles: ATTNJIT_TIERED)");
+  app.add_flag("--user-vm", a->user_vm,
+               "Also build the expression VM's variant of each variant's flags (the tier that "
+               "answers for a user spec's variant while it compiles: ATTNJIT_USER_VM)");
   app.add_option("--manifest", a->manifest,
                  "Build exactly the variants recorded in this file (ATTNJIT_RECORD), for "
                  "--target when given, else for the targets it names")

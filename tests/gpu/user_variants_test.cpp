@@ -10,11 +10,14 @@
 
 #include <fmt/format.h>
 
+#include <cstdlib>
 #include <memory>
 #include <random>
 #include <string>
 #include <vector>
 
+#include "attnjit/attention.h"
+#include "attnjit/cache.h"
 #include "attnjit/selfcheck.h"
 #include "attnjit/spec.h"
 #include "gpu/gpu_test_util.h"
@@ -97,6 +100,74 @@ TEST_P(UserVariants, MatchesTheReferenceOfTheSameExpressions) {
     }
   }
 }
+
+// The same through the expression VM's tier (ATTNJIT_USER_VM=1): the VM
+// variants of the flags (and their split siblings, for the decode shapes)
+// compiled into a directory first; each example then reads it through a
+// cache that may not compile, so its own variant never lands and every
+// launch runs its expressions on the VM.
+class UserVariantsViaVm : public ::testing::TestWithParam<std::string> {
+ protected:
+  void SetUp() override { setenv("ATTNJIT_USER_VM", "1", 1); }
+  void TearDown() override { unsetenv("ATTNJIT_USER_VM"); }
+};
+
+const std::string& vm_dir() {
+  static const std::string dir = [] {
+    char path[] = "/tmp/attnjit-user-vm-XXXXXX";
+    return mkdtemp(path) == nullptr ? std::string() : std::string(path);
+  }();
+  return dir;
+}
+
+TEST_P(UserVariantsViaVm, MatchesTheReferenceOfTheSameExpressions) {
+  ATTNJIT_REQUIRE_GPU();
+  ASSERT_FALSE(vm_dir().empty());
+  const auto spec = example(GetParam());
+  const Spec& vm = expression_vm_spec();
+  const std::shared_ptr<const Spec> vm_ptr(std::shared_ptr<const Spec>(), &vm);
+  for (const bool causal : {false, true}) {
+    AttentionFlags flags;
+    flags.head_dim = 128;
+    flags.causal = causal;
+    {
+      CacheConfig config;
+      config.user_dir = vm_dir();
+      KernelCache builder(config);
+      for (const bool split : {false, true}) {
+        AttentionFlags f = flags;
+        f.split_kv = split;
+        AttentionKernel::get_user(vm_ptr, resolve_flags(vm, f.to_flag_map()), builder);
+      }
+    }
+    CacheConfig config;
+    config.user_dir = vm_dir();
+    config.no_jit = true;  // the example's own variant never lands
+    KernelCache cache(config);
+    const uint64_t before = AttentionKernel::generic_launches();
+    for (const CheckShape& shape : standard_check_shapes(flags)) {
+      const uint64_t seed = testing::fresh_seed();
+      std::mt19937_64 rng(seed);
+      const auto values = user_values(spec->family, shape, rng);
+      const CheckResult r = check_user_attention(spec, flags, shape, seed, values, cache);
+      const std::string line = fmt::format("{} via VM causal={} {:<22} o_err={:.3e} written={} "
+                                           "seed={}",
+                                           spec->family, causal, shape.name, r.o_error,
+                                           r.output_written, seed);
+      std::printf("%s\n", line.c_str());
+      EXPECT_TRUE(r.passed(error_bound(flags.dtype))) << line;
+    }
+    EXPECT_GT(AttentionKernel::generic_launches(), before) << "the VM answered";
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Examples, UserVariantsViaVm,
+                         ::testing::Values("chunked_local.yaml", "prefix_lm.yaml", "document.yaml",
+                                           "alibi.yaml", "causal_expr.yaml",
+                                           "sliding_window_expr.yaml", "key0_bias_expr.yaml"),
+                         [](const ::testing::TestParamInfo<std::string>& info) {
+                           return info.param.substr(0, info.param.find('.'));
+                         });
 
 INSTANTIATE_TEST_SUITE_P(Examples, UserVariants,
                          ::testing::Values("chunked_local.yaml", "prefix_lm.yaml", "document.yaml",
