@@ -295,12 +295,13 @@ CheckResult check_attention(const AttentionFlags& flags, const CheckShape& shape
 
 CheckResult check_user_attention(std::shared_ptr<const Spec> spec, const AttentionFlags& flags,
                                  const CheckShape& shape, uint64_t seed,
-                                 const std::vector<UserCheckArg>& user_args, KernelCache& cache) {
+                                 const std::vector<UserCheckArg>& user_args, KernelCache& cache,
+                                 CheckTier tier) {
   if (flags.kv_layout != KvLayout::kContiguous) {
     throw Error(ErrorKind::kArgument, "check_user_attention: contiguous K/V only");
   }
   const UserCheck user{std::move(spec), &user_args};
-  return run_check(flags, shape, seed, cache, std::nullopt, {}, CheckTier::kSpecialized, &user);
+  return run_check(flags, shape, seed, cache, std::nullopt, {}, tier, &user);
 }
 
 namespace {
@@ -350,10 +351,10 @@ CheckResult run_check(const AttentionFlags& flags, const CheckShape& shape, uint
     add_user_expressions(*user, pr);
   } else {
     kernel = AttentionKernel::get(flags, cache, nullptr, tuning_overrides);
-    // A check is of the variant itself unless asked otherwise: where the
-    // generic tier answered (docs/tiers.md), its compile lands first.
-    if (tier == CheckTier::kSpecialized) kernel->wait_specialized();
   }
+  // A check is of the variant itself unless asked otherwise: where a tier
+  // answered (docs/tiers.md), its compile lands first.
+  if (tier == CheckTier::kSpecialized) kernel->wait_specialized();
   CheckResult result;
   result.variant = kernel->kernel().name();
   result.shape = shape.name;

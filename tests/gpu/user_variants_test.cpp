@@ -149,7 +149,8 @@ TEST_P(UserVariantsViaVm, MatchesTheReferenceOfTheSameExpressions) {
       const uint64_t seed = testing::fresh_seed();
       std::mt19937_64 rng(seed);
       const auto values = user_values(spec->family, shape, rng);
-      const CheckResult r = check_user_attention(spec, flags, shape, seed, values, cache);
+      const CheckResult r =
+          check_user_attention(spec, flags, shape, seed, values, cache, CheckTier::kAsLaunched);
       const std::string line = fmt::format("{} via VM causal={} {:<22} o_err={:.3e} written={} "
                                            "seed={}",
                                            spec->family, causal, shape.name, r.o_error,

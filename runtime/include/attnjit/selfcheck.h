@@ -95,10 +95,13 @@ std::vector<UserCheckArg> default_user_values(const Spec& spec, const CheckShape
 // check_attention for a variant of a user spec (contiguous K/V): the
 // reference evaluates the spec's mask and score trees in fp64 (int32
 // exactly as the device does).
+// `tier` as check_attention's (the expression VM's tier answers for a
+// user spec's variant, docs/tiers.md).
 CheckResult check_user_attention(std::shared_ptr<const Spec> spec, const AttentionFlags& flags,
                                  const CheckShape& shape, uint64_t seed,
                                  const std::vector<UserCheckArg>& user_args,
-                                 KernelCache& cache = KernelCache::global());
+                                 KernelCache& cache = KernelCache::global(),
+                                 CheckTier tier = CheckTier::kSpecialized);
 
 // Error bound for a dtype (docs/semantics.md "Error measure").
 double error_bound(DType dtype);
