@@ -14,6 +14,7 @@
 #include "attnjit/selfcheck.h"
 #include "attnjit/spec.h"
 #include "attnjit/target.h"
+#include "runtime/fake_args.h"
 
 namespace attnjit {
 namespace {
@@ -23,26 +24,7 @@ std::shared_ptr<const Spec> chunked_local() {
       std::string(ATTNJIT_SOURCE_DIR) + "/specs/examples/chunked_local.yaml"));
 }
 
-// Well-formed arguments with fake device pointers nothing dereferences.
-AttentionArgs fake_args() {
-  auto fake = [](uintptr_t address) { return reinterpret_cast<const void*>(address); };
-  AttentionArgs a;
-  a.q = fake(0x10000);
-  a.k = fake(0x20000);
-  a.v = fake(0x30000);
-  a.o = const_cast<void*>(fake(0x40000));
-  a.cu_seqlens_q = static_cast<const int32_t*>(fake(0x50000));
-  a.cu_seqlens_k = static_cast<const int32_t*>(fake(0x60000));
-  a.q_row_stride = a.o_row_stride = 4 * 128;
-  a.k_row_stride = a.v_row_stride = 128;
-  a.q_head_stride = a.k_head_stride = a.v_head_stride = a.o_head_stride = 128;
-  a.num_seqs = 1;
-  a.num_heads_q = 4;
-  a.num_heads_kv = 1;
-  a.total_q = a.total_k = 256;
-  a.max_seqlen_q = a.max_seqlen_k = 256;
-  return a;
-}
+using testing::fake_args;
 
 std::string launch_error(AttentionKernel& kernel, const std::vector<UserArg>& user,
                          ErrorKind* kind = nullptr) {

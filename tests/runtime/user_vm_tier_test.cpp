@@ -15,6 +15,7 @@
 #include "attnjit/error.h"
 #include "attnjit/spec.h"
 #include "attnjit/target.h"
+#include "runtime/fake_args.h"
 #include "user_vm_tier.h"
 
 namespace attnjit {
@@ -71,22 +72,7 @@ TEST_F(UserVmTier, ItsArgsAreTheSpecsOwn) {
   cache_vm_variant(*spec);
   auto k = AttentionKernel::get_user(spec, flags_for(*spec), cache_, &target_);
   ASSERT_EQ(k->tier(), Tier::kGeneric);
-  auto fake = [](uintptr_t address) { return reinterpret_cast<const void*>(address); };
-  AttentionArgs a;
-  a.q = fake(0x10000);
-  a.k = fake(0x20000);
-  a.v = fake(0x30000);
-  a.o = const_cast<void*>(fake(0x40000));
-  a.cu_seqlens_q = static_cast<const int32_t*>(fake(0x50000));
-  a.cu_seqlens_k = static_cast<const int32_t*>(fake(0x60000));
-  a.q_row_stride = a.o_row_stride = 4 * 64;
-  a.k_row_stride = a.v_row_stride = 64;
-  a.q_head_stride = a.k_head_stride = a.v_head_stride = a.o_head_stride = 64;
-  a.num_seqs = 1;
-  a.num_heads_q = 4;
-  a.num_heads_kv = 1;
-  a.total_q = a.total_k = 256;
-  a.max_seqlen_q = a.max_seqlen_k = 256;
+  const AttentionArgs a = testing::fake_args(64);
   const auto message = [&](const std::vector<UserArg>& user) -> std::string {
     try {
       k->launch(a, nullptr, user);
