@@ -44,7 +44,17 @@ def cache_stats():
     return _C.cache_stats()
 
 
+def wait_specialized():
+    """Blocks until every kernel this process has launched runs its own
+    specialized variant, not a tier answering while it compiles (the
+    generic variant, or the expression VM for a user spec: docs/tiers.md);
+    re-raises a failed compile. For timing steady-state calls."""
+    from . import _varlen
+    for kernel in list(_varlen._kernels.values()):
+        kernel.wait_specialized()
+
+
 __all__ = ["varlen_attention", "paged_attention", "load_spec",
-           "UserAttention", "cache_stats",
+           "UserAttention", "cache_stats", "wait_specialized",
            "check_mm_prefix_ranges", "mm_prefix_spans", "Error", "HEAD_DIMS",
            "SINK_MODES", "__version__"]

@@ -140,6 +140,26 @@ std::shared_ptr<AttentionKernel> get_user_kernel(const UserSpec& u, const nb::di
   });
 }
 
+// The expression VM's variant of a user spec's flags into the process-wide
+// cache (docs/tiers.md "User specs"): with ATTNJIT_USER_VM=1, a later
+// first call of any spec's variant of those flags runs on it while its
+// own compiles. Returns the VM kernel's name.
+std::string build_user_vm(const UserSpec& u, const nb::dict& flags,
+                          const std::optional<std::string>& target) {
+  const FlagSet flag_set = to_flag_set(flags, *u.spec);
+  const Target resolved = resolve_target(target);
+  const Spec& vm = expression_vm_spec();
+  const std::map<std::string, FlagValue> values(flag_set.values.begin(), flag_set.values.end());
+  const FlagSet vm_flags = resolve_flags(vm, values);
+  nb::gil_scoped_release release;
+  return attnjit::on_large_stack([&] {
+    const std::shared_ptr<const Spec> vm_ptr(std::shared_ptr<const Spec>(), &vm);
+    return AttentionKernel::get_user(vm_ptr, vm_flags, KernelCache::global(), &resolved)
+        ->kernel()
+        .name();
+  });
+}
+
 // (name, kind, value) triples, kind "int32", "float" or "ptr" (a device
 // address as an int), into the launch's typed values.
 std::vector<UserArg> to_user_args(
@@ -338,6 +358,18 @@ NB_MODULE(_C, m) {
                    [](AttentionKernel& k) { return k.kernel().entry().canonical_signature; })
       .def_prop_ro("source", [](AttentionKernel& k) { return std::string(to_string(k.source())); })
       .def_prop_ro("block_m", &AttentionKernel::block_m)
+      .def_prop_ro("tier",
+                   [](const AttentionKernel& k) {
+                     return k.tier() == AttentionKernel::Tier::kGeneric ? "generic" : "specialized";
+                   })
+      .def(
+          "wait_specialized",
+          [](AttentionKernel& k) {
+            nb::gil_scoped_release release;
+            k.wait_specialized();
+          },
+          "Blocks until the kernel's own variant runs (docs/tiers.md); rethrows its "
+          "compile error.")
       .def("launch", &launch, "q"_a, "k"_a, "v"_a, "o"_a, "lse"_a, "sinks"_a, "cu_seqlens_q"_a,
            "cu_seqlens_k"_a, "mm_span_offsets"_a, "mm_spans"_a, "q_row_stride"_a, "q_head_stride"_a,
            "k_row_stride"_a, "k_head_stride"_a, "v_row_stride"_a, "v_head_stride"_a,
@@ -398,6 +430,9 @@ NB_MODULE(_C, m) {
         "Parses and checks a user spec's YAML text (errors name source_name:line:column).");
   m.def("get_user_kernel", &get_user_kernel, "spec"_a, "flags"_a, "target"_a = nb::none(),
         "A variant of a user spec (flags as get_kernel's) from the process-wide cache.");
+  m.def("build_user_vm", &build_user_vm, "spec"_a, "flags"_a, "target"_a = nb::none(),
+        "The expression VM's variant of a user spec's flags into the process-wide cache "
+        "(ATTNJIT_USER_VM); returns its kernel name.");
   m.def("cache_stats", &cache_stats,
         "Counters of the process-wide kernel cache (and of the generic tier's launches).");
   m.def(

@@ -110,16 +110,24 @@ AttentionKernel& AttentionKernel::for_args(const AttentionArgs& a) {
   if (!split_sibling_) {
     AttentionFlags flags = flags_;
     flags.split_kv = true;
+    std::shared_ptr<AttentionKernel> sibling;
     if (user_spec_) {
       std::map<std::string, FlagValue> values = flags.to_flag_map();
-      split_sibling_ = AttentionKernel::get_user(user_spec_, resolve_flags(*user_spec_, values),
-                                                 *cache_, &target_);
+      sibling = AttentionKernel::get_user(user_spec_, resolve_flags(*user_spec_, values), *cache_,
+                                          &target_);
     } else {
-      split_sibling_ = AttentionKernel::get(flags, *cache_, &target_);
+      sibling = AttentionKernel::get(flags, *cache_, &target_);
     }
-    split_ready_.store(split_sibling_.get(), std::memory_order_release);
+    // A tier may answer for the sibling (docs/tiers.md), and a tier's
+    // kernel launches only through its own dispatch (its tier's args): the
+    // split launch waits for the sibling's own kernel, as it did when get()
+    // compiled it. A failed compile throws here and keeps nothing, so the
+    // next launch tries again.
+    sibling->wait_specialized();
+    split_sibling_ = std::move(sibling);
+    split_ready_.store(&split_sibling_->current(), std::memory_order_release);
   }
-  return *split_sibling_;
+  return *split_ready_.load(std::memory_order_acquire);
 }
 
 void* split_workspace(const AttentionArgs& a, const SplitPlan& plan, CuStream stream) {

@@ -88,6 +88,35 @@ TEST_F(UserVmTier, ItsArgsAreTheSpecsOwn) {
   k->wait_specialized();
 }
 
+// A split sibling the VM (or the generic tier) would answer for is waited
+// for: a split launch runs on the sibling's own kernel, never on a tier's
+// stand-in (whose launch needs its tier's args; it had no kernel of its own
+// and divided by a block size of 0).
+TEST_F(UserVmTier, ASplitSiblingIsItsOwnKernel) {
+  const auto spec = example("chunked_local");
+  const Spec& vm = expression_vm_spec();
+  const std::shared_ptr<const Spec> vm_ptr(std::shared_ptr<const Spec>(), &vm);
+  FlagSet split = flags_for(*spec);
+  std::map<std::string, FlagValue> values(split.values.begin(), split.values.end());
+  values["split_kv"] = true;
+  AttentionKernel::get_user(vm_ptr, resolve_flags(vm, values), cache_, &target_);
+  auto k = AttentionKernel::get_user(spec, flags_for(*spec), cache_, &target_);
+  ASSERT_EQ(k->tier(), Tier::kSpecialized) << "no VM variant of the unsplit flags";
+  AttentionArgs decode;
+  decode.num_seqs = 4;
+  decode.num_heads_q = 8;
+  decode.num_heads_kv = 8;
+  decode.total_q = 4;
+  decode.max_seqlen_q = 1;
+  decode.max_seqlen_k = 4096;
+  AttentionKernel& sibling = k->for_args(decode);
+  EXPECT_TRUE(sibling.flags().split_kv);
+  EXPECT_EQ(sibling.tier(), Tier::kSpecialized);
+  EXPECT_EQ(sibling.user_spec(), spec.get());
+  EXPECT_NE(sibling.block_m(), 0);
+  EXPECT_EQ(&k->for_args(decode), &sibling);
+}
+
 TEST_F(UserVmTier, OffUnlessAskedForAndWithoutTheVmVariantCached) {
   const auto spec = example("chunked_local");
   auto k = AttentionKernel::get_user(spec, flags_for(*spec), cache_, &target_);
