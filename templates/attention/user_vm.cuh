@@ -4,10 +4,12 @@
 // yet can run before its own kernel compiles, as the generic tier does for
 // the built-in flags (docs/tiers.md). compile_vm() (compiler/src/
 // expr_vm.cpp) writes the program; run() here evaluates it with the
-// functions of user_expr.cuh, so that every result is the one the
-// specialized code computes (int32 wrap-around, floored division, bounded
-// tensor reads, fp32 floats). Plain C++17 like user_expr.cuh: NVRTC
-// compiles it, and the host tests and the compiler include it.
+// functions of user_expr.cuh (int32 wrap-around, floored division, bounded
+// tensor reads, fp32 floats): int and bool results are the specialized
+// code's, floats agree up to rounding (the specialized code may fuse a
+// multiply-add or fold constants; docs/expressions.md). Plain C++17 like
+// user_expr.cuh: NVRTC compiles it, and the host tests and the compiler
+// include it.
 #pragma once
 
 #include "attention/user_expr.cuh"
