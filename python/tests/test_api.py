@@ -63,6 +63,12 @@ def test_version_and_stats():
 
 @pytest.mark.skipif(sys.platform != "linux" or shutil.which("nm") is None,
                     reason="reads the ELF dynamic symbol table with binutils' nm")
+def test_wait_specialized_with_no_kernel_returns():
+    # No kernel launched in this process yet (or none pending): at once.
+    attnjit.wait_specialized()
+    assert "wait_specialized" in attnjit.__all__
+
+
 def test_the_module_exports_its_init_function_alone():
     """attnjit._C carries static copies of attnjit, of yaml-cpp's inline
     functions and of standard-library template instances. Exported, they

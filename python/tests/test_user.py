@@ -465,6 +465,44 @@ def test_example_matches_its_hand_written_reference(name, shape):
 
 
 @gpu
+def test_a_first_call_runs_on_the_expression_vm(monkeypatch):
+    """ATTNJIT_USER_VM=1 with the VM's variant of the flags cached: the
+    first call of a spec no cache holds runs its expressions on the VM (the
+    generic tier's launch count says so), matches the reference, and after
+    wait_specialized() the spec's own kernel answers."""
+    monkeypatch.setenv("ATTNJIT_USER_VM", "1")
+    monkeypatch.setenv("ATTNJIT_TIERED", "1")
+    # A family of its own: no cache (memory or disk) holds its variant.
+    family = f"alibi_vm_{os.getpid()}_{int.from_bytes(os.urandom(4), 'little')}"
+    text = (EXAMPLES / "alibi.yaml").read_text().replace(
+        "family: alibi", f"family: {family}")
+    spec = attnjit.load_spec(text)
+    flags, make = EXAMPLE_CASES["alibi"]
+    lens_q, lens_k, hq, hkv, d = SHAPES[1]  # no decode: no split sibling
+    args = _problem(lens_q, lens_k, hq, hkv, d, seed=13)
+    own, mask, score = make(lens_q, lens_k, hq)
+    attnjit._C.build_user_vm(spec._spec, {
+        "dtype": "bf16", "head_dim": d, "causal": bool(flags.get("causal")),
+        "window": False, "sinks": "none", "mm_prefix": False,
+        "mm_clamp": False, "softcap": False, "return_lse": False})
+    ref_args = {n: a for n, a in args.items() if not n.startswith("max_")}
+    ref, _ = varlen_attention_reference(**ref_args, **flags, mask_mod=mask,
+                                        score_mod=score)
+    before = attnjit.cache_stats()["generic_launches"]
+    out = spec(**args, **flags, **own,
+               out=torch.full_like(args["q"], math.nan))
+    torch.cuda.synchronize()
+    assert attnjit.cache_stats()["generic_launches"] == before + 1
+    assert relative_error(out, ref) <= BOUND[torch.bfloat16]
+    attnjit.wait_specialized()
+    again = spec(**args, **flags, **own,
+                 out=torch.full_like(args["q"], math.nan))
+    torch.cuda.synchronize()
+    assert attnjit.cache_stats()["generic_launches"] == before + 1
+    assert relative_error(again, ref) <= BOUND[torch.bfloat16]
+
+
+@gpu
 def test_re_expressed_causal_equals_the_flag():
     args = _problem((130, 1, 64), (130, 200, 64), 8, 2, 128, seed=5)
     spec = attnjit.load_spec(EXAMPLES / "causal_expr.yaml")
