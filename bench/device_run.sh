@@ -7,7 +7,8 @@
 #   PAGED_AB_ENV="ATTNJIT_TUNING=block_n=64" (paged stage: run bench_paged.py a second time
 #   with these variables set, for an A/B of a runtime switch in one call)
 #   STAGES="build decode" DECODE_ARGS=--quick (decode stage: bench_decode.py's arguments)
-#   STAGES="build user" (user-spec variants vs FlexAttention, check --spec on the examples)
+#   STAGES="build user" (user-spec variants vs FlexAttention, check --spec on the examples;
+#   USER_ARGS=--user-vm: first calls through the expression VM's tier)
 #   STAGES="build decode_profile" (ncu on the decode rows; DECODE_PROFILE_PEERS, DECODE_PROFILE_PROBLEM)
 #   PROFILE_PROBLEMS=gpt_oss_window127_null,causal_gqa_d128 (profile stage)
 #   TUNE_PROBLEMS=mimo_window64_key0,... TUNE_TIMEOUT=150 (tune stage)
@@ -99,7 +100,7 @@ fi
 if stage user; then
   # Variants written in a spec (specs/examples) against FlexAttention with
   # the same mask/score, and the re-expressed built-ins against their flags.
-  python3 bench/bench_user_variants.py --commit "$commit" --out "$OUT/bench-user.json" \
+  python3 bench/bench_user_variants.py ${USER_ARGS:-} --commit "$commit" --out "$OUT/bench-user.json" \
     2>&1 | tee "$OUT/bench-user.txt" | tail -20
   [[ ${PIPESTATUS[0]} -eq 0 ]] || status=1
   for s in specs/examples/*.yaml; do
