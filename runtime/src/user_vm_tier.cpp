@@ -82,25 +82,29 @@ std::vector<UserArg> user_vm_args(const UserVmPlan& plan, const std::vector<User
   return out;
 }
 
-// A tiered kernel's programs, uploaded once per context (the mask's words,
-// then the score's) and never freed: a launch in flight may read them.
+// A tiered kernel's programs (the mask's words, then the score's) in
+// device memory: uploaded once per context and distinct programs, shared by
+// every kernel with the same ones (get_user is not memoized), and never
+// freed: a launch in flight may read them.
 struct AttentionKernel::UserVm {
   UserVmPlan plan;
-  std::mutex mutex;
-  std::map<unsigned long long, CuDevicePtr> code;
 
-  std::pair<const void*, const void*> device_code() {
+  std::pair<const void*, const void*> device_code() const {
+    static std::mutex mutex;
+    static std::map<std::pair<unsigned long long, std::vector<uint32_t>>, CuDevicePtr> uploaded;
     Driver& driver = Driver::get();
     const unsigned long long ctx = driver.context_id(driver.current_or_primary_context());
+    std::vector<uint32_t> words = plan.mask.code;
+    words.insert(words.end(), plan.score.code.begin(), plan.score.code.end());
+    if (words.empty()) words.push_back(0);
     std::lock_guard<std::mutex> lock(mutex);
-    auto it = code.find(ctx);
-    if (it == code.end()) {
-      std::vector<uint32_t> words = plan.mask.code;
-      words.insert(words.end(), plan.score.code.begin(), plan.score.code.end());
-      if (words.empty()) words.push_back(0);
-      const CuDevicePtr p = driver.mem_alloc(words.size() * sizeof(uint32_t));
-      driver.copy_to_device(p, words.data(), words.size() * sizeof(uint32_t));
-      it = code.emplace(ctx, p).first;
+    auto key = std::make_pair(ctx, std::move(words));
+    auto it = uploaded.find(key);
+    if (it == uploaded.end()) {
+      const std::vector<uint32_t>& w = key.second;
+      const CuDevicePtr p = driver.mem_alloc(w.size() * sizeof(uint32_t));
+      driver.copy_to_device(p, w.data(), w.size() * sizeof(uint32_t));
+      it = uploaded.emplace(std::move(key), p).first;
     }
     const auto* base = reinterpret_cast<const unsigned char*>(uintptr_t(it->second));
     return {base, base + plan.mask.code.size() * sizeof(uint32_t)};
