@@ -301,10 +301,15 @@ def _launch_on(device, key, method, args, user_args=()):
     pool), zeroed in the graph, so every replay starts from zeroed counters.
     """
     def go():
-        launch = getattr(_kernel(key), method)
+        kernel = _kernel(key)
+        launch = getattr(kernel, method)
         stream = _stream(device)
         user = list(user_args)
         if torch.cuda.is_current_stream_capturing():
+            # A capture launches the variant's own kernel (a tier never
+            # enters a graph, docs/tiers.md): plan with that one, whose
+            # split count may differ from the tier's.
+            kernel.wait_specialized()
             need = launch(*args, stream, plan_only=True)
             if need:
                 workspace = torch.zeros(need, dtype=torch.uint8, device=device)
