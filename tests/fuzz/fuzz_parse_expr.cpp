@@ -8,12 +8,19 @@
 // expression whose canonical form does not parse back to itself, whose
 // emitted struct breaks the generated-text rules (no control byte, no
 // backslash, no block comment, no preprocessor line) or is rejected by the
-// emitter; or an evaluation or classification that throws.
+// emitter; an evaluation or classification that throws; or an expression
+// the expression VM refuses within its limits, whose program's run is
+// caught by a sanitizer, or (int and bool only: no rounding) whose VM value
+// differs from the evaluator's.
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
 #include <string>
 
+#include <map>
+#include <vector>
+
+#include "attention/user_vm.cuh"
 #include "attnjit/error.h"
 #include "attnjit/expr.h"
 #include "fuzz/generated_source_check.h"
@@ -58,6 +65,44 @@ ExprEnv environment() {
   env.tensors[6].ints = {0, 0, 1, 3, -2, -2, 0, 4, 4};  // sorted per sequence
   env.tensors[7].ints = {-1, 0, 0, 2, 5, 9};            // sorted
   return env;
+}
+
+// The VM's value of `expr` at `env` (random_context()'s args in the slots
+// compile_vm gives them); false when it refuses (reason in *why).
+bool run_vm(const Expr& expr, const ExprEnv& env, int& value, std::string* why) {
+  VmProgram program;
+  VmSlots slots;
+  if (!compile_vm(expr, slots, program, why)) return false;
+  const ExprContext& ctx = context();
+  std::map<std::string, std::size_t> index;
+  for (std::size_t i = 0; i < ctx.scalars.size(); ++i) index[ctx.scalars[i].name] = i;
+  for (std::size_t i = 0; i < ctx.tensors.size(); ++i) index[ctx.tensors[i].name] = i;
+  int ints[vm::kIntSlots] = {};
+  float floats[vm::kFloatSlots] = {};
+  const void* tensors[vm::kTensorSlots] = {};
+  static std::vector<std::vector<float>> float_data;
+  float_data.assign(env.tensors.size(), {});
+  for (std::size_t i = 0; i < slots.ints.size(); ++i) {
+    ints[i] = static_cast<int>(env.scalars[index.at(slots.ints[i])]);
+  }
+  for (std::size_t i = 0; i < slots.floats.size(); ++i) {
+    floats[i] = static_cast<float>(env.scalars[index.at(slots.floats[i])]);
+  }
+  for (std::size_t i = 0; i < slots.tensors.size(); ++i) {
+    const std::size_t t = index.at(slots.tensors[i]);
+    if (ctx.tensors[t].elem == ExprType::kFloat) {
+      for (double f : env.tensors[t].floats) float_data[t].push_back(static_cast<float>(f));
+      tensors[i] = float_data[t].data();
+    } else {
+      tensors[i] = env.tensors[t].ints.data();
+    }
+  }
+  const vm::Inputs in{env.b, env.h, env.hk, env.p, env.j, env.n_q, env.n_k,
+                      static_cast<float>(env.s), ints, floats, tensors,
+                      env.cu_seqlens_q.data(), env.cu_seqlens_k.data(), env.num_heads_q,
+                      env.num_heads_kv};
+  value = vm::run(program.code.data(), program.count, program.result, in);
+  return true;
 }
 
 void check_error(const Error& e, std::size_t text_size) {
@@ -131,6 +176,26 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     }
   } catch (const Error& e) {
     finding("evaluation threw", e.what());
+  }
+  // The expression VM: within its limits it takes every checked tree, and
+  // its run is clean; without floats its value is the evaluator's.
+  try {
+    int value = 0;
+    std::string why;
+    if (!run_vm(expr, environment(), value, &why)) {
+      if (expr.nodes.size() <= static_cast<std::size_t>(vm::kMaxInstructions)) {
+        finding("the VM refused a tree within its limits", canonical + "\n" + why);
+      }
+      return 0;
+    }
+    bool has_float = false;
+    for (const ExprNode& n : expr.nodes) has_float = has_float || n.type == ExprType::kFloat;
+    if (kind == ExprKind::kMask && !has_float &&
+        (value != 0) != evaluate_mask(expr, environment())) {
+      finding("the VM's mask differs from the evaluator's", canonical);
+    }
+  } catch (const Error& e) {
+    finding("the VM threw", e.what());
   }
   return 0;
 }
