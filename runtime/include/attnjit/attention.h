@@ -247,7 +247,9 @@ class AttentionKernel {
   static uint64_t generic_launches();
 
   // A variant of a user spec that extends the attention spec (its own
-  // mask, score and args). Not memoized: callers keep the kernel.
+  // mask, score and args). Not memoized: callers keep the kernel. With
+  // ATTNJIT_USER_VM=1 a variant no cache holds may be answered by the
+  // expression VM while it compiles (docs/tiers.md "User specs").
   static std::shared_ptr<AttentionKernel> get_user(
       std::shared_ptr<const Spec> spec, const FlagSet& flags,
       KernelCache& cache = KernelCache::global(), const Target* target = nullptr,
@@ -312,7 +314,7 @@ class AttentionKernel {
                                                       const Signature& sig, KernelCache& cache,
                                                       const Target& target);
   void launch_vm(const AttentionArgs& args, CuStream stream, const std::vector<UserArg>& user_args);
-  struct UserVm;  // the programs and their device copies
+  struct UserVm;  // the spec's programs (device copies shared: user_vm_tier.cpp)
 
   AttentionFlags flags_;
   std::unique_ptr<Kernel> kernel_;
