@@ -140,23 +140,22 @@ struct VarlenKV {
 
   // TMA of key tile kt of K (or V) into the swizzled tile at shared address
   // `tile`, as D / tma_chunk boxes whose bytes complete the phase of the
-  // mbarrier `full`. Lane 0 of the producer warp issues it. Whole
-  // boxes: the rows past the sequence's keys arrive too (the next
-  // sequence's, or zeros past the tensor).
-  __device__ __forceinline__ void tma_load_k(unsigned tile, unsigned full, int kt, int lane) const {
-    if (lane == 0) tma_load(k_map, tile, full, kt);
+  // mbarrier `full`. Issued by the one copying thread (issues_copies), so
+  // `lane` is always 0. Whole boxes: the rows past the sequence's keys
+  // arrive too (the next sequence's, or zeros past the tensor).
+  __device__ __forceinline__ void tma_load_k(unsigned tile, unsigned full, int kt, int) const {
+    tma_load(k_map, tile, full, kt);
   }
-  __device__ __forceinline__ void tma_load_v(unsigned tile, unsigned full, int kt, int lane) const {
-    if (lane == 0) tma_load(v_map, tile, full, kt);
+  __device__ __forceinline__ void tma_load_v(unsigned tile, unsigned full, int kt, int) const {
+    tma_load(v_map, tile, full, kt);
   }
 
   // fp8: TMA of key tile kt of K and of V as raw rows of D bytes (one box
   // each, the maps' element a byte) at shared addresses raw_k and raw_v,
   // completing the phase of `bar`; rows past the tensor arrive as zeros.
-  // Lane 0 of the producer warp issues it.
+  // Issued by the one copying thread, as tma_load_k.
   __device__ __forceinline__ void tma_stage_fp8(unsigned raw_k, unsigned raw_v, unsigned bar,
-                                                int kt, int lane) const {
-    if (lane != 0) return;
+                                                int kt, int) const {
     const int row = k_begin + kt * BN;
     ptx::mbarrier_arrive_expect_tx(bar, 2u * unsigned(BN * D));
     ptx::tma_load_3d(raw_k, k_map, bar, 0, hk, row);
@@ -250,13 +249,11 @@ struct PagedKV {
 
   // TMA of key tile kt: one box per page the tile spans (min(block_n,
   // page_size) rows; the runtime encodes the maps' boxes so, and checks
-  // that the two sizes divide one another). Called by a producer warp:
-  // lane b looks up page b of the tile and issues its boxes (the lookups
-  // overlap instead of following one another), lane 0 first sets the bytes the
-  // barrier expects. Boxes past the sequence's
-  // last page are not issued, and the barrier expects only the bytes
-  // issued; their rows keep stale data, which the consumers mask (K) or
-  // zero (V, the tail tile) like any row past the sequence's keys.
+  // that the two sizes divide one another), a lane per page (for_each_page).
+  // Boxes past the sequence's last page are not issued, and the barrier
+  // expects only the bytes issued; their rows keep stale data, which the
+  // consumers mask (K) or zero (V, the tail tile) like any row past the
+  // sequence's keys.
   __device__ __forceinline__ void tma_load_k(unsigned tile, unsigned full, int kt, int lane) const {
     tma_load(k_map, tile, full, kt, lane);
   }
@@ -265,30 +262,39 @@ struct PagedKV {
   }
 
   // fp8: TMA of key tile kt of K and of V as raw rows of D bytes, a box
-  // per page the tile spans (as tma_load: a lane per page, lane 0 setting
-  // the bytes expected first), each page looked up once for both; boxes
-  // past the sequence's last page are not issued (their rows keep stale
-  // bytes: masked in K, zeroed in V after conversion).
+  // per page the tile spans (as tma_load), each page looked up once for
+  // both; boxes past the sequence's last page are not issued (their rows
+  // keep stale bytes: masked in K, zeroed in V after conversion).
   __device__ __forceinline__ void tma_stage_fp8(unsigned raw_k, unsigned raw_v, unsigned bar,
                                                 int kt, int lane) const {
+    for_each_page(bar, 2u * unsigned(D), kt, lane, [&](int row, int in_page, int page) {
+      const unsigned offset = static_cast<unsigned>(row * D);
+      ptx::tma_load_4d(raw_k + offset, k_map, bar, 0, hk, in_page, page);
+      ptx::tma_load_4d(raw_v + offset, v_map, bar, 0, hk, in_page, page);
+    });
+  }
+
+ private:
+  // The pages key tile kt spans, a lane of the producer warp each: lane 0
+  // first sets the bytes the barrier `bar` expects (`row_bytes` per row
+  // issued), then lane b looks up the tile's page b and calls issue(first
+  // row of the box in the tile, its row in the page, the page), so the
+  // block-table lookups overlap instead of following one another.
+  template <class Issue>
+  __device__ __forceinline__ void for_each_page(unsigned bar, unsigned row_bytes, int kt, int lane,
+                                                Issue issue) const {
     const int j0 = kt * BN;
-    const int rows = page_size < BN ? page_size : BN;
+    const int rows = page_size < BN ? page_size : BN;  // one box, inside one page
     const int boxes = ptx::imin(BN / rows, (n_k - j0 + rows - 1) / rows);
-    if (lane == 0) {
-      ptx::mbarrier_arrive_expect_tx(bar, 2u * static_cast<unsigned>(boxes * rows * D));
-    }
+    if (lane == 0) ptx::mbarrier_arrive_expect_tx(bar, static_cast<unsigned>(boxes * rows) * row_bytes);
     __syncwarp();
 #pragma unroll 1
     for (int b = lane; b < boxes; b += 32) {
       const int j = j0 + b * rows;
-      const int page = table[j / page_size];
-      const unsigned offset = static_cast<unsigned>(b * rows * D);
-      ptx::tma_load_4d(raw_k + offset, k_map, bar, 0, hk, j % page_size, page);
-      ptx::tma_load_4d(raw_v + offset, v_map, bar, 0, hk, j % page_size, page);
+      issue(b * rows, j % page_size, table[j / page_size]);
     }
   }
 
- private:
   template <int kThreads>
   __device__ __forceinline__ void load_rows(T* tile, const T* base, long long row_stride,
                                             long long page_stride, int kt, int tid) const {
@@ -309,24 +315,14 @@ struct PagedKV {
   __device__ __forceinline__ void tma_load(const TensorMap* map, unsigned tile, unsigned full,
                                            int kt, int lane) const {
     constexpr TileConfig kTile = tile_config<C>();
-    const int j0 = kt * BN;
-    const int rows = page_size < BN ? page_size : BN;  // one box, inside one page
-    const int boxes = ptx::imin(BN / rows, (n_k - j0 + rows - 1) / rows);
-    if (lane == 0) {
-      ptx::mbarrier_arrive_expect_tx(full, static_cast<unsigned>(boxes * rows * D * 2));
-    }
-    __syncwarp();
-#pragma unroll 1
-    for (int b = lane; b < boxes; b += 32) {
-      const int j = j0 + b * rows;
-      const int page = table[j / page_size];
-      const unsigned dst = tile + static_cast<unsigned>(b * rows * kTile.swizzle_bytes);
+    for_each_page(full, 2u * unsigned(D), kt, lane, [&](int row, int in_page, int page) {
+      const unsigned dst = tile + static_cast<unsigned>(row * kTile.swizzle_bytes);
 #pragma unroll
       for (int c = 0; c < D / kTile.tma_chunk; ++c) {
         ptx::tma_load_4d(dst + c * kTile.tma_box_bytes, map, full, c * kTile.tma_chunk, hk,
-                         j % page_size, page);
+                         in_page, page);
       }
-    }
+    });
   }
 };
 
