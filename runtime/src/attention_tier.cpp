@@ -172,13 +172,17 @@ void AttentionKernel::wait_specialized() {
 
 uint64_t AttentionKernel::generic_launches() { return generic_launch_count.load(); }
 
-void AttentionKernel::launch_generic(const AttentionArgs& a, CuStream stream) {
+AttentionKernel* AttentionKernel::landed(CuStream stream) {
   AttentionKernel* specialized = specialized_.load(std::memory_order_acquire);
   if (!specialized && Driver::get().stream_capturing(stream)) {
-    wait_specialized();
+    wait_specialized();  // a graph never records a tier
     specialized = specialized_.load(std::memory_order_acquire);
   }
-  if (specialized) {
+  return specialized;
+}
+
+void AttentionKernel::launch_generic(const AttentionArgs& a, CuStream stream) {
+  if (AttentionKernel* specialized = landed(stream)) {
     specialized->for_args(a).launch_this(a, stream, {});
     return;
   }

@@ -57,58 +57,94 @@ std::vector<UserArg> user_vm_args(const UserVmPlan& plan, const std::vector<User
     }
     throw Error(ErrorKind::kArgument, fmt::format("attention: the arg `{}` is missing", name));
   };
+  // The VM spec's arg names in its order (expression_vm_spec), formatted
+  // once: this runs on every launch the VM answers.
+  static const std::vector<std::string> names = [] {
+    std::vector<std::string> n;
+    for (const char* program : {"mask", "score"}) {
+      for (const char* field : {"code", "count", "result"}) {
+        n.push_back(fmt::format("vm_{}_{}", program, field));
+      }
+    }
+    for (const char* kind : {"i", "f", "t"}) {
+      for (int i = 0; i < vm::kIntSlots; ++i) n.push_back(fmt::format("vm_{}{}", kind, i));
+    }
+    return n;
+  }();
+  static_assert(vm::kIntSlots == vm::kFloatSlots && vm::kIntSlots == vm::kTensorSlots,
+                "the names above give every kind of slot kIntSlots names");
   std::vector<UserArg> out;
-  const auto program = [&](const char* name, const VmProgram& p, const void* code) {
-    out.push_back(UserArg{fmt::format("vm_{}_code", name), code});
-    out.push_back(UserArg{fmt::format("vm_{}_count", name), int32_t(p.count)});
-    out.push_back(UserArg{fmt::format("vm_{}_result", name), int32_t(p.result)});
-  };
-  program("mask", plan.mask, mask_code);
-  program("score", plan.score, score_code);
+  out.reserve(names.size());
+  size_t n = 0;
+  const auto add = [&](decltype(UserArg::value) v) { out.push_back(UserArg{names[n++], v}); };
+  for (const auto& [program, code] : {std::pair{&plan.mask, mask_code}, {&plan.score, score_code}}) {
+    add(code);
+    add(int32_t(program->count));
+    add(int32_t(program->result));
+  }
   const VmSlots& s = plan.slots;
   for (size_t i = 0; i < size_t(vm::kIntSlots); ++i) {
-    out.push_back(UserArg{fmt::format("vm_i{}", i),
-                          i < s.ints.size() ? std::get<int32_t>(value(s.ints[i])) : int32_t(0)});
+    add(i < s.ints.size() ? std::get<int32_t>(value(s.ints[i])) : int32_t(0));
   }
   for (size_t i = 0; i < size_t(vm::kFloatSlots); ++i) {
-    out.push_back(UserArg{fmt::format("vm_f{}", i),
-                          i < s.floats.size() ? std::get<float>(value(s.floats[i])) : 0.f});
+    add(i < s.floats.size() ? std::get<float>(value(s.floats[i])) : 0.f);
   }
   for (size_t i = 0; i < size_t(vm::kTensorSlots); ++i) {
-    out.push_back(UserArg{fmt::format("vm_t{}", i), i < s.tensors.size()
-                                                        ? std::get<const void*>(value(s.tensors[i]))
-                                                        : mask_code});
+    add(i < s.tensors.size() ? std::get<const void*>(value(s.tensors[i])) : mask_code);
   }
   return out;
 }
 
-// A tiered kernel's programs (the mask's words, then the score's) in
-// device memory: uploaded once per context and distinct programs, shared by
-// every kernel with the same ones (get_user is not memoized), and never
-// freed: a launch in flight may read them.
-struct AttentionKernel::UserVm {
-  UserVmPlan plan;
+namespace {
 
-  std::pair<const void*, const void*> device_code() const {
-    static std::mutex mutex;
-    static std::map<std::pair<unsigned long long, std::vector<uint32_t>>, CuDevicePtr> uploaded;
-    Driver& driver = Driver::get();
-    const unsigned long long ctx = driver.context_id(driver.current_or_primary_context());
-    std::vector<uint32_t> words = plan.mask.code;
+// The device copy of a program's words in the current context, uploaded
+// once per context and distinct words (get_user is not memoized: kernels
+// with the same programs share it) and never freed: a launch in flight
+// may read it.
+CuDevicePtr upload_words(Driver& driver, unsigned long long ctx,
+                         const std::vector<uint32_t>& words) {
+  static std::mutex mutex;
+  static std::map<std::pair<unsigned long long, std::vector<uint32_t>>, CuDevicePtr> uploaded;
+  std::lock_guard<std::mutex> lock(mutex);
+  auto key = std::make_pair(ctx, words);
+  auto it = uploaded.find(key);
+  if (it == uploaded.end()) {
+    const CuDevicePtr p = driver.mem_alloc(words.size() * sizeof(uint32_t));
+    driver.copy_to_device(p, words.data(), words.size() * sizeof(uint32_t));
+    it = uploaded.emplace(std::move(key), p).first;
+  }
+  return it->second;
+}
+
+}  // namespace
+
+// A tiered kernel's programs: their words (the mask's, then the score's)
+// and, per context, where their device copy is (a launch looks it up here
+// without copying or comparing the words).
+struct AttentionKernel::UserVm {
+  explicit UserVm(UserVmPlan p) : plan(std::move(p)), words(plan.mask.code) {
     words.insert(words.end(), plan.score.code.begin(), plan.score.code.end());
     if (words.empty()) words.push_back(0);
-    std::lock_guard<std::mutex> lock(mutex);
-    auto key = std::make_pair(ctx, std::move(words));
-    auto it = uploaded.find(key);
-    if (it == uploaded.end()) {
-      const std::vector<uint32_t>& w = key.second;
-      const CuDevicePtr p = driver.mem_alloc(w.size() * sizeof(uint32_t));
-      driver.copy_to_device(p, w.data(), w.size() * sizeof(uint32_t));
-      it = uploaded.emplace(std::move(key), p).first;
-    }
-    const auto* base = reinterpret_cast<const unsigned char*>(uintptr_t(it->second));
-    return {base, base + plan.mask.code.size() * sizeof(uint32_t)};
   }
+
+  std::pair<const void*, const void*> device_code() {
+    Driver& driver = Driver::get();
+    const unsigned long long ctx = driver.context_id(driver.current_or_primary_context());
+    CuDevicePtr base = 0;
+    {
+      std::lock_guard<std::mutex> lock(mutex);
+      auto it = by_context.find(ctx);
+      if (it == by_context.end()) it = by_context.emplace(ctx, upload_words(driver, ctx, words)).first;
+      base = it->second;
+    }
+    const auto* p = reinterpret_cast<const unsigned char*>(uintptr_t(base));
+    return {p, p + plan.mask.code.size() * sizeof(uint32_t)};
+  }
+
+  const UserVmPlan plan;
+  std::vector<uint32_t> words;
+  std::mutex mutex;
+  std::map<unsigned long long, CuDevicePtr> by_context;
 };
 
 std::shared_ptr<AttentionKernel> AttentionKernel::user_tiered(
@@ -137,8 +173,7 @@ std::shared_ptr<AttentionKernel> AttentionKernel::user_tiered(
   kernel->flags_ = AttentionFlags::from_flag_set(sig.flags);
   kernel->set_user_spec(spec);
   kernel->generic_ = make_user_kernel(vm_ptr, *vm_sig, *found, cache, target);
-  kernel->vm_ = std::make_shared<UserVm>();
-  kernel->vm_->plan = std::move(*plan);
+  kernel->vm_ = std::make_shared<UserVm>(std::move(*plan));
   kernel->cache_ = &cache;
   kernel->target_ = target;
   if (cache.config().log) {
@@ -153,12 +188,7 @@ std::shared_ptr<AttentionKernel> AttentionKernel::user_tiered(
 
 void AttentionKernel::launch_vm(const AttentionArgs& a, CuStream stream,
                                 const std::vector<UserArg>& user_args) {
-  AttentionKernel* specialized = specialized_.load(std::memory_order_acquire);
-  if (!specialized && Driver::get().stream_capturing(stream)) {
-    wait_specialized();
-    specialized = specialized_.load(std::memory_order_acquire);
-  }
-  if (specialized) {
+  if (AttentionKernel* specialized = landed(stream)) {
     specialized->for_args(a).launch_this(a, stream, user_args);
     return;
   }

@@ -293,6 +293,10 @@ class AttentionKernel {
   const AttentionKernel& current() const;
   AttentionKernel& current();
   void launch_generic(const AttentionArgs& args, CuStream stream);
+  // A tiered kernel's own variant once it has landed, waited for on a
+  // stream being captured (a graph never records a tier); null while the
+  // tier answers.
+  AttentionKernel* landed(CuStream stream);
   // Starts the background compile of a tiered kernel's own variant
   // (`build` gets it from the cache) and publishes it, or keeps its error.
   void compile_specialized(const Signature& sig, KernelCache& cache,
