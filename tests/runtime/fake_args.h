@@ -1,7 +1,8 @@
-// Well-formed attention arguments with fake device pointers nothing
-// dereferences: launches that stop at an argument check before the driver
-// (user_spec_test.cpp, user_vm_tier_test.cpp). One sequence of 256 tokens,
-// 4 query heads over 1 kv head of head dim `head_dim`.
+// Attention arguments for tests that launch nothing on a device: well-
+// formed ones with fake device pointers, for launches that stop at an
+// argument check before the driver (user_spec_test.cpp,
+// user_vm_tier_test.cpp), and the sizes of a decode-shaped batch, for
+// which kernel for_args() picks (tier_runtime_test.cpp).
 #pragma once
 
 #include <cstdint>
@@ -10,6 +11,8 @@
 
 namespace attnjit::testing {
 
+// One sequence of 256 tokens, 4 query heads over 1 kv head of head dim
+// `head_dim`.
 inline AttentionArgs fake_args(int head_dim = 128) {
   auto fake = [](uintptr_t address) { return reinterpret_cast<const void*>(address); };
   AttentionArgs a;
@@ -27,6 +30,19 @@ inline AttentionArgs fake_args(int head_dim = 128) {
   a.num_heads_kv = 1;
   a.total_q = a.total_k = 256;
   a.max_seqlen_q = a.max_seqlen_k = 256;
+  return a;
+}
+
+// Four sequences of one new token over 4096 keys, 8 heads: a batch that
+// goes to the split-KV sibling (sizes only; no pointers).
+inline AttentionArgs decode_shape() {
+  AttentionArgs a;
+  a.num_seqs = 4;
+  a.num_heads_q = 8;
+  a.num_heads_kv = 8;
+  a.total_q = 4;
+  a.max_seqlen_q = 1;
+  a.max_seqlen_k = 4096;
   return a;
 }
 

@@ -14,6 +14,7 @@
 #include "attnjit/cache.h"
 #include "attnjit/error.h"
 #include "attnjit/target.h"
+#include "runtime/fake_args.h"
 
 namespace attnjit {
 namespace {
@@ -61,13 +62,7 @@ TEST_F(TierTest, AnUncachedVariantIsAnsweredByItsGenericOneUntilItLands) {
   EXPECT_EQ(get(f).get(), k.get());
   // Its split sibling goes through the same tiering (compiled here, as
   // nothing cached the generic split variant).
-  AttentionArgs decode;
-  decode.num_seqs = 4;
-  decode.num_heads_q = 8;
-  decode.num_heads_kv = 8;
-  decode.total_q = 4;
-  decode.max_seqlen_q = 1;
-  decode.max_seqlen_k = 4096;
+  const AttentionArgs decode = testing::decode_shape();
   EXPECT_TRUE(k->for_args(decode).flags().split_kv);
 }
 

@@ -102,13 +102,7 @@ TEST_F(UserVmTier, ASplitSiblingIsItsOwnKernel) {
   AttentionKernel::get_user(vm_ptr, resolve_flags(vm, values), cache_, &target_);
   auto k = AttentionKernel::get_user(spec, flags_for(*spec), cache_, &target_);
   ASSERT_EQ(k->tier(), Tier::kSpecialized) << "no VM variant of the unsplit flags";
-  AttentionArgs decode;
-  decode.num_seqs = 4;
-  decode.num_heads_q = 8;
-  decode.num_heads_kv = 8;
-  decode.total_q = 4;
-  decode.max_seqlen_q = 1;
-  decode.max_seqlen_k = 4096;
+  const AttentionArgs decode = testing::decode_shape();
   AttentionKernel& sibling = k->for_args(decode);
   EXPECT_TRUE(sibling.flags().split_kv);
   EXPECT_EQ(sibling.tier(), Tier::kSpecialized);
