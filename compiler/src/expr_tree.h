@@ -3,9 +3,14 @@
 // repeated for an Expr built by hand.
 #pragma once
 
+#include <string>
+
 #include "attnjit/expr.h"
 
 namespace attnjit::detail {
+
+// Throws Error(kCodegen) "expression tree: <what>".
+[[noreturn]] void malformed_tree(const std::string& what);
 
 // Throws Error(kCodegen) "expression tree: ..." for a tree that is not well
 // formed: children before parents, types as the checker gives them, names

@@ -48,6 +48,7 @@ UNIT_OF = {
     "compiler/src/expr_eval.cpp": "expr",
     "compiler/src/expr_parse.cpp": "expr",
     "compiler/src/expr_print.cpp": "expr",
+    "compiler/src/expr_tree.cpp": "expr",
     "compiler/src/expr_tree.h": "expr",
     "compiler/src/expr_vm.cpp": "expr",
     "compiler/src/flag_values.h": "spec",
