@@ -12,6 +12,8 @@
 #   STAGES="build decode_profile" (ncu on the decode rows; DECODE_PROFILE_PEERS, DECODE_PROFILE_PROBLEM)
 #   PROFILE_PROBLEMS=gpt_oss_window127_null,causal_gqa_d128 (profile stage)
 #   TUNE_PROBLEMS=mimo_window64_key0,... TUNE_TIMEOUT=150 (tune stage)
+#   TRY="causal_gqa_d128@pingpong=1;block_m=128,block_n=128,warps=8 full_d80@..." (try stage:
+#   tile configs by hand beside each problem's default, each checked, then timed)
 #   SANITIZE_VARIANTS=bf16_d128_causal,... (sanitize stage: memcheck, racecheck)
 #   STAGES="build manifest" (record the seed examples' variants, build a cache
 #   from the manifest without the driver, rerun them on it with no JIT)
@@ -120,6 +122,16 @@ if stage tune; then
     timeout "${TUNE_TIMEOUT:-150}" ./build-gpu/bench/attnjit_kernel_bench "$OUT/tune-$pr.json" \
       --tune "$pr" >"$OUT/tune-$pr.txt" 2>&1 || status=1
     grep -E "tuned" "$OUT/tune-$pr.txt"
+  done
+fi
+if stage try; then
+  # kernel_bench --try: each problem's default and the listed tuning
+  # overrides, every config checked against the reference before timing.
+  for entry in ${TRY:-}; do
+    pr=${entry%%@*}
+    timeout "${TUNE_TIMEOUT:-150}" ./build-gpu/bench/attnjit_kernel_bench "$OUT/try-$pr.json" \
+      "--try=${entry#*@}" "$pr" >"$OUT/try-$pr.txt" 2>&1 || status=1
+    grep -vE "^problem" "$OUT/try-$pr.txt"
   done
 fi
 if stage profile; then

@@ -2,9 +2,12 @@
 // median of 20 launches after 3 warm-up ones, useful TFLOP/s over unmasked pairs
 // only, the memory floor at the measured copy bandwidth. Peers are timed by
 // bench/bench_attention.py in the same run. Writes JSON (argv[1]).
-//   attnjit_kernel_bench OUT.json [--tune | --no-tune] [problem,problem,...]
+//   attnjit_kernel_bench OUT.json [--tune | --no-tune | --try=CFG;CFG...] [problem,problem,...]
 // --tune also times every config of tuning_grid() per problem (the spec's
-// rules are built from that, bench/tuning_table.py); the problem list
+// rules are built from that, bench/tuning_table.py); --try times the given
+// tuning overrides instead (each as $ATTNJIT_TUNING spells one, e.g.
+// "block_m=128,block_n=128,warps=8,pingpong=1"; the rule fills the rest),
+// every config checked against the CPU reference first; the problem list
 // restricts the run (bench/device_run.sh's profile stage uses one).
 #include <algorithm>
 #include <atomic>
@@ -132,6 +135,15 @@ std::vector<std::map<std::string, int64_t>> tuning_grid(int head_dim, bool gqa, 
           if (!fits(c)) continue;
           if (bn / 2 + bn / 4 + head_dim / 2 + 30 > c.consumer_registers) continue;
           add(bm, bm / 16, bn, stages, min_blocks, 1);
+          // Two or more consumer warpgroups may take turns (ping-pong).
+          if (bm >= 128) {
+            const size_t added = grid.size() - (gqa ? 2 : 1);
+            for (size_t i = added; i < grid.size(); ++i) {
+              auto turns = grid[i];
+              turns["pingpong"] = 1;
+              grid.push_back(turns);
+            }
+          }
         }
       }
     }
@@ -140,7 +152,18 @@ std::vector<std::map<std::string, int64_t>> tuning_grid(int head_dim, bool gqa, 
 }
 
 int main(int argc, char** argv) {
-  const bool tune = argc > 2 && std::string(argv[2]) == "--tune";
+  const std::string mode = argc > 2 ? argv[2] : "";
+  const bool tune = mode == "--tune";
+  // --try=CFG;CFG: tuning overrides to time beside the default.
+  std::vector<std::map<std::string, int64_t>> tries;
+  if (mode.rfind("--try=", 0) == 0) {
+    std::string list = mode.substr(6);
+    for (size_t at = 0; at <= list.size();) {
+      const size_t end = std::min(list.find(';', at), list.size());
+      if (end > at) tries.push_back(parse_tuning_overrides(list.substr(at, end - at), "--try"));
+      at = end + 1;
+    }
+  }
   // Optional third argument: a comma-separated list of problems to run.
   const std::string only = argc > 3 ? "," + std::string(argv[3]) + "," : "";
   std::string why;
@@ -256,9 +279,11 @@ int main(int argc, char** argv) {
     };
     double ms = time_ms(*kernel);
     nlohmann::json tuned = nlohmann::json::array();
-    if (tune) {
-      const auto configs = tuning_grid(pr.head_dim, pr.heads_q != pr.heads_kv,
-                                       current_device_target() == parse_target("sm_90a"), decode);
+    if (tune || !tries.empty()) {
+      const auto configs =
+          tune ? tuning_grid(pr.head_dim, pr.heads_q != pr.heads_kv,
+                             current_device_target() == parse_target("sm_90a"), decode)
+               : tries;
       std::vector<std::shared_ptr<AttentionKernel>> kernels(configs.size());
       std::vector<std::thread> pool;
       std::atomic<size_t> next{0};
@@ -278,8 +303,30 @@ int main(int argc, char** argv) {
       std::string best_text = "default";
       for (size_t i = 0; i < configs.size(); ++i) {
         if (!kernels[i]) continue;
-        const double t = time_ms(*kernels[i]);
         nlohmann::json c(configs[i]);
+        if (!tune) {
+          // A config tried by hand is checked before it is timed: the
+          // first standard shapes of the flags, fresh inputs each.
+          double worst = 0;
+          bool passed = true;
+          const auto shapes = standard_check_shapes(f);
+          for (size_t k = 0; k < shapes.size() && k < 4; ++k) {
+            const CheckResult r = check_attention(f, shapes[k], 1000 + k, KernelCache::global(),
+                                                  std::nullopt, configs[i]);
+            worst = std::max(worst, r.o_error);
+            passed = passed && r.passed(error_bound(f.dtype));
+          }
+          c["checked_error"] = worst;
+          c["checked"] = passed;
+          if (!passed) {
+            std::printf("  %s %s FAILED its check (rel err %.2e): not timed\n", pr.name.c_str(),
+                        c.dump().c_str(), worst);
+            tuned.push_back(c);
+            continue;
+          }
+        }
+        const double t = time_ms(*kernels[i]);
+        if (!tune) std::printf("  %-24s %.3f ms  %s\n", pr.name.c_str(), t, c.dump().c_str());
         c["ms"] = t;
         tuned.push_back(c);
         if (t < best) {

@@ -29,6 +29,9 @@ struct TileShape {
   // Shared memory of one SM on the target (smem_per_sm(); 0: unknown, then
   // min_blocks is taken as it is).
   int smem_per_sm = 0;
+  // The consumer warpgroups take turns issuing their MMAs (tuning param
+  // pingpong; TileConfig::pingpong says where it applies).
+  bool pingpong = false;
 };
 
 // Shared memory of one SM that blocks can have, by compute capability
@@ -70,6 +73,11 @@ struct TileConfig {
   // register shares use it: asking for blocks that cannot be resident
   // only takes registers away.
   int blocks_per_sm;
+  // wgmma with two or three consumer warpgroups: they issue their tiles'
+  // MMAs in turn, a ring of named barriers (mainloop_sm90.cuh, Turns), so
+  // that the tensor cores run one warpgroup's products while the others
+  // do their softmax. Off with one warpgroup (nobody to take turns with).
+  bool pingpong;
 };
 
 // Warpgroup MMAs read tiles in column chunks of the widest hardware swizzle
@@ -168,6 +176,7 @@ ATTNJIT_TILE_CONSTEXPR TileConfig make_tile_config(const TileShape& shape) {
   c.shape = shape;
   c.consumer_threads = shape.warps * 32;
   c.warpgroups = shape.wgmma ? shape.warps / 4 : 0;
+  c.pingpong = shape.pingpong && c.warpgroups > 1;
   tile_detail::set_threads(c, 1);
   // Each warp owns 16 rows per m-tile; with two m-tiles (mma.sync) every K
   // and V fragment read from shared memory feeds two MMAs. Q fragments stay
@@ -250,6 +259,17 @@ struct KvFp8<C, decltype(void(C::kv_dtype))> {
   static constexpr bool value = C::kv_dtype == C::kv_dtype_t::fp8_e4m3;
 };
 
+// A generated Config's pingpong tuning value (0 for a Config without one:
+// a spec whose tuning does not name it).
+template <class C, class = void>
+struct PingPong {
+  static constexpr bool value = false;
+};
+template <class C>
+struct PingPong<C, decltype(void(C::pingpong))> {
+  static constexpr bool value = C::pingpong != 0;
+};
+
 // The device side: a generated Config's configuration, from its tuning
 // params and the register cap the compile options announce
 // (ATTNJIT_MAX_REGISTERS is defined when one is set).
@@ -267,7 +287,7 @@ ATTNJIT_TILE_CONSTEXPR TileConfig tile_config() {
 #endif
   return make_tile_config(TileShape{C::head_dim, C::block_m, C::block_n, C::warps, C::stages,
                                     C::min_blocks, C::pack_gqa != 0, C::wgmma != 0, kRegisterCap,
-                                    KvFp8<C>::value, C::split_kv, kSmemPerSm});
+                                    KvFp8<C>::value, C::split_kv, kSmemPerSm, PingPong<C>::value});
 }
 
 }  // namespace attention

@@ -40,6 +40,15 @@ std::vector<Case> cases() {
   wide.causal = true;
   wide.mm_prefix = true;
   wide.window = true;
+  // A paged cache (mixed decodes and chunks among its shapes), bf16 and fp8.
+  AttentionFlags paged;
+  paged.head_dim = 128;
+  paged.causal = paged.return_lse = true;
+  paged.kv_layout = KvLayout::kPaged;
+  AttentionFlags paged_fp8 = paged;
+  paged_fp8.head_dim = 64;
+  paged_fp8.kv_dtype = KvDType::kFp8E4M3;
+  paged_fp8.sinks = SinkMode::kNullLogit;
   // One tile configuration: block_m rows over `warps` warps, block_n keys,
   // `stages` buffers, GQA packing, and the path (wgmma 0: mma.sync).
   auto tiles = [](int bm, int warps, int bn, int stages, int pack, int wgmma) {
@@ -56,11 +65,21 @@ std::vector<Case> cases() {
   auto wg = [&](int bm, int bn, int stages, int pack) {
     return tiles(bm, bm / 16, bn, stages, pack, 1);
   };
+  // ... with the consumer warpgroups taking turns (ping-pong): two, three
+  // and four of them, packed and not, a key tile not a power of two.
+  auto turns = [&](int bm, int bn, int stages, int pack) {
+    auto t = wg(bm, bn, stages, pack);
+    t["pingpong"] = 1;
+    return t;
+  };
   std::vector<Case> hopper = {
       {oss, wg(64, 128, 3, 1)},  {oss, wg(192, 64, 2, 0)}, {mimo, wg(192, 32, 2, 0)},
       {mimo, wg(128, 16, 3, 0)}, {cap, wg(128, 96, 3, 0)}, {spans, wg(128, 176, 2, 0)},
       {spans, wg(64, 64, 2, 1)}, {wide, wg(64, 32, 2, 0)}, {wide, wg(128, 64, 2, 1)},
-      {oss, wg(64, 32, 6, 1)},   {mimo, wg(64, 16, 8, 0)}};
+      {oss, wg(64, 32, 6, 1)},   {mimo, wg(64, 16, 8, 0)},   {spans, turns(128, 128, 2, 0)},
+      {oss, turns(192, 64, 2, 1)}, {cap, turns(128, 96, 3, 0)}, {mimo, turns(192, 80, 2, 0)},
+      {wide, turns(128, 64, 2, 1)}, {oss, turns(256, 32, 2, 0)}, {paged, turns(192, 64, 2, 1)},
+      {paged, turns(128, 128, 2, 0)}, {paged_fp8, turns(128, 64, 2, 0)}};
   std::vector<Case> all = {{oss, packed64},
                            {oss, packed128},
                            {mimo, packed64},
