@@ -4,7 +4,7 @@
 #   STAGES="build gpu python bench jit profile" bash bench/device_run.sh
 #   STAGES="build gpu" GTEST_FILTER='*paged*' GPU_SHARDS=8 (8 test processes at once)
 #   STAGES="build paged" PAGED_ARGS=--quick (paged stage: bench_paged.py's arguments)
-#   PAGED_AB_ENV="ATTNJIT_TUNING=block_n=64" (paged stage: run bench_paged.py a second time
+#   PAGED_AB_ENV="ATTNJIT_TUNING=block_n=64|ATTNJIT_TUNING=stages=3" (paged stage: run bench_paged.py again
 #   with these variables set, for an A/B of a runtime switch in one call)
 #   STAGES="build decode" DECODE_ARGS=--quick (decode stage: bench_decode.py's arguments)
 #   STAGES="build user" (user-spec variants vs FlexAttention, check --spec on the examples;
@@ -82,12 +82,16 @@ if stage paged; then
   python3 bench/bench_paged.py ${PAGED_ARGS:-} --commit "$commit" --out "$OUT/bench-paged.json" \
     2>&1 | tee "$OUT/bench-paged.txt" | tail -110
   [[ ${PIPESTATUS[0]} -eq 0 ]] || status=1
-  if [[ -n ${PAGED_AB_ENV:-} ]]; then
-    echo "--- again with $PAGED_AB_ENV"
-    env $PAGED_AB_ENV python3 bench/bench_paged.py ${PAGED_ARGS:-} --commit "$commit" \
-      --out "$OUT/bench-paged-b.json" 2>&1 | tee "$OUT/bench-paged-b.txt" | tail -110
+  # PAGED_AB_ENV: one or more variable settings, '|' between runs.
+  IFS='|' read -ra ab_runs <<<"${PAGED_AB_ENV:-}"
+  n=0
+  for ab in "${ab_runs[@]}"; do
+    n=$((n + 1))
+    echo "--- again with $ab"
+    env $ab python3 bench/bench_paged.py ${PAGED_ARGS:-} --commit "$commit" \
+      --out "$OUT/bench-paged-b$n.json" 2>&1 | tee "$OUT/bench-paged-b$n.txt" | tail -110
     [[ ${PIPESTATUS[0]} -eq 0 ]] || status=1
-  fi
+  done
 fi
 if stage decode; then
   # Decode (issue 13): the Triton split-KV kernel's check on the GPU, then
