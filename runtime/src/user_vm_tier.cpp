@@ -150,7 +150,7 @@ struct AttentionKernel::UserVm {
 std::shared_ptr<AttentionKernel> AttentionKernel::user_tiered(
     const std::shared_ptr<const Spec>& spec, const Signature& sig, KernelCache& cache,
     const Target& target) {
-  if (spec->expression_vm || !env_bool("ATTNJIT_USER_VM", false) ||
+  if (spec->expression_vm || !env_bool("ATTNJIT_USER_VM", true) ||
       !env_bool("ATTNJIT_TIERED", true)) {
     return nullptr;
   }

@@ -111,15 +111,20 @@ TEST_F(UserVmTier, ASplitSiblingIsItsOwnKernel) {
   EXPECT_EQ(&k->for_args(decode), &sibling);
 }
 
-TEST_F(UserVmTier, OffUnlessAskedForAndWithoutTheVmVariantCached) {
+TEST_F(UserVmTier, OnByDefaultWhereTheVmVariantIsCachedAndOffWhenAskedSo) {
   const auto spec = example("chunked_local");
   auto k = AttentionKernel::get_user(spec, flags_for(*spec), cache_, &target_);
   EXPECT_EQ(k->tier(), Tier::kSpecialized) << "no VM variant cached: compiled as always";
   cache_vm_variant(*spec);
   const auto document = example("document");
-  unsetenv("ATTNJIT_USER_VM");
+  setenv("ATTNJIT_USER_VM", "0", 1);
   auto off = AttentionKernel::get_user(document, flags_for(*document), cache_, &target_);
-  EXPECT_EQ(off->tier(), Tier::kSpecialized) << "ATTNJIT_USER_VM unset: off";
+  EXPECT_EQ(off->tier(), Tier::kSpecialized) << "ATTNJIT_USER_VM=0: off";
+  unsetenv("ATTNJIT_USER_VM");
+  const auto prefix = example("prefix_lm");
+  auto on = AttentionKernel::get_user(prefix, flags_for(*prefix), cache_, &target_);
+  EXPECT_EQ(on->tier(), Tier::kGeneric) << "ATTNJIT_USER_VM unset: on (the VM answers)";
+  on->wait_specialized();
   setenv("ATTNJIT_USER_VM", "1", 1);
   setenv("ATTNJIT_TIERED", "0", 1);
   const auto alibi = example("alibi");

@@ -247,9 +247,10 @@ class AttentionKernel {
   static uint64_t generic_launches();
 
   // A variant of a user spec that extends the attention spec (its own
-  // mask, score and args). Not memoized: callers keep the kernel. With
-  // ATTNJIT_USER_VM=1 a variant no cache holds may be answered by the
-  // expression VM while it compiles (docs/tiers.md "User specs").
+  // mask, score and args). Not memoized: callers keep the kernel. A
+  // variant no cache holds may be answered by the expression VM while it
+  // compiles, where the VM's variant is cached (ATTNJIT_USER_VM=0 turns
+  // that off; docs/tiers.md "User specs").
   static std::shared_ptr<AttentionKernel> get_user(
       std::shared_ptr<const Spec> spec, const FlagSet& flags,
       KernelCache& cache = KernelCache::global(), const Target* target = nullptr,
