@@ -16,7 +16,8 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from problems import PROBLEMS, flags_of  # noqa: E402
 
 PROBLEM_FLAGS = {p[0]: flags_of(p) for p in PROBLEMS}
-PARAMS = ["block_m", "block_n", "warps", "stages", "min_blocks", "pack_gqa", "wgmma"]
+PARAMS = ["block_m", "block_n", "warps", "stages", "min_blocks", "pack_gqa", "wgmma", "split_keys",
+          "pingpong"]
 
 
 def yaml_value(v):
@@ -27,7 +28,8 @@ def main(path):
     with open(path) as f:
         runs = json.load(f)
     for run in runs:
-        configs = sorted(run.get("tuning", []), key=lambda c: c["ms"])
+        # (a config of --try that failed its check was not timed: no "ms")
+        configs = sorted((c for c in run.get("tuning", []) if "ms" in c), key=lambda c: c["ms"])
         if not configs:
             print(f"# {run['problem']}: no tuning data")
             continue
