@@ -35,6 +35,11 @@ def main(path):
             continue
         best = configs[0]
         when = ", ".join(f"{k}: {yaml_value(v)}" for k, v in PROBLEM_FLAGS[run["problem"]].items())
+        missing = [p for p in PARAMS[:7] if p not in best]
+        if missing:  # a --try override names only what it changes
+            print(f"# {run['problem']}: best is a partial override ({', '.join(missing)} from "
+                  f"the spec's rule), not a rule: {best['ms']:.3f} ms, rule {run['ms']:.3f} ms")
+            continue
         values = ", ".join(f"{p}: {best.get(p, 0)}" for p in PARAMS)
         gain = run["ms"] / best["ms"]
         print(f"# {run['problem']}: {best['ms']:.3f} ms, spec's rule {run['ms']:.3f} ms "
