@@ -29,14 +29,19 @@ namespace {
 // one rule the kernels use (tile_config.cuh).
 attention::TileConfig tile_config_of(const Signature& sig) {
   const auto param = [&](const char* name) { return int(sig.tuning_value(name)); };
-  // pingpong is optional in a spec's tuning (the kernels read 0 without it).
-  bool pingpong = false;
-  for (const auto& [name, value] : sig.tuning) pingpong = pingpong || (name == "pingpong" && value);
+  // pingpong and persistent are optional in a spec's tuning (the kernels
+  // read 0 without them).
+  bool pingpong = false, persistent = false;
+  for (const auto& [name, value] : sig.tuning) {
+    pingpong = pingpong || (name == "pingpong" && value);
+    persistent = persistent || (name == "persistent" && value);
+  }
   return attention::make_tile_config(attention::TileShape{
       int(sig.flags.get_int("head_dim")), param("block_m"), param("block_n"), param("warps"),
       param("stages"), param("min_blocks"), param("pack_gqa") != 0, param("wgmma") != 0,
       sig.options.max_registers != 0, sig.flags.get_name("kv_dtype") == "fp8_e4m3",
-      sig.flags.get_bool("split_kv"), attention::smem_per_sm(sig.options.target.sm), pingpong});
+      sig.flags.get_bool("split_kv"), attention::smem_per_sm(sig.options.target.sm), pingpong,
+      persistent});
 }
 
 // The kernel ABI: the struct generated from the spec's `args`, filled by
@@ -343,6 +348,7 @@ void AttentionKernel::init_from(const Signature& sig, const LookupResult& found,
   block_m_ = tile.shape.block_m;
   pack_gqa_ = tile.shape.pack_gqa;
   tma_ = tile.shape.wgmma;  // fp8 K/V: raw byte tiles, which the producer converts
+  persistent_ = tile.persistent;
   tma_box_ = TmaBox{tile.tma_chunk, tile.tma_box_rows, tile.swizzle_bytes};
   block_n_ = tile.shape.block_n;
   // Blocks per SM: the binary's own launch bound where the entry records
@@ -400,7 +406,19 @@ void AttentionKernel::launch_this(const AttentionArgs& a, CuStream stream,
     std::memcpy(&params.k_map, maps[0], sizeof(params.k_map));
     std::memcpy(&params.v_map, maps[1], sizeof(params.v_map));
   }
-  const LaunchGrid grid = attention_grid(a, block_m_, pack_gqa_, plan.num_splits);
+  LaunchGrid grid = attention_grid(a, block_m_, pack_gqa_, plan.num_splits);
+  params.tiles_x = int32_t(grid.x);
+  params.num_seqs = a.num_seqs;
+  if (persistent_) {
+    // A block per resident slot, each walking the grid's cells
+    // (tile_scheduler.cuh, PersistentTileScheduler), whose index is an int.
+    if ((long long)grid.x * grid.y * grid.z >= (1LL << 31)) {
+      throw Error(ErrorKind::kArgument,
+                  "attention: a persistent launch's grid has 2^31 tiles or more");
+    }
+    const long long resident = (long long)current_device_sm_count() * min_blocks_;
+    grid = LaunchGrid{attention::persistent_blocks({grid.x, grid.y, grid.z}, resident), 1, 1};
+  }
   if (user_fields_.empty()) {
     void* args[] = {&params};
     kernel_->launch(grid.x, grid.y, grid.z, stream, args);

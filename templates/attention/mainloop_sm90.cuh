@@ -94,6 +94,9 @@ struct MainloopSm90 {
   static_assert(BM == 64 * kTile.warpgroups, "wgmma: block_m must be 64 rows per warpgroup");
   static_assert(BN % 16 == 0 && BN <= 256, "wgmma: block_n must be a multiple of 16, at most 256");
   static_assert(kStages >= 2, "the pipeline needs at least two stages");
+  static_assert(kTile.smem_bytes <= kMaxSmemPerBlockSm90,
+                "the tiles need more shared memory than a block may have (227 KiB; a persistent "
+                "block also stages its output apart)");
   static constexpr int kConsumerThreads = kTile.consumer_threads;
   static constexpr int kScoreBlocks = BN / 8;  // n8 blocks of S
   static constexpr int kOutBlocks = D / 8;     // n8 blocks of O
@@ -128,9 +131,10 @@ struct MainloopSm90 {
     static __device__ __forceinline__ unsigned tile(unsigned tiles, int i) {
       return tiles + Ring::stage(i) * kTile.kv_tile_bytes;
     }
-    // 16 padded rows (SmemRow) for warp w's output, over Q.
+    // 16 padded rows (SmemRow) for warp w's output: over Q, or in a
+    // persistent block an area of their own (TileConfig::output_offset).
     __device__ __forceinline__ T* output_rows(int w) const {
-      return reinterpret_cast<T*>(raw + pad) + w * 16 * SmemRow<D>::kStride;
+      return reinterpret_cast<T*>(raw + pad + kTile.output_offset) + w * 16 * SmemRow<D>::kStride;
     }
   };
 
@@ -145,14 +149,16 @@ struct MainloopSm90 {
   // (KV::issues_copies) issue every copy, K of tile i once the consumers
   // are done with Q K^T of tile i - stages, V once they are done with its
   // P V (contiguous K/V: lane 0 alone; pages: a lane per page the tile
-  // spans, so the block-table lookups overlap).
+  // spans, so the block-table lookups overlap). `base` is the ring index
+  // of key tile `first`: 0, or in a persistent block the tiles its earlier
+  // work tiles took.
   struct Producer {
     static __device__ __forceinline__ void run(const SharedTiles& smem, const KV& kv, int first,
-                                               int last, int lane) {
-      if (lane == 0) kv.prefetch_maps();
+                                               int last, int lane, int base = 0) {
+      if (lane == 0 && base == 0) kv.prefetch_maps();
 #pragma unroll 1
       for (int kt = first; kt <= last; ++kt) {
-        const int i = kt - first;
+        const int i = base + kt - first;
         const unsigned tile = Ring::stage(i) * kTile.kv_tile_bytes;  // in either ring
         if (i >= kStages) Ring::wait_empty(smem.ring.empty_k, i);
         kv.tma_load_k(smem.k + tile, Ring::at(smem.ring.full_k, i), kt, lane);
@@ -275,7 +281,8 @@ struct MainloopSm90 {
   struct Consumer {
     const Params<T>& prm;
     const SharedTiles& smem;
-    const int first, last;  // the work tile's key tiles; `first` is ring index 0
+    const int first, last;  // the work tile's key tiles
+    const int base;         // the ring index of tile `first` (Producer::run)
     const int tid, warp, lane;
     int warp_row;      // this warp's first row in the work tile (set by run)
     int wg_row0;       // this warpgroup's first row in the Q tile
@@ -284,11 +291,13 @@ struct MainloopSm90 {
     float multiplier;  // what the softmax multiplies scores by (LogitScale)
 
     __device__ __forceinline__ Consumer(const Params<T>& params, const SharedTiles& tiles,
-                                        int first_tile, int last_tile, int thread, int w, int l)
+                                        int first_tile, int last_tile, int thread, int w, int l,
+                                        int ring_base = 0)
         : prm(params),
           smem(tiles),
           first(first_tile),
           last(last_tile),
+          base(ring_base),
           tid(thread),
           warp(w),
           lane(l) {}
@@ -429,28 +438,30 @@ struct MainloopSm90 {
       }
     }
 
+    // Key tile kt's index in the ring.
+    __device__ __forceinline__ int ring_index(int kt) const { return base + kt - first; }
     __device__ __forceinline__ unsigned k_tile(int kt) const {
-      return SharedTiles::tile(smem.k, kt - first);
+      return SharedTiles::tile(smem.k, ring_index(kt));
     }
     __device__ __forceinline__ unsigned v_tile(int kt) const {
-      return SharedTiles::tile(smem.v, kt - first);
+      return SharedTiles::tile(smem.v, ring_index(kt));
     }
     __device__ __forceinline__ void wait_k(int kt) const {
-      Ring::wait_full(smem.ring.full_k, kt - first);
+      Ring::wait_full(smem.ring.full_k, ring_index(kt));
     }
     // This warp is done with tile kt's K (or V) buffer.
     __device__ __forceinline__ void release_k(int kt) const {
-      Ring::release(smem.ring.empty_k, kt - first, lane);
+      Ring::release(smem.ring.empty_k, ring_index(kt), lane);
     }
     __device__ __forceinline__ void release_v(int kt) const {
-      Ring::release(smem.ring.empty_v, kt - first, lane);
+      Ring::release(smem.ring.empty_v, ring_index(kt), lane);
     }
 
     // V of tile kt has landed (and, in the tail tile, had its rows past
     // the sequence's keys zeroed).
     template <class Work>
     __device__ __forceinline__ void wait_v(const Work& work, int kt) const {
-      Ring::wait_full(smem.ring.full_v, kt - first);
+      Ring::wait_full(smem.ring.full_v, ring_index(kt));
       if (kt == tail_tile) zero_v_tail(work, kt);
     }
 

@@ -47,7 +47,8 @@ __device__ __forceinline__ void attention_prefill_body(
   // The pieces of a path: a later feature (another scheduler, K/V source
   // or epilogue) is another type picked here by a flag, not a branch in
   // these.
-  using Scheduler = attention::TileScheduler<C, C::block_m, C::block_n>;
+  using Scheduler = typename attention::SchedulerFor<C, C::block_m, C::block_n,
+                                                    attention::tile_config<C>().persistent>::type;
   using KV = attention::KVSource<C>;
   using Epilogue = attention::Epilogue<C>;
 #if ATTNJIT_HAS_WGMMA

@@ -32,6 +32,9 @@ struct TileShape {
   // The consumer warpgroups take turns issuing their MMAs (tuning param
   // pingpong; TileConfig::pingpong says where it applies).
   bool pingpong = false;
+  // Blocks walk query tiles in turn (tuning param persistent;
+  // TileConfig::persistent says where it applies).
+  bool persistent = false;
 };
 
 // Shared memory of one SM that blocks can have, by compute capability
@@ -57,6 +60,11 @@ struct TileConfig {
   int raw_stages;           // ... of this many tiles (K and V each): stages (a deeper raw ring
                             // did not pay on the H200's fp8 decode: 0.818 vs 0.816 ms)
   unsigned barrier_offset;  // wgmma: the mbarrier ring, from the 1024-byte aligned tiles
+  // wgmma: where the epilogue stages the output rows (padded, a warp's 16
+  // at a time), from the aligned tiles: over Q and the first K tile (0),
+  // or, in a persistent block, an area of their own, since the producer is
+  // loading the next tile's K and V into the ring meanwhile.
+  unsigned output_offset;
   unsigned smem_bytes;      // dynamic shared memory per block
   int tma_chunk;            // swizzle chunk of D (elements) = the TMA box's width
   int swizzle_bytes;        // bytes of one swizzled row: 2 * tma_chunk
@@ -78,7 +86,17 @@ struct TileConfig {
   // that the tensor cores run one warpgroup's products while the others
   // do their softmax. Off with one warpgroup (nobody to take turns with).
   bool pingpong;
+  // wgmma without split-KV or fp8 K/V: the launch has a block per resident
+  // slot (the host's persistent_blocks), each walking the tiles of the
+  // grid a non-persistent launch would have (grid_shape), in its order,
+  // from its own index by the block count (tile_scheduler.cuh). Its ring
+  // keeps counting across tiles, so the producer loads the next tile's K
+  // and V while the consumers store the last one's output.
+  bool persistent;
 };
+
+// The most dynamic shared memory a block may take on sm_90 (227 KiB).
+constexpr unsigned kMaxSmemPerBlockSm90 = 232448;
 
 // Warpgroup MMAs read tiles in column chunks of the widest hardware swizzle
 // that divides D: 64, 32 or 16 elements (128, 64 or 32-byte rows).
@@ -109,6 +127,7 @@ ATTNJIT_TILE_CONSTEXPR void set_shared_memory(TileConfig& c) {
     c.staging_offset = 0;
     c.raw_stages = 0;
     c.barrier_offset = 0;
+    c.output_offset = 0;
     c.smem_bytes = tiles;
     return;
   }
@@ -116,7 +135,13 @@ ATTNJIT_TILE_CONSTEXPR void set_shared_memory(TileConfig& c) {
   c.staging_offset = tiles;
   const unsigned staging = 2u * unsigned(c.raw_stages * s.block_n * s.head_dim);
   const unsigned used = tiles + staging;
-  c.barrier_offset = used > staged_output ? used : staged_output;
+  if (c.persistent) {
+    c.output_offset = used;
+    c.barrier_offset = used + staged_output;
+  } else {
+    c.output_offset = 0;
+    c.barrier_offset = used > staged_output ? used : staged_output;
+  }
   c.smem_bytes = 1024u + c.barrier_offset + unsigned((4 * s.stages + c.raw_stages) * 8);
 }
 
@@ -177,6 +202,7 @@ ATTNJIT_TILE_CONSTEXPR TileConfig make_tile_config(const TileShape& shape) {
   c.consumer_threads = shape.warps * 32;
   c.warpgroups = shape.wgmma ? shape.warps / 4 : 0;
   c.pingpong = shape.pingpong && c.warpgroups > 1;
+  c.persistent = shape.persistent && shape.wgmma && !shape.split_kv && !shape.kv_fp8;
   tile_detail::set_threads(c, 1);
   // Each warp owns 16 rows per m-tile; with two m-tiles (mma.sync) every K
   // and V fragment read from shared memory feeds two MMAs. Q fragments stay
@@ -228,6 +254,15 @@ ATTNJIT_TILE_CONSTEXPR GridShape grid_shape(const TileConfig& tile, long long ma
   return GridShape{unsigned(x), unsigned(pack ? heads_kv : heads_q), unsigned(num_seqs)};
 }
 
+// A persistent launch (TileConfig::persistent): one row of blocks, as many
+// as the tiles of `grid` (grid_shape) or the blocks the GPU holds at once
+// (`resident`: SMs x blocks per SM), whichever is fewer, and at least one.
+ATTNJIT_TILE_CONSTEXPR unsigned persistent_blocks(const GridShape& grid, long long resident) {
+  const long long tiles = static_cast<long long>(grid.x) * grid.y * grid.z;
+  const long long blocks = tiles < resident ? tiles : resident;
+  return static_cast<unsigned>(blocks < 1 ? 1 : blocks);
+}
+
 // Split-KV: the key tiles [first, last] of a one-tile sequence divided
 // into `parts` contiguous runs of `per` tiles (the last may be shorter),
 // at most num_splits of them and none under min_tiles (the spec's
@@ -259,8 +294,8 @@ struct KvFp8<C, decltype(void(C::kv_dtype))> {
   static constexpr bool value = C::kv_dtype == C::kv_dtype_t::fp8_e4m3;
 };
 
-// A generated Config's pingpong tuning value (0 for a Config without one:
-// a spec whose tuning does not name it).
+// A generated Config's pingpong and persistent tuning values (0 for a
+// Config without them: a spec whose tuning does not name them).
 template <class C, class = void>
 struct PingPong {
   static constexpr bool value = false;
@@ -268,6 +303,14 @@ struct PingPong {
 template <class C>
 struct PingPong<C, decltype(void(C::pingpong))> {
   static constexpr bool value = C::pingpong != 0;
+};
+template <class C, class = void>
+struct Persistent {
+  static constexpr bool value = false;
+};
+template <class C>
+struct Persistent<C, decltype(void(C::persistent))> {
+  static constexpr bool value = C::persistent != 0;
 };
 
 // The device side: a generated Config's configuration, from its tuning
@@ -287,7 +330,8 @@ ATTNJIT_TILE_CONSTEXPR TileConfig tile_config() {
 #endif
   return make_tile_config(TileShape{C::head_dim, C::block_m, C::block_n, C::warps, C::stages,
                                     C::min_blocks, C::pack_gqa != 0, C::wgmma != 0, kRegisterCap,
-                                    KvFp8<C>::value, C::split_kv, kSmemPerSm, PingPong<C>::value});
+                                    KvFp8<C>::value, C::split_kv, kSmemPerSm, PingPong<C>::value,
+                                    Persistent<C>::value});
 }
 
 }  // namespace attention

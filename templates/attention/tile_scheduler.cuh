@@ -4,10 +4,11 @@
 // tiles, heads, sequences), grid.y over kv heads when packing GQA, else
 // over query heads. blockIdx.x counts query tiles from the last, so with a
 // causal mask the tiles with the most keys go in the first wave. Another
-// order or a persistent loop over tiles is another scheduler type; the
-// mainloops and the epilogue only see the work tile. With split-KV a
-// sequence that fits one query tile has its key range split over blocks
-// (set_split); the epilogue combines the parts.
+// order is another scheduler type, as PersistentTileScheduler's blocks that
+// walk the same grid's tiles in turn; the mainloops and the epilogue only
+// see the work tile. With split-KV a sequence that fits one query tile has
+// its key range split over blocks (set_split); the epilogue combines the
+// parts.
 #pragma once
 
 #include "attention/gqa_rows.cuh"
@@ -237,33 +238,94 @@ struct WorkTile {
   }
 };
 
+// The tile of cell (x, y, b) of the launch grid (grid_shape): x counts
+// query tiles from the last (or, with split-KV, the parts of a one-tile
+// sequence), y is a head slot (a kv head when packing GQA, else a query
+// head), b the sequence. False when the cell has no tile (the grid covers
+// the longest sequence).
+template <class C, int kBlockM, int kBlockN>
+__device__ __forceinline__ bool tile_at(const Params<typename C::dtype>& prm,
+                                        WorkTile<C, kBlockM, kBlockN>& work, int x, int y, int b) {
+  constexpr bool kPack = C::pack_gqa != 0;
+  const int group = prm.num_heads_q / prm.num_heads_kv;
+  const int hk = kPack ? y : y / group;
+  work.set_sequence(prm, b, hk, group, y);
+  if constexpr (C::split_kv) {
+    // A sequence that fits one query tile is split over its keys: block
+    // x is its part x (grid_shape's x covers both uses).
+    if (work.m_tiles() == 1 && prm.num_splits > 1) {
+      constexpr int kMinTiles = C::split_keys > kBlockN ? (C::split_keys + kBlockN - 1) / kBlockN : 1;
+      work.set_tile(prm, b, 0);
+      return work.set_split(prm, x, prm.num_splits, kMinTiles);
+    }
+  }
+  const int m_tile = work.m_tiles() - 1 - x;
+  if (m_tile < 0) return false;
+  work.set_tile(prm, b, m_tile);
+  return true;
+}
+
+// A block per cell of the launch grid.
 template <class C, int kBlockM, int kBlockN>
 struct TileScheduler {
   using Work = WorkTile<C, kBlockM, kBlockN>;
+  static constexpr bool kPersistent = false;
 
-  // This block's tile; false when its sequence has no such tile (the grid
-  // covers the longest sequence).
+  // This block's tile; false when its cell has none.
   static __device__ __forceinline__ bool get(const Params<typename C::dtype>& prm, Work& work) {
-    constexpr bool kPack = C::pack_gqa != 0;
-    const int b = blockIdx.z;
-    const int group = prm.num_heads_q / prm.num_heads_kv;
-    const int y = static_cast<int>(blockIdx.y);  // a kv head when packing, else a query head
-    const int hk = kPack ? y : y / group;
-    work.set_sequence(prm, b, hk, group, y);
-    if constexpr (C::split_kv) {
-      // A sequence that fits one query tile is split over its keys: block
-      // x is its part x (grid_shape's x covers both uses).
-      if (work.m_tiles() == 1 && prm.num_splits > 1) {
-        constexpr int kMinTiles = C::split_keys > kBlockN ? (C::split_keys + kBlockN - 1) / kBlockN : 1;
-        work.set_tile(prm, b, 0);
-        return work.set_split(prm, static_cast<int>(blockIdx.x), prm.num_splits, kMinTiles);
-      }
-    }
-    const int m_tile = work.m_tiles() - 1 - static_cast<int>(blockIdx.x);
-    if (m_tile < 0) return false;
-    work.set_tile(prm, b, m_tile);
-    return true;
+    return tile_at(prm, work, static_cast<int>(blockIdx.x), static_cast<int>(blockIdx.y),
+                   static_cast<int>(blockIdx.z));
   }
+};
+
+// Persistent blocks (TileConfig::persistent; the launch is one row of
+// persistent_blocks()): each walks the cells of the grid a non-persistent
+// launch would have (prm.tiles_x, head slots, prm.num_seqs), in that
+// launch's order with x the fastest, from its own index in steps of the
+// block count: first() and then next() until either is false, `cursor`
+// being the cell last taken. Cells without a tile are passed over. Every
+// thread that calls them gets the same tiles in the same order.
+template <class C, int kBlockM, int kBlockN>
+struct PersistentTileScheduler {
+  using Work = WorkTile<C, kBlockM, kBlockN>;
+  static constexpr bool kPersistent = true;
+  static_assert(!C::split_kv, "persistent blocks: split-KV has a block per part");
+
+  static __device__ __forceinline__ bool first(const Params<typename C::dtype>& prm, Work& work,
+                                               int& cursor) {
+    cursor = static_cast<int>(blockIdx.x);
+    return seek(prm, work, cursor);
+  }
+  static __device__ __forceinline__ bool next(const Params<typename C::dtype>& prm, Work& work,
+                                              int& cursor) {
+    cursor += static_cast<int>(gridDim.x);
+    return seek(prm, work, cursor);
+  }
+
+ private:
+  // The first cell from `cursor` on (in steps of the block count) that
+  // holds a tile; false past the grid's last cell.
+  static __device__ __forceinline__ bool seek(const Params<typename C::dtype>& prm, Work& work,
+                                              int& cursor) {
+    const int slots = C::pack_gqa != 0 ? prm.num_heads_kv : prm.num_heads_q;
+    const long long cells = static_cast<long long>(prm.tiles_x) * slots * prm.num_seqs;
+    for (; cursor < cells; cursor += static_cast<int>(gridDim.x)) {
+      const int rest = cursor / prm.tiles_x;
+      if (tile_at(prm, work, cursor % prm.tiles_x, rest % slots, rest / slots)) return true;
+    }
+    return false;
+  }
+};
+
+// The scheduler of a path: persistent blocks where the tile configuration
+// asks for them (TileConfig::persistent), else a block per tile.
+template <class C, int kBlockM, int kBlockN, bool kPersistent>
+struct SchedulerFor {
+  using type = TileScheduler<C, kBlockM, kBlockN>;
+};
+template <class C, int kBlockM, int kBlockN>
+struct SchedulerFor<C, kBlockM, kBlockN, true> {
+  using type = PersistentTileScheduler<C, kBlockM, kBlockN>;
 };
 
 }  // namespace attention

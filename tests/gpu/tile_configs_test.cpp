@@ -72,6 +72,12 @@ std::vector<Case> cases() {
     t["pingpong"] = 1;
     return t;
   };
+  // ... and persistent blocks walking the grid's tiles (with and without
+  // turns, packed and not, paged).
+  auto persistent = [&](std::map<std::string, int64_t> t) {
+    t["persistent"] = 1;
+    return t;
+  };
   std::vector<Case> hopper = {
       {oss, wg(64, 128, 3, 1)},  {oss, wg(192, 64, 2, 0)}, {mimo, wg(192, 32, 2, 0)},
       {mimo, wg(128, 16, 3, 0)}, {cap, wg(128, 96, 3, 0)}, {spans, wg(128, 176, 2, 0)},
@@ -79,7 +85,10 @@ std::vector<Case> cases() {
       {oss, wg(64, 32, 6, 1)},   {mimo, wg(64, 16, 8, 0)},   {spans, turns(128, 128, 2, 0)},
       {oss, turns(192, 64, 2, 1)}, {cap, turns(128, 96, 3, 0)}, {mimo, turns(192, 80, 2, 0)},
       {wide, turns(128, 64, 2, 1)}, {oss, turns(256, 32, 2, 0)}, {paged, turns(192, 64, 2, 1)},
-      {paged, turns(128, 128, 2, 0)}, {paged_fp8, turns(128, 64, 2, 0)}};
+      {paged, turns(128, 128, 2, 0)}, {paged_fp8, turns(128, 64, 2, 0)},
+      {spans, persistent(wg(128, 128, 2, 0))}, {oss, persistent(wg(64, 32, 2, 0))},
+      {mimo, persistent(turns(192, 80, 2, 0))}, {paged, persistent(wg(128, 128, 2, 1))},
+      {cap, persistent(wg(128, 96, 3, 0))}, {oss, persistent(wg(64, 64, 3, 1))}};
   std::vector<Case> all = {{oss, packed64},
                            {oss, packed128},
                            {mimo, packed64},

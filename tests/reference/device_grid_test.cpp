@@ -188,6 +188,99 @@ TEST(DeviceGrid, SplitKvVisitsEveryKeyTileOnce) {
   }
 }
 
+// Persistent blocks: for random batches and block counts (from one block
+// to more blocks than tiles), the blocks' walks (first, then next) take
+// exactly the tiles of the non-persistent grid, each once, every block in
+// that grid's order, and a block's walk is the same whoever repeats it
+// (every thread of a block takes the same tiles).
+template <int kPack, int kBlockM>
+void check_persistent(std::mt19937_64& rng) {
+  constexpr int kBlockN = 64;
+  const int num_seqs = 1 + int(rng() % 5);
+  const int hkv = 1 + int(rng() % 3);
+  const int group = 1 << int(rng() % 4);
+  const int hq = hkv * group;
+  std::vector<int> cu_q{0}, cu_k{0};
+  int max_q = 0;
+  for (int b = 0; b < num_seqs; ++b) {
+    const int n_q = rng() % 5 == 0 ? 0 : int(rng() % 400);  // empty sequences too
+    cu_q.push_back(cu_q.back() + n_q);
+    cu_k.push_back(cu_k.back() + n_q + int(rng() % 50));
+    max_q = std::max(max_q, n_q);
+  }
+  AttentionArgs args;
+  args.num_seqs = num_seqs;
+  args.num_heads_q = hq;
+  args.num_heads_kv = hkv;
+  args.max_seqlen_q = max_q;
+  const LaunchGrid grid = attention_grid(args, kBlockM, kPack != 0);
+  attention::Params<unsigned short> prm{};
+  prm.cu_seqlens_q = cu_q.data();
+  prm.cu_seqlens_k = cu_k.data();
+  prm.num_heads_q = hq;
+  prm.num_heads_kv = hkv;
+  prm.q_row_stride = hq;
+  prm.k_row_stride = prm.v_row_stride = hkv;
+  prm.k_head_stride = prm.v_head_stride = 1;
+  prm.tiles_x = int(grid.x);
+  prm.num_seqs = num_seqs;
+  // (sequence, first query head, first row) of a tile.
+  using Tile = std::tuple<int, int, int>;
+  std::vector<Tile> cells;  // the non-persistent grid's tiles, in its order
+  for (blockIdx.z = 0; blockIdx.z < grid.z; ++blockIdx.z) {
+    for (blockIdx.y = 0; blockIdx.y < grid.y; ++blockIdx.y) {
+      for (blockIdx.x = 0; blockIdx.x < grid.x; ++blockIdx.x) {
+        typename attention::TileScheduler<Config<kPack>, kBlockM, kBlockN>::Work work;
+        if (attention::TileScheduler<Config<kPack>, kBlockM, kBlockN>::get(prm, work)) {
+          cells.emplace_back(work.seq, work.map.head0, work.row0);
+        }
+      }
+    }
+  }
+  using Persistent = attention::PersistentTileScheduler<Config<kPack>, kBlockM, kBlockN>;
+  const long long total = (long long)grid.x * grid.y * grid.z;
+  const long long resident = 1 + (long long)(rng() % (2 * total + 2));
+  gridDim = {attention::persistent_blocks({grid.x, grid.y, grid.z}, resident), 1, 1};
+  const std::string what = fmt::format("pack={} block_m={} B={} Hq={} Hkv={} max_q={} blocks={}",
+                                       kPack, kBlockM, num_seqs, hq, hkv, max_q, gridDim.x);
+  ASSERT_EQ(gridDim.x, unsigned(std::max(1LL, std::min(total, resident)))) << what;
+  std::map<Tile, int> taken;
+  for (blockIdx.x = 0; blockIdx.x < gridDim.x; ++blockIdx.x) {
+    std::vector<Tile> walk, again;
+    for (std::vector<Tile>* out : {&walk, &again}) {
+      typename Persistent::Work work;
+      int cursor = -1;
+      for (bool more = Persistent::first(prm, work, cursor); more;
+           more = Persistent::next(prm, work, cursor)) {
+        ASSERT_LT(work.row0, work.row_end) << what;
+        out->emplace_back(work.seq, work.map.head0, work.row0);
+      }
+    }
+    ASSERT_EQ(walk, again) << what;
+    size_t at = 0;  // the walk keeps the grid's order
+    for (const Tile& t : walk) {
+      ++taken[t];
+      while (at < cells.size() && cells[at] != t) ++at;
+      ASSERT_LT(at, cells.size()) << what << ": block " << blockIdx.x << " out of order";
+    }
+  }
+  ASSERT_EQ(taken.size(), cells.size()) << what;
+  for (const auto& [tile, count] : taken) ASSERT_EQ(count, 1) << what;
+  blockIdx = {0, 0, 0};
+  gridDim = {0, 0, 0};
+}
+
+TEST(DeviceGrid, PersistentBlocksTakeEveryTileOnceInTheGridsOrder) {
+  const uint64_t seed = std::random_device{}();
+  std::mt19937_64 rng(seed);
+  SCOPED_TRACE(fmt::format("seed {}", seed));
+  for (int trial = 0; trial < 60; ++trial) {
+    check_persistent<0, 64>(rng);
+    check_persistent<1, 128>(rng);
+    check_persistent<1, 192>(rng);
+  }
+}
+
 TEST(DeviceGrid, EveryOutputRowBelongsToExactlyOneBlock) {
   const uint64_t seed = std::random_device{}();
   std::mt19937_64 rng(seed);

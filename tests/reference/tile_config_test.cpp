@@ -8,6 +8,8 @@
 
 #include <algorithm>
 #include <random>
+#include <utility>
+#include <vector>
 
 #include "attention/tile_config.h"
 #include "attnjit/attention.h"
@@ -189,6 +191,41 @@ TEST(TileConfig, RegisterCapTurnsRebalancingOff) {
   EXPECT_EQ(capped.smem_bytes, free_share.smem_bytes);
   EXPECT_EQ(capped.threads, free_share.threads);
   EXPECT_FALSE(make_tile_config({128, 128, 64, 4, 2, 2, false, false, false}).rebalance);
+}
+
+// Persistent blocks apply to the warpgroup path without split-KV or fp8
+// K/V; there the output is staged in an area of its own past the tiles
+// (the producer refills the ring meanwhile), and the barriers follow it.
+TEST(TileConfig, PersistentBlocksStageTheOutputApartFromTheRing) {
+  TileShape shape{128, 128, 128, 8, 2, 1, true, true, false};
+  const TileConfig plain = make_tile_config(shape);
+  EXPECT_FALSE(plain.persistent);
+  EXPECT_EQ(plain.output_offset, 0u);
+  shape.persistent = true;
+  const TileConfig c = make_tile_config(shape);
+  EXPECT_TRUE(c.persistent);
+  const unsigned tiles = c.q_tile_bytes + 2u * 2u * c.kv_tile_bytes;
+  EXPECT_EQ(c.output_offset, tiles);
+  EXPECT_EQ(c.barrier_offset, tiles + 128u * (128 + 8) * 2);
+  EXPECT_EQ(c.smem_bytes, 1024 + c.barrier_offset + 32u * 2);
+  EXPECT_EQ(c.smem_bytes, 199744u);  // what `attnjit compile --tuning persistent=1` reports
+  EXPECT_LE(c.smem_bytes, attention::kMaxSmemPerBlockSm90);
+  EXPECT_EQ(c.threads, plain.threads);
+  EXPECT_EQ(c.consumer_registers, plain.consumer_registers);
+  for (const auto& [what, s] : std::vector<std::pair<const char*, TileShape>>{
+           {"mma.sync", {128, 128, 64, 4, 2, 1, false, false, false}},
+           {"split-KV", {128, 64, 64, 4, 2, 2, true, true, false, false, true}},
+           {"fp8 K/V", {128, 192, 64, 12, 3, 1, true, true, false, true}}}) {
+    TileShape off = s;
+    off.persistent = true;
+    EXPECT_FALSE(make_tile_config(off).persistent) << what;
+    EXPECT_EQ(make_tile_config(off).smem_bytes, make_tile_config(s).smem_bytes) << what;
+  }
+  // The launch: a block per resident slot, never more than the tiles and
+  // never none.
+  EXPECT_EQ(attention::persistent_blocks({32, 8, 4}, 132), 132u);
+  EXPECT_EQ(attention::persistent_blocks({3, 2, 1}, 132), 6u);
+  EXPECT_EQ(attention::persistent_blocks({0, 8, 4}, 132), 1u);
 }
 
 TEST(TileConfig, GridShapeIsTheRuntimeLaunchGrid) {

@@ -328,6 +328,7 @@ class AttentionKernel {
   int block_m_ = 0;
   bool pack_gqa_ = false;
   bool tma_ = false;  // the sm_90a warpgroup path: k and v through TMA maps
+  bool persistent_ = false;  // a block per resident slot, walking the grid's tiles
   TmaBox tma_box_;
   int block_n_ = 0, min_blocks_ = 1, split_keys_ = 0;
   EntrySource source_ = EntrySource::kCompiled;
