@@ -38,6 +38,29 @@ struct Config {
   static constexpr kv_layout_t kv_layout = kv_layout_t::contiguous;
 };
 
+// A batch's launch arguments and the kernel params the scheduler reads
+// (pointers only formed, never read, past the lengths).
+AttentionArgs batch_args(int num_seqs, int hq, int hkv, int max_q) {
+  AttentionArgs args;
+  args.num_seqs = num_seqs;
+  args.num_heads_q = hq;
+  args.num_heads_kv = hkv;
+  args.max_seqlen_q = max_q;
+  return args;
+}
+attention::Params<unsigned short> batch_params(const std::vector<int>& cu_q,
+                                               const std::vector<int>& cu_k, int hq, int hkv) {
+  attention::Params<unsigned short> prm{};
+  prm.cu_seqlens_q = cu_q.data();
+  prm.cu_seqlens_k = cu_k.data();
+  prm.num_heads_q = hq;
+  prm.num_heads_kv = hkv;
+  prm.q_row_stride = hq;
+  prm.k_row_stride = prm.v_row_stride = hkv;
+  prm.k_head_stride = prm.v_head_stride = 1;
+  return prm;
+}
+
 template <int kPack, int kBlockM>
 void check_grid(std::mt19937_64& rng) {
   const int num_seqs = 1 + int(rng() % 4);
@@ -54,21 +77,10 @@ void check_grid(std::mt19937_64& rng) {
   }
   const std::string what = fmt::format("pack={} block_m={} B={} Hq={} Hkv={} max_q={}", kPack,
                                        kBlockM, num_seqs, hq, hkv, max_q);
-  AttentionArgs args;
-  args.num_seqs = num_seqs;
-  args.num_heads_q = hq;
-  args.num_heads_kv = hkv;
-  args.max_seqlen_q = max_q;
+  const AttentionArgs args = batch_args(num_seqs, hq, hkv, max_q);
   const LaunchGrid grid = attention_grid(args, kBlockM, kPack != 0);
 
-  attention::Params<unsigned short> prm{};
-  prm.cu_seqlens_q = cu_q.data();
-  prm.cu_seqlens_k = cu_k.data();
-  prm.num_heads_q = hq;
-  prm.num_heads_kv = hkv;
-  prm.q_row_stride = hq;  // only used to form pointers
-  prm.k_row_stride = prm.v_row_stride = hkv;
-  prm.k_head_stride = prm.v_head_stride = 1;
+  const attention::Params<unsigned short> prm = batch_params(cu_q, cu_k, hq, hkv);
   std::map<std::pair<int, int>, int> writes;  // (token, head) -> blocks
   for (blockIdx.z = 0; blockIdx.z < grid.z; ++blockIdx.z) {
     for (blockIdx.y = 0; blockIdx.y < grid.y; ++blockIdx.y) {
@@ -120,19 +132,8 @@ void check_split(std::mt19937_64& rng) {
   const std::string what =
       fmt::format("pack={} block_m={} min_tiles={} B={} Hq={} Hkv={} max_q={} splits={}", kPack,
                   kBlockM, kMinTiles, num_seqs, hq, hkv, max_q, num_splits);
-  AttentionArgs args;
-  args.num_seqs = num_seqs;
-  args.num_heads_q = hq;
-  args.num_heads_kv = hkv;
-  args.max_seqlen_q = max_q;
-  attention::Params<unsigned short> prm{};
-  prm.cu_seqlens_q = cu_q.data();
-  prm.cu_seqlens_k = cu_k.data();
-  prm.num_heads_q = hq;
-  prm.num_heads_kv = hkv;
-  prm.q_row_stride = hq;
-  prm.k_row_stride = prm.v_row_stride = hkv;
-  prm.k_head_stride = prm.v_head_stride = 1;
+  const AttentionArgs args = batch_args(num_seqs, hq, hkv, max_q);
+  attention::Params<unsigned short> prm = batch_params(cu_q, cu_k, hq, hkv);
   prm.num_splits = num_splits;
   using Key = std::tuple<int, int, int>;  // (token, head, key tile)
   // Visits of each key tile by each row, and each (sequence, slot)'s parts.
@@ -208,20 +209,9 @@ void check_persistent(std::mt19937_64& rng) {
     cu_k.push_back(cu_k.back() + n_q + int(rng() % 50));
     max_q = std::max(max_q, n_q);
   }
-  AttentionArgs args;
-  args.num_seqs = num_seqs;
-  args.num_heads_q = hq;
-  args.num_heads_kv = hkv;
-  args.max_seqlen_q = max_q;
+  const AttentionArgs args = batch_args(num_seqs, hq, hkv, max_q);
   const LaunchGrid grid = attention_grid(args, kBlockM, kPack != 0);
-  attention::Params<unsigned short> prm{};
-  prm.cu_seqlens_q = cu_q.data();
-  prm.cu_seqlens_k = cu_k.data();
-  prm.num_heads_q = hq;
-  prm.num_heads_kv = hkv;
-  prm.q_row_stride = hq;
-  prm.k_row_stride = prm.v_row_stride = hkv;
-  prm.k_head_stride = prm.v_head_stride = 1;
+  attention::Params<unsigned short> prm = batch_params(cu_q, cu_k, hq, hkv);
   prm.tiles_x = int(grid.x);
   prm.num_seqs = num_seqs;
   // (sequence, first query head, first row) of a tile.
