@@ -132,6 +132,9 @@ if stage try; then
   # kernel_bench --try: each problem's default and the listed tuning
   # overrides, every config checked against the reference before timing.
   for entry in ${TRY:-}; do
+    if [[ $entry != *@* ]]; then
+      echo "try: '$entry' is not problem@config;config"; status=1; continue
+    fi
     pr=${entry%%@*}
     timeout "${TUNE_TIMEOUT:-150}" ./build-gpu/bench/attnjit_kernel_bench "$OUT/try-$pr.json" \
       "--try=${entry#*@}" "$pr" >"$OUT/try-$pr.txt" 2>&1 || status=1

@@ -93,13 +93,17 @@ std::vector<std::map<std::string, int64_t>> tuning_grid(int head_dim, bool gqa, 
   }
   auto add = [&](int bm, int warps, int bn, int stages, int min_blocks, int wgmma) {
     for (int pack = 0; pack <= (gqa ? 1 : 0); ++pack) {
+      // Every param but split_keys named: a rule's pingpong or persistent
+      // must not slip into a config the table then prints without them.
       grid.push_back({{"block_m", bm},
                       {"warps", warps},
                       {"block_n", bn},
                       {"stages", stages},
                       {"min_blocks", min_blocks},
                       {"pack_gqa", pack},
-                      {"wgmma", wgmma}});
+                      {"wgmma", wgmma},
+                      {"pingpong", 0},
+                      {"persistent", 0}});
     }
   };
   const long smem_limit = 227 * 1024;
@@ -137,8 +141,8 @@ std::vector<std::map<std::string, int64_t>> tuning_grid(int head_dim, bool gqa, 
           add(bm, bm / 16, bn, stages, min_blocks, 1);
           // Two or more consumer warpgroups may take turns (ping-pong).
           if (bm >= 128) {
-            const size_t added = grid.size() - (gqa ? 2 : 1);
-            for (size_t i = added; i < grid.size(); ++i) {
+            const size_t end = grid.size();
+            for (size_t i = end - (gqa ? 2 : 1); i < end; ++i) {
               auto turns = grid[i];
               turns["pingpong"] = 1;
               grid.push_back(turns);

@@ -141,7 +141,7 @@ std::shared_ptr<AttentionKernel> get_user_kernel(const UserSpec& u, const nb::di
 }
 
 // The expression VM's variant of a user spec's flags into the process-wide
-// cache (docs/tiers.md "User specs"): with ATTNJIT_USER_VM=1, a later
+// cache (docs/tiers.md "User specs"): unless ATTNJIT_USER_VM=0, a later
 // first call of any spec's variant of those flags runs on it while its
 // own compiles. Returns the VM kernel's name.
 std::string build_user_vm(const UserSpec& u, const nb::dict& flags,

@@ -7,6 +7,7 @@
 
 #include <fmt/format.h>
 
+#include "attention/tile_config.h"
 #include "attnjit/error.h"
 
 namespace attnjit {
@@ -65,28 +66,17 @@ void kv_tensor_maps(const AttentionFlags& flags, const AttentionArgs& a, const T
     t.swizzle_bytes = fp8 ? 0 : box.swizzle_bytes;
     if (paged) {
       // [pages, rows of a page, heads, D]; a box never crosses a page: a
-      // tile of block_n keys is one box per page it spans, or one box of
-      // block_n rows inside a larger page.
+      // tile of block_n keys is boxes of gcd(block_n, page_size) rows
+      // (attention::paged_box_rows, which the kernels use too).
       t.rank = 4;
       t.dims[2] = uint64_t(a.page_size);
       t.dims[3] = uint64_t(a.num_pages);
       t.strides[2] = uint64_t(page_strides[i]) * element_bytes;
-      t.box[2] = uint32_t(std::min(box.rows, a.page_size));
+      t.box[2] = uint32_t(attention::paged_box_rows(box.rows, a.page_size));
       t.box[3] = 1;
     } else {
       t.dims[2] = uint64_t(a.total_k > 0 ? a.total_k : 1);
       t.box[2] = uint32_t(box.rows);
-    }
-    // Every launch, not only when a map is encoded: the cached map's box
-    // is min(block_n, page_size) rows, which kernels of other key tiles
-    // share (a 32-row box serves block_n 64 and 80 over pages of 32), and
-    // a kernel whose tile the pages do not divide would copy part of it.
-    if (paged && a.page_size % box.rows != 0 && box.rows % a.page_size != 0) {
-      throw Error(
-          ErrorKind::kArgument,
-          fmt::format("attention: page_size {} must divide or be a multiple of the kernel's "
-                      "key tile ({} rows) on sm_90a",
-                      a.page_size, box.rows));
     }
     Cached& c = cached[i];
     if (!same_tensor(c.tensor, t)) {

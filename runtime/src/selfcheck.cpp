@@ -206,13 +206,15 @@ double error_bound(DType dtype) { return dtype == DType::kBF16 ? 1e-2 : 3e-3; }
 
 namespace {
 
-// Page sizes 16 to 256 over the standard shapes; then an engine's batch:
-// decodes (one query) beside chunks over cached prefixes, a chunk boundary
-// inside a span (its cached keys and its keys in the chunk both seen), a
-// sequence of one key and one of none.
+// Page sizes 16 to 256 over the standard shapes, and 48 and 192, which
+// neither divide nor are multiples of the key tiles of 64 and 128 (the
+// TMA boxes are their gcd); then an engine's batch: decodes (one query)
+// beside chunks over cached prefixes, a chunk boundary inside a span (its
+// cached keys and its keys in the chunk both seen), a sequence of one key
+// and one of none.
 void add_paged_shapes(std::vector<CheckShape>& shapes) {
-  const int sizes[] = {16, 256, 64, 32};
-  for (size_t i = 0; i < shapes.size(); ++i) shapes[i].page_size = sizes[i % 4];
+  const int sizes[] = {16, 256, 64, 192, 32, 48};
+  for (size_t i = 0; i < shapes.size(); ++i) shapes[i].page_size = sizes[i % 6];
   CheckShape mixed{"paged_decode_and_chunks", {1, 1, 300, 1, 0, 1}, {500, 17, 700, 1, 40, 64},
                    8, 2, 127, 0, {}, 2.f};
   mixed.spans = {{{100, 480}}, {}, {{380, 450}, {600, 650}}, {}, {}, {{0, 63}}};

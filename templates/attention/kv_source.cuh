@@ -247,9 +247,9 @@ struct PagedKV {
     ptx::prefetch_tensor_map(v_map);
   }
 
-  // TMA of key tile kt: one box per page the tile spans (min(block_n,
-  // page_size) rows; the runtime encodes the maps' boxes so, and checks
-  // that the two sizes divide one another), a lane per page (for_each_page).
+  // TMA of key tile kt: boxes of paged_box_rows(block_n, page_size) rows,
+  // each inside one page (the runtime encodes the maps' boxes so), a lane
+  // per box (for_each_page).
   // Boxes past the sequence's last page are not issued, and the barrier
   // expects only the bytes issued; their rows keep stale data, which the
   // consumers mask (K) or zero (V, the tail tile) like any row past the
@@ -275,16 +275,17 @@ struct PagedKV {
   }
 
  private:
-  // The pages key tile kt spans, a lane of the producer warp each: lane 0
+  // The boxes of key tile kt, a lane of the producer warp each: lane 0
   // first sets the bytes the barrier `bar` expects (`row_bytes` per row
-  // issued), then lane b looks up the tile's page b and calls issue(first
-  // row of the box in the tile, its row in the page, the page), so the
-  // block-table lookups overlap instead of following one another.
+  // issued), then lane b looks up the page of the tile's box b and calls
+  // issue(first row of the box in the tile, its row in the page, the
+  // page), so the block-table lookups overlap instead of following one
+  // another.
   template <class Issue>
   __device__ __forceinline__ void for_each_page(unsigned bar, unsigned row_bytes, int kt, int lane,
                                                 Issue issue) const {
     const int j0 = kt * BN;
-    const int rows = page_size < BN ? page_size : BN;  // one box, inside one page
+    const int rows = paged_box_rows(BN, page_size);  // one box, inside one page
     const int boxes = ptx::imin(BN / rows, (n_k - j0 + rows - 1) / rows);
     if (lane == 0) ptx::mbarrier_arrive_expect_tx(bar, static_cast<unsigned>(boxes * rows) * row_bytes);
     __syncwarp();

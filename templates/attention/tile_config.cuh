@@ -81,7 +81,7 @@ struct TileConfig {
   // register shares use it: asking for blocks that cannot be resident
   // only takes registers away.
   int blocks_per_sm;
-  // wgmma with two or three consumer warpgroups: they issue their tiles'
+  // wgmma with two or more consumer warpgroups: they issue their tiles'
   // MMAs in turn, a ring of named barriers (mainloop_sm90.cuh, Turns), so
   // that the tensor cores run one warpgroup's products while the others
   // do their softmax. Off with one warpgroup (nobody to take turns with).
@@ -97,6 +97,26 @@ struct TileConfig {
 
 // The most dynamic shared memory a block may take on sm_90 (227 KiB).
 constexpr unsigned kMaxSmemPerBlockSm90 = 232448;
+
+// Rows of a paged TMA box: the greatest common divisor of the key tile and
+// the page size (both multiples of 16), so that every box of a tile starts
+// and ends inside one page, whatever the two sizes (a tile of 128 keys over
+// pages of 192 is two boxes of 64 rows).
+ATTNJIT_TILE_CONSTEXPR int paged_box_rows(int block_n, int page_size) {
+  if ((block_n & (block_n - 1)) == 0) {
+    // A power of two (every paged rule's): the page size's lowest set bit,
+    // at most block_n; no division on the producer's path.
+    const int low = page_size & -page_size;
+    return low < block_n ? low : block_n;
+  }
+  int a = page_size, b = block_n;
+  while (b != 0) {
+    const int r = a % b;
+    a = b;
+    b = r;
+  }
+  return a;
+}
 
 // Warpgroup MMAs read tiles in column chunks of the widest hardware swizzle
 // that divides D: 64, 32 or 16 elements (128, 64 or 32-byte rows).

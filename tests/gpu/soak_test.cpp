@@ -55,8 +55,9 @@ CheckShape random_shape(std::mt19937_64& rng) {
   s.window_left = kWindows[rng() % 9];
   s.window_right = kWindows[rng() % 9];
   s.softcap = 1.f + float(rng() % 30);
-  static const int kPages[] = {16, 32, 64, 128, 256};  // used by paged variants
-  s.page_size = kPages[rng() % 5];
+  // used by paged variants; 48, 80 and 192 are no divisor or multiple of a key tile
+  static const int kPages[] = {16, 32, 48, 64, 80, 128, 192, 256};
+  s.page_size = kPages[rng() % 8];
   return s;
 }
 

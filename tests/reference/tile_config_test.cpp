@@ -228,6 +228,29 @@ TEST(TileConfig, PersistentBlocksStageTheOutputApartFromTheRing) {
   EXPECT_EQ(attention::persistent_blocks({0, 8, 4}, 132), 1u);
 }
 
+// A paged tile's TMA boxes (paged_box_rows): for every key tile and page
+// size the kernels may meet (multiples of 16), the boxes cover the tile's
+// rows exactly, and each lies inside one page, wherever the tile starts.
+TEST(TileConfig, PagedBoxesTileAKeyTileInsidePages) {
+  for (int bn = 16; bn <= 256; bn += 16) {
+    for (int page = 16; page <= 4096; page += 16) {
+      const int rows = attention::paged_box_rows(bn, page);
+      ASSERT_GE(rows, 16) << bn << " " << page;
+      ASSERT_EQ(bn % rows, 0) << bn << " " << page;
+      ASSERT_EQ(page % rows, 0) << bn << " " << page;
+      for (int kt = 0; kt < 3 * page / bn + 2; ++kt) {
+        for (int b = 0; b < bn / rows; ++b) {
+          const int j = kt * bn + b * rows;
+          ASSERT_EQ(j / page, (j + rows - 1) / page) << bn << " " << page << " tile " << kt;
+        }
+      }
+    }
+  }
+  EXPECT_EQ(attention::paged_box_rows(128, 192), 64);
+  EXPECT_EQ(attention::paged_box_rows(64, 16), 16);
+  EXPECT_EQ(attention::paged_box_rows(64, 256), 64);
+}
+
 TEST(TileConfig, GridShapeIsTheRuntimeLaunchGrid) {
   std::mt19937_64 rng(7);
   for (int trial = 0; trial < 2000; ++trial) {

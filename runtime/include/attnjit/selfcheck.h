@@ -49,7 +49,8 @@ struct CheckResult {
 // start, across tile edges, longer than the window and adjacent, GQA ratios
 // 1, 4 and 8; decode batches (one to three queries per sequence, contexts
 // of 0 to 32768 keys) with the split count chosen by the library, forced
-// to 1, 2 and the most allowed. Paged variants add page sizes 16 to 256,
+// to 1, 2 and the most allowed. Paged variants add page sizes 16 to 256
+// (48 and 192 among them: no divisor or multiple of the key tiles),
 // decodes beside chunks in one batch, and a chunk boundary inside a span.
 //
 // With kv_layout paged, check_attention scatters each sequence's keys over
