@@ -411,12 +411,13 @@ void AttentionKernel::launch_this(const AttentionArgs& a, CuStream stream,
   params.num_seqs = a.num_seqs;
   if (persistent_) {
     // A block per resident slot, each walking the grid's cells
-    // (tile_scheduler.cuh, PersistentTileScheduler), whose index is an int.
-    if ((long long)grid.x * grid.y * grid.z >= (1LL << 31)) {
-      throw Error(ErrorKind::kArgument,
-                  "attention: a persistent launch's grid has 2^31 tiles or more");
-    }
+    // (tile_scheduler.cuh, PersistentTileScheduler), whose int index steps
+    // by the block count past the last cell.
     const long long resident = (long long)current_device_sm_count() * min_blocks_;
+    if ((long long)grid.x * grid.y * grid.z + resident >= (1LL << 31)) {
+      throw Error(ErrorKind::kArgument,
+                  "attention: a persistent launch's grid has too many tiles (2^31 with its blocks)");
+    }
     grid = LaunchGrid{attention::persistent_blocks({grid.x, grid.y, grid.z}, resident), 1, 1};
   }
   if (user_fields_.empty()) {

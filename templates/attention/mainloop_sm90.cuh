@@ -535,6 +535,10 @@ struct MainloopSm90 {
       ptx::warpgroup_commit();
       ptx::warpgroup_wait<0>();
       ptx::fence_operands(o);
+      // A block that exits after this tile leaves the buffer as it is; a
+      // persistent one hands it back, since the producer refills it for a
+      // later work tile (and would wait for it forever otherwise).
+      if constexpr (kTile.persistent) release_v(last);
     }
   };
 };

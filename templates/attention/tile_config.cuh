@@ -181,8 +181,10 @@ ATTNJIT_TILE_CONSTEXPR void set_registers(TileConfig& c) {
   c.consumer_registers = c.launch_registers;
   if (!c.rebalance) return;
   const int wg = c.warpgroups, pwg = c.producer_warpgroups;
-  // fp8 K/V: the whole producer warpgroup converts tiles and needs more.
-  c.producer_registers = s.kv_fp8 ? 64 : wg == 1 ? 40 : wg == 2 ? 24 : 32;
+  // fp8 K/V: the whole producer warpgroup converts tiles and needs more;
+  // a persistent block's producer warp also walks the tiles (24 registers
+  // spilled 36 bytes at D128 128x128 paged, 32 none).
+  c.producer_registers = s.kv_fp8 ? 64 : wg == 1 ? 40 : wg == 2 ? (c.persistent ? 32 : 24) : 32;
   const int consumer =
       ((wg + pwg) * c.launch_registers - pwg * c.producer_registers) / wg / 8 * 8;
   c.consumer_registers = consumer > 256 ? 256 : consumer;
