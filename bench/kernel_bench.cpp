@@ -155,18 +155,97 @@ std::vector<std::map<std::string, int64_t>> tuning_grid(int head_dim, bool gqa, 
   return grid;
 }
 
+using Configs = std::vector<std::map<std::string, int64_t>>;
+
+// --try=CFG;CFG: tuning overrides, each as $ATTNJIT_TUNING spells one.
+Configs parse_tries(const std::string& list) {
+  Configs tries;
+  for (size_t at = 0; at <= list.size();) {
+    const size_t end = std::min(list.find(';', at), list.size());
+    if (end > at) tries.push_back(parse_tuning_overrides(list.substr(at, end - at), "--try"));
+    at = end + 1;
+  }
+  return tries;
+}
+
+// Whether a config passes on the first standard shapes of the flags (fresh
+// inputs each), and its largest error.
+std::pair<bool, double> check_config(const AttentionFlags& f,
+                                     const std::map<std::string, int64_t>& config) {
+  double worst = 0;
+  bool passed = true;
+  const auto shapes = standard_check_shapes(f);
+  for (size_t k = 0; k < shapes.size() && k < 4; ++k) {
+    const CheckResult r =
+        check_attention(f, shapes[k], 1000 + k, KernelCache::global(), std::nullopt, config);
+    worst = std::max(worst, r.o_error);
+    passed = passed && r.passed(error_bound(f.dtype));
+  }
+  return {passed, worst};
+}
+
+// Each config's kernel, compiled 16 at a time, then timed by time_ms
+// (`check`: after check_config, a config that fails it is not timed); the
+// best against the default's `ms` is printed. Returns the configs with
+// their times (and checks) as JSON.
+template <class TimeMs>
+nlohmann::json time_configs(const std::string& name, const AttentionFlags& f,
+                            const Configs& configs, bool check, double ms, TimeMs time_ms) {
+  std::vector<std::shared_ptr<AttentionKernel>> kernels(configs.size());
+  std::vector<std::thread> pool;
+  std::atomic<size_t> next{0};
+  for (int t = 0; t < 16; ++t) {
+    pool.emplace_back([&] {
+      for (size_t i = next++; i < configs.size(); i = next++) {
+        try {
+          kernels[i] = AttentionKernel::get(f, KernelCache::global(), nullptr, configs[i]);
+        } catch (const std::exception& e) {
+          std::fprintf(stderr, "config %zu: %s\n", i, e.what());
+        }
+      }
+    });
+  }
+  for (auto& t : pool) t.join();
+  nlohmann::json tuned = nlohmann::json::array();
+  double best = ms;
+  std::string best_text = "default";
+  for (size_t i = 0; i < configs.size(); ++i) {
+    if (!kernels[i]) continue;
+    nlohmann::json c(configs[i]);
+    if (check) {
+      const auto [passed, worst] = check_config(f, configs[i]);
+      c["checked_error"] = worst;
+      c["checked"] = passed;
+      if (!passed) {
+        std::printf("  %s %s FAILED its check (rel err %.2e): not timed\n", name.c_str(),
+                    c.dump().c_str(), worst);
+        tuned.push_back(c);
+        continue;
+      }
+    }
+    const double t = time_ms(*kernels[i]);
+    if (check) std::printf("  %-24s %.3f ms  %s\n", name.c_str(), t, c.dump().c_str());
+    c["ms"] = t;
+    tuned.push_back(c);
+    if (t < best) {
+      best = t;
+      best_text = c.dump();
+    }
+  }
+  std::printf("  tuned %-22s best %.3f ms (default %.3f ms): %s\n", name.c_str(), best, ms,
+              best_text.c_str());
+  return tuned;
+}
+
 int main(int argc, char** argv) {
   const std::string mode = argc > 2 ? argv[2] : "";
   const bool tune = mode == "--tune";
-  // --try=CFG;CFG: tuning overrides to time beside the default.
-  std::vector<std::map<std::string, int64_t>> tries;
-  if (mode.rfind("--try=", 0) == 0) {
-    std::string list = mode.substr(6);
-    for (size_t at = 0; at <= list.size();) {
-      const size_t end = std::min(list.find(';', at), list.size());
-      if (end > at) tries.push_back(parse_tuning_overrides(list.substr(at, end - at), "--try"));
-      at = end + 1;
-    }
+  Configs tries;
+  try {
+    if (mode.rfind("--try=", 0) == 0) tries = parse_tries(mode.substr(6));
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "attnjit_kernel_bench: %s\n", e.what());
+    return 2;
   }
   // Optional third argument: a comma-separated list of problems to run.
   const std::string only = argc > 3 ? "," + std::string(argv[3]) + "," : "";
@@ -288,58 +367,7 @@ int main(int argc, char** argv) {
           tune ? tuning_grid(pr.head_dim, pr.heads_q != pr.heads_kv,
                              current_device_target() == parse_target("sm_90a"), decode)
                : tries;
-      std::vector<std::shared_ptr<AttentionKernel>> kernels(configs.size());
-      std::vector<std::thread> pool;
-      std::atomic<size_t> next{0};
-      for (int t = 0; t < 16; ++t) {
-        pool.emplace_back([&] {
-          for (size_t i = next++; i < configs.size(); i = next++) {
-            try {
-              kernels[i] = AttentionKernel::get(f, KernelCache::global(), nullptr, configs[i]);
-            } catch (const std::exception& e) {
-              std::fprintf(stderr, "config %zu: %s\n", i, e.what());
-            }
-          }
-        });
-      }
-      for (auto& t : pool) t.join();
-      double best = ms;
-      std::string best_text = "default";
-      for (size_t i = 0; i < configs.size(); ++i) {
-        if (!kernels[i]) continue;
-        nlohmann::json c(configs[i]);
-        if (!tune) {
-          // A config tried by hand is checked before it is timed: the
-          // first standard shapes of the flags, fresh inputs each.
-          double worst = 0;
-          bool passed = true;
-          const auto shapes = standard_check_shapes(f);
-          for (size_t k = 0; k < shapes.size() && k < 4; ++k) {
-            const CheckResult r = check_attention(f, shapes[k], 1000 + k, KernelCache::global(),
-                                                  std::nullopt, configs[i]);
-            worst = std::max(worst, r.o_error);
-            passed = passed && r.passed(error_bound(f.dtype));
-          }
-          c["checked_error"] = worst;
-          c["checked"] = passed;
-          if (!passed) {
-            std::printf("  %s %s FAILED its check (rel err %.2e): not timed\n", pr.name.c_str(),
-                        c.dump().c_str(), worst);
-            tuned.push_back(c);
-            continue;
-          }
-        }
-        const double t = time_ms(*kernels[i]);
-        if (!tune) std::printf("  %-24s %.3f ms  %s\n", pr.name.c_str(), t, c.dump().c_str());
-        c["ms"] = t;
-        tuned.push_back(c);
-        if (t < best) {
-          best = t;
-          best_text = c.dump();
-        }
-      }
-      std::printf("  tuned %-22s best %.3f ms (default %.3f ms): %s\n", pr.name.c_str(), best, ms,
-                  best_text.c_str());
+      tuned = time_configs(pr.name, f, configs, /*check=*/!tune, ms, time_ms);
     }
     long long pairs = 0;
     for (int p = pr.seqlen - n_q; p < pr.seqlen; ++p) {
