@@ -114,12 +114,19 @@ TEST(TileConfigs, EveryConfigMatchesTheReference) {
     for (const auto& [k, v] : c.tuning) config += fmt::format("{}={} ", k, v);
     for (const CheckShape& shape : standard_check_shapes(c.flags)) {
       const uint64_t seed = testing::fresh_seed();
+      // Written before the launch and flushed: a kernel that hangs (a
+      // barrier protocol bug) leaves its config and shape as the log's
+      // last line when the run is killed.
+      std::printf("running %s [%s] %s\n", testing::flags_name(c.flags).c_str(), config.c_str(),
+                  shape.name.c_str());
+      std::fflush(stdout);
       const CheckResult r =
           check_attention(c.flags, shape, seed, KernelCache::global(), std::nullopt, c.tuning);
       const std::string line = fmt::format("{} [{}] {:<22} o_err={:.3e} lse_err={:.3e} seed={}",
                                            testing::flags_name(c.flags), config, shape.name,
                                            r.o_error, r.lse_error, seed);
       std::printf("%s\n", line.c_str());
+      std::fflush(stdout);
       EXPECT_TRUE(r.passed(error_bound(c.flags.dtype))) << line;
     }
   }
