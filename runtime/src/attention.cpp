@@ -29,19 +29,12 @@ namespace {
 // one rule the kernels use (tile_config.cuh).
 attention::TileConfig tile_config_of(const Signature& sig) {
   const auto param = [&](const char* name) { return int(sig.tuning_value(name)); };
-  // pingpong and persistent are optional in a spec's tuning (the kernels
-  // read 0 without them).
-  bool pingpong = false, persistent = false;
-  for (const auto& [name, value] : sig.tuning) {
-    pingpong = pingpong || (name == "pingpong" && value);
-    persistent = persistent || (name == "persistent" && value);
-  }
   return attention::make_tile_config(attention::TileShape{
       int(sig.flags.get_int("head_dim")), param("block_m"), param("block_n"), param("warps"),
       param("stages"), param("min_blocks"), param("pack_gqa") != 0, param("wgmma") != 0,
       sig.options.max_registers != 0, sig.flags.get_name("kv_dtype") == "fp8_e4m3",
-      sig.flags.get_bool("split_kv"), attention::smem_per_sm(sig.options.target.sm), pingpong,
-      persistent});
+      sig.flags.get_bool("split_kv"), attention::smem_per_sm(sig.options.target.sm),
+      param("pingpong") != 0, param("persistent") != 0});
 }
 
 // The kernel ABI: the struct generated from the spec's `args`, filled by

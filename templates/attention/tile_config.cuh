@@ -95,8 +95,10 @@ struct TileConfig {
   bool persistent;
 };
 
-// The most dynamic shared memory a block may take on sm_90 (227 KiB).
-constexpr unsigned kMaxSmemPerBlockSm90 = 232448;
+// The most dynamic shared memory a block may take on sm_90: the SM's less
+// the driver's reserve (227 KiB).
+constexpr unsigned kMaxSmemPerBlockSm90 = unsigned(smem_per_sm(90) - kReservedSmemPerBlock);
+static_assert(kMaxSmemPerBlockSm90 == 227 * 1024, "sm_90's block limit");
 
 // Rows of a paged TMA box: the greatest common divisor of the key tile and
 // the page size (both multiples of 16), so that every box of a tile starts
@@ -316,25 +318,6 @@ struct KvFp8<C, decltype(void(C::kv_dtype))> {
   static constexpr bool value = C::kv_dtype == C::kv_dtype_t::fp8_e4m3;
 };
 
-// A generated Config's pingpong and persistent tuning values (0 for a
-// Config without them: a spec whose tuning does not name them).
-template <class C, class = void>
-struct PingPong {
-  static constexpr bool value = false;
-};
-template <class C>
-struct PingPong<C, decltype(void(C::pingpong))> {
-  static constexpr bool value = C::pingpong != 0;
-};
-template <class C, class = void>
-struct Persistent {
-  static constexpr bool value = false;
-};
-template <class C>
-struct Persistent<C, decltype(void(C::persistent))> {
-  static constexpr bool value = C::persistent != 0;
-};
-
 // The device side: a generated Config's configuration, from its tuning
 // params and the register cap the compile options announce
 // (ATTNJIT_MAX_REGISTERS is defined when one is set).
@@ -352,8 +335,8 @@ ATTNJIT_TILE_CONSTEXPR TileConfig tile_config() {
 #endif
   return make_tile_config(TileShape{C::head_dim, C::block_m, C::block_n, C::warps, C::stages,
                                     C::min_blocks, C::pack_gqa != 0, C::wgmma != 0, kRegisterCap,
-                                    KvFp8<C>::value, C::split_kv, kSmemPerSm, PingPong<C>::value,
-                                    Persistent<C>::value});
+                                    KvFp8<C>::value, C::split_kv, kSmemPerSm, C::pingpong != 0,
+                                    C::persistent != 0});
 }
 
 }  // namespace attention
