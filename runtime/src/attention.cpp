@@ -405,8 +405,12 @@ void AttentionKernel::launch_this(const AttentionArgs& a, CuStream stream,
   if (persistent_) {
     // A block per resident slot, each walking the grid's cells
     // (tile_scheduler.cuh, PersistentTileScheduler), whose int index steps
-    // by the block count past the last cell.
-    const long long resident = (long long)current_device_sm_count() * min_blocks_;
+    // by the block count past the last cell. Resident slots are what the
+    // driver says an SM holds (a launch bound of one block per SM does not
+    // stop small-tile kernels from fitting five), else the launch bound.
+    const int per_sm = kernel_->blocks_per_sm();
+    const long long resident =
+        (long long)current_device_sm_count() * (per_sm > 0 ? per_sm : min_blocks_);
     if ((long long)grid.x * grid.y * grid.z + resident >= (1LL << 31)) {
       throw Error(ErrorKind::kArgument,
                   "attention: a persistent launch's grid has too many tiles (2^31 with its blocks)");
