@@ -6,7 +6,10 @@
 #   STAGES="build paged" PAGED_ARGS=--quick (paged stage: bench_paged.py's arguments)
 #   PAGED_AB_ENV="ATTNJIT_TUNING=block_n=64|ATTNJIT_TUNING=stages=3" (paged stage: run bench_paged.py again
 #   with these variables set, for an A/B of a runtime switch in one call)
-#   STAGES="build decode" DECODE_ARGS=--quick (decode stage: bench_decode.py's arguments)
+#   STAGES="build decode" DECODE_ARGS=--quick (decode stage: bench_decode.py's arguments;
+#   DECODE_AB_ENV as PAGED_AB_ENV)
+#   STAGES="build kbench" KBENCH_AB_ENV="ATTNJIT_FAST_COMPILE=max" (kernel_bench --no-tune on the
+#   prefill problems, KBENCH_PROBLEMS=a,b to choose, then again with each setting)
 #   STAGES="build user" (user-spec variants vs FlexAttention, check --spec on the examples;
 #   USER_ARGS=--user-vm: first calls through the expression VM's tier)
 #   STAGES="build decode_profile" (ncu on the decode rows; DECODE_PROFILE_PEERS, DECODE_PROFILE_PROBLEM)
@@ -102,6 +105,33 @@ if stage decode; then
   python3 bench/bench_decode.py ${DECODE_ARGS:-} --commit "$commit" --out "$OUT/bench-decode.json" \
     2>&1 | tee "$OUT/bench-decode.txt" | tail -60
   [[ ${PIPESTATUS[0]} -eq 0 ]] || status=1
+  # DECODE_AB_ENV: as PAGED_AB_ENV, for the decode problems.
+  IFS='|' read -ra ab_runs <<<"${DECODE_AB_ENV:-}"
+  n=0
+  for ab in "${ab_runs[@]}"; do
+    n=$((n + 1))
+    echo "--- again with $ab"
+    env $ab python3 bench/bench_decode.py ${DECODE_ARGS:-} --commit "$commit" \
+      --out "$OUT/bench-decode-b$n.json" 2>&1 | tee "$OUT/bench-decode-b$n.txt" | tail -60
+    [[ ${PIPESTATUS[0]} -eq 0 ]] || status=1
+  done
+fi
+if stage kbench; then
+  # The prefill problems' default kernels in isolated launches (each checked
+  # first), then again under each KBENCH_AB_ENV setting ('|' between runs),
+  # e.g. KBENCH_AB_ENV="ATTNJIT_FAST_COMPILE=max" for a compile option's cost.
+  ./build-gpu/bench/attnjit_kernel_bench "$OUT/kbench.json" --no-tune ${KBENCH_PROBLEMS:-} \
+    >"$OUT/kbench.txt" 2>&1 || status=1
+  grep -vE "^  " "$OUT/kbench.txt"
+  IFS='|' read -ra ab_runs <<<"${KBENCH_AB_ENV:-}"
+  n=0
+  for ab in "${ab_runs[@]}"; do
+    n=$((n + 1))
+    echo "--- again with $ab"
+    env $ab ./build-gpu/bench/attnjit_kernel_bench "$OUT/kbench-b$n.json" --no-tune \
+      ${KBENCH_PROBLEMS:-} >"$OUT/kbench-b$n.txt" 2>&1 || status=1
+    grep -vE "^  " "$OUT/kbench-b$n.txt"
+  done
 fi
 if stage user; then
   # Variants written in a spec (specs/examples) against FlexAttention with

@@ -28,46 +28,7 @@ __device__ __forceinline__ float e4m3_to_float(unsigned byte) {
   return (byte & 0x80u) ? -value : value;
 }
 
-// Byte permute (prmt, no sign replication): byte i of the result is byte
-// (sel >> 4i) & 7 of the pair {a, b}, a's four bytes first.
-__device__ __forceinline__ unsigned byte_perm(unsigned a, unsigned b, unsigned sel) {
-#if defined(__CUDA_ARCH__)
-  return __byte_perm(a, b, sel);
-#else
-  const unsigned long long ab = (static_cast<unsigned long long>(b) << 32) | a;
-  unsigned r = 0;
-  for (int i = 0; i < 4; ++i)
-    r |= static_cast<unsigned>((ab >> (8 * ((sel >> (4 * i)) & 7u))) & 0xffu) << (8 * i);
-  return r;
-#endif
-}
-
-// Four e4m3 bytes as four bf16 (lo: bytes 0 and 1, hi: bytes 2 and 3, the
-// lower byte in the lower half) by integer arithmetic alone, exact for
-// normal codes: a normal e4m3 value is bf16's with the exponent bias 7
-// instead of 127 and the mantissa's low four bits zero, so its seven
-// exponent-and-mantissa bits move up by four and 120 joins the exponent.
-// Returns false (the outputs then mean nothing) where a byte is zero,
-// subnormal or NaN; the caller converts those words the exact way. Five
-// integer operations per pair on the full-rate pipes, where the hardware
-// route (e4m3 -> f16 -> f32 -> bf16) takes four conversions on the
-// quarter-rate one.
-__device__ __forceinline__ bool e4m3x4_normal_to_bf16(unsigned w, unsigned& lo, unsigned& hi) {
-  const unsigned em = w & 0x7f7f7f7fu;
-  // Per byte, bit 7: exponent field non-zero ((e << 3) + 0x78 carries into
-  // it) and not NaN (em + 1 reaches it only from 0x7f); no byte carries out.
-  const unsigned normal =
-      ((w & 0x78787878u) + 0x78787878u) & ~(em + 0x01010101u) & 0x80808080u;
-  const unsigned a = byte_perm(em, 0u, 0x4140u);  // em of bytes 0, 1 at bits 0 and 16
-  const unsigned b = byte_perm(em, 0u, 0x4342u);  // bytes 2, 3
-  const unsigned sa = byte_perm(w, 0u, 0x1404u);  // bytes 0, 1 at bits 8 and 24: signs at 15, 31
-  const unsigned sb = byte_perm(w, 0u, 0x3424u);
-  lo = (a * 16u + 0x3C003C00u) | (sa & 0x80008000u);
-  hi = (b * 16u + 0x3C003C00u) | (sb & 0x80008000u);
-  return normal == 0x80808080u;
-}
-
-#if !defined(ATTNJIT_FP8_DECODE_ONLY)  // (the host test takes the functions above only)
+#if !defined(ATTNJIT_FP8_DECODE_ONLY)  // (the host test takes the function above only)
 // Two e4m3 bytes (the low one first) as a packed pair of T (the low half
 // holds the low byte's value).
 template <class T>
@@ -95,18 +56,6 @@ template <class T>
 __device__ __forceinline__ void e4m3x16_to(const uint4_t& in, uint4_t& lo, uint4_t& hi) {
   const unsigned words[4] = {in.x, in.y, in.z, in.w};
   unsigned out[8];
-  if constexpr (element<T>::is_bf16) {
-    // Normal codes (nearly all of a real cache) by integer arithmetic; a
-    // unit holding a zero, subnormal or NaN the exact way below.
-    bool normal = true;
-#pragma unroll
-    for (int w = 0; w < 4; ++w) normal &= e4m3x4_normal_to_bf16(words[w], out[2 * w], out[2 * w + 1]);
-    if (normal) {
-      lo = uint4_t{out[0], out[1], out[2], out[3]};
-      hi = uint4_t{out[4], out[5], out[6], out[7]};
-      return;
-    }
-  }
 #pragma unroll
   for (int w = 0; w < 4; ++w) {
     out[2 * w] = e4m3x2_to<T>(static_cast<unsigned short>(words[w] & 0xffffu));
