@@ -24,15 +24,6 @@ int read_register_cap(const char* name) {
   return cap;
 }
 
-std::string read_fast_compile(const char* name) {
-  const std::string value = env_text(name);
-  if (value.empty() || value == "0") return "";
-  if (value == "min" || value == "mid" || value == "max") return value;
-  throw Error(ErrorKind::kFlags, std::string(name) + "=" + detail::quoted(value) +
-                                     " must be min, mid or max (NVRTC's --Ofast-compile), or 0 "
-                                     "for a fully optimized compile");
-}
-
 }  // namespace
 
 std::vector<std::string> CompileOptions::nvrtc_flags() const {
@@ -53,7 +44,6 @@ std::vector<std::string> CompileOptions::nvrtc_flags() const {
     // the cap: their launch share is no longer the launch bound's.
     flags.push_back("-DATTNJIT_MAX_REGISTERS=" + std::to_string(max_registers));
   }
-  if (!fast_compile.empty()) flags.push_back("--Ofast-compile=" + fast_compile);
   std::sort(flags.begin(), flags.end());
   return flags;
 }
@@ -61,7 +51,7 @@ std::vector<std::string> CompileOptions::nvrtc_flags() const {
 std::string CompileOptions::canonical() const {
   return target.name() + "{emit_ptx=" + bool_text(emit_ptx) + ",fast_math=" + bool_text(fast_math) +
          ",line_info=" + bool_text(line_info) + ",max_registers=" + std::to_string(max_registers) +
-         (fast_compile.empty() ? "" : ",fast_compile=" + fast_compile) + "}";
+         "}";
 }
 
 CompileOptions CompileOptions::from_environment(const Target& target) {
@@ -69,7 +59,6 @@ CompileOptions CompileOptions::from_environment(const Target& target) {
   options.target = target;
   options.line_info = env_bool("ATTNJIT_LINEINFO", false);
   options.max_registers = read_register_cap("ATTNJIT_MAXRREG");
-  options.fast_compile = read_fast_compile("ATTNJIT_FAST_COMPILE");
   return options;
 }
 

@@ -196,13 +196,11 @@ struct RecentHit {
   Target target;
   bool line_info = false;
   int max_registers = 0;
-  std::string fast_compile;
   std::shared_ptr<AttentionKernel> kernel;  // null: an empty slot
 
   bool matches(uint64_t id, uint64_t packed, const Target& t, const CompileOptions& o) const {
     return kernel != nullptr && cache_id == id && flags == packed && target == t &&
-           line_info == o.line_info && max_registers == o.max_registers &&
-           fast_compile == o.fast_compile;
+           line_info == o.line_info && max_registers == o.max_registers;
   }
 };
 
@@ -220,7 +218,7 @@ struct RecentHits {
   }
   void remember(uint64_t id, uint64_t packed, const Target& t, const CompileOptions& o,
                 const std::shared_ptr<AttentionKernel>& kernel) {
-    slot[next] = RecentHit{id, packed, t, o.line_info, o.max_registers, o.fast_compile, kernel};
+    slot[next] = RecentHit{id, packed, t, o.line_info, o.max_registers, kernel};
     next = (next + 1) % kSlots;
   }
 };

@@ -97,32 +97,5 @@ TEST(CompileOptions, FromEnvironment) {
   }
 }
 
-TEST(CompileOptions, FastCompileIsAFlagAndPartOfTheKeyOnlyWhenSet) {
-  {
-    ScopedEnv fast("ATTNJIT_FAST_COMPILE", "mid");
-    const CompileOptions options = CompileOptions::from_environment(parse_target("sm_90a"));
-    EXPECT_EQ(options.fast_compile, "mid");
-    const auto flags = options.nvrtc_flags();
-    EXPECT_NE(std::find(flags.begin(), flags.end(), "--Ofast-compile=mid"), flags.end());
-    EXPECT_EQ(options.canonical(),
-              "sm_90a{emit_ptx=true,fast_math=true,line_info=false,max_registers=0,"
-              "fast_compile=mid}");
-  }
-  for (const char* off : {"", "0"}) {
-    ScopedEnv fast("ATTNJIT_FAST_COMPILE", off);
-    const CompileOptions options = CompileOptions::from_environment(parse_target("sm_90a"));
-    EXPECT_EQ(options.fast_compile, "") << off;
-    for (const std::string& flag : options.nvrtc_flags())
-      EXPECT_EQ(flag.find("Ofast"), std::string::npos) << flag;
-  }
-  {
-    ScopedEnv fast("ATTNJIT_FAST_COMPILE", "fast");
-    EXPECT_EQ(error_message([] { CompileOptions::from_environment(parse_target("sm_90a")); },
-                            ErrorKind::kFlags),
-              "ATTNJIT_FAST_COMPILE='fast' must be min, mid or max (NVRTC's --Ofast-compile), or "
-              "0 for a fully optimized compile");
-  }
-}
-
 }  // namespace
 }  // namespace attnjit

@@ -23,10 +23,6 @@ struct CompileOptions {
   bool fast_math = true;   // --use_fast_math
   int max_registers = 0;   // 0: no cap
   bool emit_ptx = true;    // keep PTX beside the cubin
-  // NVRTC's --Ofast-compile level ("min", "mid" or "max": less optimization
-  // for a shorter compile), empty for none. In the key only when set, so
-  // the default's keys and names are those of builds before the option.
-  std::string fast_compile;
 
   std::vector<std::string> nvrtc_flags() const;  // sorted, deterministic
   // "sm_90a{emit_ptx=true,fast_math=true,line_info=false,max_registers=0}"
@@ -34,9 +30,8 @@ struct CompileOptions {
 
   // The defaults for `target`, changed by the only environment variables
   // that change code: ATTNJIT_LINEINFO (a switch read by env_bool:
-  // -lineinfo), ATTNJIT_MAXRREG (0-255, --maxrregcount; 0 means no cap)
-  // and ATTNJIT_FAST_COMPILE (min, mid or max; empty or 0 for none). Throws
-  // Error(kFlags) for a value it cannot read. Every other ATTNJIT_*
+  // -lineinfo) and ATTNJIT_MAXRREG (0-255, --maxrregcount; 0 means no cap).
+  // Throws Error(kFlags) for a value it cannot read. Every other ATTNJIT_*
   // variable is code-neutral.
   static CompileOptions from_environment(const Target& target);
 };
