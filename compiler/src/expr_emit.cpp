@@ -239,11 +239,10 @@ class ClassifyEmitter {
       if (b.t_negated) t = fmt::format("{}ineg({})", kNs, t);
       const std::string y = emit(b.y);
       const std::string c = b.divisor < 0 ? fmt::format("{}ipoint(1)", kNs) : emit(b.divisor);
-      calls += fmt::format(
-          "    exact = {}key_bound({}, {}, {}, {}, {}, {}, 0, n_k - 1, first, last) && exact;\n",
-          kNs, b.cmp, b.sj, t, y, b.abs_form ? "true" : "false", c);
+      calls += fmt::format("    {}key_bound({}, {}, {}, {}, {}, {}, 0, n_k - 1, first, last);\n",
+                           kNs, b.cmp, b.sj, t, y, b.abs_form ? "true" : "false", c);
     }
-    return lines_ + "    bool exact = true;\n" + calls + "    return exact;\n";
+    return lines_ + calls;
   }
 
  private:
@@ -449,9 +448,6 @@ std::string emit_user_struct(const Expr* mask, const Expr* score) {
         ClassifyEmitter(*mask).body());
     // The key range the mask's bounding conjuncts leave a query tile
     // (expr_bounds.cpp); the kernels start their empty-tile scans inside it.
-    // It returns whether the range is exactly the conjuncts' for a single
-    // query row (key_bound), where a whole-mask variant's rows then test
-    // their keys against it instead of calling mask() per key.
     const ExprKeyBounds bounds = key_bounds_of(*mask);
     out += fmt::format(
         "  static constexpr bool has_key_bounds = {};\n"
@@ -460,7 +456,7 @@ std::string emit_user_struct(const Expr* mask, const Expr* score) {
     if (!bounds.bounds.empty()) {
       out += fmt::format(
           "  template <class P>\n"
-          "  __device__ static bool key_bounds(const P& prm, int b, int h_lo, int h_hi, int p_lo, "
+          "  __device__ static void key_bounds(const P& prm, int b, int h_lo, int h_hi, int p_lo, "
           "int p_hi, int n_q, int n_k, long long& first, long long& last) {{\n"
           "{}"
           "  }}\n",

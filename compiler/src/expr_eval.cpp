@@ -441,16 +441,14 @@ TileClass classify_mask(const Expr& mask, const ExprTile& tile, const ExprEnv& e
 
 KeySpan key_bounds(const Expr& mask, const ExprTile& tile, const ExprEnv& env) {
   long long first = 0, last = static_cast<long long>(env.n_k) - 1;
-  const ExprKeyBounds bounds = key_bounds_of(mask);
-  bool exact = bounds.whole_mask && !bounds.bounds.empty();
-  for (const ExprKeyBound& b : bounds.bounds) {
+  for (const ExprKeyBound& b : key_bounds_of(mask).bounds) {
     ex::ival t = b.t < 0 ? ex::ipoint(0) : abstract(mask, tile, env, b.t).i;
     if (b.t_negated) t = ex::ineg(t);
     const ex::ival y = abstract(mask, tile, env, b.y).i;
     const ex::ival c = b.divisor < 0 ? ex::ipoint(1) : abstract(mask, tile, env, b.divisor).i;
-    exact = ex::key_bound(b.cmp, b.sj, t, y, b.abs_form, c, 0, env.n_k - 1, first, last) && exact;
+    ex::key_bound(b.cmp, b.sj, t, y, b.abs_form, c, 0, env.n_k - 1, first, last);
   }
-  return KeySpan{first, last, exact};
+  return KeySpan{first, last};
 }
 
 int64_t divisor_multiplier(int32_t d) { return expr::divisor_magic(d); }

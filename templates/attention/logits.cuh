@@ -28,29 +28,6 @@ struct LogitScale {
   }
 };
 
-// The visibility mask of an edge tile: -inf where row r's keys[r] do not
-// hold key j, or (kUser) where the spec's mask() is false.
-template <class C, bool kUser, int kBlocks>
-__device__ __forceinline__ void mask_keys(float (&s)[kBlocks][4],
-                                          const Params<typename C::dtype>& prm,
-                                          const typename Mask<C>::RowKeys (&keys)[2], int j0,
-                                          int lane) {
-#pragma unroll
-  for (int nb = 0; nb < kBlocks; ++nb) {
-#pragma unroll
-    for (int e = 0; e < 4; ++e) {
-      const int r = e / 2;
-      const int j = j0 + nb * 8 + 2 * (lane % 4) + (e % 2);
-      bool visible = Mask<C>::visible_in(keys[r], j);
-      if constexpr (kUser) {
-        const auto& u = keys[r].user;
-        visible = visible && UserOf<C>::mask(prm, u.r, u.b, u.h, u.hk, u.p, j, u.n_q, u.n_k);
-      }
-      if (!visible) s[nb][e] = ptx::neg_inf();
-    }
-  }
-}
-
 // keys[r]: the keys this thread's row r (g and g + 8 of the fragment) sees
 // (Mask::row_keys, once per row); j0: the tile's first key.
 template <class C, int kBlocks>
@@ -93,15 +70,20 @@ __device__ __forceinline__ void to_logits(float (&s)[kBlocks][4],
   }
   Sinks<C>::add_key0_bias(s, sink2, j0, lane);
   if (!edge) return;
-  if constexpr (UserOf<C>::key_bounds_whole_mask) {
-    // Both rows' intervals hold the spec's mask (row_setup): the built-in
-    // compares alone, as for the flags the mask re-expresses.
-    if (keys[0].user.bounded && keys[1].user.bounded) {
-      mask_keys<C, false>(s, prm, keys, j0, lane);
-      return;
+#pragma unroll
+  for (int nb = 0; nb < kBlocks; ++nb) {
+#pragma unroll
+    for (int e = 0; e < 4; ++e) {
+      const int r = e / 2;
+      const int j = j0 + nb * 8 + 2 * (lane % 4) + (e % 2);
+      bool visible = Mask<C>::visible_in(keys[r], j);
+      if constexpr (user_mask<C>()) {
+        const auto& u = keys[r].user;
+        visible = visible && UserOf<C>::mask(prm, u.r, u.b, u.h, u.hk, u.p, j, u.n_q, u.n_k);
+      }
+      if (!visible) s[nb][e] = ptx::neg_inf();
     }
   }
-  mask_keys<C, user_mask<C>()>(s, prm, keys, j0, lane);
 }
 
 }  // namespace attention

@@ -234,22 +234,6 @@ struct WorkTile {
     if constexpr (user_mask<C>() || user_score<C>()) {
       keys.user = UserRowOf<C>::make(prm, seq, map.head(row), hk, p, n_q, n_k);
     }
-    if constexpr (UserOf<C>::key_bounds_whole_mask) {
-      // A mask made of key bounds alone, exact for this row (its values are
-      // points): the row's intervals take it, and its keys skip mask().
-      // Both intervals, as the mask is ANDed with the spans' keys too.
-      long long first = 0, last = static_cast<long long>(n_k) - 1;
-      const int h = map.head(row);
-      if (UserOf<C>::key_bounds(prm, seq, h, h, p, p, n_q, n_k, first, last)) {
-        const int lo = static_cast<int>(first < 0 ? 0 : first > n_k ? n_k : first);
-        const int hi = static_cast<int>(last < -1 ? -1 : last > n_k - 1 ? n_k - 1 : last);
-        keys.lo = ptx::imax(keys.lo, lo);
-        keys.hi = ptx::imin(keys.hi, hi);
-        keys.span_lo = ptx::imax(keys.span_lo, lo);
-        keys.span_hi = ptx::imin(keys.span_hi, hi);
-        keys.user.bounded = true;
-      }
-    }
     sink2 = Sinks<C>::logit2(prm.sinks, map.head(row));
   }
 };

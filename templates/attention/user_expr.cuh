@@ -368,27 +368,21 @@ constexpr long long kNoBound = 1ll << 40;  // past any int32 sum
 // value >= 1, else the conjunct says nothing), X is exact for j >= 0 and
 // X in [x_min, x_max] means j in [x_min * c, x_max * c + c - 1]. Without
 // one, c is the point 1.
-// Returns whether the conjunct is now exactly `first <= j <= last` on
-// [d_lo, d_hi] (within what first and last held): t, y and c are points
-// (one query row, its values known) and nothing could wrap. Where every
-// conjunct of a mask is exact for a row, the kernels test its keys
-// against the range instead of evaluating the mask per key.
-ATTNJIT_EXPR_FN bool key_bound(int cmp, int sj, ival t, ival y, bool abs_form, ival c, int d_lo,
+ATTNJIT_EXPR_FN void key_bound(int cmp, int sj, ival t, ival y, bool abs_form, ival c, int d_lo,
                                int d_hi, long long& first, long long& last) {
   const bool divided = !(c.lo == 1 && c.hi == 1);
-  if (divided && (c.lo != c.hi || c.lo < 1 || d_lo < 0)) return false;
-  const bool points = t.lo == t.hi && y.lo == y.hi && c.lo == c.hi;
+  if (divided && (c.lo != c.hi || c.lo < 1 || d_lo < 0)) return;
   long long x_lo = (sj > 0 ? static_cast<long long>(d_lo) : -static_cast<long long>(d_hi)) + t.lo;
   long long x_hi = (sj > 0 ? static_cast<long long>(d_hi) : -static_cast<long long>(d_lo)) + t.hi;
   if (divided) {
     x_lo = d_lo / c.lo;  // d_lo >= 0: floored is truncated
     x_hi = d_hi / c.lo;
   }
-  if (x_lo < kIntMin || x_hi > kIntMax) return false;
+  if (x_lo < kIntMin || x_hi > kIntMax) return;
   // X in [x_min, x_max] for every visible key.
   long long x_min = -kNoBound, x_max = kNoBound;
   if (abs_form) {
-    if (x_lo == kIntMin) return false;  // abs(INT_MIN) wraps
+    if (x_lo == kIntMin) return;  // abs(INT_MIN) wraps
     // abs(X) < y or <= y: -y.hi <= X <= y.hi (one less for <).
     const long long h = static_cast<long long>(y.hi) - (cmp == kCmpLt ? 1 : 0);
     x_min = -h;
@@ -403,7 +397,7 @@ ATTNJIT_EXPR_FN bool key_bound(int cmp, int sj, ival t, ival y, bool abs_form, i
     const long long d = c.lo;
     first = lmax(first, x_min == -kNoBound ? -kNoBound : x_min * d);
     last = lmin(last, x_max == kNoBound ? kNoBound : x_max * d + d - 1);
-    return points;
+    return;
   }
   // sj * j = X - t.
   long long lo = x_min == -kNoBound ? -kNoBound : x_min - t.hi;
@@ -415,7 +409,6 @@ ATTNJIT_EXPR_FN bool key_bound(int cmp, int sj, ival t, ival y, bool abs_form, i
   }
   first = lmax(first, lo);
   last = lmin(last, hi);
-  return points;
 }
 
 // The defaults for a config without expressions: no mask, no score.

@@ -27,19 +27,15 @@ __host__ __device__ constexpr bool user_score() {
 // What a row's expressions read besides the key position j: its position
 // and head, and the row values of the generated struct (the parts of the
 // expressions that do not depend on j or s, computed once per row).
-// bounded: the row's key intervals (Mask::RowKeys) already hold the mask
-// exactly, so its keys need no mask() call (a whole-mask variant whose
-// key bounds are exact for this row: WorkTile::row_setup).
 template <class User>
 struct UserRow {
   int b, h, hk, p, n_q, n_k;
   typename User::row_values r;
-  bool bounded;
 
   template <class P>
   __device__ __forceinline__ static UserRow make(const P& prm, int b, int h, int hk, int p,
                                                  int n_q, int n_k) {
-    return UserRow{b, h, hk, p, n_q, n_k, User::row(prm, b, h, hk, p, n_q, n_k), false};
+    return UserRow{b, h, hk, p, n_q, n_k, User::row(prm, b, h, hk, p, n_q, n_k)};
   }
 };
 struct NoUserRow {};

@@ -441,50 +441,5 @@ TEST(ExprKeyBounds, SoundOnRandomForms) {
   EXPECT_GT(trimmed * 4, tiles) << trimmed << " of " << tiles;  // not vacuous
 }
 
-// Exactness: for one query row (a point in p and h) a whole-mask form's
-// bounds say exact only where the mask is exactly first <= j <= last on
-// every key of the sequence (the kernels then skip mask() for that row);
-// random forms, scalars and positions near the int32 limits, where the
-// forms that could wrap must not claim it. Not vacuous: most rows of
-// ordinary forms are exact.
-TEST(ExprKeyBounds, ExactOnlyWhereTheRangeIsTheMask) {
-  const ExprContext ctx = random_context();
-  std::mt19937_64 rng(20261203);
-  const auto pick = [&](int n) { return static_cast<int>(rng() % static_cast<uint64_t>(n)); };
-  long long rows = 0, exact_rows = 0;
-  for (int trial = 0; trial < 4000; ++trial) {
-    RandomExpr gen(rng());
-    std::string text = bound_form(gen, rng);
-    for (int k = pick(3); k > 0; --k) text = "(" + text + " and " + bound_form(gen, rng) + ")";
-    if (pick(4) == 0) text = "(" + text + " and " + gen.mask(2) + ")";  // not whole: never exact
-    const Expr mask = parse_expr(text, ExprKind::kMask, ctx, "random", 1, 1);
-    const bool whole = key_bounds_of(mask).whole_mask;
-    for (int k = 0; k < 4; ++k) {
-      const ExprEnv env = random_env(rng);
-      ExprTile tile = random_tile(rng, env);
-      tile.p_hi = tile.p_lo;
-      tile.h_hi = tile.h_lo;
-      const KeySpan span = key_bounds(mask, tile, env);
-      ++rows;
-      if (!span.exact) continue;
-      ++exact_rows;
-      ASSERT_TRUE(whole) << text;
-      ExprEnv e = env;
-      e.h = tile.h_lo;
-      e.hk = tile.h_lo / (env.num_heads_q / env.num_heads_kv);
-      e.p = tile.p_lo;
-      for (int j = 0; j < env.n_k; ++j) {
-        e.j = j;
-        ASSERT_EQ(evaluate_mask(mask, e), j >= span.first && j <= span.last)
-            << text << "\n"
-            << describe(tile, env) << " key " << j << ", exact range [" << span.first << ", "
-            << span.last << "]";
-      }
-    }
-  }
-  std::printf("%lld rows, %lld exact\n", rows, exact_rows);
-  EXPECT_GT(exact_rows * 4, rows) << exact_rows << " of " << rows;  // not vacuous
-}
-
 }  // namespace
 }  // namespace attnjit

@@ -200,10 +200,6 @@ ExprKeyBounds key_bounds_of(const Expr& mask);
 // tile has its j inside. first > last: no key is visible.
 struct KeySpan {
   int64_t first = 0, last = -1;
-  // The mask is exactly first <= j <= last on the sequence's keys: every
-  // conjunct bounds j (whole_mask) and each was exact (user_expr.cuh
-  // key_bound: one row's values are points, nothing could wrap).
-  bool exact = false;
 };
 KeySpan key_bounds(const Expr& mask, const ExprTile& tile, const ExprEnv& env);
 
