@@ -143,6 +143,11 @@ if stage user; then
   python3 bench/bench_user_variants.py ${USER_ARGS:-} --commit "$commit" --out "$OUT/bench-user.json" \
     2>&1 | tee "$OUT/bench-user.txt" | tail -20
   [[ ${PIPESTATUS[0]} -eq 0 ]] || status=1
+  # The re-expressed built-ins again in isolated launches (no Python, no
+  # host time between the events), beside their flags.
+  ./build-gpu/bench/attnjit_kernel_bench "$OUT/kbench-user.json" --no-tune \
+    causal_expr,sliding_window_expr,key0_bias_expr >"$OUT/kbench-user.txt" 2>&1 || status=1
+  cat "$OUT/kbench-user.txt"
   for s in specs/examples/*.yaml; do
     ./build-gpu/cli/attnjit check --spec "$s" >"$OUT/check-$(basename "$s" .yaml).log" 2>&1 || status=1
     echo "check $s: $(tail -1 "$OUT/check-$(basename "$s" .yaml).log")"

@@ -8,7 +8,10 @@
 // tuning overrides instead (each as $ATTNJIT_TUNING spells one, e.g.
 // "block_m=128,block_n=128,warps=8,pingpong=1"; the rule fills the rest),
 // every config checked against the CPU reference first; the problem list
-// restricts the run (bench/device_run.sh's profile stage uses one).
+// restricts the run (bench/device_run.sh's profile stage uses one). After
+// them, the user specs that re-express built-in flags (problems.h
+// user_problems: causal_expr, sliding_window_expr, key0_bias_expr) in the
+// same isolated launches beside the built-in, outputs compared.
 #include <algorithm>
 #include <atomic>
 #include <map>
@@ -16,6 +19,7 @@
 #include <cmath>
 #include <cstdio>
 #include <fstream>
+#include <functional>
 #include <random>
 #include <vector>
 
@@ -25,6 +29,7 @@
 #include "attnjit/attention.h"
 #include "attnjit/driver.h"
 #include "attnjit/selfcheck.h"
+#include "attnjit/spec.h"
 #include "problems.h"
 
 namespace {
@@ -53,6 +58,67 @@ long long visible_count(const bench::Problem& pr, int p, int n,
 }
 
 }  // namespace
+
+// A user spec (specs/examples) on the built-in's tensors `a`, in isolated
+// launches like the built-in's (`builtin_ms`): its variant of the flags
+// with the mask's own flags off, its args as the problem gives them. The
+// outputs are compared (the re-expressed mask is the built-in's, so they
+// agree to rounding; causal_expr bit for bit). Prints one row.
+nlohmann::json time_user_spec(const bench::UserProblem& u, const AttentionFlags& builtin,
+                              AttentionArgs a,
+                              double builtin_ms,
+                              const std::function<double(const std::function<void()>&)>& time) {
+  Driver& d = Driver::get();
+  auto spec = std::make_shared<const Spec>(
+      load_spec_file(std::string(ATTNJIT_SOURCE_DIR) + "/specs/examples/" + u.name + ".yaml"));
+  AttentionFlags uf = builtin;
+  uf.causal = u.causal;
+  uf.window = false;
+  uf.sinks = SinkMode::kNone;
+  const FlagSet own = uf.to_flag_set();
+  const std::map<std::string, FlagValue> values(own.values.begin(), own.values.end());
+  auto kernel = AttentionKernel::get_user(spec, resolve_flags(*spec, values));
+  kernel->wait_specialized();
+  std::vector<UserArg> args;
+  std::vector<CuDevicePtr> buffers;
+  for (const auto& [name, value] : u.ints) args.push_back({name, int32_t(value)});
+  for (const auto& [name, value] : u.per_head) {
+    const std::vector<float> host(a.num_heads_q, value);
+    buffers.push_back(d.mem_alloc(host.size() * 4));
+    d.copy_to_device(buffers.back(), host.data(), host.size() * 4);
+    args.push_back({name, reinterpret_cast<const void*>(buffers.back())});
+  }
+  // The built-in's output (launched last by its timing), then the user's
+  // into a poisoned buffer of its own.
+  const size_t out_bytes = size_t(a.total_q) * a.num_heads_q * builtin.head_dim * 2;
+  std::vector<uint16_t> want(out_bytes / 2), got(out_bytes / 2);
+  d.synchronize();
+  d.copy_to_host(want.data(), reinterpret_cast<CuDevicePtr>(a.o), out_bytes);
+  const CuDevicePtr user_o = d.mem_alloc(out_bytes);
+  d.memset_d8(user_o, 0xff, out_bytes);
+  a.sinks = nullptr;
+  a.o = reinterpret_cast<void*>(user_o);
+  a.window_left = a.window_right = -1;
+  const double ms = time([&] { kernel->launch(a, nullptr, args); });
+  d.synchronize();
+  d.copy_to_host(got.data(), user_o, out_bytes);
+  double max_diff = 0;
+  for (size_t i = 0; i < want.size(); ++i) {
+    const double diff = std::fabs(double(bf16_to_float(got[i])) - bf16_to_float(want[i]));
+    max_diff = std::isnan(diff) ? INFINITY : std::max(max_diff, diff);
+  }
+  d.mem_free(user_o);
+  for (CuDevicePtr p : buffers) d.mem_free(p);
+  std::printf("%-26s %10.3f   built-in %s %.3f ms: %+.1f%%, max |o - o_builtin| %.2e  (%s)\n",
+              u.name.c_str(), ms, u.builtin.name.c_str(), builtin_ms,
+              (ms / builtin_ms - 1) * 100, max_diff, kernel->kernel().name().c_str());
+  return {{"problem", u.name},
+          {"ms", ms},
+          {"builtin", u.builtin.name},
+          {"builtin_ms", builtin_ms},
+          {"max_abs_diff", max_diff},
+          {"variant", kernel->kernel().name()}};
+}
 
 // The autotuner's search space: mma.sync configs (targets before sm_90a)
 // or, on sm_90a, warpgroup configs (64 rows per warpgroup plus the
@@ -269,12 +335,23 @@ int main(int argc, char** argv) {
 
   nlohmann::json results = nlohmann::json::array();
   std::printf("%-26s %10s %10s %10s %10s\n", "problem", "ms", "TFLOP/s", "floor ms", "x floor");
-  std::vector<bench::Problem> problems = bench::peer_problems();
-  for (const bench::Problem& pr : bench::decode_problems()) problems.push_back(pr);
-  for (const bench::Problem& pr : problems) {
+  // The peer and decode problems, then the user specs beside the flags
+  // they re-express (selected by the spec's name).
+  struct Item {
+    bench::Problem pr;
+    const bench::UserProblem* user = nullptr;
+  };
+  std::vector<Item> items;
+  for (const bench::Problem& pr : bench::peer_problems()) items.push_back({pr});
+  for (const bench::Problem& pr : bench::decode_problems()) items.push_back({pr});
+  const std::vector<bench::UserProblem> user_problems = bench::user_problems();
+  for (const bench::UserProblem& u : user_problems) items.push_back({u.builtin, &u});
+  for (const Item& item : items) {
+    const bench::Problem& pr = item.pr;
+    const std::string& name = item.user ? item.user->name : pr.name;
     const bool decode = pr.seqlen_q > 0;
     const int n_q = decode ? pr.seqlen_q : pr.seqlen;
-    if (!only.empty() && only.find("," + pr.name + ",") == std::string::npos) continue;
+    if (!only.empty() && only.find("," + name + ",") == std::string::npos) continue;
     AttentionFlags f;
     f.head_dim = pr.head_dim;
     f.causal = pr.causal;
@@ -345,12 +422,12 @@ int main(int argc, char** argv) {
     a.window_left = pr.window_left;
     a.window_right = pr.window_right;
 
-    auto time_ms = [&](AttentionKernel& kern) {
-      for (int i = 0; i < 3; ++i) kern.launch(a, nullptr);
+    auto time_launches = [&](const std::function<void()>& launch) {
+      for (int i = 0; i < 3; ++i) launch();
       std::vector<float> times;
       for (int i = 0; i < 20; ++i) {
         event_record(e0, nullptr);
-        kern.launch(a, nullptr);
+        launch();
         event_record(e1, nullptr);
         event_sync(e1);
         float t = 0;
@@ -360,7 +437,15 @@ int main(int argc, char** argv) {
       std::sort(times.begin(), times.end());
       return double(times[times.size() / 2]);
     };
+    auto time_ms = [&](AttentionKernel& kern) {
+      return time_launches([&] { kern.launch(a, nullptr); });
+    };
     double ms = time_ms(*kernel);
+    if (item.user) {
+      results.push_back(time_user_spec(*item.user, f, a, ms, time_launches));
+      for (CuDevicePtr p : {q, k, v, o, cu_d, cuq_d, off_d, spans_d, sinks_d}) d.mem_free(p);
+      continue;
+    }
     nlohmann::json tuned = nlohmann::json::array();
     if (tune || !tries.empty()) {
       const auto configs =

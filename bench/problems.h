@@ -44,6 +44,35 @@ inline std::vector<Problem> decode_problems() {
   return out;
 }
 
+// A user spec of specs/examples beside the built-in flags it re-expresses,
+// on the same tensors (issue: within 5% of the flags, the same key tiles).
+// kernel_bench times both in isolated launches and compares their outputs;
+// bench/bench_user_variants.py times them through Python beside
+// FlexAttention.
+struct UserProblem {
+  std::string name;  // the spec's family (specs/examples/<name>.yaml)
+  Problem builtin;   // the shape and the built-in flags
+  bool causal = false;                              // the user variant's own flags
+  std::vector<std::pair<std::string, int>> ints;    // int32 args
+  std::vector<std::pair<std::string, float>> per_head;  // float [Hq] tensors, one value
+};
+
+inline std::vector<UserProblem> user_problems() {
+  return {
+      {"causal_expr", {"causal_gqa_d128", 8, 2048, 32, 8, 128, true}, false, {}, {}},
+      {"sliding_window_expr",
+       {"sliding_window1023_d64", 8, 4096, 64, 8, 64, true, 1023, 0},
+       false,
+       {{"window", 1023}},
+       {}},
+      {"key0_bias_expr",
+       {"mimo_window64_key0", 4, 4096, 16, 16, 80, false, 64, 64, SinkMode::kBiasKey0},
+       false,
+       {{"radius", 64}},
+       {{"key0_bias", 1.f}}},  // the built-in's sinks are 1 per head
+  };
+}
+
 // Image spans of the Gemma-4 problem: 1280 tokens (longer than the window)
 // starting every 2048 tokens at offset 1024, per sequence.
 inline std::vector<std::pair<int, int>> image_spans(int seqlen) {
