@@ -8,8 +8,8 @@
 #   with these variables set, for an A/B of a runtime switch in one call)
 #   STAGES="build decode" DECODE_ARGS=--quick (decode stage: bench_decode.py's arguments;
 #   DECODE_AB_ENV as PAGED_AB_ENV)
-#   STAGES="build kbench" KBENCH_AB_ENV="ATTNJIT_FAST_COMPILE=max" (kernel_bench --no-tune on the
-#   prefill problems, KBENCH_PROBLEMS=a,b to choose, then again with each setting)
+#   STAGES="build kbench" KBENCH_AB_ENV="ATTNJIT_TUNING=stages=3" (kernel_bench --no-tune on the
+#   peer, decode and user problems, KBENCH_PROBLEMS=a,b to choose, then again with each setting)
 #   STAGES="build user" (user-spec variants vs FlexAttention, check --spec on the examples;
 #   USER_ARGS=--user-vm: first calls through the expression VM's tier)
 #   STAGES="build decode_profile" (ncu on the decode rows; DECODE_PROFILE_PEERS, DECODE_PROFILE_PROBLEM)
@@ -39,6 +39,30 @@ status=0
 stage() {
   pack
   [[ " $STAGES " == *" $1 "* ]]
+}
+# with_ab SETTINGS NAME TAIL CMD...: runs CMD, then again under each of
+# SETTINGS ('|' between runs, each VAR=value ...): an A/B of runtime
+# switches in one call. OUTJSON in CMD becomes $OUT/NAME.json (then
+# NAME-b1.json, ...); the output goes to NAME.txt (NAME-b1.txt, ...), its
+# last TAIL lines shown.
+with_ab() {
+  local settings=$1 name=$2 tail_n=$3 ab stem a n=0
+  shift 3
+  local runs=("") more=()
+  IFS='|' read -ra more <<<"$settings"
+  runs+=("${more[@]}")
+  for ab in "${runs[@]}"; do
+    stem=$name
+    if [[ -n $ab ]]; then
+      n=$((n + 1))
+      stem=$name-b$n
+      echo "--- again with $ab"
+    fi
+    local args=()
+    for a in "$@"; do args+=("${a//OUTJSON/$OUT/$stem.json}"); done
+    env $ab "${args[@]}" 2>&1 | tee "$OUT/$stem.txt" | tail -"$tail_n"
+    [[ ${PIPESTATUS[0]} -eq 0 ]] || status=1
+  done
 }
 if stage build; then
   cmake -S . -B build-gpu -G Ninja -DCMAKE_BUILD_TYPE=Release -DATTNJIT_BUILD_PYTHON=ON \
@@ -82,19 +106,8 @@ if stage paged; then
   # engine problems side by side (PAGED_ARGS=--quick for one of each kind).
   python3 bench/triton_paged_peer.py >"$OUT/triton-paged-check.txt" 2>&1 || status=1
   tail -1 "$OUT/triton-paged-check.txt"
-  python3 bench/bench_paged.py ${PAGED_ARGS:-} --commit "$commit" --out "$OUT/bench-paged.json" \
-    2>&1 | tee "$OUT/bench-paged.txt" | tail -110
-  [[ ${PIPESTATUS[0]} -eq 0 ]] || status=1
-  # PAGED_AB_ENV: one or more variable settings, '|' between runs.
-  IFS='|' read -ra ab_runs <<<"${PAGED_AB_ENV:-}"
-  n=0
-  for ab in "${ab_runs[@]}"; do
-    n=$((n + 1))
-    echo "--- again with $ab"
-    env $ab python3 bench/bench_paged.py ${PAGED_ARGS:-} --commit "$commit" \
-      --out "$OUT/bench-paged-b$n.json" 2>&1 | tee "$OUT/bench-paged-b$n.txt" | tail -110
-    [[ ${PIPESTATUS[0]} -eq 0 ]] || status=1
-  done
+  with_ab "${PAGED_AB_ENV:-}" bench-paged 110 \
+    python3 bench/bench_paged.py ${PAGED_ARGS:-} --commit "$commit" --out OUTJSON
 fi
 if stage decode; then
   # Decode (issue 13): the Triton split-KV kernel's check on the GPU, then
@@ -102,40 +115,19 @@ if stage decode; then
   # read bandwidth (DECODE_ARGS=--quick for one small problem of each kind).
   # (The Triton check compiles and checks every config: 6 min on the H200;
   # skipped when DECODE_ARGS names peers without a Triton one.)
-  if [[ " ${DECODE_ARGS:-} " != *" --peers "* || ${DECODE_ARGS:-} == *triton* ]]; then
+  if [[ " ${DECODE_ARGS:-} " != *[[:space:]]--peers[[:space:]=]* || ${DECODE_ARGS:-} == *triton* ]]; then
     python3 bench/triton_decode_peer.py >"$OUT/triton-decode-check.txt" 2>&1 || status=1
     tail -1 "$OUT/triton-decode-check.txt"
   fi
-  python3 bench/bench_decode.py ${DECODE_ARGS:-} --commit "$commit" --out "$OUT/bench-decode.json" \
-    2>&1 | tee "$OUT/bench-decode.txt" | tail -60
-  [[ ${PIPESTATUS[0]} -eq 0 ]] || status=1
-  # DECODE_AB_ENV: as PAGED_AB_ENV, for the decode problems.
-  IFS='|' read -ra ab_runs <<<"${DECODE_AB_ENV:-}"
-  n=0
-  for ab in "${ab_runs[@]}"; do
-    n=$((n + 1))
-    echo "--- again with $ab"
-    env $ab python3 bench/bench_decode.py ${DECODE_ARGS:-} --commit "$commit" \
-      --out "$OUT/bench-decode-b$n.json" 2>&1 | tee "$OUT/bench-decode-b$n.txt" | tail -60
-    [[ ${PIPESTATUS[0]} -eq 0 ]] || status=1
-  done
+  with_ab "${DECODE_AB_ENV:-}" bench-decode 60 \
+    python3 bench/bench_decode.py ${DECODE_ARGS:-} --commit "$commit" --out OUTJSON
 fi
 if stage kbench; then
-  # The prefill problems' default kernels in isolated launches (each checked
-  # first), then again under each KBENCH_AB_ENV setting ('|' between runs),
-  # e.g. KBENCH_AB_ENV="ATTNJIT_FAST_COMPILE=max" for a compile option's cost.
-  ./build-gpu/bench/attnjit_kernel_bench "$OUT/kbench.json" --no-tune ${KBENCH_PROBLEMS:-} \
-    >"$OUT/kbench.txt" 2>&1 || status=1
-  grep -vE "^  " "$OUT/kbench.txt"
-  IFS='|' read -ra ab_runs <<<"${KBENCH_AB_ENV:-}"
-  n=0
-  for ab in "${ab_runs[@]}"; do
-    n=$((n + 1))
-    echo "--- again with $ab"
-    env $ab ./build-gpu/bench/attnjit_kernel_bench "$OUT/kbench-b$n.json" --no-tune \
-      ${KBENCH_PROBLEMS:-} >"$OUT/kbench-b$n.txt" 2>&1 || status=1
-    grep -vE "^  " "$OUT/kbench-b$n.txt"
-  done
+  # The peer, decode and re-expressed user problems' default kernels in
+  # isolated launches (KBENCH_PROBLEMS=a,b to choose), then again under
+  # each KBENCH_AB_ENV setting, e.g. "ATTNJIT_TUNING=stages=3".
+  with_ab "${KBENCH_AB_ENV:-}" kbench 40 \
+    ./build-gpu/bench/attnjit_kernel_bench OUTJSON --no-tune ${KBENCH_PROBLEMS:-}
 fi
 if stage user; then
   # Variants written in a spec (specs/examples) against FlexAttention with

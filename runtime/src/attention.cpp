@@ -3,6 +3,7 @@
 // arguments: attention_args.cpp).
 #include "attnjit/attention.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <cstdlib>
@@ -377,6 +378,28 @@ void AttentionKernel::launch(const AttentionArgs& a, CuStream stream,
 }
 
 
+namespace {
+
+// $ATTNJIT_PERSISTENT_BLOCKS: at most this many blocks in a persistent
+// launch (0 or unset: no cap). Read at each persistent launch (no rule
+// makes one), so a test can change it between launches.
+long long persistent_block_cap() {
+  const std::string text = env_text("ATTNJIT_PERSISTENT_BLOCKS");
+  if (text.empty()) return 0;
+  long long value = 0;
+  for (const char c : text) {
+    if (c < '0' || c > '9' || value > (1LL << 31)) {
+      throw Error(ErrorKind::kArgument,
+                  fmt::format("ATTNJIT_PERSISTENT_BLOCKS='{}' must be a block count (0: no cap)",
+                              text.size() > 40 ? text.substr(0, 40) + "..." : text));
+    }
+    value = value * 10 + (c - '0');
+  }
+  return value;
+}
+
+}  // namespace
+
 void AttentionKernel::launch_this(const AttentionArgs& a, CuStream stream,
                                   const std::vector<UserArg>& user_args) {
   KernelParams params = kernel_params(flags_, a);
@@ -406,11 +429,14 @@ void AttentionKernel::launch_this(const AttentionArgs& a, CuStream stream,
     // A block per resident slot, each walking the grid's cells
     // (tile_scheduler.cuh, PersistentTileScheduler), whose int index steps
     // by the block count past the last cell. Resident slots are what the
-    // driver says an SM holds (a launch bound of one block per SM does not
-    // stop small-tile kernels from fitting five), else the launch bound.
+    // driver says an SM holds (registers and shared memory, which a launch
+    // bound of one block per SM does not describe), else the launch bound.
+    // ATTNJIT_PERSISTENT_BLOCKS caps them: the tests' small shapes then
+    // have each block walk many tiles.
     const int per_sm = kernel_->blocks_per_sm();
-    const long long resident =
+    long long resident =
         (long long)current_device_sm_count() * (per_sm > 0 ? per_sm : min_blocks_);
+    if (const long long cap = persistent_block_cap(); cap > 0) resident = std::min(resident, cap);
     if ((long long)grid.x * grid.y * grid.z + resident >= (1LL << 31)) {
       throw Error(ErrorKind::kArgument,
                   "attention: a persistent launch's grid has too many tiles (2^31 with its blocks)");
