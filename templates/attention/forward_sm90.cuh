@@ -27,17 +27,21 @@ __device__ __forceinline__ int key_tiles_of(const Work& work) {
 }
 
 // The consumers' part of one work tile: the mainloop, then each warp's
-// output rows. `base` is the ring index of the tile's first key tile.
-template <class C, class Mainloop, class Epilogue, class Work>
+// output rows. `base` is the ring index of the tile's first key tile;
+// q_ready: its Q was prefetched. after_run(consumer) runs between the
+// mainloop and the epilogue (a persistent block prefetches the next
+// tile's Q there).
+template <class C, class Mainloop, class Epilogue, class Work, class AfterRun>
 __device__ __forceinline__ void consume_tile(const Params<typename C::dtype>& prm,
                                              const typename Mainloop::SharedTiles& smem,
                                              const Work& work, int base, int tid, int warp,
-                                             int lane) {
+                                             int lane, bool q_ready, const AfterRun& after_run) {
   typename Mainloop::Consumer consumer(prm, smem, work.range.first_tile, work.range.last_tile,
                                        tid, warp, lane, base);
   typename Mainloop::Softmax softmax;
   float o[Mainloop::kOutBlocks][4];
-  consumer.run(work, softmax, o);
+  consumer.run(work, softmax, o, q_ready);
+  after_run(consumer);
   // Every consumer is done with Q and the tiles before any stages its
   // output over them (or, in a persistent block, before the next tile's Q
   // is loaded over this one's).
@@ -105,13 +109,30 @@ __device__ void forward_sm90(const Params<typename C::dtype>& prm) {
   }
   if constexpr (kTile.rebalance) ptx::setmaxnreg_inc<kTile.consumer_registers>();
   if constexpr (kPersistent) {
+    // Each tile's successor is found, and its Q issued, as soon as the
+    // mainloop is done with this one's (prefetch_q), not after the
+    // epilogue; `next` lives from there on only.
     int base = 0;
-    do {
-      consume_tile<C, Mainloop, Epilogue>(prm, smem, work, base, tid, warp, lane);
+    bool q_ready = false;
+    for (;;) {
+      typename Scheduler::Work next;
+      int next_cursor = cursor;
+      bool more = false;
+      consume_tile<C, Mainloop, Epilogue>(prm, smem, work, base, tid, warp, lane, q_ready,
+                                          [&](const typename Mainloop::Consumer& consumer) {
+                                            next = work;
+                                            more = Scheduler::next(prm, next, next_cursor);
+                                            if (more) consumer.prefetch_q(next);
+                                          });
+      if (!more) break;
       base += key_tiles_of(work);
-    } while (Scheduler::next(prm, work, cursor));
+      work = next;
+      cursor = next_cursor;
+      q_ready = true;
+    }
   } else {
-    consume_tile<C, Mainloop, Epilogue>(prm, smem, work, 0, tid, warp, lane);
+    consume_tile<C, Mainloop, Epilogue>(prm, smem, work, 0, tid, warp, lane, false,
+                                        [](const typename Mainloop::Consumer&) {});
   }
 }
 

@@ -304,10 +304,12 @@ struct MainloopSm90 {
 
     // softmax and o: this thread's softmax state and output accumulators,
     // for the epilogue.
+    // q_ready: this tile's Q was issued already (a persistent block's
+    // prefetch_q during the previous tile); the wait below covers it.
     template <class Work>
     __device__ __forceinline__ void run(const Work& work, Softmax& softmax,
-                                        float (&o)[kOutBlocks][4]) {
-      load_q(work);
+                                        float (&o)[kOutBlocks][4], bool q_ready = false) {
+      if (!q_ready) load_q(work);
       warp_row = work.row0 + warp * 16;
       RowState rows;
       init_rows(work, rows, softmax, o);
@@ -325,6 +327,34 @@ struct MainloopSm90 {
         }
       }
       key_loop(work, rows, softmax, o);
+    }
+
+    // A persistent block's next work tile's Q, issued by each warpgroup for
+    // its own 64 rows once its last product of this tile has read them (run
+    // has returned: every MMA of the warpgroup completed), so the load runs
+    // under this tile's epilogue and the scheduler's next step. The other
+    // warpgroups' rows are theirs to read until they get here themselves.
+    template <class Work>
+    __device__ __forceinline__ void prefetch_q(const Work& next) const {
+      const auto& map = next.map;
+      const int row0 = next.row0 + (tid / 128) * 64;
+      const int first_row = (tid / 128) * 64;
+      const T* q = next.q;
+      const Params<T>& p = prm;
+      const unsigned tile = smem.q;
+      copy_rows_async<64, Rows::kUnitsPerRow, 128, T>(
+          [=](int r, int u) { return tile + Rows::template offset<BM>(first_row + r, u); },
+          [&](int r, const T*& src) {
+            const int row = row0 + r;
+            if (row >= map.rows) {
+              src = q;
+              return false;
+            }
+            src = q + map.position(row) * p.q_row_stride + map.head(row) * p.q_head_stride;
+            return true;
+          },
+          tid % 128);
+      ptx::cp_async_commit();
     }
 
    private:
