@@ -43,8 +43,8 @@ __device__ __forceinline__ void consume_tile(const Params<typename C::dtype>& pr
   consumer.run(work, softmax, o, q_ready);
   after_run(consumer);
   // Every consumer is done with Q and the tiles before any stages its
-  // output over them (or, in a persistent block, before the next tile's Q
-  // is loaded over this one's).
+  // output over them (a persistent block stages it apart, and each
+  // warpgroup has issued its rows of the next tile's Q in after_run).
   ptx::named_barrier_sync(1, Mainloop::kConsumerThreads);
   Epilogue::store(prm, work, softmax, o, smem.output_rows(warp), consumer.warp_row, lane);
   Epilogue::finish_split(prm, work, tid, Mainloop::kConsumerThreads,

@@ -336,9 +336,14 @@ struct MainloopSm90 {
     // warpgroups' rows are theirs to read until they get here themselves.
     template <class Work>
     __device__ __forceinline__ void prefetch_q(const Work& next) const {
+      // The thread index read again here (volatile): otherwise the
+      // compiler hoists this slice's shared addresses to the kernel's
+      // entry and keeps them in local memory across the tile loop.
+      int t;
+      asm volatile("mov.u32 %0, %%tid.x;" : "=r"(t));
       const auto& map = next.map;
-      const int row0 = next.row0 + (tid / 128) * 64;
-      const int first_row = (tid / 128) * 64;
+      const int first_row = (t / 128) * 64;
+      const int row0 = next.row0 + first_row;
       const T* q = next.q;
       const Params<T>& p = prm;
       const unsigned tile = smem.q;
@@ -353,7 +358,7 @@ struct MainloopSm90 {
             src = q + map.position(row) * p.q_row_stride + map.head(row) * p.q_head_stride;
             return true;
           },
-          tid % 128);
+          t % 128);
       ptx::cp_async_commit();
     }
 
