@@ -341,23 +341,11 @@ struct MainloopSm90 {
       // entry and keeps them in local memory across the tile loop.
       int t;
       asm volatile("mov.u32 %0, %%tid.x;" : "=r"(t));
-      const auto& map = next.map;
       const int first_row = (t / 128) * 64;
-      const int row0 = next.row0 + first_row;
-      const T* q = next.q;
-      const Params<T>& p = prm;
       const unsigned tile = smem.q;
       copy_rows_async<64, Rows::kUnitsPerRow, 128, T>(
           [=](int r, int u) { return tile + Rows::template offset<BM>(first_row + r, u); },
-          [&](int r, const T*& src) {
-            const int row = row0 + r;
-            if (row >= map.rows) {
-              src = q;
-              return false;
-            }
-            src = q + map.position(row) * p.q_row_stride + map.head(row) * p.q_head_stride;
-            return true;
-          },
+          q_rows(next, first_row),
           t % 128);
       ptx::cp_async_commit();
     }
@@ -438,23 +426,27 @@ struct MainloopSm90 {
     // cp.async by every consumer thread, one commit group.
     template <class Work>
     __device__ __forceinline__ void load_q(const Work& work) const {
+      Rows::template load_async<BM, kConsumerThreads, T>(smem.q, q_rows(work, 0), tid);
+      ptx::cp_async_commit();
+    }
+
+    // The row source (copy_rows_async) of work tile `work`'s Q from its
+    // row `first` on: rows past the sequence's are zero-filled.
+    template <class Work>
+    __device__ __forceinline__ auto q_rows(const Work& work, int first) const {
       const auto& map = work.map;
-      const int row0 = work.row0;
+      const int row0 = work.row0 + first;
       const T* q = work.q;
       const Params<T>& p = prm;
-      Rows::template load_async<BM, kConsumerThreads, T>(
-          smem.q,
-          [&](int r, const T*& src) {
-            const int row = row0 + r;
-            if (row >= map.rows) {
-              src = q;
-              return false;
-            }
-            src = q + map.position(row) * p.q_row_stride + map.head(row) * p.q_head_stride;
-            return true;
-          },
-          tid);
-      ptx::cp_async_commit();
+      return [&map, row0, q, &p](int r, const T*& src) {
+        const int row = row0 + r;
+        if (row >= map.rows) {
+          src = q;
+          return false;
+        }
+        src = q + map.position(row) * p.q_row_stride + map.head(row) * p.q_head_stride;
+        return true;
+      };
     }
 
     // This thread's rows, and the softmax state and zero outputs they start
