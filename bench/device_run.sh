@@ -20,6 +20,11 @@
 #   SANITIZE_VARIANTS=bf16_d128_causal,... (sanitize stage: memcheck, racecheck)
 #   STAGES="build manifest" (record the seed examples' variants, build a cache
 #   from the manifest without the driver, rerun them on it with no JIT)
+#   BASE_PATCH=file (build stage: a copy of the tree with the patch applied is
+#   built too; the setting "base" in PAGED_AB_ENV, DECODE_AB_ENV or
+#   KBENCH_AB_ENV runs that stage's command there: an A/B of a template or
+#   runtime change in one call, e.g. BASE_PATCH=base.patch PAGED_AB_ENV=base
+#   with the patch taking the tree back to the code before the change)
 # A device call runs at most 600 s: "build gpu" alone takes 6-7 min on a
 # fresh machine; give python, user, decode and bench calls of their own.
 set -uo pipefail
@@ -60,7 +65,17 @@ with_ab() {
     fi
     local args=()
     for a in "$@"; do args+=("${a//OUTJSON/$OUT/$stem.json}"); done
-    env $ab "${args[@]}" 2>&1 | tee "$OUT/$stem.txt" | tail -"$tail_n"
+    if [[ $ab == base ]]; then
+      if [[ -z ${BASE_TREE:-} ]]; then
+        echo "with_ab: 'base' needs BASE_PATCH and the build stage in the same call"; status=1; continue
+      fi
+      # The same command in the patched copy, on its own build and cache.
+      (cd "$BASE_TREE" && PYTHONPATH=$BASE_TREE/build-gpu/python \
+        ATTNJIT_CACHE_DIR=$BASE_TREE/build-gpu/kcache "${args[@]}") 2>&1 |
+        tee "$OUT/$stem.txt" | tail -"$tail_n"
+    else
+      env $ab "${args[@]}" 2>&1 | tee "$OUT/$stem.txt" | tail -"$tail_n"
+    fi
     [[ ${PIPESTATUS[0]} -eq 0 ]] || status=1
   done
 }
@@ -68,6 +83,17 @@ if stage build; then
   cmake -S . -B build-gpu -G Ninja -DCMAKE_BUILD_TYPE=Release -DATTNJIT_BUILD_PYTHON=ON \
     >"$OUT/cmake.log" 2>&1 && cmake --build build-gpu -j16 >"$OUT/build.log" 2>&1 \
     || { tail -50 "$OUT/build.log"; exit 1; }
+  if [[ -n ${BASE_PATCH:-} ]]; then
+    BASE_TREE=$(mktemp -d)/tree
+    mkdir -p "$BASE_TREE"
+    tar --exclude=./build-gpu --exclude=./device-out -cf - . | tar -xf - -C "$BASE_TREE"
+    patch_file=$(realpath "$BASE_PATCH")
+    { (cd "$BASE_TREE" && { patch -p1 <"$patch_file" || git apply "$patch_file"; }) &&
+      cmake -S "$BASE_TREE" -B "$BASE_TREE/build-gpu" -G Ninja -DCMAKE_BUILD_TYPE=Release \
+        -DATTNJIT_BUILD_PYTHON=ON && cmake --build "$BASE_TREE/build-gpu" -j16; } \
+      >"$OUT/base-build.log" 2>&1 || { tail -30 "$OUT/base-build.log"; exit 1; }
+    echo "base: $BASE_PATCH applied and built in $BASE_TREE"
+  fi
 fi
 if stage gpu; then
   # The matrix's kernels compiled 16 at a time first (in-process, the soak
@@ -103,9 +129,12 @@ if stage bench; then
 fi
 if stage paged; then
   # The paged K/V cache: the Triton paged kernel's check on the GPU, then the
-  # engine problems side by side (PAGED_ARGS=--quick for one of each kind).
-  python3 bench/triton_paged_peer.py >"$OUT/triton-paged-check.txt" 2>&1 || status=1
-  tail -1 "$OUT/triton-paged-check.txt"
+  # engine problems side by side (PAGED_ARGS=--quick for one of each kind;
+  # the check is skipped when PAGED_ARGS names peers without a Triton one).
+  if [[ " ${PAGED_ARGS:-} " != *[[:space:]]--peers[[:space:]=]* || ${PAGED_ARGS:-} == *triton* ]]; then
+    python3 bench/triton_paged_peer.py >"$OUT/triton-paged-check.txt" 2>&1 || status=1
+    tail -1 "$OUT/triton-paged-check.txt"
+  fi
   with_ab "${PAGED_AB_ENV:-}" bench-paged 110 \
     python3 bench/bench_paged.py ${PAGED_ARGS:-} --commit "$commit" --out OUTJSON
 fi
