@@ -89,7 +89,7 @@ SplitPlan AttentionKernel::split_plan(const AttentionArgs& a, int sm_count) cons
   const LaunchGrid grid = attention_grid(a, block_m_, pack_gqa_, splits);
   const size_t parts = size_t(splits) * size_t(a.total_q) * size_t(a.num_heads_q);
   plan.counters_offset = 0;
-  plan.lse_offset = align256(size_t(a.num_seqs) * grid.z * sizeof(int32_t));  // a counter per (seq, slot)
+  plan.lse_offset = align256(size_t(a.num_seqs) * grid.y * sizeof(int32_t));
   plan.o_offset = plan.lse_offset + align256(parts * sizeof(float));
   plan.workspace_bytes = plan.o_offset + align256(parts * size_t(flags_.head_dim) * sizeof(float));
   return plan;

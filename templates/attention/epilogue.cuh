@@ -113,9 +113,8 @@ struct Epilogue {
     __threadfence();  // this thread's part, visible before the count
     sync();
     if (tid == 0) {
-      // One counter per (sequence, head slot): grid z is the slot.
-      int* counter = prm.split_counters + work.seq * static_cast<int>(gridDim.z) +
-                     static_cast<int>(blockIdx.z);
+      int* counter = prm.split_counters + work.seq * static_cast<int>(gridDim.y) +
+                     static_cast<int>(blockIdx.y);
       const bool last = atomicAdd(counter, 1) == work.splits - 1;
       if (last) atomicExch(counter, 0);
       is_last = last;

@@ -256,14 +256,9 @@ ATTNJIT_TILE_CONSTEXPR TileConfig make_tile_config(const TileShape& shape) {
 }
 
 // The launch grid: x query tiles of block_m (packed) rows over the longest
-// sequence, y sequences, z head slots (kv heads when packing GQA: a block
-// holds the Hq / Hkv query heads of one, else query heads). The kernels'
-// tile scheduler maps each block back to its rows. Blocks start about in
-// the order x, then y, then z, so the sequences of a batch take turns
-// within each head slot: an engine's batch of decodes followed by prefill
-// chunks interleaves the two kinds once per head slot (the decodes'
-// streaming beside the chunks' MMAs), where sequences outermost would run
-// every decode before any chunk.
+// sequence, y heads (kv heads when packing GQA: a block holds the Hq / Hkv
+// query heads of one, else query heads), z sequences. The kernels' tile
+// scheduler maps each block back to its rows.
 struct GridShape {
   unsigned x, y, z;
 };
@@ -280,7 +275,7 @@ ATTNJIT_TILE_CONSTEXPR GridShape grid_shape(const TileConfig& tile, long long ma
   const long long block_m = tile.shape.block_m;
   const long long m_tiles = (rows + block_m - 1) / block_m;
   const long long x = m_tiles > num_splits ? m_tiles : num_splits;
-  return GridShape{unsigned(x), unsigned(num_seqs), unsigned(pack ? heads_kv : heads_q)};
+  return GridShape{unsigned(x), unsigned(pack ? heads_kv : heads_q), unsigned(num_seqs)};
 }
 
 // A persistent launch (TileConfig::persistent): one row of blocks, as many

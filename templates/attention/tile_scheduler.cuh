@@ -1,8 +1,8 @@
 // The tile scheduler: which query tile a block works on, and what that tile
 // knows of its sequence (rows, keys, mask, the key tiles to visit). One
 // block per tile over the grid of grid_shape (tile_config.cuh): (query
-// tiles, sequences, head slots), grid.z over kv heads when packing GQA,
-// else over query heads. blockIdx.x counts query tiles from the last, so with a
+// tiles, heads, sequences), grid.y over kv heads when packing GQA, else
+// over query heads. blockIdx.x counts query tiles from the last, so with a
 // causal mask the tiles with the most keys go in the first wave. Another
 // order is another scheduler type, as PersistentTileScheduler's blocks that
 // walk the same grid's tiles in turn; the mainloops and the epilogue only
@@ -273,14 +273,14 @@ struct TileScheduler {
 
   // This block's tile; false when its cell has none.
   static __device__ __forceinline__ bool get(const Params<typename C::dtype>& prm, Work& work) {
-    return tile_at(prm, work, static_cast<int>(blockIdx.x), static_cast<int>(blockIdx.z),
-                   static_cast<int>(blockIdx.y));
+    return tile_at(prm, work, static_cast<int>(blockIdx.x), static_cast<int>(blockIdx.y),
+                   static_cast<int>(blockIdx.z));
   }
 };
 
 // Persistent blocks (TileConfig::persistent; the launch is one row of
 // persistent_blocks()): each walks the cells of the grid a non-persistent
-// launch would have (prm.tiles_x, prm.num_seqs, head slots), in that
+// launch would have (prm.tiles_x, head slots, prm.num_seqs), in that
 // launch's order with x the fastest, from its own index in steps of the
 // block count: first() and then next() until either is false, `cursor`
 // being the cell last taken. Cells without a tile are passed over. Every
@@ -311,9 +311,7 @@ struct PersistentTileScheduler {
     const long long cells = static_cast<long long>(prm.tiles_x) * slots * prm.num_seqs;
     for (; cursor < cells; cursor += static_cast<int>(gridDim.x)) {
       const int rest = cursor / prm.tiles_x;
-      if (tile_at(prm, work, cursor % prm.tiles_x, rest / prm.num_seqs, rest % prm.num_seqs)) {
-        return true;
-      }
+      if (tile_at(prm, work, cursor % prm.tiles_x, rest % slots, rest / slots)) return true;
     }
     return false;
   }
