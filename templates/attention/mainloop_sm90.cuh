@@ -412,12 +412,12 @@ struct MainloopSm90 {
         ptx::fence_operands(s);
         release_k(kt);
         float correction[2];
-        softmax_tile(work, rows, softmax, s, kt, correction);
+        const bool moved = softmax_tile(work, rows, softmax, s, kt, correction);
         ptx::warpgroup_wait<0>();
         ptx::fence_operands(o);
         ptx::fence_operands(a);
         release_v(kt - 1);
-        Softmax::rescale(o, correction);
+        if (moved) Softmax::rescale(o, correction);
         pack_p(a, s);
       }
       if (first <= last) last_pv(work, o, a);
@@ -527,15 +527,16 @@ struct MainloopSm90 {
       }
     }
 
-    // Scores of tile kt -> probabilities, and the output's rescale factor.
+    // Scores of tile kt -> probabilities, and the output's rescale factor;
+    // true when the warp's output needs it (update_scores).
     template <class Work>
-    __device__ __forceinline__ void softmax_tile(const Work& work, const RowState& rows,
+    __device__ __forceinline__ bool softmax_tile(const Work& work, const RowState& rows,
                                                  Softmax& softmax, float (&s)[kScoreBlocks][4],
                                                  int kt, float (&correction)[2]) const {
       const int j0 = kt * BN;
       const bool edge = work.edge_tile(prm, kt);
       to_logits<C>(s, prm, rows.sink2, rows.keys, j0, edge, lane);
-      softmax.update_scores(s, correction, multiplier);
+      return softmax.update_scores(s, correction, multiplier);
     }
 
     // Probabilities -> the A fragments of P V.

@@ -14,7 +14,15 @@ constexpr float kLn2 = 0.6931471805599453f;
 
 template <int kScoreBlocks, int kOutBlocks>
 struct OnlineSoftmax {
-  float row_max[2];  // running max of base-2 logits
+  // The running max moves only when a tile's max passes it by more than
+  // kMaxSlack (base 2); until then the tile's probabilities are taken
+  // against the max kept, so they stay at most 2^kMaxSlack (exact in fp32
+  // and in P's 16-bit type), and the output needs no rescale: a warp none
+  // of whose rows moved skips it. Max, sum and output always refer to the
+  // same max, so the result is the same up to rounding, and the LSE too.
+  static constexpr float kMaxSlack = 8.f;
+
+  float row_max[2];  // running max of base-2 logits (within kMaxSlack of the true one)
   float row_sum[2];  // this thread's partial sum of exp2(logit - row_max)
 
   // No extra logit: the max starts at -inf and the sum at 0.
@@ -38,16 +46,18 @@ struct OnlineSoftmax {
   __device__ __forceinline__ void update(float (&s)[kScoreBlocks][4], float (&o)[kOutBlocks][4],
                                          float multiplier) {
     float correction[2];
-    update_scores(s, correction, multiplier);
-    rescale(o, correction);
+    if (update_scores(s, correction, multiplier)) rescale(o, correction);
   }
 
   // The first half of update(): the new running max and sum, s turned into
   // probabilities, and the factor the output must be rescaled by (apart so
   // the warpgroup path can rescale once the P V of the previous tile, still
-  // in flight, has landed).
-  __device__ __forceinline__ void update_scores(float (&s)[kScoreBlocks][4], float (&correction)[2],
+  // in flight, has landed). True when some row of the calling warp moved
+  // its max (the same in every lane): only then does the output need the
+  // rescale (the other rows' factors are 1).
+  __device__ __forceinline__ bool update_scores(float (&s)[kScoreBlocks][4], float (&correction)[2],
                                                 float multiplier) {
+    bool moved = false;
 #pragma unroll
     for (int r = 0; r < 2; ++r) {
       float tile_max = s[0][2 * r];
@@ -56,11 +66,15 @@ struct OnlineSoftmax {
         tile_max = ptx::max(tile_max, ptx::max(s[nb][2 * r], s[nb][2 * r + 1]));
       }
       // multiplier > 0, so the max of the logits is the logit of the max.
-      const float new_max = ptx::max(row_max[r], ptx::quad_max(tile_max) * multiplier);
+      const float tile_max2 = ptx::quad_max(tile_max) * multiplier;
+      // (-inf + slack is -inf: a row's first visible key always moves it.)
+      const bool moves = tile_max2 > row_max[r] + kMaxSlack;
+      const float new_max = moves ? tile_max2 : row_max[r];
       // A row that has seen nothing yet keeps -inf; subtract 0 then so
       // exp2 gives 0 and never NaN.
       const float base = new_max == ptx::neg_inf() ? 0.f : new_max;
-      correction[r] = ptx::exp2(row_max[r] - base);
+      correction[r] = moves ? ptx::exp2(row_max[r] - base) : 1.f;
+      moved = moved || moves;
       row_max[r] = new_max;
       float sum = 0.f;
 #pragma unroll
@@ -71,6 +85,7 @@ struct OnlineSoftmax {
       }
       row_sum[r] = row_sum[r] * correction[r] + sum;
     }
+    return ptx::warp_any(moved);
   }
 
   static __device__ __forceinline__ void rescale(float (&o)[kOutBlocks][4],

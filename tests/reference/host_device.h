@@ -1,7 +1,7 @@
 // Compiles device headers of templates/ for the host, so their arithmetic
 // can be tested without a GPU: the device qualifiers mean nothing here, the
-// block index is a global the test sets, and the warp shuffle (never called
-// by the code under test) is declared. Include this, then the headers, then
+// block index is a global the test sets, and the warp shuffle and vote (never
+// called by the code under test) are declared. Include this, then the headers, then
 // host_device_end.h.
 #pragma once
 
@@ -9,6 +9,7 @@
 #define __host__
 #define __forceinline__ inline
 inline float __shfl_xor_sync(unsigned, float value, int) { return value; }
+inline int __any_sync(unsigned, int predicate) { return predicate; }  // (likewise)
 struct HostDim3 {
   unsigned x, y, z;
 };
