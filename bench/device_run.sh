@@ -208,9 +208,10 @@ if stage profile; then
     ncu --clock-control none --kernel-name attention_prefill --launch-skip 3 --launch-count 1 \
       --section SpeedOfLight --section Occupancy --section LaunchStats \
       --section WarpStateStats --section SchedulerStats --section MemoryWorkloadAnalysis \
+      --section InstructionStats \
       ./build-gpu/bench/attnjit_kernel_bench "$OUT/profile-$pr.json" --no-tune "$pr" \
       >"$OUT/ncu-$pr.txt" 2>&1 || status=1
-    grep -E "Duration|Throughput|Occupancy|Warp Cycles|Issued" "$OUT/ncu-$pr.txt" | head -20
+    grep -E "Duration|Throughput|Occupancy|Warp Cycles|Issued|Executed Instructions" "$OUT/ncu-$pr.txt" | head -24
   done
 fi
 if stage decode_profile; then
