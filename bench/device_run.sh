@@ -13,7 +13,8 @@
 #   STAGES="build user" (user-spec variants vs FlexAttention, check --spec on the examples;
 #   USER_ARGS=--user-vm: first calls through the expression VM's tier)
 #   STAGES="build decode_profile" (ncu on the decode rows; DECODE_PROFILE_PEERS, DECODE_PROFILE_PROBLEM)
-#   PROFILE_PROBLEMS=gpt_oss_window127_null,causal_gqa_d128 (profile stage)
+#   PROFILE_PROBLEMS=gpt_oss_window127_null,causal_gqa_d128 (profile stage; PROFILE_SKIP=22
+#   PROFILE_COUNT=2 on a user problem: the built-in's last launch and the spec's first)
 #   TUNE_PROBLEMS=mimo_window64_key0,... TUNE_TIMEOUT=150 (tune stage)
 #   TRY="causal_gqa_d128@pingpong=1;block_m=128,block_n=128,warps=8 full_d80@..." (try stage:
 #   tile configs by hand beside each problem's default, each checked, then timed)
@@ -205,7 +206,8 @@ if stage profile; then
   # One launch of each problem's kernel under ncu (clocks left alone).
   IFS=, read -ra problems <<<"${PROFILE_PROBLEMS:-gpt_oss_window127_null,causal_gqa_d128}"
   for pr in "${problems[@]}"; do
-    ncu --clock-control none --kernel-name attention_prefill --launch-skip 3 --launch-count 1 \
+    ncu --clock-control none --kernel-name attention_prefill --launch-skip "${PROFILE_SKIP:-3}" \
+      --launch-count "${PROFILE_COUNT:-1}" \
       --section SpeedOfLight --section Occupancy --section LaunchStats \
       --section WarpStateStats --section SchedulerStats --section MemoryWorkloadAnalysis \
       --section InstructionStats \
