@@ -41,7 +41,8 @@ struct MainloopSm80 {
   static constexpr int kScoreBlocks = BN / 8;  // n8 blocks of S
   static constexpr int kOutBlocks = D / 8;     // n8 blocks of O
   static constexpr bool kBF16 = element<T>::is_bf16;
-  using Softmax = OnlineSoftmax<kScoreBlocks, kOutBlocks>;
+  using Softmax =
+      OnlineSoftmax<kScoreBlocks, kOutBlocks, slack_max_pays(D, BN, C::split_kv != 0)>;
   using QFragments = unsigned[kM][kTile.q_in_registers ? kKSteps : 1][4];
   using RowKeys = typename Mask<C>::RowKeys;
 

@@ -104,7 +104,8 @@ struct MainloopSm90 {
   using Rows = SwizzledRows<D>;
   static_assert(Rows::kChunk == kTile.tma_chunk, "the TMA box is one swizzle chunk wide");
   using Ring = TileRing<kStages>;
-  using Softmax = OnlineSoftmax<kScoreBlocks, kOutBlocks>;
+  using Softmax =
+      OnlineSoftmax<kScoreBlocks, kOutBlocks, slack_max_pays(D, BN, C::split_kv != 0)>;
   using RowKeys = typename Mask<C>::RowKeys;
   using KvSource = KV;
 

@@ -12,15 +12,29 @@ namespace attention {
 constexpr float kLog2e = 1.4426950408889634f;
 constexpr float kLn2 = 0.6931471805599453f;
 
-template <int kScoreBlocks, int kOutBlocks>
+// Whether a path takes the slack max (OnlineSoftmax, kSlack). The output
+// rescale it skips costs D / 2 multiplies per thread and key tile against
+// the tile's BN / 2 scores, so it pays where D >= 2 BN. Measured on the
+// H200 (bench/results/2026-12-01-h200-124266f-slack-max-*, twice): Gemma-4
+// D256 x 64 keys -7%, GPT-OSS D64 x 32 -3%; where D < 2 BN (D80 x 96,
+// D128 x 128, MiMo's D80 x 64) +0.5-2%; split-KV decode tiles (D128 x 32)
+// +1-1.5%, the vote on a latency-bound chain. The mma.sync path follows
+// the same rule (not timed: no sm_80 GPU here).
+__host__ __device__ constexpr bool slack_max_pays(int head_dim, int block_n, bool split_kv) {
+  return !split_kv && head_dim >= 2 * block_n;
+}
+
+template <int kScoreBlocks, int kOutBlocks, bool kSlack>
 struct OnlineSoftmax {
-  // The running max moves only when a tile's max passes it by more than
-  // kMaxSlack (base 2); until then the tile's probabilities are taken
+  // kSlack: the running max moves only when a tile's max passes it by more
+  // than kMaxSlack (base 2); until then the tile's probabilities are taken
   // against the max kept, so they stay at most 2^kMaxSlack (exact in fp32
   // and in P's 16-bit type), and the output needs no rescale: a warp none
   // of whose rows moved skips it. Max, sum and output always refer to the
   // same max, so the result is the same up to rounding, and the LSE too.
-  static constexpr float kMaxSlack = 8.f;
+  // Without it the max is always the true one and every tile rescales.
+  // (kMaxSlack is 8, a constant of update_scores: a static member would be
+  // emitted into every module's PTX.)
 
   float row_max[2];  // running max of base-2 logits (within kMaxSlack of the true one)
   float row_sum[2];  // this thread's partial sum of exp2(logit - row_max)
@@ -52,12 +66,12 @@ struct OnlineSoftmax {
   // The first half of update(): the new running max and sum, s turned into
   // probabilities, and the factor the output must be rescaled by (apart so
   // the warpgroup path can rescale once the P V of the previous tile, still
-  // in flight, has landed). True when some row of the calling warp moved
-  // its max (the same in every lane): only then does the output need the
-  // rescale (the other rows' factors are 1).
+  // in flight, has landed). True when the output needs the rescale: with
+  // kSlack only when some row of the calling warp moved its max (the same
+  // in every lane; the other rows' factors are 1), else always.
   __device__ __forceinline__ bool update_scores(float (&s)[kScoreBlocks][4], float (&correction)[2],
                                                 float multiplier) {
-    bool moved = false;
+    [[maybe_unused]] bool moved = false;
 #pragma unroll
     for (int r = 0; r < 2; ++r) {
       float tile_max = s[0][2 * r];
@@ -67,14 +81,20 @@ struct OnlineSoftmax {
       }
       // multiplier > 0, so the max of the logits is the logit of the max.
       const float tile_max2 = ptx::quad_max(tile_max) * multiplier;
-      // (-inf + slack is -inf: a row's first visible key always moves it.)
-      const bool moves = tile_max2 > row_max[r] + kMaxSlack;
-      const float new_max = moves ? tile_max2 : row_max[r];
+      float new_max;
+      if constexpr (kSlack) {
+        // (-inf + slack is -inf: a row's first visible key always moves it.)
+        constexpr float kMaxSlack = 8.f;
+        const bool moves = tile_max2 > row_max[r] + kMaxSlack;
+        new_max = moves ? tile_max2 : row_max[r];
+        moved = moved || moves;
+      } else {
+        new_max = ptx::max(row_max[r], tile_max2);
+      }
       // A row that has seen nothing yet keeps -inf; subtract 0 then so
       // exp2 gives 0 and never NaN.
       const float base = new_max == ptx::neg_inf() ? 0.f : new_max;
-      correction[r] = moves ? ptx::exp2(row_max[r] - base) : 1.f;
-      moved = moved || moves;
+      correction[r] = kSlack && new_max == row_max[r] ? 1.f : ptx::exp2(row_max[r] - base);
       row_max[r] = new_max;
       float sum = 0.f;
 #pragma unroll
@@ -85,7 +105,8 @@ struct OnlineSoftmax {
       }
       row_sum[r] = row_sum[r] * correction[r] + sum;
     }
-    return ptx::warp_any(moved);
+    if constexpr (kSlack) return ptx::warp_any(moved);
+    return true;
   }
 
   static __device__ __forceinline__ void rescale(float (&o)[kOutBlocks][4],
