@@ -13,6 +13,8 @@
 #   STAGES="build user" (user-spec variants vs FlexAttention, check --spec on the examples;
 #   USER_ARGS=--user-vm: first calls through the expression VM's tier)
 #   STAGES="build decode_profile" (ncu on the decode rows; DECODE_PROFILE_PEERS, DECODE_PROFILE_PROBLEM)
+#   STAGES="build source_profile" PROFILE_PROBLEMS=causal_expr PROFILE_SKIP=22 PROFILE_COUNT=2
+#   (executed instructions per SASS instruction and source line, as CSV)
 #   PROFILE_PROBLEMS=gpt_oss_window127_null,causal_gqa_d128 (profile stage; PROFILE_SKIP=22
 #   PROFILE_COUNT=2 on a user problem: the built-in's last launch and the spec's first)
 #   TUNE_PROBLEMS=mimo_window64_key0,... TUNE_TIMEOUT=150 (tune stage)
@@ -214,6 +216,24 @@ if stage profile; then
       ./build-gpu/bench/attnjit_kernel_bench "$OUT/profile-$pr.json" --no-tune "$pr" \
       >"$OUT/ncu-$pr.txt" 2>&1 || status=1
     grep -E "Duration|Throughput|Occupancy|Warp Cycles|Issued|Executed Instructions" "$OUT/ncu-$pr.txt" | head -24
+  done
+fi
+if stage source_profile; then
+  # Executed instructions per SASS instruction (with its source line: the
+  # kernels compile with -lineinfo here) of PROFILE_SKIP / PROFILE_COUNT
+  # launches of each PROFILE_PROBLEMS problem, as CSV (source-<problem>.csv):
+  # where two kernels' instruction counts part, line by line.
+  IFS=, read -ra problems <<<"${PROFILE_PROBLEMS:-causal_expr}"
+  for pr in "${problems[@]}"; do
+    ATTNJIT_LINEINFO=1 ncu --clock-control none --kernel-name attention_prefill \
+      --launch-skip "${PROFILE_SKIP:-3}" --launch-count "${PROFILE_COUNT:-1}" \
+      --section SourceCounters --section InstructionStats -o "$OUT/source-$pr" -f \
+      ./build-gpu/bench/attnjit_kernel_bench "$OUT/source-$pr.json" --no-tune "$pr" \
+      >"$OUT/source-$pr.log" 2>&1 || status=1
+    ncu -i "$OUT/source-$pr.ncu-rep" --page source --csv --print-source sass \
+      >"$OUT/source-$pr.csv" 2>"$OUT/source-$pr.err" || status=1
+    rm -f "$OUT/source-$pr.ncu-rep"
+    echo "$pr: $(wc -l <"$OUT/source-$pr.csv") lines of source counters; $(tail -1 "$OUT/source-$pr.err")"
   done
 fi
 if stage decode_profile; then
