@@ -43,9 +43,9 @@ ExprContext expr_context(const Spec& spec) {
 namespace detail {
 namespace {
 
-// The keys a spec with `extends` takes from the extended spec.
-const std::vector<std::string> kInheritedKeys = {"template", "entry", "flags", "constraints",
-                                                 "tuning"};
+// The keys a spec with `extends` takes from the extended spec. (`tuning`
+// is taken too, but the spec may put rules of its own before it.)
+const std::vector<std::string> kInheritedKeys = {"template", "entry", "flags", "constraints"};
 // The flags `tune_as` may name: those that shape the mask and pick tiles,
 // never one that changes what the kernel reads or writes.
 const std::vector<std::string> kTuneAsFlags = {"causal", "window"};
@@ -185,6 +185,11 @@ void inherit(const SpecReader& reader, const std::vector<MapEntry>& entries, con
   spec.constraints = base.constraints;
   spec.tuning = base.tuning;
   spec.args = base.args;
+  if (const MapEntry* own = find_entry(entries, "tuning")) {
+    std::vector<TuningRule> rules = parse_own_rules(reader, spec, own->value);
+    rules.insert(rules.end(), spec.tuning.rules.begin(), spec.tuning.rules.end());
+    spec.tuning.rules = std::move(rules);
+  }
 }
 
 // `mask:` and `score:`: each parsed and checked against the spec's args.

@@ -144,6 +144,32 @@ Tuning parse_tuning(const SpecReader& reader, const Spec& spec, const YAML::Node
   return tuning;
 }
 
+std::vector<TuningRule> parse_own_rules(const SpecReader& reader, const Spec& spec,
+                                        const YAML::Node& node) {
+  const std::vector<MapEntry> entries = reader.entries(node, "tuning", kTuningKeys);
+  if (const MapEntry* entry = find_entry(entries, "params")) {
+    reader.fail(entry->key_node, "tuning params come from the extended spec " +
+                                     quoted(spec.extends) + "; a spec that extends gives rules only");
+  }
+  std::vector<TuningRule> rules;
+  if (const MapEntry* entry = find_entry(entries, "rules")) {
+    for (const YAML::Node& item : reader.items(entry->value, "tuning: rules")) {
+      TuningRule rule = parse_rule(reader, spec, spec.tuning.params, item);
+      // A rule of its own must stand alone: it names every param, so that
+      // a missing one fails here and not when a variant first matches it.
+      for (const std::string& param : spec.tuning.params) {
+        if (rule.values.count(param) == 0) {
+          reader.fail(item, "tuning rule does not set " + quoted(param) +
+                                " (a rule of a spec that extends " + quoted(spec.extends) +
+                                " names every param: " + join(spec.tuning.params, ", ") + ")");
+        }
+      }
+      rules.push_back(std::move(rule));
+    }
+  }
+  return rules;
+}
+
 std::vector<Preset> parse_presets(const SpecReader& reader, const Spec& spec,
                                   const YAML::Node& node) {
   std::vector<Preset> presets;

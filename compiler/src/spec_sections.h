@@ -20,6 +20,11 @@ std::vector<ArgDecl> parse_args(const SpecReader& reader, const Spec& spec, cons
 std::vector<Constraint> parse_constraints(const SpecReader& reader, const Spec& spec,
                                           const YAML::Node& node);
 Tuning parse_tuning(const SpecReader& reader, const Spec& spec, const YAML::Node& node);
+// `tuning:` of a spec that extends another: `rules` only, over the extended
+// spec's params (`spec.tuning.params`), each naming every one of them; the
+// rules to try before the extended spec's.
+std::vector<TuningRule> parse_own_rules(const SpecReader& reader, const Spec& spec,
+                                        const YAML::Node& node);
 // Needs the constraints: every preset must resolve to a legal flag set.
 std::vector<Preset> parse_presets(const SpecReader& reader, const Spec& spec,
                                   const YAML::Node& node);

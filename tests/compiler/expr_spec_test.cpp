@@ -186,6 +186,58 @@ TEST(ExprSpec, TuneAsErrors) {
   EXPECT_EQ(spec_error(band + "tune_as: {window: maybe}\n").substr(0, 13), "t.yaml:7:19: ");
 }
 
+// A spec's own tuning rules come before the extended spec's: the first
+// that matches wins, and a variant none of them matches takes the extended
+// spec's rule as before. tune_as applies to both.
+TEST(ExprSpec, OwnTuningRulesComeFirst) {
+  const Spec base = load_embedded_spec("attention");
+  const std::string every =
+      "block_m: 192, block_n: 64, warps: 12, stages: 3, min_blocks: 1, pack_gqa: 1, wgmma: 1, "
+      "split_keys: 0, pingpong: 0, persistent: 0";
+  const Spec own = parse_spec(kUserHead + "mask: \"j <= p\"\ntuning:\n  rules:\n"
+                              "    - {targets: [sm_90a], when: {head_dim: [128], split_kv: false}, " +
+                                  every + "}\n",
+                              "u.yaml");
+  ASSERT_EQ(own.tuning.rules.size(), base.tuning.rules.size() + 1);
+  EXPECT_EQ(own.tuning.params, base.tuning.params);
+  EXPECT_EQ(own.tuning.rules[0].loc.line, 9);
+  CompileOptions options;
+  options.target = parse_target("sm_90a");
+  const auto tiles = [&](const Spec& spec, std::map<std::string, FlagValue> given) {
+    return make_signature(spec, resolve_flags(spec, given), options).tuning;
+  };
+  const std::vector<std::pair<std::string, int64_t>> mine = {
+      {"block_m", 192}, {"block_n", 64},   {"warps", 12},     {"stages", 3},
+      {"min_blocks", 1}, {"pack_gqa", 1},  {"wgmma", 1},      {"split_keys", 0},
+      {"pingpong", 0},  {"persistent", 0}};
+  EXPECT_EQ(tiles(own, {{"head_dim", int64_t{128}}}), mine);
+  // Not matched by its rule: the extended spec's, as for the built-in flags.
+  for (const auto& given : std::vector<std::map<std::string, FlagValue>>{
+           {{"head_dim", int64_t{64}}},
+           {{"head_dim", int64_t{128}}, {"split_kv", true}}}) {
+    EXPECT_EQ(tiles(own, given), tiles(base, given));
+  }
+  options.target = parse_target("sm_80");
+  EXPECT_EQ(tiles(own, {{"head_dim", int64_t{128}}}), tiles(base, {{"head_dim", int64_t{128}}}));
+}
+
+TEST(ExprSpec, OwnTuningRuleErrors) {
+  const std::string head = kUserHead + "mask: \"j <= p\"\n";
+  EXPECT_EQ(spec_error(head + "tuning:\n  params: [block_m]\n"),
+            "t.yaml:8:3: tuning params come from the extended spec 'attention'; a spec that "
+            "extends gives rules only");
+  EXPECT_EQ(spec_error(head + "tuning:\n  rules:\n    - {block_m: 64}\n"),
+            "t.yaml:9:7: tuning rule does not set 'block_n' (a rule of a spec that extends "
+            "'attention' names every param: block_m, block_n, warps, stages, min_blocks, "
+            "pack_gqa, wgmma, split_keys, pingpong, persistent)");
+  EXPECT_EQ(spec_error(head + "tuning:\n  rules:\n    - {block_mm: 64}\n"),
+            "t.yaml:9:8: unknown key 'block_mm' in tuning rule (did you mean 'block_m'?)");
+  EXPECT_EQ(spec_error(head + "tuning:\n  rules:\n    - {when: {head_dm: [128]}}\n"),
+            "t.yaml:9:15: unknown flag 'head_dm' in tuning rule (did you mean 'head_dim'?)");
+  EXPECT_EQ(spec_error(head + "tuning:\n  rulez: []\n"),
+            "t.yaml:8:3: unknown key 'rulez' in tuning (did you mean 'rules'?)");
+}
+
 TEST(ExprSpec, ExampleSpecsLoad) {
   for (const char* name : {"chunked_local", "alibi", "prefix_lm", "document"}) {
     const std::string path =
