@@ -27,7 +27,8 @@
 #   built too; the setting "base" in PAGED_AB_ENV, DECODE_AB_ENV or
 #   KBENCH_AB_ENV runs that stage's command there: an A/B of a template or
 #   runtime change in one call, e.g. BASE_PATCH=base.patch PAGED_AB_ENV=base
-#   with the patch taking the tree back to the code before the change)
+#   with the patch taking the tree back to the code before the change; the
+#   base run's JSON still names HEAD's commit)
 # A device call runs at most 600 s: "build gpu" alone takes 6-7 min on a
 # fresh machine; give python, user, decode and bench calls of their own.
 set -uo pipefail
@@ -91,7 +92,8 @@ if stage build; then
     mkdir -p "$BASE_TREE"
     tar --exclude=./build-gpu --exclude=./device-out -cf - . | tar -xf - -C "$BASE_TREE"
     patch_file=$(realpath "$BASE_PATCH")
-    { (cd "$BASE_TREE" && { patch -p1 <"$patch_file" || git apply "$patch_file"; }) &&
+    # (git apply changes nothing unless the whole patch applies.)
+    { (cd "$BASE_TREE" && { git apply "$patch_file" || patch --batch -p1 <"$patch_file"; }) &&
       cmake -S "$BASE_TREE" -B "$BASE_TREE/build-gpu" -G Ninja -DCMAKE_BUILD_TYPE=Release \
         -DATTNJIT_BUILD_PYTHON=ON && cmake --build "$BASE_TREE/build-gpu" -j16; } \
       >"$OUT/base-build.log" 2>&1 || { tail -30 "$OUT/base-build.log"; exit 1; }
@@ -219,9 +221,12 @@ if stage profile; then
   done
 fi
 if stage source_profile; then
-  # Executed instructions per SASS instruction (with its source line: the
-  # kernels compile with -lineinfo here) of PROFILE_SKIP / PROFILE_COUNT
-  # launches of each PROFILE_PROBLEMS problem, as CSV (source-<problem>.csv):
+  # Executed instructions per SASS instruction of PROFILE_SKIP /
+  # PROFILE_COUNT launches of each PROFILE_PROBLEMS problem, as CSV
+  # (source-<problem>.csv; SASS only). The kernels compile with -lineinfo
+  # here, so the same variants compiled with ATTNJIT_LINEINFO=1 on any
+  # machine with the same NVRTC give the same cubin, whose
+  # `nvdisasm --print-line-info` maps each address to its source line:
   # where two kernels' instruction counts part, line by line.
   IFS=, read -ra problems <<<"${PROFILE_PROBLEMS:-causal_expr}"
   for pr in "${problems[@]}"; do

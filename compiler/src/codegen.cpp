@@ -201,7 +201,8 @@ GeneratedSource generate_source(const Spec& spec, const Signature& signature) {
   return GeneratedSource{signature.display_name() + ".cu",
                          std::move(text),
                          spec.entry,
-                         {GeneratedHeader{params_header_name(spec), params_header_text(spec)}}};
+                         {GeneratedHeader{params_header_name(spec), params_header_text(spec)}},
+                         signature.tuning_from};
 }
 
 std::string GeneratedSource::key_text() const {

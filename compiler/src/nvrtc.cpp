@@ -135,6 +135,9 @@ std::string dump(const GeneratedSource& source, const std::string& log, const st
   throw Error(ErrorKind::kCompile, "nvrtc could not compile " + source.name + " (entry " +
                                        source.entry + ") for " + options.target.name() + ": " +
                                        nvrtcGetErrorString(result) +
+                                       (source.tuning_from.empty()
+                                            ? std::string()
+                                            : "\ntiles: from " + source.tuning_from) +
                                        "\nsource: " + dump(source, log, "") +
                                        "\noptions: " + detail::join(flags, " ") + "\nlog:\n" + log);
 }

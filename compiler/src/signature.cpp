@@ -99,7 +99,8 @@ Signature make_signature(const Spec& spec, const FlagSet& flags, const CompileOp
       break;
     }
   }
-  Signature signature{spec.family, spec.entry, flags, {}, options};
+  Signature signature{spec.family, spec.entry, flags, {}, options, {}};
+  bool from_rule = false;
   for (const std::string& param : spec.tuning.params) {
     if (auto it = overrides.find(param); it != overrides.end()) {
       signature.tuning.emplace_back(param, it->second);
@@ -108,6 +109,7 @@ Signature make_signature(const Spec& spec, const FlagSet& flags, const CompileOp
     if (rule != nullptr) {
       if (auto it = rule->values.find(param); it != rule->values.end()) {
         signature.tuning.emplace_back(param, it->second);
+        from_rule = true;
         continue;
       }
       throw Error(ErrorKind::kFlags, "tuning param " + detail::quoted(param) +
@@ -119,6 +121,7 @@ Signature make_signature(const Spec& spec, const FlagSet& flags, const CompileOp
                                        options.target.name() + " and tuning param " +
                                        detail::quoted(param) + " has no override");
   }
+  if (from_rule) signature.tuning_from = "the tuning rule at " + rule->loc.str();
   return signature;
 }
 

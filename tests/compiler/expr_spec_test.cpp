@@ -5,6 +5,8 @@
 #include <gtest/gtest.h>
 
 #include "attnjit/codegen.h"
+#include "attnjit/error.h"
+#include "attnjit/nvrtc.h"
 #include "attnjit/signature.h"
 #include "attnjit/spec.h"
 #include "test_support.h"
@@ -236,6 +238,35 @@ TEST(ExprSpec, OwnTuningRuleErrors) {
             "t.yaml:9:15: unknown flag 'head_dm' in tuning rule (did you mean 'head_dim'?)");
   EXPECT_EQ(spec_error(head + "tuning:\n  rulez: []\n"),
             "t.yaml:8:3: unknown key 'rulez' in tuning (did you mean 'rules'?)");
+}
+
+// A rule of its own that the kernels refuse fails when a variant compiles
+// (as an ATTNJIT_TUNING override would), and the message names the rule.
+TEST(ExprSpec, AFailedCompileNamesTheTuningRule) {
+  const Spec own = parse_spec(kUserHead + "mask: \"j <= p\"\ntuning:\n  rules:\n"
+                              "    - {block_m: 192, block_n: 64, warps: 12, stages: 3, "
+                              "min_blocks: 1, pack_gqa: 1, wgmma: 1, split_keys: 0, pingpong: 0, "
+                              "persistent: 0}\n",
+                              "u.yaml");
+  CompileOptions options;
+  options.target = parse_target("sm_80");  // wgmma: 1 needs sm_90a
+  const Signature sig = make_signature(own, resolve_flags(own, {}), options);
+  EXPECT_EQ(sig.tuning_from, "the tuning rule at u.yaml:9:7");
+  try {
+    compile_source(generate_source(own, sig), sig.options);
+    ADD_FAILURE() << "compiled";
+  } catch (const Error& error) {
+    EXPECT_EQ(error.kind(), ErrorKind::kCompile);
+    EXPECT_NE(std::string(error.what()).find("\ntiles: from the tuning rule at u.yaml:9:7\n"),
+              std::string::npos)
+        << error.what();
+    EXPECT_NE(std::string(error.what()).find("wgmma = 1 needs the sm_90a target"),
+              std::string::npos);
+  }
+  // Overrides for every param: no rule to name.
+  std::map<std::string, int64_t> all;
+  for (const auto& [param, value] : sig.tuning) all[param] = value;
+  EXPECT_EQ(make_signature(own, resolve_flags(own, {}), options, all).tuning_from, "");
 }
 
 TEST(ExprSpec, ExampleSpecsLoad) {

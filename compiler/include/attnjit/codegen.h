@@ -63,6 +63,7 @@ struct GeneratedSource {
   std::string text;   // the translation unit
   std::string entry;  // extern "C" kernel name
   std::vector<GeneratedHeader> headers;
+  std::string tuning_from;  // Signature::tuning_from, for a failed compile's message (not keyed)
 
   // The text and every generated header, length-prefixed: what the cache
   // key hashes as "the expanded source".

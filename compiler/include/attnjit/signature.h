@@ -24,6 +24,10 @@ struct Signature {
   FlagSet flags;
   std::vector<std::pair<std::string, int64_t>> tuning;  // spec param order
   CompileOptions options;
+  // Where the tuning values came from, for messages only (not part of the
+  // canonical signature or any key): "the tuning rule at FILE:LINE:COL",
+  // or empty when overrides set every param.
+  std::string tuning_from;
 
   // "attention_prefill[dtype=bf16,head_dim=128,...|block_m=128,...]@sm_90a"
   std::string canonical() const;
