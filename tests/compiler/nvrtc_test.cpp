@@ -124,7 +124,8 @@ TEST_F(NvrtcTest, BrokenSourceIsACompileErrorWithLogOptionsAndDump) {
   const std::string message =
       error_message([&] { compile_source(variant.source, variant.options); }, ErrorKind::kCompile);
   EXPECT_EQ(message.rfind("nvrtc could not compile axpy_ee8da1eb.cu (entry axpy) for sm_80: "
-                          "NVRTC_ERROR_COMPILATION\nsource: " +
+                          "NVRTC_ERROR_COMPILATION\ntiles: from the tuning rule at "
+                          "axpy.yaml:23:7\nsource: " +
                               dir_.string() + "/attnjit-",
                           0),
             0u)
