@@ -93,6 +93,15 @@ int run_specs(const std::vector<std::string>& files) {
       }
       std::printf("  tiles  as %s (tune_as)\n", tune_as.c_str());
     }
+    if (!spec.extends.empty()) {
+      // Its own tuning rules come first (parse_own_rules), then the
+      // extended spec's.
+      const size_t inherited = load_embedded_spec(spec.extends).tuning.rules.size();
+      for (size_t i = 0; i + inherited < spec.tuning.rules.size(); ++i) {
+        std::printf("  tiles  rule at %s, before %s's %zu\n",
+                    spec.tuning.rules[i].loc.str().c_str(), spec.extends.c_str(), inherited);
+      }
+    }
     for (const FlagDecl& f : spec.flags) {
       std::string domain;
       for (auto v : f.int_values) domain += std::to_string(v) + " ";
