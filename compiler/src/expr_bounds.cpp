@@ -36,6 +36,17 @@ class BoundFinder {
   ExprKeyBounds find() {
     ExprKeyBounds out;
     out.whole_mask = conjuncts(mask_.root, out.bounds);
+    out.exact_rows = out.whole_mask;
+    for (const ExprKeyBound& b : out.bounds) {
+      out.exact_rows = out.exact_rows && exact_for_a_row(b);
+      // X = sj j + t: X <= y bounds j from above when sj is 1, else below.
+      const bool x_upper = b.abs_form || b.cmp == ex::kCmpLt || b.cmp == ex::kCmpLe ||
+                           b.cmp == ex::kCmpEq;
+      const bool x_lower = b.abs_form || b.cmp == ex::kCmpGt || b.cmp == ex::kCmpGe ||
+                           b.cmp == ex::kCmpEq;
+      out.above = out.above || (b.sj > 0 ? x_upper : x_lower);
+      out.below = out.below || (b.sj > 0 ? x_lower : x_upper);
+    }
     return out;
   }
 
@@ -43,6 +54,28 @@ class BoundFinder {
   const ExprNode& node(int index) const { return mask_.nodes.at(static_cast<std::size_t>(index)); }
   bool j_free_int(int index) const {
     return free_.at(static_cast<std::size_t>(index)) && node(index).type == ExprType::kInt;
+  }
+  bool is_p(int index) const {
+    const ExprNode& n = node(index);
+    return n.op == ExprOp::kVar && n.var == ExprVar::kP;
+  }
+  // For one row, key_bound() (user_expr.cuh) gives exactly the keys the
+  // bound leaves, whatever the args: y is a literal (or minus one), a variable or an int32
+  // scalar arg, so one value once the row fixes p, b and the head (an
+  // expression of them could wrap, and a tensor's interval need not be a
+  // point); X is j, j - p or p - j, which stay inside int32 for j and p in
+  // [0, 2^31 - 1), so key_bound never gives up on a wrap (nor on
+  // abs(INT_MIN)); and no divisor.
+  bool exact_for_a_row(const ExprKeyBound& b) const {
+    const ExprNode& y = node(b.y);
+    const bool literal = y.op == ExprOp::kIntLit ||
+                         (y.op == ExprOp::kNeg && node(y.kids[0]).op == ExprOp::kIntLit);
+    if (!literal && y.op != ExprOp::kVar && y.op != ExprOp::kScalar) return false;
+    if (b.divisor >= 0) return false;
+    if (b.t < 0) return b.sj == 1;              // j
+    if (!is_p(b.t)) return false;
+    return (b.sj == 1 && b.t_negated) ||        // j - p
+           (b.sj == -1 && !b.t_negated);        // p - j
   }
   bool is_j(int index) const {
     const ExprNode& n = node(index);

@@ -451,8 +451,12 @@ std::string emit_user_struct(const Expr* mask, const Expr* score) {
     const ExprKeyBounds bounds = key_bounds_of(*mask);
     out += fmt::format(
         "  static constexpr bool has_key_bounds = {};\n"
-        "  static constexpr bool key_bounds_whole_mask = {};\n",
-        !bounds.bounds.empty(), !bounds.bounds.empty() && bounds.whole_mask);
+        "  static constexpr bool key_bounds_whole_mask = {};\n"
+        "  static constexpr bool key_bounds_exact_rows = {};\n"
+        "  static constexpr bool key_bounds_below = {};\n"
+        "  static constexpr bool key_bounds_above = {};\n",
+        !bounds.bounds.empty(), !bounds.bounds.empty() && bounds.whole_mask,
+        !bounds.bounds.empty() && bounds.exact_rows, bounds.below, bounds.above);
     if (!bounds.bounds.empty()) {
       out += fmt::format(
           "  template <class P>\n"
@@ -464,7 +468,10 @@ std::string emit_user_struct(const Expr* mask, const Expr* score) {
     }
   } else {
     out += "  static constexpr bool has_key_bounds = false;\n"
-           "  static constexpr bool key_bounds_whole_mask = false;\n";
+           "  static constexpr bool key_bounds_whole_mask = false;\n"
+           "  static constexpr bool key_bounds_exact_rows = false;\n"
+           "  static constexpr bool key_bounds_below = false;\n"
+           "  static constexpr bool key_bounds_above = false;\n";
   }
   if (score != nullptr) {
     out += fmt::format(

@@ -77,7 +77,7 @@ __device__ __forceinline__ void to_logits(float (&s)[kBlocks][4],
       const int r = e / 2;
       const int j = j0 + nb * 8 + 2 * (lane % 4) + (e % 2);
       bool visible = Mask<C>::visible_in(keys[r], j);
-      if constexpr (user_mask<C>()) {
+      if constexpr (user_mask<C>() && !user_mask_in_row_keys<C>()) {
         const auto& u = keys[r].user;
         visible = visible && UserOf<C>::mask(prm, u.r, u.b, u.h, u.hk, u.p, j, u.n_q, u.n_k);
       }

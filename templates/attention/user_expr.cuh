@@ -417,6 +417,9 @@ struct no_user {
   static constexpr bool has_score = false;
   static constexpr bool has_key_bounds = false;
   static constexpr bool key_bounds_whole_mask = false;
+  static constexpr bool key_bounds_exact_rows = false;
+  static constexpr bool key_bounds_below = false;
+  static constexpr bool key_bounds_above = false;
 };
 
 // user_of<C>::type: C::user when the generated config has one, else no_user.

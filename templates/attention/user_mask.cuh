@@ -23,6 +23,14 @@ template <class C>
 __host__ __device__ constexpr bool user_score() {
   return UserOf<C>::has_score;
 }
+// The spec's mask is folded into each row's key range (row_setup) instead
+// of tested per key: its bounds are the whole mask and exact for one row
+// (ExprKeyBounds::exact_rows), and no span rule ORs keys outside that
+// range back in (the mask ANDs the spans too).
+template <class C>
+__host__ __device__ constexpr bool user_mask_in_row_keys() {
+  return user_mask<C>() && UserOf<C>::key_bounds_exact_rows && !C::mm_prefix;
+}
 
 // What a row's expressions read besides the key position j: its position
 // and head, and the row values of the generated struct (the parts of the
@@ -48,7 +56,8 @@ struct UserRowPick<C, false> {
   using type = NoUserRow;
 };
 template <class C>
-using UserRowOf = typename UserRowPick<C, user_mask<C>() || user_score<C>()>::type;
+using UserRowOf =
+    typename UserRowPick<C, (user_mask<C>() && !user_mask_in_row_keys<C>()) || user_score<C>()>::type;
 
 }  // namespace attention
 }  // namespace attnjit

@@ -441,5 +441,68 @@ TEST(ExprKeyBounds, SoundOnRandomForms) {
   EXPECT_GT(trimmed * 4, tiles) << trimmed << " of " << tiles;  // not vacuous
 }
 
+// exact_rows: where it is said, the bounds at one query row (one p, one
+// head) are exactly that row's visible keys, whatever the args (scalars
+// near the int32 limits included) and for every position a chunk's query
+// can have (n_k - n_q to n_k - 1); the kernels then fold them into the
+// row's key range and test no key against the mask.
+TEST(ExprKeyBounds, ExactForOneRowWhereSaid) {
+  const ExprContext ctx = random_context();
+  const auto exact = [&](const std::string& text) {
+    return key_bounds_of(parse_expr(text, ExprKind::kMask, ctx, "t", 1, 1)).exact_rows;
+  };
+  for (const char* text : {"j <= p", "j <= p and p - j <= wl", "abs(p - j) <= wl",
+                           "abs(j - p) < wr and j >= 3", "p >= j"}) {
+    EXPECT_TRUE(exact(text)) << text;
+  }
+  // Not: j + p (it may wrap), a divisor, a y that is an expression or a
+  // tensor, a conjunct that bounds nothing, a disjunction.
+  for (const char* text : {"j + p <= wl", "p / chunk == j / chunk", "j <= p + 1",
+                           "j <= doc[p]", "doc[p] == doc[j] and j <= p", "j <= p or j < 3"}) {
+    EXPECT_FALSE(exact(text)) << text;
+  }
+  std::mt19937_64 rng(20261201);
+  const auto pick = [&](int n) { return static_cast<int>(rng() % static_cast<uint64_t>(n)); };
+  static const char* kX[] = {"j", "(j - p)", "(p - j)"};
+  static const char* kY[] = {"p", "wl", "wr", "chunk", "7", "-3", "n_k", "n_q", "b", "h"};
+  static const char* kCompare[] = {"<", "<=", ">", ">=", "=="};
+  const auto form = [&]() -> std::string {
+    const std::string x = kX[pick(3)], y = kY[pick(10)];
+    switch (pick(4)) {
+      case 0: return "(" + x + " " + kCompare[pick(5)] + " " + y + ")";
+      case 1: return "(" + y + " " + kCompare[pick(5)] + " " + x + ")";
+      case 2: return "(abs(" + x + ") " + (pick(2) ? "<" : "<=") + " " + y + ")";
+      default: return "(" + y + " " + (pick(2) ? ">" : ">=") + " abs(" + x + "))";
+    }
+  };
+  long long rows = 0, narrowed = 0, keys = 0;
+  for (int trial = 0; trial < 2000; ++trial) {
+    std::string text = form();
+    for (int k = pick(3); k > 0; --k) text = "(" + text + " and " + form() + ")";
+    const Expr mask = parse_expr(text, ExprKind::kMask, ctx, "random", 1, 1);
+    ASSERT_TRUE(key_bounds_of(mask).exact_rows) << text;
+    for (int k = 0; k < 4; ++k) {
+      ExprEnv e = random_env(rng);
+      if (e.n_q == 0 || e.n_k == 0) continue;
+      const int group = e.num_heads_q / e.num_heads_kv;
+      e.h = pick(e.num_heads_q);
+      e.hk = e.h / group;
+      e.p = e.n_k - e.n_q + pick(e.n_q);
+      const KeySpan span = key_bounds(mask, ExprTile{e.h, e.h, e.p, e.p, 0, e.n_k - 1}, e);
+      ++rows;
+      if (span.first > 0 || span.last < e.n_k - 1) ++narrowed;
+      for (int j = 0; j < e.n_k; ++j) {
+        e.j = j;
+        ++keys;
+        ASSERT_EQ(j >= span.first && j <= span.last, evaluate_mask(mask, e))
+            << text << "\nrow p " << e.p << " h " << e.h << " n_q " << e.n_q << " n_k " << e.n_k
+            << " key " << j << " span [" << span.first << ", " << span.last << "]";
+      }
+    }
+  }
+  std::printf("%lld rows, %lld narrowed, %lld keys\n", rows, narrowed, keys);
+  EXPECT_GT(narrowed * 4, rows) << narrowed << " of " << rows;  // not vacuous
+}
+
 }  // namespace
 }  // namespace attnjit

@@ -191,6 +191,15 @@ struct ExprKeyBounds {
   // Every conjunct is one of them: the bounds are the whole mask's shape,
   // and the kernels skip the per-tile scans for empty tiles at the ends.
   bool whole_mask = false;
+  // whole_mask, and for one query row (one p, one head) the bounds give
+  // exactly its visible keys whatever the args: every bound is j, j - p or
+  // p - j (never wraps for positions in [0, 2^31)) or abs() of one, against
+  // a j-free y, with no divisor. The kernels then fold each row's interval
+  // into the built-in key range once and test no key against the mask.
+  bool exact_rows = false;
+  // Some bound limits j from below (j >= ..., p - j <= ..., abs) / from
+  // above (j <= ..., j - p <= ..., abs): the sides a row's range narrows.
+  bool below = false, above = false;
 };
 // The bounding conjuncts of a mask (none for a mask without one).
 ExprKeyBounds key_bounds_of(const Expr& mask);
