@@ -63,14 +63,20 @@ class BoundFinder {
   // bound leaves, whatever the args: y is a literal (or minus one), a variable or an int32
   // scalar arg, so one value once the row fixes p, b and the head (an
   // expression of them could wrap, and a tensor's interval need not be a
-  // point); X is j, j - p or p - j, which stay inside int32 for j and p in
-  // [0, 2^31 - 1), so key_bound never gives up on a wrap (nor on
+  // point); X is j, j - p or p - j, which stay inside int32 for every row
+  // (p in [n_k - n_q, n_k - 1], j in [0, n_k - 1]: p - j in
+  // [1 - n_q, n_k - 1]), so key_bound never gives up on a wrap (nor on
   // abs(INT_MIN)); and no divisor.
   bool exact_for_a_row(const ExprKeyBound& b) const {
     const ExprNode& y = node(b.y);
     const bool literal = y.op == ExprOp::kIntLit ||
                          (y.op == ExprOp::kNeg && node(y.kids[0]).op == ExprOp::kIntLit);
     if (!literal && y.op != ExprOp::kVar && y.op != ExprOp::kScalar) return false;
+    // hk is one value for one row only where the head counts are known
+    // (without them it is bounded by h).
+    if (y.op == ExprOp::kVar && y.var == ExprVar::kHk && !mask_.context.has_head_counts) {
+      return false;
+    }
     if (b.divisor >= 0) return false;
     if (b.t < 0) return b.sj == 1;              // j
     if (!is_p(b.t)) return false;

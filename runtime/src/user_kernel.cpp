@@ -4,7 +4,6 @@
 // anything, then written into the params struct after the inherited
 // fields.
 #include <algorithm>
-#include <cstdint>
 #include <cstring>
 #include <optional>
 
@@ -118,8 +117,6 @@ void AttentionKernel::set_user_spec(std::shared_ptr<const Spec> spec) {
     user_fields_.push_back(std::move(field));
   }
   params_size_ = own.size;
-  folds_mask_rows_ = user_spec_->mask && key_bounds_of(*user_spec_->mask).exact_rows &&
-                     !flags_.mm_prefix;
   for (const std::optional<Expr>* e : {&user_spec_->mask, &user_spec_->score}) {
     if (!e->has_value()) continue;
     for (const ExprTensor& tensor : (*e)->context.tensors) {
@@ -152,14 +149,6 @@ void AttentionKernel::check_user_args(const AttentionArgs& a,
       return f.name == arg.name && f.divisor_of.empty();
     });
     if (!known) fail(fmt::format("attention: spec {} has no arg `{}`", family, arg.name));
-  }
-  // A mask folded into each row's key range is exact while p - j and j - p
-  // stay inside int32: positions run from -max_seqlen_q to max_seqlen_k.
-  if (folds_mask_rows_ &&
-      int64_t(a.max_seqlen_q) + int64_t(a.max_seqlen_k) > int64_t(INT32_MAX)) {
-    fail(fmt::format("attention: spec {}'s mask is folded into each query row's key range, "
-                     "which needs max_seqlen_q + max_seqlen_k <= 2^31 - 1; got {} + {}",
-                     family, a.max_seqlen_q, a.max_seqlen_k));
   }
   // A per-key-token tensor is indexed through cu_seqlens_k, also with a
   // paged cache (where the kernels need it for nothing else).

@@ -461,13 +461,19 @@ TEST(ExprKeyBounds, ExactForOneRowWhereSaid) {
                            "j <= doc[p]", "doc[p] == doc[j] and j <= p", "j <= p or j < 3"}) {
     EXPECT_FALSE(exact(text)) << text;
   }
+  // hk is one value for a row only where the head counts are known.
+  ASSERT_TRUE(ctx.has_head_counts);
+  EXPECT_TRUE(exact("j <= hk"));
+  ExprContext no_counts = ctx;
+  no_counts.has_head_counts = false;
+  EXPECT_FALSE(key_bounds_of(parse_expr("j <= hk", ExprKind::kMask, no_counts, "t", 1, 1)).exact_rows);
   std::mt19937_64 rng(20261201);
   const auto pick = [&](int n) { return static_cast<int>(rng() % static_cast<uint64_t>(n)); };
   static const char* kX[] = {"j", "(j - p)", "(p - j)"};
-  static const char* kY[] = {"p", "wl", "wr", "chunk", "7", "-3", "n_k", "n_q", "b", "h"};
+  static const char* kY[] = {"p", "wl", "wr", "chunk", "7", "-3", "n_k", "n_q", "b", "h", "hk"};
   static const char* kCompare[] = {"<", "<=", ">", ">=", "=="};
   const auto form = [&]() -> std::string {
-    const std::string x = kX[pick(3)], y = kY[pick(10)];
+    const std::string x = kX[pick(3)], y = kY[pick(11)];
     switch (pick(4)) {
       case 0: return "(" + x + " " + kCompare[pick(5)] + " " + y + ")";
       case 1: return "(" + y + " " + kCompare[pick(5)] + " " + x + ")";

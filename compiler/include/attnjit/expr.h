@@ -193,8 +193,9 @@ struct ExprKeyBounds {
   bool whole_mask = false;
   // whole_mask, and for one query row (one p, one head) the bounds give
   // exactly its visible keys whatever the args: every bound is j, j - p or
-  // p - j (never wraps for positions in [0, 2^31)) or abs() of one, against
-  // a j-free y, with no divisor. The kernels then fold each row's interval
+  // p - j (which never wrap for a row's positions, p in [n_k - n_q,
+  // n_k - 1]) or abs() of one, against a literal, a variable or a scalar,
+  // with no divisor. The kernels then fold each row's interval
   // into the built-in key range once and test no key against the mask.
   bool exact_rows = false;
   // Some bound limits j from below (j >= ..., p - j <= ..., abs) / from

@@ -353,9 +353,6 @@ class AttentionKernel {
   std::shared_ptr<const Spec> user_spec_;
   std::vector<UserField> user_fields_;
   std::string key_token_tensor_;  // one of its per-key-token tensors (read via cu_seqlens_k)
-  // Its mask is folded into each query row's key range (user_mask.cuh
-  // user_mask_in_row_keys), exact while no j - p or p - j can wrap.
-  bool folds_mask_rows_ = false;
   size_t params_size_ = 0;
   // The generic tier: set on a kernel get() returned before its variant
   // was compiled. specialized_ is published once the background compile
