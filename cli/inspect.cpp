@@ -2,6 +2,7 @@
 // specs).
 #include <cstdio>
 #include <memory>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -71,9 +72,12 @@ int run_specs(const std::vector<std::string>& files) {
   for (const auto& [name, spec] : specs) {
     std::printf("%s: family %s, template %s, entry %s\n", name.c_str(), spec.family.c_str(),
                 spec.template_path.c_str(), spec.entry.c_str());
-    if (!spec.extends.empty()) {
+    // A spec that extends lists what is its own: args, then tuning rules.
+    const std::optional<Spec> base =
+        spec.extends.empty() ? std::nullopt : std::optional<Spec>(load_embedded_spec(spec.extends));
+    if (base) {
       std::printf("  extends %s; its own args:", spec.extends.c_str());
-      const size_t inherited = load_embedded_spec(spec.extends).args.size();
+      const size_t inherited = base->args.size();
       size_t shown = 0;
       for (size_t i = inherited; i < spec.args.size(); ++i) {
         const ArgDecl& a = spec.args[i];
@@ -93,10 +97,10 @@ int run_specs(const std::vector<std::string>& files) {
       }
       std::printf("  tiles  as %s (tune_as)\n", tune_as.c_str());
     }
-    if (!spec.extends.empty()) {
+    if (base) {
       // Its own tuning rules come first (parse_own_rules), then the
       // extended spec's.
-      const size_t inherited = load_embedded_spec(spec.extends).tuning.rules.size();
+      const size_t inherited = base->tuning.rules.size();
       for (size_t i = 0; i + inherited < spec.tuning.rules.size(); ++i) {
         std::printf("  tiles  rule at %s, before %s's %zu\n",
                     spec.tuning.rules[i].loc.str().c_str(), spec.extends.c_str(), inherited);

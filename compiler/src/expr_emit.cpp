@@ -390,6 +390,21 @@ std::vector<std::string> runtime_divisors(const Expr& expr) {
   return names;
 }
 
+namespace detail {
+
+std::string key_bounds_traits(const ExprKeyBounds& bounds) {
+  const bool any = !bounds.bounds.empty();
+  return fmt::format(
+      "  static constexpr bool has_key_bounds = {};\n"
+      "  static constexpr bool key_bounds_whole_mask = {};\n"
+      "  static constexpr bool key_bounds_exact_rows = {};\n"
+      "  static constexpr bool key_bounds_below = {};\n"
+      "  static constexpr bool key_bounds_above = {};\n",
+      any, any && bounds.whole_mask, any && bounds.exact_rows, bounds.below, bounds.above);
+}
+
+}  // namespace detail
+
 std::string emit_user_struct(const Expr* mask, const Expr* score) {
   if (mask != nullptr) {
     detail::check_expr_tree(*mask);
@@ -449,14 +464,7 @@ std::string emit_user_struct(const Expr* mask, const Expr* score) {
     // The key range the mask's bounding conjuncts leave a query tile
     // (expr_bounds.cpp); the kernels start their empty-tile scans inside it.
     const ExprKeyBounds bounds = key_bounds_of(*mask);
-    out += fmt::format(
-        "  static constexpr bool has_key_bounds = {};\n"
-        "  static constexpr bool key_bounds_whole_mask = {};\n"
-        "  static constexpr bool key_bounds_exact_rows = {};\n"
-        "  static constexpr bool key_bounds_below = {};\n"
-        "  static constexpr bool key_bounds_above = {};\n",
-        !bounds.bounds.empty(), !bounds.bounds.empty() && bounds.whole_mask,
-        !bounds.bounds.empty() && bounds.exact_rows, bounds.below, bounds.above);
+    out += detail::key_bounds_traits(bounds);
     if (!bounds.bounds.empty()) {
       out += fmt::format(
           "  template <class P>\n"
@@ -467,11 +475,7 @@ std::string emit_user_struct(const Expr* mask, const Expr* score) {
           ClassifyEmitter(*mask).key_bounds_body(bounds));
     }
   } else {
-    out += "  static constexpr bool has_key_bounds = false;\n"
-           "  static constexpr bool key_bounds_whole_mask = false;\n"
-           "  static constexpr bool key_bounds_exact_rows = false;\n"
-           "  static constexpr bool key_bounds_below = false;\n"
-           "  static constexpr bool key_bounds_above = false;\n";
+    out += detail::key_bounds_traits(ExprKeyBounds{});
   }
   if (score != nullptr) {
     out += fmt::format(

@@ -17,4 +17,9 @@ namespace attnjit::detail {
 // that are identifiers, finite fp32 literals.
 void check_expr_tree(const Expr& expr);
 
+// The generated user struct's key-bound traits (has_key_bounds,
+// key_bounds_whole_mask, _exact_rows, _below, _above) for `bounds`; all
+// false for no bounds (ExprKeyBounds{}: no mask, or the VM's struct).
+std::string key_bounds_traits(const ExprKeyBounds& bounds);
+
 }  // namespace attnjit::detail

@@ -225,9 +225,9 @@ bool compile_vm(const Expr& expr, VmSlots& slots, VmProgram& program, std::strin
 }
 
 std::string emit_vm_user_struct() {
-  return "// The expression VM (docs/expressions.md): the mask and score programs and\n"
-         "// their args' slots are params fields; every tile is partial.\n"
-         "struct attnjit_user {\n"
+  return std::string("// The expression VM (docs/expressions.md): the mask and score programs and\n"
+         "// their args' slots are params fields; every tile is partial.\n")
+         + "struct attnjit_user {\n"
          "  static constexpr bool has_mask = true;\n"
          "  static constexpr bool has_score = true;\n"
          "  struct row_values {};\n"
@@ -244,12 +244,8 @@ std::string emit_vm_user_struct() {
          "  __device__ static int classify(const P&, int, int, int, int, int, int, int, int, "
          "int) {\n"
          "    return 1;\n"
-         "  }\n"
-         "  static constexpr bool has_key_bounds = false;\n"
-         "  static constexpr bool key_bounds_whole_mask = false;\n"
-         "  static constexpr bool key_bounds_exact_rows = false;\n"
-         "  static constexpr bool key_bounds_below = false;\n"
-         "  static constexpr bool key_bounds_above = false;\n"
+         "  }\n" +
+         detail::key_bounds_traits(ExprKeyBounds{}) +
          "  template <class P>\n"
          "  __device__ static float score(const P& prm, const row_values&, float s, int b, int h, "
          "int hk, int p, int j, int n_q, int n_k) {\n"

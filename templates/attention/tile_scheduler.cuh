@@ -250,7 +250,7 @@ struct WorkTile {
         keys.hi = ptx::imin(keys.hi, static_cast<int>(last > -1 ? last : -1));
       }
     }
-    if constexpr ((user_mask<C>() && !user_mask_in_row_keys<C>()) || user_score<C>()) {
+    if constexpr (user_row_values<C>()) {
       keys.user = UserRowOf<C>::make(prm, seq, map.head(row), hk, p, n_q, n_k);
     }
     sink2 = Sinks<C>::logit2(prm.sinks, map.head(row));

@@ -31,6 +31,12 @@ template <class C>
 __host__ __device__ constexpr bool user_mask_in_row_keys() {
   return user_mask<C>() && UserOf<C>::key_bounds_exact_rows && !C::mm_prefix;
 }
+// Whether a row carries its expressions' view (UserRow): a score, or a
+// mask tested per key.
+template <class C>
+__host__ __device__ constexpr bool user_row_values() {
+  return (user_mask<C>() && !user_mask_in_row_keys<C>()) || user_score<C>();
+}
 
 // What a row's expressions read besides the key position j: its position
 // and head, and the row values of the generated struct (the parts of the
@@ -56,8 +62,7 @@ struct UserRowPick<C, false> {
   using type = NoUserRow;
 };
 template <class C>
-using UserRowOf =
-    typename UserRowPick<C, (user_mask<C>() && !user_mask_in_row_keys<C>()) || user_score<C>()>::type;
+using UserRowOf = typename UserRowPick<C, user_row_values<C>()>::type;
 
 }  // namespace attention
 }  // namespace attnjit

@@ -191,14 +191,17 @@ TEST(ExprSpec, TuneAsErrors) {
 // A spec's own tuning rules come before the extended spec's: the first
 // that matches wins, and a variant none of them matches takes the extended
 // spec's rule as before. tune_as applies to both.
+// Every param of the attention spec's tuning, as a rule of a user spec
+// gives them (192 x 64 tiles on the warpgroup path).
+const std::string kEveryParam =
+    "block_m: 192, block_n: 64, warps: 12, stages: 3, min_blocks: 1, pack_gqa: 1, wgmma: 1, "
+    "split_keys: 0, pingpong: 0, persistent: 0";
+
 TEST(ExprSpec, OwnTuningRulesComeFirst) {
   const Spec base = load_embedded_spec("attention");
-  const std::string every =
-      "block_m: 192, block_n: 64, warps: 12, stages: 3, min_blocks: 1, pack_gqa: 1, wgmma: 1, "
-      "split_keys: 0, pingpong: 0, persistent: 0";
   const Spec own = parse_spec(kUserHead + "mask: \"j <= p\"\ntuning:\n  rules:\n"
                               "    - {targets: [sm_90a], when: {head_dim: [128], split_kv: false}, " +
-                                  every + "}\n",
+                                  kEveryParam + "}\n",
                               "u.yaml");
   ASSERT_EQ(own.tuning.rules.size(), base.tuning.rules.size() + 1);
   EXPECT_EQ(own.tuning.params, base.tuning.params);
@@ -243,11 +246,8 @@ TEST(ExprSpec, OwnTuningRuleErrors) {
 // A rule of its own that the kernels refuse fails when a variant compiles
 // (as an ATTNJIT_TUNING override would), and the message names the rule.
 TEST(ExprSpec, AFailedCompileNamesTheTuningRule) {
-  const Spec own = parse_spec(kUserHead + "mask: \"j <= p\"\ntuning:\n  rules:\n"
-                              "    - {block_m: 192, block_n: 64, warps: 12, stages: 3, "
-                              "min_blocks: 1, pack_gqa: 1, wgmma: 1, split_keys: 0, pingpong: 0, "
-                              "persistent: 0}\n",
-                              "u.yaml");
+  const Spec own = parse_spec(
+      kUserHead + "mask: \"j <= p\"\ntuning:\n  rules:\n    - {" + kEveryParam + "}\n", "u.yaml");
   CompileOptions options;
   options.target = parse_target("sm_80");  // wgmma: 1 needs sm_90a
   const Signature sig = make_signature(own, resolve_flags(own, {}), options);
