@@ -10,7 +10,9 @@ Problems:
   * chunked prefill: 4 sequences of 512 new tokens over 7680 cached keys,
     32/8 heads, D128, causal, page size 16 and 64 (target < 0.45 ms);
   * a mixed batch: 60 decodes over 4096 keys and 4 chunks of 1024 new tokens
-    over 3072 cached keys in one launch, page size 16 (target < 0.6 ms);
+    over 3072 cached keys in one launch, page size 16 (target < 0.6 ms), and
+    with --only its parts alone (paged_problems.py mixed_parts:
+    mixed_part_chunks_p16, mixed_part_decodes_p16);
   * decodes (one query per sequence, page size 16): 8 x 32768 keys 64/8 D64,
     64 x 8192 32/8 D128, 256 x 2048 32/8 D128, and GPT-OSS's
     8 x 32768 64/8 D64 with a causal window of 127 and null-logit sinks.
@@ -67,7 +69,8 @@ from triton_paged_peer import (dense_reference, gather_pages,  # noqa: E402
                                paged_attention_triton)
 from attnjit.reference import relative_error, varlen_attention_reference  # noqa: E402
 from paged_problems import (Problem, build_data, engine_problems,  # noqa: E402
-                            paged_of, problem_counts, quick_problems, sequence_counts)
+                            mixed_parts, paged_of, problem_counts, quick_problems,
+                            sequence_counts)
 
 PEERS = ["attnjit_paged", "attnjit_contig", "triton_paged", "sdpa_cudnn", "flex"]
 OWN = ("attnjit_paged", "attnjit_contig", "triton_paged")  # a failed check fails the run
@@ -409,7 +412,7 @@ def main():
     torch.manual_seed(0)
     probs = quick_problems() if args.quick else engine_problems()
     if args.only:
-        probs = [p for p in probs if p.name in args.only.split(",")]
+        probs = [p for p in probs + mixed_parts() if p.name in args.only.split(",")]
     rows = [bench_problem(pr, peers) for pr in probs]
     print_table(rows, peers)
     result = {"date": datetime.date.today().isoformat(), "gpu": torch.cuda.get_device_name(),

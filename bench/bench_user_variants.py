@@ -344,6 +344,10 @@ def main():
         return
     # First calls compile: an empty kernel cache of this run's own.
     os.environ["ATTNJIT_CACHE_DIR"] = tempfile.mkdtemp(prefix="attnjit-bench-")
+    # ... and no driver cache of PTX loaded before (an earlier run of the
+    # same variants, e.g. the GPU tests in the same call, would make the
+    # first call a load; set before CUDA starts).
+    os.environ["CUDA_CACHE_DISABLE"] = "1"
     # The built-in rows' times are their specialized variants' (tiering would
     # answer their first second of launches with the generic variant).
     os.environ.setdefault("ATTNJIT_TIERED", "0")
@@ -368,7 +372,8 @@ def main():
               "gpu": torch.cuda.get_device_name(), "commit": args.commit,
               "torch": torch.__version__, "triton": triton.__version__,
               "copy_bw": COPY_BW, "matmul_flops": MATMUL, "problems": rows,
-              "user_vm": args.user_vm}
+              "user_vm": args.user_vm,
+              "cuda_compute_cache": "disabled (CUDA_CACHE_DISABLE=1)"}
     result["generic_launches"] = int(attnjit.cache_stats()["generic_launches"])
     if result["generic_launches"] and not args.user_vm:
         print(f"WARNING: the generic tier answered {result['generic_launches']} launches")

@@ -74,6 +74,21 @@ def engine_problems():
     return probs + decode_problems()
 
 
+def mixed_parts():
+    """The mixed batch's two kinds alone, on the variant the batch runs
+    (bench_paged.py --only names them; not in the default run): its 4
+    chunks, and its 60 decodes with one 17-query sequence beside them, which
+    keeps the launch off the split-KV variant (17 x 4 packed rows > 64), as
+    in the mixed batch. Their sum against the mixed time says whether the
+    two kinds overlap in one launch or take turns on the SMs."""
+    return [
+        Problem("mixed_part_chunks_p16", "mixed", [1024] * 4, [4096] * 4, 32, 8, 128,
+                page_size=16),
+        Problem("mixed_part_decodes_p16", "mixed", [1] * 60 + [17], [4096] * 61, 32, 8, 128,
+                page_size=16),
+    ]
+
+
 def decode_problem(name, batch, keys, hq, hkv, d, window=(-1, -1), sinks="none",
                    target_ms=None, beat_cudnn=False, group="issue"):
     """One query per sequence over `keys` cached keys, page 16."""

@@ -508,23 +508,22 @@ struct MainloopSm90 {
 
     // S = Q K^T of tile kt, issued (not waited for).
     __device__ __forceinline__ void issue_scores(float (&s)[kScoreBlocks][4], int kt) const {
-      const unsigned tile = k_tile(kt);
+      const unsigned long long q0 = Rows::template k_major_first<BM>(smem.q, wg_row0);
+      const unsigned long long k0 = Rows::template k_major_first<BN>(k_tile(kt), 0);
 #pragma unroll
       for (int kk = 0; kk < D / 16; ++kk) {
-        ptx::WarpgroupMma<BN>::template ss<kBF16>(s,
-                                                  Rows::template k_major<BM>(smem.q, wg_row0, kk),
-                                                  Rows::template k_major<BN>(tile, 0, kk), kk > 0);
+        ptx::WarpgroupMma<BN>::template ss<kBF16>(s, Rows::template k_major_step<BM>(q0, kk),
+                                                  Rows::template k_major_step<BN>(k0, kk), kk > 0);
       }
     }
 
     // O += P V of tile kt, issued.
     __device__ __forceinline__ void issue_pv(float (&o)[kOutBlocks][4],
                                              const unsigned (&a)[BN / 16][4], int kt) const {
-      const unsigned tile = v_tile(kt);
+      const unsigned long long v0 = Rows::template mn_major_first<BN>(v_tile(kt));
 #pragma unroll
       for (int kk = 0; kk < BN / 16; ++kk) {
-        ptx::WarpgroupMma<D>::template rs<kBF16>(o, a[kk], Rows::template mn_major<BN>(tile, kk),
-                                                 1);
+        ptx::WarpgroupMma<D>::template rs<kBF16>(o, a[kk], Rows::mn_major_step(v0, kk), 1);
       }
     }
 

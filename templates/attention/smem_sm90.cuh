@@ -35,20 +35,37 @@ struct SwizzledRows {
 
   // K-major operand (A = Q or B = K): rows [row0, row0 + 8n) of a kRows tile,
   // reduction columns 16 kk .. 16 kk + 15.
+  // k_major_first is the descriptor of kk = 0; k_major_step moves it to kk
+  // (a constant add, ptx::descriptor_advance).
+  template <int kRows>
+  static __device__ __forceinline__ unsigned long long k_major_first(unsigned tile, int row0) {
+    return ptx::smem_descriptor<kSwizzleBytes>(tile + row0 * kSwizzleBytes, 16, 8 * kSwizzleBytes);
+  }
+  template <int kRows>
+  static __device__ __forceinline__ unsigned long long k_major_step(unsigned long long first,
+                                                                    int kk) {
+    const int col = kk * 16;
+    return ptx::descriptor_advance(
+        first, static_cast<unsigned>((col / kChunk) * kRows * kSwizzleBytes + (col % kChunk) * 2));
+  }
   template <int kRows>
   static __device__ __forceinline__ unsigned long long k_major(unsigned tile, int row0, int kk) {
-    const int col = kk * 16;
-    const unsigned start =
-        tile + (col / kChunk) * kRows * kSwizzleBytes + row0 * kSwizzleBytes + (col % kChunk) * 2;
-    return ptx::smem_descriptor<kSwizzleBytes>(start, 16, 8 * kSwizzleBytes);
+    return k_major_step<kRows>(k_major_first<kRows>(tile, row0), kk);
   }
 
   // MN-major operand (B = V for O += P V): keys 16 kk .. 16 kk + 15 (the
   // reduction) of a kRows tile, all D columns (the N of the MMA).
   template <int kRows>
+  static __device__ __forceinline__ unsigned long long mn_major_first(unsigned tile) {
+    return ptx::smem_descriptor<kSwizzleBytes>(tile, kRows * kSwizzleBytes, 8 * kSwizzleBytes);
+  }
+  static __device__ __forceinline__ unsigned long long mn_major_step(unsigned long long first,
+                                                                     int kk) {
+    return ptx::descriptor_advance(first, static_cast<unsigned>(kk * 16 * kSwizzleBytes));
+  }
+  template <int kRows>
   static __device__ __forceinline__ unsigned long long mn_major(unsigned tile, int kk) {
-    const unsigned start = tile + kk * 16 * kSwizzleBytes;
-    return ptx::smem_descriptor<kSwizzleBytes>(start, kRows * kSwizzleBytes, 8 * kSwizzleBytes);
+    return mn_major_step(mn_major_first<kRows>(tile), kk);
   }
 
   // Zeros rows [first_row, kRows) of a tile, spread over kThreads threads.

@@ -93,6 +93,10 @@ struct WorkTile {
   // spec's mask (classified once per query tile, a tile per lane).
   unsigned full_bits;
   int full_base;
+  // A spec's mask folded into the rows' key ranges (user_mask_in_row_keys):
+  // the keys [full_lo, full_hi] every row of the tile sees by it, in place
+  // of the class bits.
+  int full_lo, full_hi;
 
   // Sequence b, kv head kv_head and its group = Hq / Hkv query heads when
   // packing GQA, else query head `head` alone.
@@ -179,7 +183,39 @@ struct WorkTile {
       range.first_tile = first_where(range.first_tile, range.last_tile, visible);
       range.last_tile = last_where(range.first_tile, range.last_tile, visible);
     }
-    note_full_tiles(prm);
+    if constexpr (user_mask_in_row_keys<C>()) {
+      note_full_keys(prm);
+    } else {
+      note_full_tiles(prm);
+    }
+  }
+
+  // A folded mask: the keys every row of the tile sees, the intersection
+  // of the rows' exact key ranges. Each bound of such a mask compares j,
+  // j - p or p - j with a literal, an int scalar or a variable, so a row's
+  // first and last key are monotone in p and in the head h (hk = h / group
+  // included) separately; their largest first and smallest last over the
+  // box [p_first, p_last] x [h_lo, h_hi] are at its corners, and the
+  // tile's rows lie inside the box. The box only narrows the result, so a
+  // tile inside [full_lo, full_hi] is full for every row (sound), and one
+  // outside gets the element mask, which is exact anyway.
+  __device__ __forceinline__ void note_full_keys(const Params<T>& prm) {
+    const int h_lo = map.head0, h_hi = map.head0 + map.group - 1;
+    long long lo = 0, hi = static_cast<long long>(n_k) - 1;
+    const int ps[2] = {p_first, p_last};
+    const int hs[2] = {h_lo, h_hi};
+#pragma unroll
+    for (int a = 0; a < 2; ++a) {
+#pragma unroll
+      for (int c = 0; c < (C::pack_gqa != 0 ? 2 : 1); ++c) {
+        // (key_bounds narrows [lo, hi] to one corner row's keys.)
+        UserOf<C>::key_bounds(prm, seq, hs[c], hs[c], ps[a], ps[a], n_q, n_k, lo, hi);
+      }
+    }
+    // lo >= 0 and hi <= n_k - 1 from the start; clamped into int, an empty
+    // range stays empty.
+    full_lo = static_cast<int>(lo < n_k ? lo : n_k);
+    full_hi = static_cast<int>(hi > -1 ? hi : -1);
   }
 
   // The classes of the first 32 tiles of the range, kept for edge_tile:
@@ -198,7 +234,10 @@ struct WorkTile {
   // built-in rules, or not full by the spec's mask.
   __device__ __forceinline__ bool edge_tile(const Params<T>& prm, int kt) const {
     const bool edge = !mask.interior(p_first, p_last, kt * kBlockN, kBlockN);
-    if constexpr (user_mask<C>()) {
+    if constexpr (user_mask_in_row_keys<C>()) {
+      const int j0 = kt * kBlockN;
+      return edge || j0 < full_lo || j0 + kBlockN - 1 > full_hi;
+    } else if constexpr (user_mask<C>()) {
       const unsigned t = unsigned(kt - full_base);
       return edge || (t < 32 ? ((full_bits >> t) & 1u) == 0 : user_class(prm, kt) != 2);
     } else {
@@ -218,7 +257,8 @@ struct WorkTile {
     if (ks.parts > 1) {
       range.first_tile += x * ks.per;
       range.last_tile = ptx::imin(range.last_tile, range.first_tile + ks.per - 1);
-      if constexpr (user_mask<C>()) note_full_tiles(prm);
+      // (A folded mask's full keys do not depend on the range.)
+      if constexpr (user_mask<C>() && !user_mask_in_row_keys<C>()) note_full_tiles(prm);
     }
     return true;
   }

@@ -41,6 +41,18 @@ __device__ __forceinline__ unsigned long long smem_descriptor(unsigned smem_addr
   return desc;
 }
 
+// desc with its start address moved on by `bytes` (a multiple of 16). The
+// start field is bits 0-13 (address / 16) and every shared-memory address
+// is below 2^18 bytes, so the field's sum never carries out of it: one
+// 32-bit add of the low word, the strides and the swizzle untouched. The
+// MMA loops derive each step's descriptor from the tile's first this way
+// (a constant add) instead of encoding every address again.
+__device__ __forceinline__ unsigned long long descriptor_advance(unsigned long long desc,
+                                                                 unsigned bytes) {
+  const unsigned lo = static_cast<unsigned>(desc) + (bytes >> 4);
+  return (desc & 0xFFFFFFFF00000000ull) | lo;
+}
+
 // Orders this warpgroup's register and shared-memory accesses before the
 // wgmma instructions that follow.
 __device__ __forceinline__ void warpgroup_arrive() {
