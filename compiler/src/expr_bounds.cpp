@@ -195,4 +195,65 @@ ExprKeyBounds key_bounds_of(const Expr& mask) {
   return BoundFinder(mask).find();
 }
 
+namespace {
+
+// The zero tests of a float node (expr.h ExprZeroTest), appended to `out`;
+// returns the index of the node's own test.
+int zero_test(const Expr& e, int index, std::vector<ExprZeroTest>& out) {
+  const ExprNode& n = e.nodes.at(static_cast<std::size_t>(index));
+  ExprZeroTest t;
+  switch (n.op) {
+    case ExprOp::kFloatLit:
+      t.kind = n.float_value == 0 ? ExprZeroTest::kAlways : ExprZeroTest::kNever;
+      break;
+    case ExprOp::kToFloat:
+      t.kind = ExprZeroTest::kIntZero;
+      t.node = n.kids[0];
+      break;
+    case ExprOp::kNeg:
+      return zero_test(e, n.kids[0], out);
+    case ExprOp::kAdd:
+    case ExprOp::kSub: {
+      t.a = zero_test(e, n.kids[0], out);
+      t.b = zero_test(e, n.kids[1], out);
+      const bool never = out[static_cast<std::size_t>(t.a)].kind == ExprZeroTest::kNever ||
+                         out[static_cast<std::size_t>(t.b)].kind == ExprZeroTest::kNever;
+      t.kind = never ? ExprZeroTest::kNever : ExprZeroTest::kBoth;
+      break;
+    }
+    case ExprOp::kSelect: {
+      t.node = n.kids[0];
+      t.a = zero_test(e, n.kids[1], out);
+      t.b = zero_test(e, n.kids[2], out);
+      const bool never = out[static_cast<std::size_t>(t.a)].kind == ExprZeroTest::kNever &&
+                         out[static_cast<std::size_t>(t.b)].kind == ExprZeroTest::kNever;
+      t.kind = never ? ExprZeroTest::kNever : ExprZeroTest::kSelect;
+      break;
+    }
+    default:
+      t.kind = ExprZeroTest::kNever;  // a product, a function, a tensor, s
+      break;
+  }
+  out.push_back(t);
+  return static_cast<int>(out.size()) - 1;
+}
+
+}  // namespace
+
+ExprScoreIdentity score_identity_of(const Expr& score) {
+  ATTNJIT_CHECK(score.type() == ExprType::kFloat, "score_identity_of: not a float expression");
+  const auto is_s = [&](int index) {
+    const ExprNode& n = score.nodes.at(static_cast<std::size_t>(index));
+    return n.op == ExprOp::kVar && n.var == ExprVar::kS;
+  };
+  const ExprNode& root = score.nodes.at(static_cast<std::size_t>(score.root));
+  int t = -1;
+  if (root.op == ExprOp::kAdd && is_s(root.kids[0])) t = root.kids[1];
+  else if (root.op == ExprOp::kAdd && is_s(root.kids[1])) t = root.kids[0];
+  else if (root.op == ExprOp::kSub && is_s(root.kids[0])) t = root.kids[1];
+  ExprScoreIdentity out;
+  if (t >= 0) zero_test(score, t, out.tests);
+  return out;
+}
+
 }  // namespace attnjit

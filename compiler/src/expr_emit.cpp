@@ -245,6 +245,39 @@ class ClassifyEmitter {
     return lines_ + calls;
   }
 
+  // score_identity(): the zero tests (expr.h ExprZeroTest) as bools `z<k>`
+  // over the intervals of the nodes they read.
+  std::string score_identity_body(const ExprScoreIdentity& identity) {
+    std::string tests;
+    for (std::size_t k = 0; k < identity.tests.size(); ++k) {
+      const ExprZeroTest& t = identity.tests[k];
+      std::string value;
+      switch (t.kind) {
+        case ExprZeroTest::kNever:
+          value = "false";
+          break;
+        case ExprZeroTest::kAlways:
+          value = "true";
+          break;
+        case ExprZeroTest::kIntZero: {
+          const std::string v = emit(t.node);
+          value = fmt::format("{0}.lo == 0 && {0}.hi == 0", v);
+          break;
+        }
+        case ExprZeroTest::kBoth:
+          value = fmt::format("z{} && z{}", t.a, t.b);
+          break;
+        case ExprZeroTest::kSelect: {
+          const std::string c = emit(t.node);
+          value = fmt::format("(!{0}.t || z{1}) && (!{0}.f || z{2})", c, t.a, t.b);
+          break;
+        }
+      }
+      tests += fmt::format("    const bool z{} = {};\n", k, value);
+    }
+    return lines_ + tests + fmt::format("    return z{};\n", identity.tests.size() - 1);
+  }
+
  private:
   std::string emit(int index) {
     const std::string name = "v" + std::to_string(index);
@@ -484,6 +517,22 @@ std::string emit_user_struct(const Expr* mask, const Expr* score) {
         "    return {};\n"
         "  }}\n",
         kPositionParams, value_code(*score, score->root, &score_rows));
+  }
+  // The key tiles where the score is s itself, which skip it (expr.h
+  // ExprScoreIdentity).
+  const ExprScoreIdentity identity =
+      score != nullptr ? score_identity_of(*score) : ExprScoreIdentity{};
+  if (score != nullptr) {
+    out += fmt::format("  static constexpr bool has_score_identity = {};\n", identity.possible());
+  }
+  if (identity.possible()) {
+    out += fmt::format(
+        "  template <class P>\n"
+        "  __device__ static bool score_identity(const P& prm, int b, int h_lo, int h_hi, "
+        "int p_lo, int p_hi, int j_lo, int j_hi, int n_q, int n_k) {{\n"
+        "{}"
+        "  }}\n",
+        ClassifyEmitter(*score).score_identity_body(identity));
   }
   out += "};\n";
   return out;

@@ -451,6 +451,38 @@ KeySpan key_bounds(const Expr& mask, const ExprTile& tile, const ExprEnv& env) {
   return KeySpan{first, last};
 }
 
+bool score_is_identity(const Expr& score, const ExprTile& tile, const ExprEnv& env) {
+  const ExprScoreIdentity identity = score_identity_of(score);
+  if (!identity.possible()) return false;
+  std::vector<bool> zero(identity.tests.size(), false);
+  for (std::size_t k = 0; k < identity.tests.size(); ++k) {
+    const ExprZeroTest& t = identity.tests[k];
+    switch (t.kind) {
+      case ExprZeroTest::kNever:
+        zero[k] = false;
+        break;
+      case ExprZeroTest::kAlways:
+        zero[k] = true;
+        break;
+      case ExprZeroTest::kIntZero: {
+        const ex::ival v = abstract(score, tile, env, t.node).i;
+        zero[k] = v.lo == 0 && v.hi == 0;
+        break;
+      }
+      case ExprZeroTest::kBoth:
+        zero[k] = zero[static_cast<std::size_t>(t.a)] && zero[static_cast<std::size_t>(t.b)];
+        break;
+      case ExprZeroTest::kSelect: {
+        const ex::bval c = abstract(score, tile, env, t.node).b;
+        zero[k] = (!c.t || zero[static_cast<std::size_t>(t.a)]) &&
+                  (!c.f || zero[static_cast<std::size_t>(t.b)]);
+        break;
+      }
+    }
+  }
+  return zero.back();
+}
+
 int64_t divisor_multiplier(int32_t d) { return expr::divisor_magic(d); }
 
 }  // namespace attnjit

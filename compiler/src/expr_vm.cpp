@@ -246,6 +246,7 @@ std::string emit_vm_user_struct() {
          "    return 1;\n"
          "  }\n" +
          detail::key_bounds_traits(ExprKeyBounds{}) +
+         "  static constexpr bool has_score_identity = false;\n" +
          "  template <class P>\n"
          "  __device__ static float score(const P& prm, const row_values&, float s, int b, int h, "
          "int hk, int p, int j, int n_q, int n_k) {\n"

@@ -29,13 +29,15 @@ struct LogitScale {
 };
 
 // keys[r]: the keys this thread's row r (g and g + 8 of the fragment) sees
-// (Mask::row_keys, once per row); j0: the tile's first key.
+// (Mask::row_keys, once per row); j0: the tile's first key; edge: the tile
+// needs the element mask; score_on: it runs a spec's score
+// (WorkTile::score_tile).
 template <class C, int kBlocks>
 __device__ __forceinline__ void to_logits(float (&s)[kBlocks][4],
                                           const Params<typename C::dtype>& prm,
                                           const float (&sink2)[2],
                                           const typename Mask<C>::RowKeys (&keys)[2], int j0,
-                                          bool edge, int lane) {
+                                          bool edge, bool score_on, int lane) {
   const float scale = score_scale<C>(prm);
   const float scale2 = scale * kLog2e;
   float cap_in = 0.f, cap_out = 0.f;
@@ -55,16 +57,19 @@ __device__ __forceinline__ void to_logits(float (&s)[kBlocks][4],
     }
   }
   if constexpr (user_score<C>()) {
-    // The spec's score, on the natural-log score after scale and cap.
+    // The spec's score, on the natural-log score after scale and cap
+    // (score_on: not on a tile where it is the identity).
+    if (score_on) {
 #pragma unroll
-    for (int nb = 0; nb < kBlocks; ++nb) {
+      for (int nb = 0; nb < kBlocks; ++nb) {
 #pragma unroll
-      for (int e = 0; e < 4; ++e) {
-        const auto& u = keys[e / 2].user;
-        const int j = j0 + nb * 8 + 2 * (lane % 4) + (e % 2);
-        s[nb][e] = UserOf<C>::score(prm, u.r, s[nb][e] * kLn2, u.b, u.h, u.hk, u.p, j, u.n_q,
-                                    u.n_k) *
-                   kLog2e;
+        for (int e = 0; e < 4; ++e) {
+          const auto& u = keys[e / 2].user;
+          const int j = j0 + nb * 8 + 2 * (lane % 4) + (e % 2);
+          s[nb][e] = UserOf<C>::score(prm, u.r, s[nb][e] * kLn2, u.b, u.h, u.hk, u.p, j, u.n_q,
+                                      u.n_k) *
+                     kLog2e;
+        }
       }
     }
   }

@@ -184,9 +184,10 @@ struct MainloopSm80 {
     float s[kM][kScoreBlocks][4];
     scores(s, qf, sQ_warp, sK_st, lane);
     const bool edge = work.edge_tile(prm, kt);
+    const bool score_on = work.score_tile(prm, kt);
 #pragma unroll
     for (int m = 0; m < kM; ++m) {
-      to_logits<C>(s[m], prm, rows.sink2[m], rows.keys[m], j0, edge, lane);
+      to_logits<C>(s[m], prm, rows.sink2[m], rows.keys[m], j0, edge, score_on, lane);
       acc.softmax[m].update(s[m], acc.o[m], LogitScale<C>::score_multiplier(score_scale<C>(prm)));
     }
     accumulate(acc.o, s, sV_st, lane);

@@ -535,7 +535,7 @@ struct MainloopSm90 {
                                                  int kt, float (&correction)[2]) const {
       const int j0 = kt * BN;
       const bool edge = work.edge_tile(prm, kt);
-      to_logits<C>(s, prm, rows.sink2, rows.keys, j0, edge, lane);
+      to_logits<C>(s, prm, rows.sink2, rows.keys, j0, edge, work.score_tile(prm, kt), lane);
       return softmax.update_scores(s, correction, multiplier);
     }
 

@@ -245,6 +245,20 @@ struct WorkTile {
     }
   }
 
+  // Whether key tile kt runs the spec's score: not where the score is s
+  // itself for every pair of the tile (score_identity, from the interval
+  // analysis of its terms; a bias on key 0 skips every tile but the first).
+  __device__ __forceinline__ bool score_tile(const Params<T>& prm, int kt) const {
+    if constexpr (user_score_identity<C>()) {
+      const int j_lo = kt * kBlockN;
+      const int j_hi = ptx::imin(j_lo + kBlockN - 1, n_k - 1);
+      return !UserOf<C>::score_identity(prm, seq, map.head0, map.head0 + map.group - 1, p_first,
+                                        p_last, j_lo, j_hi, n_q, n_k);
+    } else {
+      return user_score<C>();
+    }
+  }
+
   // Split-KV: this block takes part x of the tile's key range (set_tile
   // first); false when the range has fewer parts (split_keys in
   // tile_config.cuh).

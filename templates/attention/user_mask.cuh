@@ -23,6 +23,16 @@ template <class C>
 __host__ __device__ constexpr bool user_score() {
   return UserOf<C>::has_score;
 }
+// The spec's score is s itself on some key tiles, which skip it
+// (UserOf<C>::score_identity, WorkTile::score_tile).
+template <class C>
+__host__ __device__ constexpr bool user_score_identity() {
+  if constexpr (user_score<C>()) {
+    return UserOf<C>::has_score_identity;
+  } else {
+    return false;
+  }
+}
 // The spec's mask is folded into each row's key range (row_setup) instead
 // of tested per key: its bounds are the whole mask and exact for one row
 // (ExprKeyBounds::exact_rows), and no span rule ORs keys outside that

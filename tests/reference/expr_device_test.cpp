@@ -1,7 +1,7 @@
 // Code emitted from spec expressions (emit_user_struct), compiled for the
 // host with templates/attention/user_expr.cuh: its mask(), score(),
-// classify() and key_bounds() agree with the host evaluator, classifier
-// and key bounds (the CPU
+// classify(), key_bounds() and score_identity() agree with the host
+// evaluator, classifier, key bounds and score_is_identity (the CPU
 // reference's semantics) on random problems; the expression VM
 // (user_vm.cuh, compile_vm) computes what the emitted code computes, bit
 // for bit; and classification of the
@@ -165,7 +165,7 @@ TEST(ExprDevice, DivisionByAMultiplierIsFlooredDivision) {
 TEST(ExprDevice, EmittedCodeAgreesWithTheHostEvaluator) {
   const ExprContext ctx = testing::random_context();
   std::mt19937_64 rng(99);
-  long long pairs = 0, tiles = 0, bounded = 0;
+  long long pairs = 0, tiles = 0, bounded = 0, identities = 0;
   expr_cases::for_each_case<Params>([&](int index, auto user) {
     using User = decltype(user);
     static_assert(User::has_mask && User::has_score, "every case has both");
@@ -216,10 +216,22 @@ TEST(ExprDevice, EmittedCodeAgreesWithTheHostEvaluator) {
         ASSERT_EQ(span.first, 0) << c.mask;
         ASSERT_EQ(span.last, env.n_k - 1) << c.mask;
       }
+      const ExprTile tile{h_lo, h_hi, p_lo, p_hi, j_lo, j_hi};
+      if constexpr (User::has_score && User::has_score_identity) {
+        const bool emitted_identity = User::score_identity(problem.prm, env.b, h_lo, h_hi, p_lo,
+                                                           p_hi, j_lo, j_hi, env.n_q, env.n_k);
+        ASSERT_EQ(emitted_identity, score_is_identity(score, tile, env)) << c.score;
+        identities += emitted_identity;
+      } else {
+        ASSERT_FALSE(score_identity_of(score).possible()) << c.score;
+        ASSERT_FALSE(score_is_identity(score, tile, env)) << c.score;
+      }
       ++tiles;
     }
   });
-  std::printf("%lld pairs %lld tiles (%lld with key bounds)\n", pairs, tiles, bounded);
+  std::printf("%lld pairs %lld tiles (%lld with key bounds, %lld where the score is s)\n", pairs,
+              tiles, bounded, identities);
+  EXPECT_GT(identities, 24);  // the three identity cases' tiles away from their keys
   EXPECT_GT(pairs, 10000);
   EXPECT_GT(tiles, 400);
   EXPECT_GE(bounded, 5 * 24);  // the five bound cases at least

@@ -33,6 +33,10 @@ int main(int argc, char** argv) {
       {"p + wl == j or (j - wr < p and j > kvt[hk])", "s"},
       {"j - wl >= p * 2 and min(p, wr) + j < 40 and (-5) < (0 - j)", "s"},
       {"p / chunk == j / chunk and j / 7 <= p", "s"},
+      // Scores with tiles where they are s itself (score_identity).
+      {"abs(p - j) <= wl", "s + select(j == 0, slopes[h], 0.0)"},
+      {"j <= p", "select(j - p < -3, 0.0, temp * (p - j)) + s"},
+      {"j <= p", "s - (select(doc[j] == 1, 0.0, slopes[h]) + (0.0 + min(j, 0)))"},
   };
   for (int i = 0; i < 60; ++i) {
     testing::RandomExpr gen(1000 + i, /*float_compares=*/false);

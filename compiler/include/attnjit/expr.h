@@ -213,6 +213,33 @@ struct KeySpan {
 };
 KeySpan key_bounds(const Expr& mask, const ExprTile& tile, const ExprEnv& env);
 
+// --- Tiles where the score is the identity ------------------------------------
+
+// A score of the form s + t, t + s or s - t is s itself on a tile where t
+// is exactly zero for every pair; the kernels then skip the score there (a
+// bias on key 0 touches one key tile of a row's many). t is zero when the
+// tests below hold by the interval analysis classify runs: a float literal
+// 0.0; an int converted to float whose interval is the point 0; a sum,
+// difference or negation of zeros; a select whose condition cannot be true
+// (or false) on the tile and whose other side (or both sides) is zero. A
+// product is never zero here (0 * inf is NaN).
+struct ExprZeroTest {
+  enum Kind { kNever, kAlways, kIntZero, kBoth, kSelect };
+  Kind kind = kNever;
+  int node = -1;       // kIntZero: the int node; kSelect: the condition's node
+  int a = -1, b = -1;  // kBoth: two tests; kSelect: the then and else sides' tests
+};
+struct ExprScoreIdentity {
+  std::vector<ExprZeroTest> tests;  // operands first; the last one is t's
+  // Whether some tile can pass (the score has the form and t can be zero).
+  bool possible() const { return !tests.empty() && tests.back().kind != ExprZeroTest::kNever; }
+};
+ExprScoreIdentity score_identity_of(const Expr& score);
+// Sound: true only when score(s) == s for every s and every pair of the
+// tile (up to the sign of a zero). The same algorithm as the emitted
+// score_identity().
+bool score_is_identity(const Expr& score, const ExprTile& tile, const ExprEnv& env);
+
 // --- Emission ----------------------------------------------------------------
 
 // `struct attnjit_user { ... };` for a generated unit (docs/expressions.md
