@@ -73,13 +73,10 @@ __device__ void forward_sm90(const Params<typename C::dtype>& prm) {
 
   constexpr bool kFp8 = fp8_kv<C>();
   static_assert(!(kFp8 && kPersistent), "persistent blocks: not with fp8 K/V");
-  // Small pages: copied by the producer warpgroup (KV::copies_rows; not in
-  // persistent blocks, whose producer warp walks the tiles alone).
-  const bool copied = !kPersistent && KV::copies_rows(prm);
   if (tid == 0) {
     if constexpr (kFp8) Mainloop::Fp8Producer::init(smem);
     // (fences both inits)
-    smem.ring.template init<C::warps>(kFp8 ? 128u * kTile.producer_warpgroups : copied ? 128u : 1u);
+    smem.ring.template init<C::warps, kFp8 ? 128 * kTile.producer_warpgroups : 1>();
   }
   __syncthreads();
 
@@ -104,11 +101,6 @@ __device__ void forward_sm90(const Params<typename C::dtype>& prm) {
         base += key_tiles_of(work);
         __syncwarp();
       } while (Scheduler::next(prm, work, cursor));
-    } else if (copied) {
-      if (ptid < 128) {
-        Mainloop::CopyProducer::run(smem, KV(prm, work), work.range.first_tile,
-                                    work.range.last_tile, ptid);
-      }
     } else if (KV::issues_copies(ptid)) {
       Mainloop::Producer::run(smem, KV(prm, work), work.range.first_tile, work.range.last_tile,
                               lane);

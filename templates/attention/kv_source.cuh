@@ -84,8 +84,6 @@ struct VarlenKV {
   // TMA copies: the first alone (a tile is D / tma_chunk boxes at one
   // address).
   static __device__ __forceinline__ bool issues_copies(int ptid) { return ptid == 0; }
-  // Contiguous K/V always goes by the TMA (PagedKV::copies_rows).
-  static __device__ __forceinline__ bool copies_rows(const Params<T>&) { return false; }
 
   const T* k;  // the sequence's first k row of kv head hk (the work tile's)
   const T* v;
@@ -190,22 +188,6 @@ struct PagedKV {
   // The first producer warp: a lane per page of a tile (tma_load).
   static __device__ __forceinline__ bool issues_copies(int ptid) { return ptid < 32; }
 
-  // Pages below kCopyPagesBelow rows: the producer warpgroup copies each
-  // tile's rows with cp.async (copy_tile) instead of the TMA, whose boxes
-  // cannot span pages (D / 64 boxes of page_size rows each per tile and
-  // tensor: 32 per 128-key tile at page 16 and D128). Power-of-two pages
-  // only (a shift per lookup), bf16/fp16 K/V (fp8 stages raw bytes by the
-  // TMA). Uniform over the grid: a launch argument.
-  static constexpr int kCopyPagesBelow = 64;
-  static constexpr int kCopyThreads = 128;
-  static __device__ __forceinline__ bool copies_rows(const Params<T>& prm) {
-    if constexpr (fp8_kv<C>()) {
-      return false;
-    } else {
-      return prm.page_size < kCopyPagesBelow && (prm.page_size & (prm.page_size - 1)) == 0;
-    }
-  }
-
   const T* k;  // kv head hk of page 0
   const T* v;
   long long k_row_stride, v_row_stride, k_page_stride, v_page_stride;
@@ -263,21 +245,6 @@ struct PagedKV {
   __device__ __forceinline__ void prefetch_maps() const {
     ptx::prefetch_tensor_map(k_map);
     ptx::prefetch_tensor_map(v_map);
-  }
-
-  // copies_rows: key tile kt of K (or V) by cp.async into the swizzled tile
-  // at `tile` (Rows: smem_sm90.cuh's layout, the one the TMA writes), a
-  // 16-byte unit per thread and pass with consecutive threads along a row
-  // (a warp reads whole rows); rows past the sequence's keys are zeros and
-  // their pages are not looked up. Not waited for: the caller arrives on
-  // the tile's barrier when the copies land (cp_async_mbarrier_arrive).
-  template <class Rows>
-  __device__ __forceinline__ void copy_k(unsigned tile, int kt, int ptid) const {
-    copy_tile<Rows>(tile, k, k_row_stride, k_page_stride, kt, ptid);
-  }
-  template <class Rows>
-  __device__ __forceinline__ void copy_v(unsigned tile, int kt, int ptid) const {
-    copy_tile<Rows>(tile, v, v_row_stride, v_page_stride, kt, ptid);
   }
 
   // TMA of key tile kt: boxes of paged_box_rows(block_n, page_size) rows,
@@ -344,28 +311,6 @@ struct PagedKV {
           return valid;
         },
         tid);
-  }
-
-  template <class Rows>
-  __device__ __forceinline__ void copy_tile(unsigned tile, const T* base, long long row_stride,
-                                            long long page_stride, int kt, int ptid) const {
-    constexpr int kUnits = D / 8;  // 16-byte units per row
-    constexpr int kTotal = BN * kUnits;
-    const int shift = __ffs(page_size) - 1;  // page_size is a power of two
-    const int j0 = kt * BN;
-#pragma unroll 4
-    for (int c = ptid; c < kTotal; c += kCopyThreads) {
-      const int r = c / kUnits;
-      const int u = c % kUnits;
-      const int j = j0 + r;
-      const bool valid = j < n_k;
-      const T* src = base;
-      if (valid) {
-        src += static_cast<long long>(table[j >> shift]) * page_stride +
-               static_cast<long long>(j & (page_size - 1)) * row_stride + u * 8;
-      }
-      ptx::cp_async_16(tile + Rows::template offset<BN>(r, u), src, valid);
-    }
   }
 
   __device__ __forceinline__ void tma_load(const TensorMap* map, unsigned tile, unsigned full,

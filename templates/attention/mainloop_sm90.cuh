@@ -51,15 +51,14 @@ struct TileRing {
   // By one thread, before the block's first barrier: a full barrier
   // completes on the producer's arrival and its copy's bytes, an empty one
   // on the arrival of every consumer warp.
-  // full_arrivals: 1 (the TMA producer lane, with the copy's bytes) or
-  // the producer warpgroup's threads (fp8 K/V, converted by all of them;
-  // small pages, copied by all of them).
-  template <int kConsumerWarps>
-  __device__ __forceinline__ void init(unsigned full_arrivals) const {
+  // kFullArrivals: 1 (the TMA producer lane, with the copy's bytes) or
+  // the producer warpgroup's threads (fp8 K/V, converted by all of them).
+  template <int kConsumerWarps, int kFullArrivals = 1>
+  __device__ __forceinline__ void init() const {
 #pragma unroll 1
     for (int st = 0; st < kStages; ++st) {
-      ptx::mbarrier_init(at(full_k, st), full_arrivals);
-      ptx::mbarrier_init(at(full_v, st), full_arrivals);
+      ptx::mbarrier_init(at(full_k, st), kFullArrivals);
+      ptx::mbarrier_init(at(full_v, st), kFullArrivals);
       ptx::mbarrier_init(at(empty_k, st), kConsumerWarps);
       ptx::mbarrier_init(at(empty_v, st), kConsumerWarps);
     }
@@ -179,33 +178,6 @@ struct MainloopSm90 {
   // on the full barrier after a proxy fence (the converted tile is read by
   // wgmma, the async proxy). Named barrier 2: every thread has converted a
   // staged tile before its staging buffer is refilled.
-  // The producer of small pages (KV::copies_rows): every thread of the
-  // producer warpgroup copies its share of each tile by cp.async and
-  // arrives on the tile's full barrier when its copies land (so that
-  // barrier counts the warpgroup's 128 arrivals); the consumers order those
-  // writes before their MMAs' reads (Consumer::wait_k / wait_v).
-  struct CopyProducer {
-    static __device__ __forceinline__ void run(const SharedTiles& smem, const KV& kv, int first,
-                                               int last, int ptid) {
-      if constexpr (paged_kv<C>()) {
-#pragma unroll 1
-      for (int kt = first; kt <= last; ++kt) {
-        const int i = kt - first;
-        const unsigned tile = Ring::stage(i) * kTile.kv_tile_bytes;
-        if (i >= kStages) Ring::wait_empty(smem.ring.empty_k, i);
-        kv.template copy_k<Rows>(smem.k + tile, kt, ptid);
-        ptx::cp_async_mbarrier_arrive(Ring::at(smem.ring.full_k, i));
-        if (i >= kStages) Ring::wait_empty(smem.ring.empty_v, i);
-        kv.template copy_v<Rows>(smem.v + tile, kt, ptid);
-        ptx::cp_async_mbarrier_arrive(Ring::at(smem.ring.full_v, i));
-      }
-      // Every copy landed before the thread exits (its arrivals are
-      // pending until then).
-      ptx::cp_async_wait<0>();
-      }
-    }
-  };
-
   struct Fp8Producer {
     static constexpr int kThreads = 128 * kTile.producer_warpgroups;
     static constexpr int kRawStages = kTile.raw_stages;
@@ -318,7 +290,6 @@ struct MainloopSm90 {
     Turns turns;       // ping-pong between the consumer warpgroups
     int tail_tile;     // the tile holding the sequence's last key when it is partial, else -1
     float multiplier;  // what the softmax multiplies scores by (LogitScale)
-    bool copied;       // K and V tiles come by cp.async (KV::copies_rows), not the TMA
 
     __device__ __forceinline__ Consumer(const Params<T>& params, const SharedTiles& tiles,
                                         int first_tile, int last_tile, int thread, int w, int l,
@@ -350,7 +321,6 @@ struct MainloopSm90 {
       ptx::named_barrier_sync(1, kConsumerThreads);  // Q is in shared memory
       tail_tile = work.n_k % BN != 0 ? work.n_k / BN : -1;
       multiplier = LogitScale<C>::score_multiplier(score_scale<C>(prm));
-      copied = !kTile.persistent && KV::copies_rows(prm);
       if constexpr (kTile.warpgroups > 1) {
         if (work.row0 + wg_row0 >= work.row_end) {
           pass_tiles(work);
@@ -504,12 +474,8 @@ struct MainloopSm90 {
     __device__ __forceinline__ unsigned v_tile(int kt) const {
       return SharedTiles::tile(smem.v, ring_index(kt));
     }
-    // A tile copied by cp.async was written through the generic proxy: the
-    // fence after the barrier orders those writes before this thread's
-    // MMAs read the tile through the async proxy.
     __device__ __forceinline__ void wait_k(int kt) const {
       Ring::wait_full(smem.ring.full_k, ring_index(kt));
-      if (copied) ptx::fence_proxy_async_shared();
     }
     // This warp is done with tile kt's K (or V) buffer.
     __device__ __forceinline__ void release_k(int kt) const {
@@ -524,7 +490,6 @@ struct MainloopSm90 {
     template <class Work>
     __device__ __forceinline__ void wait_v(const Work& work, int kt) const {
       Ring::wait_full(smem.ring.full_v, ring_index(kt));
-      if (copied) ptx::fence_proxy_async_shared();
       if (kt == tail_tile) zero_v_tail(work, kt);
     }
 

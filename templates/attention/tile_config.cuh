@@ -35,9 +35,6 @@ struct TileShape {
   // Blocks walk query tiles in turn (tuning param persistent;
   // TileConfig::persistent says where it applies).
   bool persistent = false;
-  // K/V in a paged cache (kv_layout): small pages are copied by the whole
-  // producer warpgroup (kv_source.cuh PagedKV::copies_rows).
-  bool kv_paged = false;
 };
 
 // Shared memory of one SM that blocks can have, by compute capability
@@ -188,13 +185,8 @@ ATTNJIT_TILE_CONSTEXPR void set_registers(TileConfig& c) {
   const int wg = c.warpgroups, pwg = c.producer_warpgroups;
   // fp8 K/V: the whole producer warpgroup converts tiles and needs more;
   // a persistent block's producer warp also walks the tiles (24 registers
-  // spilled 36 bytes at D128 128x128 paged, 32 none); paged K/V's
-  // producer copies small pages by cp.async (24 spilled 28-60 bytes at
-  // 128x128 and 128x80, 32 still 16-24 at D80 and D256).
-  c.producer_registers = s.kv_fp8 || (s.kv_paged && wg > 1) ? (s.kv_fp8 ? 64 : 40)
-                         : wg == 1                          ? 40
-                         : wg == 2 && !c.persistent         ? 24
-                                                            : 32;
+  // spilled 36 bytes at D128 128x128 paged, 32 none).
+  c.producer_registers = s.kv_fp8 ? 64 : wg == 1 ? 40 : wg == 2 ? (c.persistent ? 32 : 24) : 32;
   const int consumer =
       ((wg + pwg) * c.launch_registers - pwg * c.producer_registers) / wg / 8 * 8;
   c.consumer_registers = consumer > 256 ? 256 : consumer;
@@ -325,15 +317,6 @@ template <class C>
 struct KvFp8<C, decltype(void(C::kv_dtype))> {
   static constexpr bool value = C::kv_dtype == C::kv_dtype_t::fp8_e4m3;
 };
-// Whether a Config reads a paged cache (false without a kv_layout).
-template <class C, class = void>
-struct KvPaged {
-  static constexpr bool value = false;
-};
-template <class C>
-struct KvPaged<C, decltype(void(C::kv_layout))> {
-  static constexpr bool value = C::kv_layout == C::kv_layout_t::paged;
-};
 
 // The device side: a generated Config's configuration, from its tuning
 // params and the register cap the compile options announce
@@ -353,7 +336,7 @@ ATTNJIT_TILE_CONSTEXPR TileConfig tile_config() {
   return make_tile_config(TileShape{C::head_dim, C::block_m, C::block_n, C::warps, C::stages,
                                     C::min_blocks, C::pack_gqa != 0, C::wgmma != 0, kRegisterCap,
                                     KvFp8<C>::value, C::split_kv, kSmemPerSm, C::pingpong != 0,
-                                    C::persistent != 0, KvPaged<C>::value});
+                                    C::persistent != 0});
 }
 
 }  // namespace attention

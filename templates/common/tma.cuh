@@ -26,12 +26,6 @@ __device__ __forceinline__ void mbarrier_arrive(unsigned bar) {
   asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0];" ::"r"(bar) : "memory");
 }
 
-// One arrival of this thread, made when its cp.async copies issued so far
-// have landed (the barrier's count includes it: .noinc).
-__device__ __forceinline__ void cp_async_mbarrier_arrive(unsigned bar) {
-  asm volatile("cp.async.mbarrier.arrive.noinc.shared::cta.b64 [%0];" ::"r"(bar) : "memory");
-}
-
 // One arrival that also expects `bytes` of copies to complete this phase.
 __device__ __forceinline__ void mbarrier_arrive_expect_tx(unsigned bar, unsigned bytes) {
   asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;" ::"r"(bar), "r"(bytes)
