@@ -344,10 +344,14 @@ def main():
         return
     # First calls compile: an empty kernel cache of this run's own.
     os.environ["ATTNJIT_CACHE_DIR"] = tempfile.mkdtemp(prefix="attnjit-bench-")
-    # ... and no driver cache of PTX loaded before (an earlier run of the
-    # same variants, e.g. the GPU tests in the same call, would make the
-    # first call a load; set before CUDA starts).
+    # ... with the CUDA compute cache off (set before CUDA starts): after
+    # the GPU tests in the same device call, first calls came back in
+    # 0.06-0.12 s without it and 0.55-1.45 s with it (85123c5, d6f6354),
+    # so some cache below NVRTC answered. FlexAttention's first calls get
+    # empty Inductor and Triton caches of their own likewise.
     os.environ["CUDA_CACHE_DISABLE"] = "1"
+    os.environ["TORCHINDUCTOR_CACHE_DIR"] = tempfile.mkdtemp(prefix="inductor-bench-")
+    os.environ["TRITON_CACHE_DIR"] = tempfile.mkdtemp(prefix="triton-bench-")
     # The built-in rows' times are their specialized variants' (tiering would
     # answer their first second of launches with the generic variant).
     os.environ.setdefault("ATTNJIT_TIERED", "0")
@@ -373,7 +377,8 @@ def main():
               "torch": torch.__version__, "triton": triton.__version__,
               "copy_bw": COPY_BW, "matmul_flops": MATMUL, "problems": rows,
               "user_vm": args.user_vm,
-              "cuda_compute_cache": "disabled (CUDA_CACHE_DISABLE=1)"}
+              "cuda_compute_cache": "disabled (CUDA_CACHE_DISABLE=1)",
+              "flex_caches": "fresh TORCHINDUCTOR_CACHE_DIR and TRITON_CACHE_DIR"}
     result["generic_launches"] = int(attnjit.cache_stats()["generic_launches"])
     if result["generic_launches"] and not args.user_vm:
         print(f"WARNING: the generic tier answered {result['generic_launches']} launches")

@@ -29,6 +29,9 @@
 #   runtime change in one call, e.g. BASE_PATCH=base.patch PAGED_AB_ENV=base
 #   with the patch taking the tree back to the code before the change; the
 #   base run's JSON still names HEAD's commit)
+# ATTNJIT_COMMIT=<sha> names the commit in the JSON results; without it
+# the checkout's `git rev-parse` does, which on the device machine can be
+# an older commit than the tree (its git metadata is not always synced).
 # A device call runs at most 600 s: "build gpu" alone takes 6-7 min on a
 # fresh machine; give python, user, decode and bench calls of their own.
 set -uo pipefail

@@ -64,13 +64,21 @@ def paged_of(pr, page_size=64, batch=None, seqlen=None):
                    hq, hkv, d, causal, window, sinks, spans, page_size, base=pr)
 
 
+# The mixed batch (engine_problems) and its parts (mixed_parts): decodes
+# and chunks of new tokens, all over MIXED_KEYS keys; heads (Hq, Hkv, D).
+MIXED_DECODES, MIXED_CHUNKS, MIXED_CHUNK, MIXED_KEYS = 60, 4, 1024, 4096
+MIXED_HEADS = (32, 8, 128)
+
+
 def engine_problems():
     probs = [paged_of(pr) for pr in PROBLEMS]
     for page in (16, 64):
         probs.append(Problem(f"chunked_prefill_p{page}", "chunked", [512] * 4, [8192] * 4,
                              32, 8, 128, page_size=page, target_ms=0.45))
-    probs.append(Problem("mixed_60dec_4chunk_p16", "mixed", [1] * 60 + [1024] * 4,
-                         [4096] * 64, 32, 8, 128, page_size=16, target_ms=0.6))
+    probs.append(Problem("mixed_60dec_4chunk_p16", "mixed",
+                         [1] * MIXED_DECODES + [MIXED_CHUNK] * MIXED_CHUNKS,
+                         [MIXED_KEYS] * (MIXED_DECODES + MIXED_CHUNKS), *MIXED_HEADS,
+                         page_size=16, target_ms=0.6))
     return probs + decode_problems()
 
 
@@ -80,12 +88,14 @@ def mixed_parts():
     chunks, and its 60 decodes with one 17-query sequence beside them, which
     keeps the launch off the split-KV variant (17 x 4 packed rows > 64), as
     in the mixed batch. Their sum against the mixed time says whether the
-    two kinds overlap in one launch or take turns on the SMs."""
+    two kinds overlap in one launch or take turns on the SMs; the extra
+    sequence adds one sequence's K/V and 17 query rows (about 1.6% of the
+    decodes' bytes) to the decodes' part."""
     return [
-        Problem("mixed_part_chunks_p16", "mixed", [1024] * 4, [4096] * 4, 32, 8, 128,
-                page_size=16),
-        Problem("mixed_part_decodes_p16", "mixed", [1] * 60 + [17], [4096] * 61, 32, 8, 128,
-                page_size=16),
+        Problem("mixed_part_chunks_p16", "mixed", [MIXED_CHUNK] * MIXED_CHUNKS,
+                [MIXED_KEYS] * MIXED_CHUNKS, *MIXED_HEADS, page_size=16),
+        Problem("mixed_part_decodes_p16", "mixed", [1] * MIXED_DECODES + [17],
+                [MIXED_KEYS] * (MIXED_DECODES + 1), *MIXED_HEADS, page_size=16),
     ]
 
 

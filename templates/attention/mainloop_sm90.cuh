@@ -97,6 +97,10 @@ struct MainloopSm90 {
   static_assert(kTile.smem_bytes <= kMaxSmemPerBlockSm90,
                 "the tiles need more shared memory than a block may have (227 KiB; a persistent "
                 "block also stages its output apart)");
+  // The MMA descriptors step by adding to their 14-bit start field (address
+  // / 16, ptx::descriptor_advance), which cannot carry below 2^18 bytes.
+  static_assert(kMaxSmemPerBlockSm90 + 1024u < (1u << 18),
+                "every shared address of a block fits a descriptor's start field");
   static constexpr int kConsumerThreads = kTile.consumer_threads;
   static constexpr int kScoreBlocks = BN / 8;  // n8 blocks of S
   static constexpr int kOutBlocks = D / 8;     // n8 blocks of O
@@ -508,8 +512,8 @@ struct MainloopSm90 {
 
     // S = Q K^T of tile kt, issued (not waited for).
     __device__ __forceinline__ void issue_scores(float (&s)[kScoreBlocks][4], int kt) const {
-      const unsigned long long q0 = Rows::template k_major_first<BM>(smem.q, wg_row0);
-      const unsigned long long k0 = Rows::template k_major_first<BN>(k_tile(kt), 0);
+      const unsigned long long q0 = Rows::k_major_first(smem.q, wg_row0);
+      const unsigned long long k0 = Rows::k_major_first(k_tile(kt), 0);
 #pragma unroll
       for (int kk = 0; kk < D / 16; ++kk) {
         ptx::WarpgroupMma<BN>::template ss<kBF16>(s, Rows::template k_major_step<BM>(q0, kk),

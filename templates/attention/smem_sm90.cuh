@@ -37,7 +37,6 @@ struct SwizzledRows {
   // reduction columns 16 kk .. 16 kk + 15.
   // k_major_first is the descriptor of kk = 0; k_major_step moves it to kk
   // (a constant add, ptx::descriptor_advance).
-  template <int kRows>
   static __device__ __forceinline__ unsigned long long k_major_first(unsigned tile, int row0) {
     return ptx::smem_descriptor<kSwizzleBytes>(tile + row0 * kSwizzleBytes, 16, 8 * kSwizzleBytes);
   }
@@ -50,7 +49,7 @@ struct SwizzledRows {
   }
   template <int kRows>
   static __device__ __forceinline__ unsigned long long k_major(unsigned tile, int row0, int kk) {
-    return k_major_step<kRows>(k_major_first<kRows>(tile, row0), kk);
+    return k_major_step<kRows>(k_major_first(tile, row0), kk);
   }
 
   // MN-major operand (B = V for O += P V): keys 16 kk .. 16 kk + 15 (the

@@ -143,15 +143,28 @@ struct WorkTile {
     splits = 1;
   }
 
+  // The tile's query heads [h_lo(), h_hi()]: its query head, or (packing
+  // GQA) every head of the group, which a tile's rows cycle through.
+  __device__ __forceinline__ int h_lo() const { return map.head0; }
+  __device__ __forceinline__ int h_hi() const { return map.head0 + map.group - 1; }
+  // The last key of key tile kt that the sequence has.
+  __device__ __forceinline__ int last_key(int kt) const {
+    return ptx::imin(kt * kBlockN + kBlockN - 1, n_k - 1);
+  }
+  // A key range from key_bounds (first >= 0, last <= n_k - 1) clamped into
+  // int: an empty range stays empty.
+  __device__ __forceinline__ int first_key_of(long long first) const {
+    return static_cast<int>(first < n_k ? first : n_k);
+  }
+  static __device__ __forceinline__ int last_key_of(long long last) {
+    return static_cast<int>(last > -1 ? last : -1);
+  }
+
   // A spec's mask: the class of key tile kt for the tile's rows (0 empty,
   // 1 partial, 2 full), by the interval analysis generated from it.
   __device__ __forceinline__ int user_class(const Params<T>& prm, int kt) const {
-    const int j_lo = kt * kBlockN;
-    const int j_hi = ptx::imin(j_lo + kBlockN - 1, n_k - 1);
-    // The tile's heads: its query head, or (packing GQA) every head of
-    // the group, which a tile's rows cycle through.
-    const int h_lo = map.head0, h_hi = map.head0 + map.group - 1;
-    return UserOf<C>::classify(prm, seq, h_lo, h_hi, p_first, p_last, j_lo, j_hi, n_q, n_k);
+    return UserOf<C>::classify(prm, seq, h_lo(), h_hi(), p_first, p_last, kt * kBlockN,
+                               last_key(kt), n_q, n_k);
   }
 
   // Key tiles the spec's mask leaves empty at either end of the range are
@@ -169,8 +182,7 @@ struct WorkTile {
     using User = UserOf<C>;
     if constexpr (User::has_key_bounds) {
       long long first = 0, last = static_cast<long long>(n_k) - 1;
-      User::key_bounds(prm, seq, map.head0, map.head0 + map.group - 1, p_first, p_last, n_q, n_k,
-                       first, last);
+      User::key_bounds(prm, seq, h_lo(), h_hi(), p_first, p_last, n_q, n_k, first, last);
       if (first > last) {
         range.last_tile = range.first_tile - 1;
       } else {
@@ -200,10 +212,9 @@ struct WorkTile {
   // tile inside [full_lo, full_hi] is full for every row (sound), and one
   // outside gets the element mask, which is exact anyway.
   __device__ __forceinline__ void note_full_keys(const Params<T>& prm) {
-    const int h_lo = map.head0, h_hi = map.head0 + map.group - 1;
     long long lo = 0, hi = static_cast<long long>(n_k) - 1;
     const int ps[2] = {p_first, p_last};
-    const int hs[2] = {h_lo, h_hi};
+    const int hs[2] = {h_lo(), h_hi()};
 #pragma unroll
     for (int a = 0; a < 2; ++a) {
 #pragma unroll
@@ -212,10 +223,8 @@ struct WorkTile {
         UserOf<C>::key_bounds(prm, seq, hs[c], hs[c], ps[a], ps[a], n_q, n_k, lo, hi);
       }
     }
-    // lo >= 0 and hi <= n_k - 1 from the start; clamped into int, an empty
-    // range stays empty.
-    full_lo = static_cast<int>(lo < n_k ? lo : n_k);
-    full_hi = static_cast<int>(hi > -1 ? hi : -1);
+    full_lo = first_key_of(lo);
+    full_hi = last_key_of(hi);
   }
 
   // The classes of the first 32 tiles of the range, kept for edge_tile:
@@ -250,10 +259,8 @@ struct WorkTile {
   // analysis of its terms; a bias on key 0 skips every tile but the first).
   __device__ __forceinline__ bool score_tile(const Params<T>& prm, int kt) const {
     if constexpr (user_score_identity<C>()) {
-      const int j_lo = kt * kBlockN;
-      const int j_hi = ptx::imin(j_lo + kBlockN - 1, n_k - 1);
-      return !UserOf<C>::score_identity(prm, seq, map.head0, map.head0 + map.group - 1, p_first,
-                                        p_last, j_lo, j_hi, n_q, n_k);
+      return !UserOf<C>::score_identity(prm, seq, h_lo(), h_hi(), p_first, p_last, kt * kBlockN,
+                                        last_key(kt), n_q, n_k);
     } else {
       return user_score<C>();
     }
@@ -295,14 +302,9 @@ struct WorkTile {
       long long first = 0, last = static_cast<long long>(n_k) - 1;
       UserOf<C>::key_bounds(prm, seq, h, h, p, p, n_q, n_k, first, last);
       // Only the sides the bounds narrow (a side they leave keeps its
-      // built-in value and costs no compare per key). first >= 0 and
-      // last <= n_k - 1; clamped into int, an empty range stays empty.
-      if constexpr (UserOf<C>::key_bounds_below) {
-        keys.lo = ptx::imax(keys.lo, static_cast<int>(first < n_k ? first : n_k));
-      }
-      if constexpr (UserOf<C>::key_bounds_above) {
-        keys.hi = ptx::imin(keys.hi, static_cast<int>(last > -1 ? last : -1));
-      }
+      // built-in value and costs no compare per key).
+      if constexpr (UserOf<C>::key_bounds_below) keys.lo = ptx::imax(keys.lo, first_key_of(first));
+      if constexpr (UserOf<C>::key_bounds_above) keys.hi = ptx::imin(keys.hi, last_key_of(last));
     }
     if constexpr (user_row_values<C>()) {
       keys.user = UserRowOf<C>::make(prm, seq, map.head(row), hk, p, n_q, n_k);

@@ -5,6 +5,7 @@
 // tensors; and precision on the masks of issue 14.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <climits>
 #include <cstdio>
 #include <random>
@@ -446,6 +447,28 @@ TEST(ExprKeyBounds, SoundOnRandomForms) {
 // near the int32 limits included) and for every position a chunk's query
 // can have (n_k - n_q to n_k - 1); the kernels then fold them into the
 // row's key range and test no key against the mask.
+// A random mask of the forms whose key bounds are exact for one row
+// (ExprKeyBounds::exact_rows): one to three conjuncts X cmp y, y cmp X or
+// abs(X) against y, X = j, j - p or p - j, y a variable, scalar or literal.
+std::string exact_row_mask(std::mt19937_64& rng) {
+  const auto pick = [&](int n) { return static_cast<int>(rng() % static_cast<uint64_t>(n)); };
+  static const char* kX[] = {"j", "(j - p)", "(p - j)"};
+  static const char* kY[] = {"p", "wl", "wr", "chunk", "7", "-3", "n_k", "n_q", "b", "h", "hk"};
+  static const char* kCompare[] = {"<", "<=", ">", ">=", "=="};
+  const auto form = [&]() -> std::string {
+    const std::string x = kX[pick(3)], y = kY[pick(11)];
+    switch (pick(4)) {
+      case 0: return "(" + x + " " + kCompare[pick(5)] + " " + y + ")";
+      case 1: return "(" + y + " " + kCompare[pick(5)] + " " + x + ")";
+      case 2: return "(abs(" + x + ") " + (pick(2) ? "<" : "<=") + " " + y + ")";
+      default: return "(" + y + " " + (pick(2) ? ">" : ">=") + " abs(" + x + "))";
+    }
+  };
+  std::string text = form();
+  for (int k = pick(3); k > 0; --k) text = "(" + text + " and " + form() + ")";
+  return text;
+}
+
 TEST(ExprKeyBounds, ExactForOneRowWhereSaid) {
   const ExprContext ctx = random_context();
   const auto exact = [&](const std::string& text) {
@@ -469,22 +492,9 @@ TEST(ExprKeyBounds, ExactForOneRowWhereSaid) {
   EXPECT_FALSE(key_bounds_of(parse_expr("j <= hk", ExprKind::kMask, no_counts, "t", 1, 1)).exact_rows);
   std::mt19937_64 rng(20261201);
   const auto pick = [&](int n) { return static_cast<int>(rng() % static_cast<uint64_t>(n)); };
-  static const char* kX[] = {"j", "(j - p)", "(p - j)"};
-  static const char* kY[] = {"p", "wl", "wr", "chunk", "7", "-3", "n_k", "n_q", "b", "h", "hk"};
-  static const char* kCompare[] = {"<", "<=", ">", ">=", "=="};
-  const auto form = [&]() -> std::string {
-    const std::string x = kX[pick(3)], y = kY[pick(11)];
-    switch (pick(4)) {
-      case 0: return "(" + x + " " + kCompare[pick(5)] + " " + y + ")";
-      case 1: return "(" + y + " " + kCompare[pick(5)] + " " + x + ")";
-      case 2: return "(abs(" + x + ") " + (pick(2) ? "<" : "<=") + " " + y + ")";
-      default: return "(" + y + " " + (pick(2) ? ">" : ">=") + " abs(" + x + "))";
-    }
-  };
   long long rows = 0, narrowed = 0, keys = 0;
   for (int trial = 0; trial < 2000; ++trial) {
-    std::string text = form();
-    for (int k = pick(3); k > 0; --k) text = "(" + text + " and " + form() + ")";
+    const std::string text = exact_row_mask(rng);
     const Expr mask = parse_expr(text, ExprKind::kMask, ctx, "random", 1, 1);
     const ExprKeyBounds bounds = key_bounds_of(mask);
     ASSERT_TRUE(bounds.exact_rows) << text;
@@ -514,6 +524,73 @@ TEST(ExprKeyBounds, ExactForOneRowWhereSaid) {
   }
   std::printf("%lld rows, %lld narrowed, %lld keys\n", rows, narrowed, keys);
   EXPECT_GT(narrowed * 4, rows) << narrowed << " of " << rows;  // not vacuous
+}
+
+// A folded mask's full keys for a query tile (tile_scheduler.cuh
+// note_full_keys): the intersection of key_bounds at the four corners of
+// the tile's (p, h) box is the intersection of every row's visible keys,
+// by brute force over the box's rows (packed GQA boxes: several heads).
+TEST(ExprKeyBounds, CornerIntersectionIsEveryRowsKeys) {
+  const ExprContext ctx = random_context();
+  std::mt19937_64 rng(20261203);
+  const auto pick = [&](int n) { return static_cast<int>(rng() % static_cast<uint64_t>(n)); };
+  long long boxes = 0, nonempty = 0;
+  for (int trial = 0; trial < 1500; ++trial) {
+    const std::string text = exact_row_mask(rng);
+    const Expr mask = parse_expr(text, ExprKind::kMask, ctx, "random", 1, 1);
+    for (int k = 0; k < 4; ++k) {
+      ExprEnv e = random_env(rng);
+      if (e.n_q == 0 || e.n_k == 0) continue;
+      const int group = e.num_heads_q / e.num_heads_kv;
+      const int p0 = e.n_k - e.n_q + pick(e.n_q);
+      const int p1 = std::min(e.n_k - 1, p0 + pick(6));
+      const int h0 = pick(e.num_heads_q);
+      const int h1 = std::min(e.num_heads_q - 1, h0 + pick(group + 1));
+      // The corners, as the kernels take them.
+      int64_t lo = 0, hi = e.n_k - 1;
+      for (const int p : {p0, p1}) {
+        for (const int h : {h0, h1}) {
+          e.h = h;
+          e.hk = h / group;
+          const KeySpan span = key_bounds(mask, ExprTile{h, h, p, p, 0, e.n_k - 1}, e);
+          lo = std::max(lo, span.first);
+          hi = std::min(hi, span.last);
+        }
+      }
+      // Every row's keys.
+      int64_t all_lo = 0, all_hi = e.n_k - 1;
+      for (int h = h0; h <= h1; ++h) {
+        for (int p = p0; p <= p1; ++p) {
+          e.h = h;
+          e.hk = h / group;
+          e.p = p;
+          int64_t first = e.n_k, last = -1;
+          for (int j = 0; j < e.n_k; ++j) {
+            e.j = j;
+            if (evaluate_mask(mask, e)) {
+              first = std::min<int64_t>(first, j);
+              last = j;
+            }
+          }
+          all_lo = std::max(all_lo, first);
+          all_hi = std::min(all_hi, last);
+        }
+      }
+      ++boxes;
+      const bool empty = lo > hi, all_empty = all_lo > all_hi;
+      ASSERT_EQ(empty, all_empty) << text << " p [" << p0 << ", " << p1 << "] h [" << h0 << ", "
+                                  << h1 << "] n_k " << e.n_k;
+      if (!empty) {
+        ++nonempty;
+        ASSERT_EQ(lo, all_lo) << text << " p [" << p0 << ", " << p1 << "] h [" << h0 << ", "
+                              << h1 << "] n_k " << e.n_k;
+        ASSERT_EQ(hi, all_hi) << text << " p [" << p0 << ", " << p1 << "] h [" << h0 << ", "
+                              << h1 << "] n_k " << e.n_k;
+      }
+    }
+  }
+  std::printf("%lld boxes, %lld with keys every row sees\n", boxes, nonempty);
+  EXPECT_GT(nonempty * 4, boxes) << nonempty << " of " << boxes;  // not vacuous
 }
 
 // A float term that is often zero on a tile (expr.h ExprScoreIdentity's

@@ -53,6 +53,31 @@ void check_layout() {
     ASSERT_EQ((desc >> 16) & 0x3FFF, unsigned(kRows * Rows::kSwizzleBytes) >> 4);
     ASSERT_EQ((desc >> 32) & 0x3FFF, unsigned(8 * Rows::kSwizzleBytes) >> 4);
   }
+  // Each k-step's descriptor is the tile's first plus a constant
+  // (ptx::descriptor_advance): the whole descriptor equals a fresh encoding
+  // of the step's address, for a warpgroup's rows inside the tile and for
+  // tiles up to the top of the largest block's shared memory (227 KiB;
+  // the start field holds address / 16 in 14 bits).
+  constexpr unsigned kTop = 227u * 1024u;
+  const unsigned tile_bytes = unsigned(kRows * D * 2);
+  for (const unsigned base : {0u, 4096u, 100u * 1024u, (kTop - tile_bytes) / 1024u * 1024u}) {
+    for (int row0 = 0; row0 < kRows; row0 += 64) {
+      for (int kk = 0; kk < D / 16; ++kk) {
+        const unsigned start = base + (kk * 16 / Rows::kChunk) * kRows * Rows::kSwizzleBytes +
+                               row0 * Rows::kSwizzleBytes + (kk * 16 % Rows::kChunk) * 2;
+        ASSERT_EQ(Rows::template k_major<kRows>(base, row0, kk),
+                  ptx::smem_descriptor<Rows::kSwizzleBytes>(start, 16, 8 * Rows::kSwizzleBytes))
+            << "base " << base << " row0 " << row0 << " kk " << kk;
+      }
+    }
+    for (int kk = 0; kk < kRows / 16; ++kk) {
+      ASSERT_EQ(Rows::template mn_major<kRows>(base, kk),
+                ptx::smem_descriptor<Rows::kSwizzleBytes>(base + kk * 16 * Rows::kSwizzleBytes,
+                                                          kRows * Rows::kSwizzleBytes,
+                                                          8 * Rows::kSwizzleBytes))
+          << "base " << base << " kk " << kk;
+    }
+  }
 }
 
 template <int D>
