@@ -238,21 +238,59 @@ int zero_test(const Expr& e, int index, std::vector<ExprZeroTest>& out) {
   return static_cast<int>(out.size()) - 1;
 }
 
+// The terms of the sum at `index` (through + and -, a subtrahend's sign
+// flipped), into `terms`; s itself is counted instead, with its sign.
+void additive_terms(const Expr& e, int index, bool negated, int& s_count, bool& s_negated,
+                    std::vector<int>& terms) {
+  const ExprNode& n = e.nodes.at(static_cast<std::size_t>(index));
+  if (n.op == ExprOp::kVar && n.var == ExprVar::kS) {
+    ++s_count;
+    s_negated = negated;
+  } else if (n.op == ExprOp::kAdd && n.type == ExprType::kFloat) {
+    additive_terms(e, n.kids[0], negated, s_count, s_negated, terms);
+    additive_terms(e, n.kids[1], negated, s_count, s_negated, terms);
+  } else if (n.op == ExprOp::kSub && n.type == ExprType::kFloat) {
+    additive_terms(e, n.kids[0], negated, s_count, s_negated, terms);
+    additive_terms(e, n.kids[1], !negated, s_count, s_negated, terms);
+  } else {
+    terms.push_back(index);
+  }
+}
+
 }  // namespace
 
 ExprScoreIdentity score_identity_of(const Expr& score) {
   ATTNJIT_CHECK(score.type() == ExprType::kFloat, "score_identity_of: not a float expression");
-  const auto is_s = [&](int index) {
-    const ExprNode& n = score.nodes.at(static_cast<std::size_t>(index));
-    return n.op == ExprOp::kVar && n.var == ExprVar::kS;
-  };
-  const ExprNode& root = score.nodes.at(static_cast<std::size_t>(score.root));
-  int t = -1;
-  if (root.op == ExprOp::kAdd && is_s(root.kids[0])) t = root.kids[1];
-  else if (root.op == ExprOp::kAdd && is_s(root.kids[1])) t = root.kids[0];
-  else if (root.op == ExprOp::kSub && is_s(root.kids[0])) t = root.kids[1];
+  // The root is a sum (+ and -, in any grouping) of s once, with a plus
+  // sign, and terms t_i: it is s where every t_i is exactly zero (adding
+  // zeros is exact in any order).
+  int s_count = 0;
+  bool s_negated = false;
+  std::vector<int> terms;
+  additive_terms(score, score.root, false, s_count, s_negated, terms);
   ExprScoreIdentity out;
-  if (t >= 0) zero_test(score, t, out.tests);
+  if (s_count != 1 || s_negated) return out;
+  int all = -1;
+  for (const int t : terms) {
+    const int z = zero_test(score, t, out.tests);
+    if (all < 0) {
+      all = z;
+    } else {
+      ExprZeroTest both;
+      both.a = all;
+      both.b = z;
+      const bool never = out.tests[static_cast<std::size_t>(all)].kind == ExprZeroTest::kNever ||
+                         out.tests[static_cast<std::size_t>(z)].kind == ExprZeroTest::kNever;
+      both.kind = never ? ExprZeroTest::kNever : ExprZeroTest::kBoth;
+      out.tests.push_back(both);
+      all = static_cast<int>(out.tests.size()) - 1;
+    }
+  }
+  if (all < 0) {  // the score is s
+    ExprZeroTest always;
+    always.kind = ExprZeroTest::kAlways;
+    out.tests.push_back(always);
+  }
   return out;
 }
 

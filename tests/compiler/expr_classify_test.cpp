@@ -624,7 +624,14 @@ TEST(ExprScoreIdentity, SoundOnRandomScores) {
   for (int trial = 0; trial < 2000; ++trial) {
     RandomExpr gen(rng());
     const std::string t = zero_like(gen, rng, 1 + trial % 3);
-    const std::string text = trial % 3 == 0 ? "s + " + t : trial % 3 == 1 ? t + " + s" : "s - " + t;
+    const std::string t2 = zero_like(gen, rng, trial % 2);
+    // Sums of s and the terms in several groupings, and sums where s comes
+    // with a minus sign or twice (never the identity).
+    const std::string forms[] = {"s + " + t,           t + " + s",
+                                 "s - " + t,           "s + " + t + " - " + t2,
+                                 t + " - (0.0 - s)",   "(" + t + " + s) + " + t2,
+                                 t + " - s",           "s + " + t + " + s"};
+    const std::string text = forms[trial % 8];
     const Expr score = parse_expr(text, ExprKind::kScore, ctx, "random", 1, 1);
     for (int k = 0; k < 6; ++k) {
       ExprEnv env = random_env(rng);
@@ -668,10 +675,15 @@ TEST(ExprScoreIdentity, KeyZeroBiasSkipsAllButTheFirstTile) {
   EXPECT_TRUE(score_is_identity(bias, ExprTile{0, 3, 100, 227, 1, 1}, env));
   // The same with the sides swapped and an int promoted (min(j, 0) is the
   // point 0 on keys >= 0; the analysis is not relational, so p - p would
-  // not be).
+  // not be), in any grouping of the sum.
   const Expr swapped = parse_expr("select(j != 0, 0.0, slopes[h]) + s - (0.0 + min(j, 0))",
                                   ExprKind::kScore, ctx, "swapped", 1, 1);
-  EXPECT_FALSE(score_identity_of(swapped).possible());  // (x + s) - y: not s + t at the root
+  EXPECT_TRUE(score_is_identity(swapped, ExprTile{0, 3, 100, 227, 64, 127}, env));
+  EXPECT_FALSE(score_is_identity(swapped, ExprTile{0, 3, 100, 227, 0, 127}, env));
+  for (const char* text : {"slopes[h] * 0.0 - s", "s + s", "0.0 - s"}) {  // s negated or twice
+    const Expr e = parse_expr(text, ExprKind::kScore, ctx, "minus", 1, 1);
+    EXPECT_FALSE(score_identity_of(e).possible()) << text;
+  }
   const Expr promoted =
       parse_expr("s + (select(j != 0, 0.0, slopes[h]) + (0.0 + min(j, 0)))", ExprKind::kScore, ctx,
                  "promoted", 1, 1);

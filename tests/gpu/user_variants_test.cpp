@@ -18,6 +18,7 @@
 
 #include "attnjit/attention.h"
 #include "attnjit/cache.h"
+#include "attnjit/expr.h"
 #include "attnjit/selfcheck.h"
 #include "attnjit/spec.h"
 #include "gpu/gpu_test_util.h"
@@ -159,6 +160,55 @@ TEST_P(UserVariantsViaVm, MatchesTheReferenceOfTheSameExpressions) {
       EXPECT_TRUE(r.passed(error_bound(flags.dtype))) << line;
     }
     EXPECT_GT(AttentionKernel::generic_launches(), before) << "the VM answered";
+  }
+}
+
+// A score that is the identity on some key tiles only, by the heads, the
+// positions and the keys together: WorkTile::score_tile's head range
+// (packed GQA rows cycle through a group's heads), its rows' positions and
+// its key tile, against the reference of the same expressions. The tiles
+// with h % 3 != 1 for every head of the tile, p >= 40 and keys past 200
+// skip the score; the others run it.
+TEST(UserScores, IdentityTilesOfHeadsPositionsAndKeys) {
+  const auto spec = std::make_shared<const Spec>(parse_spec(
+      "family: score_identity_probe\n"
+      "description: a score that is the identity on some key tiles only\n"
+      "extends: attention\n"
+      "args:\n"
+      "  - {name: bias, type: \"const float*\", per: head, doc: \"[Hq]\"}\n"
+      "score: \"s + select(h % 3 == 1 or p < 40, bias[h], 0.0) + "
+      "select(j > 200, 0.0, 0.25 * bias[h])\"\n",
+      "score_identity_probe.yaml"));
+  // Not vacuous: the analysis finds identity tiles and tiles that are not.
+  ASSERT_TRUE(spec->score.has_value());
+  const Expr& score = *spec->score;
+  ExprEnv env;
+  env.num_heads_q = 8;
+  env.num_heads_kv = 2;
+  env.n_q = env.n_k = 512;
+  env.tensors.resize(1);
+  env.tensors[0].floats.assign(8, 1.f);
+  ASSERT_TRUE(score_is_identity(score, ExprTile{0, 0, 100, 150, 256, 383}, env));
+  ASSERT_FALSE(score_is_identity(score, ExprTile{0, 3, 100, 150, 256, 383}, env));
+  ASSERT_FALSE(score_is_identity(score, ExprTile{0, 0, 0, 150, 256, 383}, env));
+  ASSERT_FALSE(score_is_identity(score, ExprTile{0, 0, 100, 150, 128, 255}, env));
+  ATTNJIT_REQUIRE_GPU();  // (the analysis above runs on every machine)
+  for (const bool causal : {false, true}) {
+    AttentionFlags flags;
+    flags.head_dim = 128;
+    flags.causal = causal;
+    for (const CheckShape& shape : standard_check_shapes(flags)) {
+      const uint64_t seed = testing::fresh_seed();
+      UserCheckArg bias;
+      bias.name = "bias";
+      for (int h = 0; h < shape.num_heads_q; ++h) bias.floats.push_back(-1.5f + 0.75f * float(h % 5));
+      const CheckResult r = check_user_attention(spec, flags, shape, seed, {bias});
+      const std::string line = fmt::format("score identity probe causal={} {:<22} o_err={:.3e} "
+                                           "written={} seed={}",
+                                           causal, shape.name, r.o_error, r.output_written, seed);
+      std::printf("%s\n", line.c_str());
+      EXPECT_TRUE(r.passed(error_bound(flags.dtype))) << line;
+    }
   }
 }
 

@@ -215,9 +215,11 @@ KeySpan key_bounds(const Expr& mask, const ExprTile& tile, const ExprEnv& env);
 
 // --- Tiles where the score is the identity ------------------------------------
 
-// A score of the form s + t, t + s or s - t is s itself on a tile where t
-// is exactly zero for every pair; the kernels then skip the score there (a
-// bias on key 0 touches one key tile of a row's many). t is zero when the
+// A score that is a sum (+ and -, in any grouping) of s once with a plus
+// sign and terms t_i (s + t, t + s, s - t, s + a + b, ...) is s itself on a
+// tile where every t_i is exactly zero for every pair; the kernels then
+// skip the score there (a bias on key 0 touches one key tile of a row's
+// many). A term is zero when the
 // tests below hold by the interval analysis classify runs: a float literal
 // 0.0; an int converted to float whose interval is the point 0; a sum,
 // difference or negation of zeros; a select whose condition cannot be true
