@@ -13,6 +13,8 @@
 #   STAGES="build user" (user-spec variants vs FlexAttention, check --spec on the examples;
 #   USER_ARGS=--user-vm: first calls through the expression VM's tier)
 #   STAGES="build decode_profile" (ncu on the decode rows; DECODE_PROFILE_PEERS, DECODE_PROFILE_PROBLEM)
+#   STAGES="build paged_profile" PAGED_PROFILE_PROBLEMS=chunked_prefill_p16,chunked_prefill_p64
+#   (ncu on one paged launch per problem; not yet run)
 #   STAGES="build source_profile" PROFILE_PROBLEMS=causal_expr PROFILE_SKIP=22 PROFILE_COUNT=2
 #   (executed instructions per SASS instruction and source line, as CSV)
 #   PROFILE_PROBLEMS=gpt_oss_window127_null,causal_gqa_d128 (profile stage; PROFILE_SKIP=22
@@ -242,6 +244,23 @@ if stage source_profile; then
       >"$OUT/source-$pr.csv" 2>"$OUT/source-$pr.err" || status=1
     rm -f "$OUT/source-$pr.ncu-rep"
     echo "$pr: $(wc -l <"$OUT/source-$pr.csv") lines of source counters; $(tail -1 "$OUT/source-$pr.err")"
+  done
+fi
+if stage paged_profile; then
+  # ncu on one timed launch of each paged problem (issue 12: what bounds
+  # small pages; PAGED_PROFILE_PROBLEMS from bench_paged.py's names):
+  # stall reasons, issue slots, L2 and DRAM traffic per request.
+  IFS=, read -ra problems <<<"${PAGED_PROFILE_PROBLEMS:-chunked_prefill_p16,chunked_prefill_p64}"
+  for pr in "${problems[@]}"; do
+    ncu --clock-control none --kernel-name attention_prefill --launch-skip 5 --launch-count 1 \
+      --section SpeedOfLight --section Occupancy --section LaunchStats \
+      --section WarpStateStats --section SchedulerStats --section MemoryWorkloadAnalysis \
+      --section MemoryWorkloadAnalysis_Tables \
+      python3 bench/bench_paged.py --only "$pr" --peers attnjit_paged \
+      >"$OUT/ncu-paged-$pr.txt" 2>&1 || status=1
+    echo "$pr:"
+    grep -E "Duration|DRAM Throughput|L2 Hit|No Eligible|Issued Warp|Stall|Sectors/Req" \
+      "$OUT/ncu-paged-$pr.txt" | head -16
   done
 fi
 if stage decode_profile; then

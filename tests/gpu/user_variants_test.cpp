@@ -79,11 +79,11 @@ std::vector<UserCheckArg> user_values(const std::string& family, const CheckShap
   return out;
 }
 
-class UserVariants : public ::testing::TestWithParam<std::string> {};
-
-TEST_P(UserVariants, MatchesTheReferenceOfTheSameExpressions) {
-  ATTNJIT_REQUIRE_GPU();
-  const auto spec = example(GetParam());
+// A spec's variant of D128, causal off and on, on the standard shapes
+// against the reference of its expressions; values(shape, rng) gives its
+// args.
+template <class Values>
+void check_on_standard_shapes(const std::shared_ptr<const Spec>& spec, const Values& values) {
   for (const bool causal : {false, true}) {
     AttentionFlags flags;
     flags.head_dim = 128;
@@ -91,8 +91,8 @@ TEST_P(UserVariants, MatchesTheReferenceOfTheSameExpressions) {
     for (const CheckShape& shape : standard_check_shapes(flags)) {
       const uint64_t seed = testing::fresh_seed();
       std::mt19937_64 rng(seed);
-      const auto values = user_values(spec->family, shape, rng);
-      const CheckResult r = check_user_attention(spec, flags, shape, seed, values);
+      const CheckResult r =
+          check_user_attention(spec, flags, shape, seed, values(shape, rng));
       const std::string line = fmt::format("{} causal={} {:<22} o_err={:.3e} written={} seed={}",
                                            spec->family, causal, shape.name, r.o_error,
                                            r.output_written, seed);
@@ -100,6 +100,16 @@ TEST_P(UserVariants, MatchesTheReferenceOfTheSameExpressions) {
       EXPECT_TRUE(r.passed(error_bound(flags.dtype))) << line;
     }
   }
+}
+
+class UserVariants : public ::testing::TestWithParam<std::string> {};
+
+TEST_P(UserVariants, MatchesTheReferenceOfTheSameExpressions) {
+  ATTNJIT_REQUIRE_GPU();
+  const auto spec = example(GetParam());
+  check_on_standard_shapes(spec, [&](const CheckShape& shape, std::mt19937_64& rng) {
+    return user_values(spec->family, shape, rng);
+  });
 }
 
 // The same through the expression VM's tier (ATTNJIT_USER_VM=1): the VM
@@ -193,23 +203,12 @@ TEST(UserScores, IdentityTilesOfHeadsPositionsAndKeys) {
   ASSERT_FALSE(score_is_identity(score, ExprTile{0, 0, 0, 150, 256, 383}, env));
   ASSERT_FALSE(score_is_identity(score, ExprTile{0, 0, 100, 150, 128, 255}, env));
   ATTNJIT_REQUIRE_GPU();  // (the analysis above runs on every machine)
-  for (const bool causal : {false, true}) {
-    AttentionFlags flags;
-    flags.head_dim = 128;
-    flags.causal = causal;
-    for (const CheckShape& shape : standard_check_shapes(flags)) {
-      const uint64_t seed = testing::fresh_seed();
-      UserCheckArg bias;
-      bias.name = "bias";
-      for (int h = 0; h < shape.num_heads_q; ++h) bias.floats.push_back(-1.5f + 0.75f * float(h % 5));
-      const CheckResult r = check_user_attention(spec, flags, shape, seed, {bias});
-      const std::string line = fmt::format("score identity probe causal={} {:<22} o_err={:.3e} "
-                                           "written={} seed={}",
-                                           causal, shape.name, r.o_error, r.output_written, seed);
-      std::printf("%s\n", line.c_str());
-      EXPECT_TRUE(r.passed(error_bound(flags.dtype))) << line;
-    }
-  }
+  check_on_standard_shapes(spec, [](const CheckShape& shape, std::mt19937_64&) {
+    UserCheckArg bias;
+    bias.name = "bias";
+    for (int h = 0; h < shape.num_heads_q; ++h) bias.floats.push_back(-1.5f + 0.75f * float(h % 5));
+    return std::vector<UserCheckArg>{bias};
+  });
 }
 
 INSTANTIATE_TEST_SUITE_P(Examples, UserVariantsViaVm,
