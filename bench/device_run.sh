@@ -211,15 +211,21 @@ if stage try; then
     grep -vE "^problem" "$OUT/try-$pr.txt"
   done
 fi
+# ncu's options for one launch of attention_prefill and the sections every
+# profile stage reads (clocks left alone); a stage adds its own after.
+ncu_attention() {
+  local skip=$1 count=$2
+  shift 2
+  ncu --clock-control none --kernel-name attention_prefill --launch-skip "$skip" \
+    --launch-count "$count" \
+    --section SpeedOfLight --section Occupancy --section LaunchStats \
+    --section WarpStateStats --section SchedulerStats --section MemoryWorkloadAnalysis "$@"
+}
 if stage profile; then
-  # One launch of each problem's kernel under ncu (clocks left alone).
+  # One launch of each problem's kernel under ncu.
   IFS=, read -ra problems <<<"${PROFILE_PROBLEMS:-gpt_oss_window127_null,causal_gqa_d128}"
   for pr in "${problems[@]}"; do
-    ncu --clock-control none --kernel-name attention_prefill --launch-skip "${PROFILE_SKIP:-3}" \
-      --launch-count "${PROFILE_COUNT:-1}" \
-      --section SpeedOfLight --section Occupancy --section LaunchStats \
-      --section WarpStateStats --section SchedulerStats --section MemoryWorkloadAnalysis \
-      --section InstructionStats \
+    ncu_attention "${PROFILE_SKIP:-3}" "${PROFILE_COUNT:-1}" --section InstructionStats \
       ./build-gpu/bench/attnjit_kernel_bench "$OUT/profile-$pr.json" --no-tune "$pr" \
       >"$OUT/ncu-$pr.txt" 2>&1 || status=1
     grep -E "Duration|Throughput|Occupancy|Warp Cycles|Issued|Executed Instructions" "$OUT/ncu-$pr.txt" | head -24
@@ -252,10 +258,7 @@ if stage paged_profile; then
   # stall reasons, issue slots, L2 and DRAM traffic per request.
   IFS=, read -ra problems <<<"${PAGED_PROFILE_PROBLEMS:-chunked_prefill_p16,chunked_prefill_p64}"
   for pr in "${problems[@]}"; do
-    ncu --clock-control none --kernel-name attention_prefill --launch-skip 5 --launch-count 1 \
-      --section SpeedOfLight --section Occupancy --section LaunchStats \
-      --section WarpStateStats --section SchedulerStats --section MemoryWorkloadAnalysis \
-      --section MemoryWorkloadAnalysis_Tables \
+    ncu_attention 5 1 --section MemoryWorkloadAnalysis_Tables \
       python3 bench/bench_paged.py --only "$pr" --peers attnjit_paged \
       >"$OUT/ncu-paged-$pr.txt" 2>&1 || status=1
     echo "$pr:"
@@ -268,9 +271,7 @@ if stage decode_profile; then
   # the fp8 decode): stall reasons, issue slots, memory throughput.
   IFS=, read -ra peers <<<"${DECODE_PROFILE_PEERS:-attnjit_paged_fp8,attnjit_paged}"
   for peer in "${peers[@]}"; do
-    ncu --clock-control none --kernel-name attention_prefill --launch-skip 5 --launch-count 1 \
-      --section SpeedOfLight --section Occupancy --section LaunchStats \
-      --section WarpStateStats --section SchedulerStats --section MemoryWorkloadAnalysis \
+    ncu_attention 5 1 \
       python3 bench/bench_decode.py --no-sweep --only "${DECODE_PROFILE_PROBLEM:-decode_64x8k_d128}" \
       --peers "$peer" >"$OUT/ncu-decode-$peer.txt" 2>&1 || status=1
     echo "$peer:"

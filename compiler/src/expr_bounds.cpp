@@ -197,6 +197,19 @@ ExprKeyBounds key_bounds_of(const Expr& mask) {
 
 namespace {
 
+// Appends the test that tests a and b both hold (never when either never
+// does); returns its index.
+int both_zero(int a, int b, std::vector<ExprZeroTest>& out) {
+  ExprZeroTest t;
+  t.a = a;
+  t.b = b;
+  const bool never = out[static_cast<std::size_t>(a)].kind == ExprZeroTest::kNever ||
+                     out[static_cast<std::size_t>(b)].kind == ExprZeroTest::kNever;
+  t.kind = never ? ExprZeroTest::kNever : ExprZeroTest::kBoth;
+  out.push_back(t);
+  return static_cast<int>(out.size()) - 1;
+}
+
 // The zero tests of a float node (expr.h ExprZeroTest), appended to `out`;
 // returns the index of the node's own test.
 int zero_test(const Expr& e, int index, std::vector<ExprZeroTest>& out) {
@@ -214,12 +227,8 @@ int zero_test(const Expr& e, int index, std::vector<ExprZeroTest>& out) {
       return zero_test(e, n.kids[0], out);
     case ExprOp::kAdd:
     case ExprOp::kSub: {
-      t.a = zero_test(e, n.kids[0], out);
-      t.b = zero_test(e, n.kids[1], out);
-      const bool never = out[static_cast<std::size_t>(t.a)].kind == ExprZeroTest::kNever ||
-                         out[static_cast<std::size_t>(t.b)].kind == ExprZeroTest::kNever;
-      t.kind = never ? ExprZeroTest::kNever : ExprZeroTest::kBoth;
-      break;
+      const int a = zero_test(e, n.kids[0], out);
+      return both_zero(a, zero_test(e, n.kids[1], out), out);
     }
     case ExprOp::kSelect: {
       t.node = n.kids[0];
@@ -273,18 +282,7 @@ ExprScoreIdentity score_identity_of(const Expr& score) {
   int all = -1;
   for (const int t : terms) {
     const int z = zero_test(score, t, out.tests);
-    if (all < 0) {
-      all = z;
-    } else {
-      ExprZeroTest both;
-      both.a = all;
-      both.b = z;
-      const bool never = out.tests[static_cast<std::size_t>(all)].kind == ExprZeroTest::kNever ||
-                         out.tests[static_cast<std::size_t>(z)].kind == ExprZeroTest::kNever;
-      both.kind = never ? ExprZeroTest::kNever : ExprZeroTest::kBoth;
-      out.tests.push_back(both);
-      all = static_cast<int>(out.tests.size()) - 1;
-    }
+    all = all < 0 ? z : both_zero(all, z, out.tests);
   }
   if (all < 0) {  // the score is s
     ExprZeroTest always;

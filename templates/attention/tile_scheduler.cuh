@@ -288,9 +288,7 @@ struct WorkTile {
   // logit in base 2. A spec's mask whose bounds are exact for one row
   // (user_mask_in_row_keys) is folded into the row's key range here, so
   // the edge tiles test no key against it and its row values need not
-  // live through the key loop (they moved the loop's descriptor arithmetic
-  // off the uniform datapath: 965 SASS instructions per tile against the
-  // built-in's 873 at D128).
+  // live through the key loop.
   __device__ __forceinline__ void row_setup(const Params<T>& prm, int row,
                                             typename Mask<C>::RowKeys& keys, float& sink2) const {
     const int p = map.position(row) + shift;

@@ -4,6 +4,11 @@
 // expr_test.cpp.
 #include <gtest/gtest.h>
 
+#include <cstdint>
+#include <string>
+#include <utility>
+#include <vector>
+
 #include "attnjit/codegen.h"
 #include "attnjit/error.h"
 #include "attnjit/nvrtc.h"
@@ -192,10 +197,18 @@ TEST(ExprSpec, TuneAsErrors) {
 // that matches wins, and a variant none of them matches takes the extended
 // spec's rule as before. tune_as applies to both.
 // Every param of the attention spec's tuning, as a rule of a user spec
-// gives them (192 x 64 tiles on the warpgroup path).
-const std::string kEveryParam =
-    "block_m: 192, block_n: 64, warps: 12, stages: 3, min_blocks: 1, pack_gqa: 1, wgmma: 1, "
-    "split_keys: 0, pingpong: 0, persistent: 0";
+// gives them (192 x 64 tiles on the warpgroup path), and as YAML.
+const std::vector<std::pair<std::string, int64_t>> kEveryParamValues = {
+    {"block_m", 192}, {"block_n", 64},   {"warps", 12},     {"stages", 3},
+    {"min_blocks", 1}, {"pack_gqa", 1},  {"wgmma", 1},      {"split_keys", 0},
+    {"pingpong", 0},  {"persistent", 0}};
+const std::string kEveryParam = [] {
+  std::string yaml;
+  for (const auto& [param, value] : kEveryParamValues) {
+    yaml += (yaml.empty() ? "" : ", ") + param + ": " + std::to_string(value);
+  }
+  return yaml;
+}();
 
 TEST(ExprSpec, OwnTuningRulesComeFirst) {
   const Spec base = load_embedded_spec("attention");
@@ -211,11 +224,7 @@ TEST(ExprSpec, OwnTuningRulesComeFirst) {
   const auto tiles = [&](const Spec& spec, std::map<std::string, FlagValue> given) {
     return make_signature(spec, resolve_flags(spec, given), options).tuning;
   };
-  const std::vector<std::pair<std::string, int64_t>> mine = {
-      {"block_m", 192}, {"block_n", 64},   {"warps", 12},     {"stages", 3},
-      {"min_blocks", 1}, {"pack_gqa", 1},  {"wgmma", 1},      {"split_keys", 0},
-      {"pingpong", 0},  {"persistent", 0}};
-  EXPECT_EQ(tiles(own, {{"head_dim", int64_t{128}}}), mine);
+  EXPECT_EQ(tiles(own, {{"head_dim", int64_t{128}}}), kEveryParamValues);
   // Not matched by its rule: the extended spec's, as for the built-in flags.
   for (const auto& given : std::vector<std::map<std::string, FlagValue>>{
            {{"head_dim", int64_t{64}}},
