@@ -18,13 +18,9 @@
 namespace attnjit {
 namespace {
 
-using testing::describe;
-using testing::for_each_pair;
-using testing::kHeadsQ;
-using testing::random_context;
-using testing::random_env;
-using testing::random_tile;
-using testing::RandomExpr;
+// random_context, RandomExpr (expr_random.h); random_env, random_tile,
+// for_each_pair, describe (expr_tiles.h).
+using namespace testing;  // attnjit::testing
 
 // A random int expression free of j (no name of the context holds a `j`).
 std::string j_free(RandomExpr& gen, int depth) {

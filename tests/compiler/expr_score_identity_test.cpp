@@ -17,13 +17,9 @@
 namespace attnjit {
 namespace {
 
-using testing::describe;
-using testing::for_each_pair;
-using testing::kHeadsQ;
-using testing::random_context;
-using testing::random_env;
-using testing::random_tile;
-using testing::RandomExpr;
+// random_context, RandomExpr (expr_random.h); random_env, random_tile,
+// for_each_pair, describe (expr_tiles.h).
+using namespace testing;  // attnjit::testing
 
 // A float term that is often zero on a tile (expr.h ExprScoreIdentity's
 // forms), and sometimes one that never is.
