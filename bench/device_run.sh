@@ -12,9 +12,10 @@
 #   peer, decode and user problems, KBENCH_PROBLEMS=a,b to choose, then again with each setting)
 #   STAGES="build user" (user-spec variants vs FlexAttention, check --spec on the examples;
 #   USER_ARGS=--user-vm: first calls through the expression VM's tier)
-#   STAGES="build decode_profile" (ncu on the decode rows; DECODE_PROFILE_PEERS, DECODE_PROFILE_PROBLEM)
+#   STAGES="build decode_profile" (ncu on the decode rows; DECODE_PROFILE_PEERS, DECODE_PROFILE_PROBLEM;
+#   DECODE_PROFILE_SOURCE=1 adds per-instruction counters and stall samples as CSV)
 #   STAGES="build paged_profile" PAGED_PROFILE_PROBLEMS=chunked_prefill_p16,chunked_prefill_p64
-#   (ncu on one paged launch per problem; not yet run)
+#   (ncu on one paged launch per problem)
 #   STAGES="build source_profile" PROFILE_PROBLEMS=causal_expr PROFILE_SKIP=22 PROFILE_COUNT=2
 #   (executed instructions per SASS instruction and source line, as CSV)
 #   PROFILE_PROBLEMS=gpt_oss_window127_null,causal_gqa_d128 (profile stage; PROFILE_SKIP=22
@@ -276,6 +277,21 @@ if stage decode_profile; then
       --peers "$peer" >"$OUT/ncu-decode-$peer.txt" 2>&1 || status=1
     echo "$peer:"
     grep -E "Duration|DRAM Throughput|No Eligible|Issued Warp|Stall" "$OUT/ncu-decode-$peer.txt" | head -12
+    if [[ -n ${DECODE_PROFILE_SOURCE:-} ]]; then
+      # Per-instruction counters and warp-stall samples of the same launch
+      # (-lineinfo, as source_profile), as CSV: where each role waits.
+      ATTNJIT_LINEINFO=1 ncu --clock-control none --kernel-name attention_prefill \
+        --launch-skip 5 --launch-count 1 --section SourceCounters --section WarpStateStats \
+        --import-source yes -o "$OUT/source-decode-$peer" -f \
+        python3 bench/bench_decode.py --no-sweep --only "${DECODE_PROFILE_PROBLEM:-decode_64x8k_d128}" \
+        --peers "$peer" >"$OUT/source-decode-$peer.log" 2>&1 || status=1
+      ncu -i "$OUT/source-decode-$peer.ncu-rep" --page source --csv --print-source sass \
+        >"$OUT/source-decode-$peer.csv" 2>"$OUT/source-decode-$peer.err" || status=1
+      ncu -i "$OUT/source-decode-$peer.ncu-rep" --page source --csv --print-source cuda \
+        >"$OUT/source-decode-$peer-cuda.csv" 2>>"$OUT/source-decode-$peer.err" || status=1
+      rm -f "$OUT/source-decode-$peer.ncu-rep"
+      echo "$peer: $(wc -l <"$OUT/source-decode-$peer.csv") lines of source counters"
+    fi
   done
 fi
 if stage sanitize; then
