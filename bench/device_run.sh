@@ -282,13 +282,11 @@ if stage decode_profile; then
       # (-lineinfo, as source_profile), as CSV: where each role waits.
       ATTNJIT_LINEINFO=1 ncu --clock-control none --kernel-name attention_prefill \
         --launch-skip 5 --launch-count 1 --section SourceCounters --section WarpStateStats \
-        --import-source yes -o "$OUT/source-decode-$peer" -f \
+        -o "$OUT/source-decode-$peer" -f \
         python3 bench/bench_decode.py --no-sweep --only "${DECODE_PROFILE_PROBLEM:-decode_64x8k_d128}" \
         --peers "$peer" >"$OUT/source-decode-$peer.log" 2>&1 || status=1
       ncu -i "$OUT/source-decode-$peer.ncu-rep" --page source --csv --print-source sass \
         >"$OUT/source-decode-$peer.csv" 2>"$OUT/source-decode-$peer.err" || status=1
-      ncu -i "$OUT/source-decode-$peer.ncu-rep" --page source --csv --print-source cuda \
-        >"$OUT/source-decode-$peer-cuda.csv" 2>>"$OUT/source-decode-$peer.err" || status=1
       rm -f "$OUT/source-decode-$peer.ncu-rep"
       echo "$peer: $(wc -l <"$OUT/source-decode-$peer.csv") lines of source counters"
     fi
