@@ -143,23 +143,19 @@ struct VarlenKV {
   // mbarrier `full`. Issued by the one copying thread (issues_copies), so
   // `lane` is always 0. Whole boxes: the rows past the sequence's keys
   // arrive too (the next sequence's, or zeros past the tensor).
-  __device__ __forceinline__ void tma_load_k(unsigned tile, unsigned full, int kt, int,
-                                             int) const {
+  __device__ __forceinline__ void tma_load_k(unsigned tile, unsigned full, int kt, int) const {
     tma_load(k_map, tile, full, kt);
   }
-  __device__ __forceinline__ void tma_load_v(unsigned tile, unsigned full, int kt, int,
-                                             int) const {
+  __device__ __forceinline__ void tma_load_v(unsigned tile, unsigned full, int kt, int) const {
     tma_load(v_map, tile, full, kt);
   }
-  // Contiguous rows have no pages to look up (PagedKV::box_page).
-  __device__ __forceinline__ int box_page(int, int) const { return 0; }
 
   // fp8: TMA of key tile kt of K and of V as raw rows of D bytes (one box
   // each, the maps' element a byte) at shared addresses raw_k and raw_v,
   // completing the phase of `bar`; rows past the tensor arrive as zeros.
   // Issued by the one copying thread, as tma_load_k.
   __device__ __forceinline__ void tma_stage_fp8(unsigned raw_k, unsigned raw_v, unsigned bar,
-                                                int kt, int, int) const {
+                                                int kt, int) const {
     const int row = k_begin + kt * BN;
     ptx::mbarrier_arrive_expect_tx(bar, 2u * unsigned(BN * D));
     ptx::tma_load_3d(raw_k, k_map, bar, 0, hk, row);
@@ -251,70 +247,52 @@ struct PagedKV {
     ptx::prefetch_tensor_map(v_map);
   }
 
-  // The page of box `lane` of key tile kt (boxes of paged_box_rows(block_n,
-  // page_size) rows, each inside one page; a lane per box, at most 16 of
-  // them), or 0 for a lane past the tile's boxes. The producer loads it
-  // ahead of the copy that takes it (tma_load_k / _v, tma_stage_fp8), so
-  // the block-table read is not on the copy's path: on the H200 it was, in
-  // the fp8 decode, what the converting warpgroup waited for at every tile
-  // (its named barrier behind the copying warp's lookups).
-  __device__ __forceinline__ int box_page(int kt, int lane) const {
-    const int j = kt * BN + lane * paged_box_rows(BN, page_size);
-    return lane < boxes_of(kt) ? table[j / page_size] : 0;
+  // TMA of key tile kt: boxes of paged_box_rows(block_n, page_size) rows,
+  // each inside one page (the runtime encodes the maps' boxes so), a lane
+  // per box (for_each_page).
+  // Boxes past the sequence's last page are not issued, and the barrier
+  // expects only the bytes issued; their rows keep stale data, which the
+  // consumers mask (K) or zero (V, the tail tile) like any row past the
+  // sequence's keys.
+  __device__ __forceinline__ void tma_load_k(unsigned tile, unsigned full, int kt, int lane) const {
+    tma_load(k_map, tile, full, kt, lane);
   }
-
-  // TMA of key tile kt, each box into its page's rows (for_each_page); the
-  // runtime encodes the maps' boxes to fit one page. `page`: box_page(kt,
-  // lane). Boxes past the sequence's last page are not issued, and the
-  // barrier expects only the bytes issued; their rows keep stale data,
-  // which the consumers mask (K) or zero (V, the tail tile) like any row
-  // past the sequence's keys.
-  __device__ __forceinline__ void tma_load_k(unsigned tile, unsigned full, int kt, int lane,
-                                             int page) const {
-    tma_load(k_map, tile, full, kt, lane, page);
-  }
-  __device__ __forceinline__ void tma_load_v(unsigned tile, unsigned full, int kt, int lane,
-                                             int page) const {
-    tma_load(v_map, tile, full, kt, lane, page);
+  __device__ __forceinline__ void tma_load_v(unsigned tile, unsigned full, int kt, int lane) const {
+    tma_load(v_map, tile, full, kt, lane);
   }
 
   // fp8: TMA of key tile kt of K and of V as raw rows of D bytes, a box
   // per page the tile spans (as tma_load), each page looked up once for
-  // both (box_page); boxes past the sequence's last page are not issued
-  // (their rows keep stale bytes: masked in K, zeroed in V after
-  // conversion).
+  // both; boxes past the sequence's last page are not issued (their rows
+  // keep stale bytes: masked in K, zeroed in V after conversion).
   __device__ __forceinline__ void tma_stage_fp8(unsigned raw_k, unsigned raw_v, unsigned bar,
-                                                int kt, int lane, int page) const {
-    for_each_page(bar, 2u * unsigned(D), kt, lane, page, [&](int row, int in_page, int pg) {
+                                                int kt, int lane) const {
+    for_each_page(bar, 2u * unsigned(D), kt, lane, [&](int row, int in_page, int page) {
       const unsigned offset = static_cast<unsigned>(row * D);
-      ptx::tma_load_4d(raw_k + offset, k_map, bar, 0, hk, in_page, pg);
-      ptx::tma_load_4d(raw_v + offset, v_map, bar, 0, hk, in_page, pg);
+      ptx::tma_load_4d(raw_k + offset, k_map, bar, 0, hk, in_page, page);
+      ptx::tma_load_4d(raw_v + offset, v_map, bar, 0, hk, in_page, page);
     });
   }
 
  private:
-  static_assert(BN / 16 <= 32, "a key tile's page boxes fit one producer warp");
-
-  // Boxes of key tile kt holding the sequence's keys.
-  __device__ __forceinline__ int boxes_of(int kt) const {
-    const int rows = paged_box_rows(BN, page_size);
-    return ptx::imin(BN / rows, (n_k - kt * BN + rows - 1) / rows);
-  }
-
   // The boxes of key tile kt, a lane of the producer warp each: lane 0
   // first sets the bytes the barrier `bar` expects (`row_bytes` per row
-  // issued), then lane b calls issue(first row of its box in the tile, its
-  // row in the page, the page `page` it looked up ahead: box_page).
+  // issued), then lane b looks up the page of the tile's box b and calls
+  // issue(first row of the box in the tile, its row in the page, the
+  // page), so the block-table lookups overlap instead of following one
+  // another.
   template <class Issue>
   __device__ __forceinline__ void for_each_page(unsigned bar, unsigned row_bytes, int kt, int lane,
-                                                int page, Issue issue) const {
+                                                Issue issue) const {
+    const int j0 = kt * BN;
     const int rows = paged_box_rows(BN, page_size);  // one box, inside one page
-    const int boxes = boxes_of(kt);
+    const int boxes = ptx::imin(BN / rows, (n_k - j0 + rows - 1) / rows);
     if (lane == 0) ptx::mbarrier_arrive_expect_tx(bar, static_cast<unsigned>(boxes * rows) * row_bytes);
     __syncwarp();
-    if (lane < boxes) {
-      const int j = kt * BN + lane * rows;
-      issue(lane * rows, j % page_size, page);
+#pragma unroll 1
+    for (int b = lane; b < boxes; b += 32) {
+      const int j = j0 + b * rows;
+      issue(b * rows, j % page_size, table[j / page_size]);
     }
   }
 
@@ -336,14 +314,14 @@ struct PagedKV {
   }
 
   __device__ __forceinline__ void tma_load(const TensorMap* map, unsigned tile, unsigned full,
-                                           int kt, int lane, int page) const {
+                                           int kt, int lane) const {
     constexpr TileConfig kTile = tile_config<C>();
-    for_each_page(full, 2u * unsigned(D), kt, lane, page, [&](int row, int in_page, int pg) {
+    for_each_page(full, 2u * unsigned(D), kt, lane, [&](int row, int in_page, int page) {
       const unsigned dst = tile + static_cast<unsigned>(row * kTile.swizzle_bytes);
 #pragma unroll
       for (int c = 0; c < D / kTile.tma_chunk; ++c) {
         ptx::tma_load_4d(dst + c * kTile.tma_box_bytes, map, full, c * kTile.tma_chunk, hk,
-                         in_page, pg);
+                         in_page, page);
       }
     });
   }

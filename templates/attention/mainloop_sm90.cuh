@@ -154,25 +154,21 @@ struct MainloopSm90 {
   // (KV::issues_copies) issue every copy, K of tile i once the consumers
   // are done with Q K^T of tile i - stages, V once they are done with its
   // P V (contiguous K/V: lane 0 alone; pages: a lane per page the tile
-  // spans, so the block-table lookups overlap; each lane reads its page of
-  // the next tile before waiting for this one's buffers, so the lookup is
-  // off the copy's path). `base` is the ring index of key tile `first`: 0,
-  // or in a persistent block the tiles its earlier work tiles took.
+  // spans, so the block-table lookups overlap). `base` is the ring index
+  // of key tile `first`: 0, or in a persistent block the tiles its earlier
+  // work tiles took.
   struct Producer {
     static __device__ __forceinline__ void run(const SharedTiles& smem, const KV& kv, int first,
                                                int last, int lane, int base = 0) {
       if (lane == 0 && base == 0) kv.prefetch_maps();
-      int page = kv.box_page(first, lane);
 #pragma unroll 1
       for (int kt = first; kt <= last; ++kt) {
-        const int next = kt < last ? kv.box_page(kt + 1, lane) : 0;
         const int i = base + kt - first;
         const unsigned tile = Ring::stage(i) * kTile.kv_tile_bytes;  // in either ring
         if (i >= kStages) Ring::wait_empty(smem.ring.empty_k, i);
-        kv.tma_load_k(smem.k + tile, Ring::at(smem.ring.full_k, i), kt, lane, page);
+        kv.tma_load_k(smem.k + tile, Ring::at(smem.ring.full_k, i), kt, lane);
         if (i >= kStages) Ring::wait_empty(smem.ring.empty_v, i);
-        kv.tma_load_v(smem.v + tile, Ring::at(smem.ring.full_v, i), kt, lane, page);
-        page = next;
+        kv.tma_load_v(smem.v + tile, Ring::at(smem.ring.full_v, i), kt, lane);
       }
     }
   };
@@ -185,11 +181,7 @@ struct MainloopSm90 {
   // into the K (V) buffer once the consumers have released that buffer, then arrive
   // on the full barrier after a proxy fence (the converted tile is read by
   // wgmma, the async proxy). Named barrier 2: every thread has converted a
-  // staged tile before its staging buffer is refilled. The copying lanes
-  // read the pages of the tile they refill it with before they convert
-  // (box_page): a lookup after the barrier held every converting thread
-  // at the next one (H200, paged 64 x 8k D128: the consumers waited for
-  // converted K, the converters at the barrier, 0.77 ms).
+  // staged tile before its staging buffer is refilled.
   struct Fp8Producer {
     static constexpr int kThreads = 128 * kTile.producer_warpgroups;
     static constexpr int kRawStages = kTile.raw_stages;
@@ -218,16 +210,11 @@ struct MainloopSm90 {
       if (KV::issues_copies(ptid)) {
         if (ptid == 0) kv.prefetch_maps();
 #pragma unroll 1
-        for (int i = 0; i < kRawStages; ++i) {
-          stage(smem, kv, first, last, i, ptid, kv.box_page(first + i, ptid));
-        }
+        for (int i = 0; i < kRawStages; ++i) stage(smem, kv, first, last, i, ptid);
       }
 #pragma unroll 1
       for (int kt = first; kt <= last; ++kt) {
         const int i = kt - first;
-        const int ahead = KV::issues_copies(ptid) && kt + kRawStages <= last
-                              ? kv.box_page(kt + kRawStages, ptid)
-                              : 0;
         const unsigned tile = Ring::stage(i) * kTile.kv_tile_bytes;
         ptx::mbarrier_wait(staged(smem, i), unsigned(i / kRawStages) & 1u);
         if (i >= kStages) Ring::wait_empty(smem.ring.empty_k, i);
@@ -240,21 +227,20 @@ struct MainloopSm90 {
         ptx::fence_proxy_async_shared();
         ptx::mbarrier_arrive(Ring::at(smem.ring.full_v, i));
         ptx::named_barrier_sync(2, kThreads);
-        if (KV::issues_copies(ptid)) stage(smem, kv, first, last, i + kRawStages, ptid, ahead);
+        if (KV::issues_copies(ptid)) stage(smem, kv, first, last, i + kRawStages, ptid);
       }
     }
 
     // TMA of tile first + i into its staging buffer (nothing past the last
-    // tile), by the producer threads the source names (issues_copies);
-    // `page`: this lane's box_page of the tile. Each copying lane orders
-    // the warpgroup's reads of the buffer's previous tile (named barrier 2)
+    // tile), by the producer threads the source names (issues_copies). Each copying lane orders the
+    // warpgroup's reads of the buffer's previous tile (named barrier 2)
     // before the async proxy's writes.
     static __device__ __forceinline__ void stage(const SharedTiles& smem, const KV& kv, int first,
-                                                 int last, int i, int lane, int page) {
+                                                 int last, int i, int lane) {
       const int kt = first + i;
       if (kt > last) return;
       ptx::fence_proxy_async_shared();
-      kv.tma_stage_fp8(raw(smem, i), raw(smem, i) + kRawBytes, staged(smem, i), kt, lane, page);
+      kv.tma_stage_fp8(raw(smem, i), raw(smem, i) + kRawBytes, staged(smem, i), kt, lane);
     }
   };
 
