@@ -343,7 +343,7 @@ void AttentionKernel::init_from(const Signature& sig, const LookupResult& found,
   pack_gqa_ = tile.shape.pack_gqa;
   tma_ = tile.shape.wgmma;  // fp8 K/V: raw byte tiles, which the producer converts
   persistent_ = tile.persistent;
-  tma_box_ = TmaBox{tile.tma_chunk, tile.tma_box_rows, tile.swizzle_bytes};
+  tma_box_ = TmaBox{tile.tma_chunk, tile.tma_box_rows, tile.swizzle_bytes, tile.mma_decode};
   block_n_ = tile.shape.block_n;
   // Blocks per SM: the binary's own launch bound where the entry records
   // it, else the same rule's (what the shared memory allows).

@@ -44,8 +44,11 @@ void kv_tensor_maps(const AttentionFlags& flags, const AttentionArgs& a, const T
   const int64_t head_strides[2] = {a.k_head_stride, a.v_head_stride};
   const int64_t page_strides[2] = {a.k_page_stride, a.v_page_stride};
   // fp8 K/V: rows of D bytes, copied unswizzled into the producer's
-  // staging tiles (one box D bytes wide), converted there.
+  // staging tiles (one box D bytes wide), converted there; or, for the
+  // decode block that converts in registers, swizzled boxes of the tile
+  // configuration's width in bytes (TmaBox::fp8_swizzled).
   const bool fp8 = flags.kv_dtype == KvDType::kFp8E4M3;
+  const bool raw_rows = fp8 && !box.fp8_swizzled;
   const uint64_t element_bytes = fp8 ? 1 : 2;
   for (int i = 0; i < 2; ++i) {
     TiledTensor t;
@@ -61,9 +64,9 @@ void kv_tensor_maps(const AttentionFlags& flags, const AttentionArgs& a, const T
         uint64_t(a.num_heads_kv == 1 ? std::max<int64_t>(head_strides[i], d) : head_strides[i]) *
         element_bytes;
     t.strides[1] = uint64_t(row_strides[i]) * element_bytes;
-    t.box[0] = uint32_t(fp8 ? d : box.chunk);
+    t.box[0] = uint32_t(raw_rows ? d : box.chunk);
     t.box[1] = 1;
-    t.swizzle_bytes = fp8 ? 0 : box.swizzle_bytes;
+    t.swizzle_bytes = raw_rows ? 0 : box.swizzle_bytes;
     if (paged) {
       // [pages, rows of a page, heads, D]; a box never crosses a page: a
       // tile of block_n keys is boxes of gcd(block_n, page_size) rows

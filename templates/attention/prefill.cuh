@@ -23,6 +23,7 @@
 // can run: NVRTC defines the feature macro for sm_90a.
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
 #define ATTNJIT_HAS_WGMMA 1
+#include "attention/decode_sm90.cuh"
 #include "attention/forward_sm90.cuh"
 #include "attention/mainloop_sm90.cuh"
 #else
@@ -52,7 +53,12 @@ __device__ __forceinline__ void attention_prefill_body(
   using KV = attention::KVSource<C>;
   using Epilogue = attention::Epilogue<C>;
 #if ATTNJIT_HAS_WGMMA
-  if constexpr (C::wgmma != 0) {
+  if constexpr (C::wgmma != 0 && attention::tile_config<C>().mma_decode) {
+    // fp8 K/V decode: fragments converted in registers (decode_sm90.cuh).
+    attention::forward_fp8_decode_sm90<C, Scheduler, attention::Fp8DecodeSm90<C, KV>, Epilogue>(
+        prm);
+    return;
+  } else if constexpr (C::wgmma != 0) {
     attention::forward_sm90<C, Scheduler, attention::MainloopSm90<C, KV>, Epilogue>(prm);
     return;
   }

@@ -1,7 +1,8 @@
 // Every variant of the attention spec's matrix and presets compiles with
 // NVRTC for sm_80 and sm_90a, carries its launch info, asks for no more
-// shared memory per block than the target has, and (warpgroup kernels)
-// starts with the registers of the blocks per SM its shared memory allows.
+// shared memory per block than the target has, and (warpgroup kernels
+// that rebalance registers) starts with the registers of the blocks per SM
+// its shared memory allows.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -67,7 +68,14 @@ TEST(AttentionCompile, EveryMatrixVariantCompilesForSm80AndSm90a) {
         const int fit = std::max(1, smem_per_sm(sig.options.target) / per_block);
         const int blocks = std::min(int(sig.tuning_value("min_blocks")), fit);
         const int share = std::min(255, 65536 / (k.resources.threads * blocks) / 8 * 8);
-        if (sig.tuning_value("wgmma") != 0 && sig.options.max_registers == 0 &&
+        // (The fp8 decode block has no producer warpgroup and rebalances
+        // nothing: tile_config.cuh, mma_decode.)
+        const bool decode_block = sig.tuning_value("wgmma") != 0 &&
+                                  sig.flags.get_name("kv_dtype") == "fp8_e4m3" &&
+                                  sig.flags.get_bool("split_kv") &&
+                                  (sig.flags.get_int("head_dim") == 64 ||
+                                   sig.flags.get_int("head_dim") == 128);
+        if (sig.tuning_value("wgmma") != 0 && !decode_block && sig.options.max_registers == 0 &&
             k.resources.registers >= 0 && share < 232 && k.resources.registers != share) {
           problem = "uses " + std::to_string(k.resources.registers) +
                     " registers, not the launch bound's share " + std::to_string(share);

@@ -113,13 +113,13 @@ TEST(TileConfig, BlocksPerSmKeepToTheSharedMemory) {
   EXPECT_EQ(h100, 233472);
   EXPECT_EQ(a100, 167936);
   EXPECT_EQ(attention::smem_per_sm(86), 102400);
-  // D 128 over fp8 pages, 64-key tiles, 2 stages: 115792 B; two blocks
-  // would need 235680 B with the flag and the reserve: one fits. Its
-  // registers leave room for a second converting producer warpgroup: 384
-  // threads of 168, consumers rebalanced to 256.
-  TileShape fp8_paged{128, 64, 64, 4, 2, 2, true, true, false, true, true, h100};
+  // D 256 over fp8 pages (the converting producer's: split-KV at D 64 and
+  // 128 is the decode block, below), 64-key tiles, 2 stages: one block;
+  // two producer warpgroups of the 384 threads' 168 registers, consumers
+  // rebalanced to 256.
+  TileShape fp8_paged{256, 64, 64, 4, 2, 2, true, true, false, true, true, h100};
   TileConfig c = make_tile_config(fp8_paged);
-  EXPECT_EQ(c.smem_bytes, 115792u);
+  EXPECT_FALSE(c.mma_decode);
   EXPECT_EQ(c.raw_stages, 2);
   EXPECT_EQ(c.blocks_per_sm, 1);
   EXPECT_EQ(c.producer_warpgroups, 2);
@@ -127,30 +127,21 @@ TEST(TileConfig, BlocksPerSmKeepToTheSharedMemory) {
   EXPECT_EQ(c.launch_registers, 168);
   EXPECT_TRUE(c.rebalance);
   EXPECT_EQ(c.consumer_registers, 256);
-  // The same with 32-key tiles (the fp8 paged rule): two fit, 128 each;
-  // two producer warpgroups would leave 80, under the 96 that ptxas needs
-  // for D 128's wgmma of O: one.
-  fp8_paged.block_n = 32;
-  c = make_tile_config(fp8_paged);
-  EXPECT_EQ(c.blocks_per_sm, 2);
-  EXPECT_EQ(c.producer_warpgroups, 1);
-  EXPECT_EQ(c.launch_registers, 128);
-  // D 64 (its fp8 paged rule: 64-key tiles, two blocks): two producer
-  // warpgroups at 80 registers, the consumers at 112.
-  TileShape fp8_d64{64, 64, 64, 4, 2, 2, true, true, false, true, true, h100};
-  c = make_tile_config(fp8_d64);
+  // D 96 with 32-key tiles, two blocks: two producer warpgroups at 80
+  // registers, the consumers at 112.
+  TileShape fp8_d96{96, 64, 32, 4, 2, 2, true, true, false, true, true, h100};
+  c = make_tile_config(fp8_d96);
+  EXPECT_EQ(c.smem_bytes, 50256u);
   EXPECT_EQ(c.blocks_per_sm, 2);
   EXPECT_EQ(c.producer_warpgroups, 2);
   EXPECT_EQ(c.launch_registers, 80);
   EXPECT_EQ(c.consumer_registers, 112);
   // Not split-KV (prefill-shaped): one producer warpgroup always.
-  fp8_d64.split_kv = false;
-  EXPECT_EQ(make_tile_config(fp8_d64).producer_warpgroups, 1);
-  fp8_paged.block_n = 64;
+  fp8_d96.split_kv = false;
+  EXPECT_EQ(make_tile_config(fp8_d96).producer_warpgroups, 1);
   // Unknown capacity (0): min_blocks as asked.
-  fp8_paged.block_n = 64;
-  fp8_paged.smem_per_sm = 0;
-  EXPECT_EQ(make_tile_config(fp8_paged).blocks_per_sm, 2);
+  fp8_d96.smem_per_sm = 0;
+  EXPECT_EQ(make_tile_config(fp8_d96).blocks_per_sm, 2);
   // Every spec-shaped config: never more than min_blocks, at least one,
   // and what it says fits does fit.
   for (const Expected& e : kExpected) {
@@ -168,6 +159,56 @@ TEST(TileConfig, BlocksPerSmKeepToTheSharedMemory) {
       }
     }
   }
+}
+
+// The fp8 decode block (split-KV at D 64 and 128 on the warpgroup path):
+// four consumer warps and a producer warp, no rebalancing, a ring of raw
+// tiles of D bytes per row (a swizzled box wide) whose stages round up to
+// a multiple of the warps, the warps' Q tiles past it, their parts over
+// both at the end, and two barriers per stage.
+TEST(TileConfig, Fp8DecodeBlock) {
+  const int h100 = attention::smem_per_sm(90);
+  struct Case {
+    int d, block_n, stages, raw_stages;
+    unsigned smem;
+  };
+  for (const Case& k : {Case{128, 32, 8, 8, 83072u}, Case{128, 32, 2, 4, 50240u},
+                        Case{64, 64, 8, 8, 74880u}, Case{64, 64, 3, 4, 42048u}}) {
+    SCOPED_TRACE("D" + std::to_string(k.d) + " stages " + std::to_string(k.stages));
+    const TileConfig c = make_tile_config(
+        TileShape{k.d, 64, k.block_n, 4, k.stages, 2, true, true, false, true, true, h100});
+    EXPECT_TRUE(c.mma_decode);
+    EXPECT_EQ(c.threads, 160);
+    EXPECT_EQ(c.producer_warpgroups, 0);
+    EXPECT_FALSE(c.rebalance);
+    EXPECT_EQ(c.blocks_per_sm, 2);
+    // Ten warps on four schedulers: three on some quarter of the registers.
+    EXPECT_EQ(c.launch_registers, 168);
+    EXPECT_EQ(c.raw_stages, k.raw_stages);
+    EXPECT_EQ(c.raw_stages % 4, 0);
+    EXPECT_EQ(c.tma_chunk, k.d);
+    EXPECT_EQ(c.swizzle_bytes, k.d);
+    EXPECT_EQ(c.tma_box_bytes, unsigned(k.block_n * k.d));
+    EXPECT_EQ(c.kv_tile_bytes, unsigned(k.block_n * k.d));
+    EXPECT_EQ(c.q_tile_bytes, unsigned(16 * k.d * 2));
+    const unsigned ring = 2u * unsigned(c.raw_stages) * c.kv_tile_bytes + 4u * c.q_tile_bytes;
+    EXPECT_EQ(c.barrier_offset, std::max(ring, 4u * attention::decode_part_bytes(k.d)));
+    EXPECT_EQ(c.smem_bytes, k.smem);
+    EXPECT_EQ(c.smem_bytes, 1024u + c.barrier_offset + 16u * unsigned(c.raw_stages));
+  }
+  // Not at other head dims, nor without split-KV, fp8 K/V or wgmma.
+  TileShape other{96, 64, 32, 4, 2, 2, true, true, false, true, true, h100};
+  EXPECT_FALSE(make_tile_config(other).mma_decode);
+  other.head_dim = 128;
+  EXPECT_TRUE(make_tile_config(other).mma_decode);
+  other.split_kv = false;
+  EXPECT_FALSE(make_tile_config(other).mma_decode);
+  other.split_kv = true;
+  other.kv_fp8 = false;
+  EXPECT_FALSE(make_tile_config(other).mma_decode);
+  other.kv_fp8 = true;
+  other.wgmma = false;
+  EXPECT_FALSE(make_tile_config(other).mma_decode);
 }
 
 TEST(TileConfig, TmaBoxIsOneSwizzleChunkOfBlockNRows) {

@@ -195,6 +195,10 @@ LaunchGrid attention_grid(const AttentionArgs& args, int block_m, bool pack_gqa,
 // head, `rows` keys; rows of `swizzle_bytes` in shared memory.
 struct TmaBox {
   int chunk = 0, rows = 0, swizzle_bytes = 0;
+  // fp8 K/V: the raw rows arrive swizzled, boxes `chunk` bytes wide (the
+  // decode block's layout, TileConfig::mma_decode), instead of unswizzled
+  // rows of D bytes for a converting producer.
+  bool fp8_swizzled = false;
 };
 
 // The value of one of a user spec's own args (a spec that extends the

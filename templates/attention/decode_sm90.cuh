@@ -1,0 +1,501 @@
+// The decode block for an fp8 (e4m3) K/V cache on sm_90a (TileConfig::
+// mma_decode: split-KV, D 64 or 128). A decode's work tile has a few
+// packed rows (the query heads of one kv head) and many keys, so the block
+// spends its time moving K/V, not multiplying: the converting producer of
+// the warpgroup path (raw tile -> producer converts into a second ring ->
+// wgmma) made that a chain of hand-offs per tile, and the H200 showed the
+// consumers waiting for converted K while the converters waited for each
+// other (64 x 8k D128 paged: 0.77 ms against 0.53 ms in bf16, for half
+// the bytes). Here nothing is converted in shared memory:
+//
+// - One producer warp copies each key tile's raw K and V bytes by TMA into
+//   a ring of kStages stages, swizzled as a tile of D / 2 16-bit elements
+//   (SwizzledRows<D / 2>: the TMA's 64 or 128-byte swizzle), which makes
+//   every ldmatrix below conflict-free. A stage's "staged" mbarrier
+//   completes with its bytes, its "empty" one with the release of every
+//   warp that read it.
+// - The consumer warps split the rows into groups of 16 (g = ceil(rows /
+//   16)) and the key tiles among the warps of a group (phases = warps /
+//   g): warp w has the rows of group w % g and the tiles t with (t - first)
+//   % phases == w / g. Each reads its tile's fragments with ldmatrix and
+//   converts them in registers (cvt e4m3x2 -> f16x2, exact), then runs the
+//   m16n8k16 MMAs in fp16 with fp32 accumulation: Q is scaled per row by a
+//   power of two into fp16's range (exact but for elements below 2^-28 of
+//   the row's largest), P is in [0, 1], V is exact.
+// - Q K^T: a K fragment from ldmatrix holds 4 consecutive bytes of D, so
+//   the MMA's reduction index k of step u is D element 16u + 4(k / 2 % 4)
+//   + 2(k / 8) + k % 2, and Q's fragments are loaded in the same order (a
+//   reduction may be summed in any order). P V: ldmatrix.trans gives each
+//   thread two keys of two adjacent D columns; one byte permute splits
+//   them, so n8 block 2u of O holds D columns 16u + 2n and block 2u + 1
+//   columns 16u + 2n + 1. The parts are written back in D order.
+// - At the end the warps of a group combine (max, sum and output of each
+//   phase, through shared memory over the ring) and the group's first warp
+//   runs the shared epilogue for its 16 rows (split-KV parts included).
+// Masks, sinks, soft-cap, spans and a spec's expressions come from the
+// same pieces as the other paths (the m16n8 fragment layout of S is the
+// standard one).
+#pragma once
+
+#include "attention/logits.cuh"
+#include "attention/mask.cuh"
+#include "attention/params.cuh"
+#include "attention/sinks.cuh"
+#include "attention/smem_sm90.cuh"
+#include "attention/softmax.cuh"
+#include "attention/tile_config.cuh"
+#include "common/fp8.cuh"
+#include "common/ptx.cuh"
+#include "common/tma.cuh"
+#include "common/types.cuh"
+
+namespace attnjit {
+namespace attention {
+
+template <class C, class KV>
+struct Fp8DecodeSm90 {
+  using T = typename C::dtype;
+  static constexpr TileConfig kTile = tile_config<C>();
+  static constexpr int D = C::head_dim;
+  static constexpr int BM = C::block_m;
+  static constexpr int BN = C::block_n;
+  static constexpr int kWarps = C::warps;
+  static constexpr int kConsumerThreads = kWarps * 32;
+  static constexpr int kStages = kTile.raw_stages;
+  static constexpr int kScoreBlocks = BN / 8;
+  static constexpr int kOutBlocks = D / 8;
+  static constexpr int kUnits = D / 16;  // 16-byte units of a raw row: the k16 steps of Q K^T
+  static constexpr unsigned kTileBytes = unsigned(BN * D);  // one raw K (or V) tile
+  static constexpr int kRowFloats = D + 4;                  // a part's output row (padded)
+  static constexpr unsigned kQTileBytes = unsigned(16 * D * 2);  // a warp's rows of Q, fp16
+  static constexpr bool kScaleQ = element<T>::is_bf16;      // bf16 q into fp16's range
+  using Raw = SwizzledRows<D / 2>;
+  using QRows = SwizzledRows<D>;
+  using KvSourceType = KV;
+  using Softmax = OnlineSoftmax<kScoreBlocks, kOutBlocks, false>;
+  using RowKeys = typename Mask<C>::RowKeys;
+  static_assert(kTile.mma_decode, "the decode block is TileConfig::mma_decode's");
+  static_assert(BM == 16 * kWarps, "decode block: block_m is 16 rows per consumer warp");
+  static_assert(BN % 16 == 0 && kUnits % 2 == 0, "decode block: 16-key steps, pairs of units");
+  static_assert(kStages % kWarps == 0, "decode block: the ring's stages a multiple of the warps");
+  static_assert(Raw::kSwizzleBytes == kTile.swizzle_bytes,
+                "the raw tiles' swizzle is the TMA box's (tile_config.cuh)");
+  static_assert(decode_part_bytes(D) ==
+                    unsigned(4 * (4 * 32 + 16 * kRowFloats)),
+                "a warp's part as tile_config.cuh counts it");
+  static_assert(16 * SmemRow<D>::kStride * sizeof(T) <= decode_part_bytes(D),
+                "the epilogue's staged rows fit the warp's part");
+
+  // The ring from a 1024-byte aligned base: stage s holds K then V; the
+  // parts overlay it at the end; the barriers follow (tile_config.cuh).
+  struct Smem {
+    unsigned char* raw;
+    unsigned pad;
+    unsigned base;
+
+    __device__ __forceinline__ Smem(unsigned char* smem, unsigned address)
+        : raw(smem), pad((1024u - (address & 1023u)) & 1023u), base(address + pad) {}
+    __device__ __forceinline__ unsigned k(int i) const {
+      return base + unsigned(i % kStages) * 2u * kTileBytes;
+    }
+    __device__ __forceinline__ unsigned v(int i) const { return k(i) + kTileBytes; }
+    // Warp w's 16 rows of Q as fp16 (SwizzledRows<D>, reduction order of the
+    // K fragments), past the ring.
+    __device__ __forceinline__ unsigned q(int w) const {
+      return base + 2u * unsigned(kStages) * kTileBytes + unsigned(w) * kQTileBytes;
+    }
+    __device__ __forceinline__ unsigned staged(int i) const {
+      return base + kTile.barrier_offset + 8u * unsigned(i % kStages);
+    }
+    __device__ __forceinline__ unsigned empty(int i) const {
+      return staged(i) + 8u * unsigned(kStages);
+    }
+    // Warp w's part: 4 x 32 floats (row max and sum of its lanes' two rows),
+    // then 16 output rows of kRowFloats.
+    __device__ __forceinline__ float* part(int w) const {
+      return reinterpret_cast<float*>(raw + pad + w * decode_part_bytes(D));
+    }
+  };
+
+  // Row groups of 16 a work tile's rows take (1 .. kWarps).
+  template <class Work>
+  static __device__ __forceinline__ int groups_of(const Work& work) {
+    const int g = (work.row_end - work.row0 + 15) / 16;
+    return g < 1 ? 1 : g > kWarps ? kWarps : g;
+  }
+
+  // By one thread before the block's barrier.
+  static __device__ __forceinline__ void init(const Smem& sm, int groups) {
+#pragma unroll 1
+    for (int st = 0; st < kStages; ++st) {
+      ptx::mbarrier_init(sm.staged(st), 1);
+      ptx::mbarrier_init(sm.empty(st), unsigned(groups));
+    }
+    ptx::fence_mbarrier_init();
+  }
+
+  // The producer warp's copying lanes (KV::issues_copies): tile first + i
+  // into stage i % kStages once the warps that read the stage's previous
+  // tile released it.
+  static __device__ __forceinline__ void produce(const Smem& sm, const KV& kv, int first, int last,
+                                                 int lane) {
+    if (lane == 0) kv.prefetch_maps();
+#pragma unroll 1
+    for (int kt = first; kt <= last; ++kt) {
+      const int i = kt - first;
+      if (i >= kStages) ptx::mbarrier_wait(sm.empty(i), (unsigned(i / kStages) & 1u) ^ 1u);
+      // The consumers' reads of the stage (generic proxy) before the TMA's
+      // writes (async proxy).
+      ptx::fence_proxy_async_shared();
+      kv.tma_stage_fp8(sm.k(i), sm.v(i), sm.staged(i), kt, lane);
+    }
+  }
+
+  // Two e4m3 bytes (the low half of `two`) as an f16x2 pair.
+  static __device__ __forceinline__ unsigned f16x2_of(unsigned two) {
+    return fp8::e4m3x2_to<types::fp16>(static_cast<unsigned short>(two & 0xffffu));
+  }
+
+  struct Consumer {
+    const Params<T>& prm;
+    const Smem& sm;
+    const int first, last;  // the work tile's key tiles
+    const int tid, warp, lane;
+    const int groups, phases;  // row groups of 16, and warps (phases) per group
+    const int group, phase;    // this warp's
+    int warp_row;              // its group's first row in the work tile
+
+    __device__ __forceinline__ Consumer(const Params<T>& params, const Smem& smem, int first_tile,
+                                        int last_tile, int thread, int groups_count)
+        : prm(params),
+          sm(smem),
+          first(first_tile),
+          last(last_tile),
+          tid(thread),
+          warp(thread / 32),
+          lane(thread % 32),
+          groups(groups_count),
+          phases(kWarps / groups_count),
+          group(warp % groups_count),
+          phase(warp / groups_count) {}
+
+    template <class Epilogue, class Work>
+    __device__ __forceinline__ void run(const Work& work) {
+      warp_row = work.row0 + 16 * group;
+      Softmax softmax;
+      float o[kOutBlocks][4];
+#pragma unroll
+      for (int db = 0; db < kOutBlocks; ++db) o[db][0] = o[db][1] = o[db][2] = o[db][3] = 0.f;
+      softmax.init_empty();
+      // Warps past groups x phases (3 groups of 4 warps) take no tiles.
+      const bool active = phase < phases;
+      if (active) key_loop(work, softmax, o);
+      ptx::named_barrier_sync(1, kConsumerThreads);  // every warp is done with the ring
+      if (active) write_part(softmax, o);
+      ptx::named_barrier_sync(1, kConsumerThreads);
+      if (phase == 0) {
+        float out[kOutBlocks][4];
+        combine(softmax, out);
+        __syncwarp();  // (the epilogue stages its rows over this warp's part)
+        Epilogue::store(prm, work, softmax, out, reinterpret_cast<T*>(sm.part(warp)), warp_row,
+                        lane);
+      }
+      Epilogue::finish_split(prm, work, tid, kConsumerThreads,
+                             [] { ptx::named_barrier_sync(1, kConsumerThreads); });
+    }
+
+   private:
+    template <class Work>
+    __device__ __forceinline__ void key_loop(const Work& work, Softmax& softmax,
+                                             float (&o)[kOutBlocks][4]) {
+      float unscale[2];
+      store_q(work, unscale);
+      RowKeys keys[2];
+      float sink2[2];
+#pragma unroll
+      for (int r = 0; r < 2; ++r) work.row_setup(prm, warp_row + lane / 4 + 8 * r, keys[r], sink2[r]);
+      // The null logit once per row: in the first phase's state (the
+      // combine adds the others), or in the split combine.
+      Sinks<C>::init(softmax, sink2, lane, work.splits == 1 && phase == 0);
+      const float multiplier = LogitScale<C>::score_multiplier(score_scale<C>(prm));
+      const int tail_tile = work.n_k % BN != 0 ? work.n_k / BN : -1;
+#pragma unroll 1
+      for (int kt = first + phase; kt <= last; kt += phases) {
+        const int i = kt - first;
+        ptx::mbarrier_wait(sm.staged(i), unsigned(i / kStages) & 1u);
+        float s[kScoreBlocks][4];
+        scores(s, sm.k(i));
+        if constexpr (kScaleQ) {
+#pragma unroll
+          for (int nb = 0; nb < kScoreBlocks; ++nb) {
+#pragma unroll
+            for (int e = 0; e < 4; ++e) s[nb][e] *= unscale[e / 2];
+          }
+        }
+        to_logits<C>(s, prm, sink2, keys, kt * BN, work.edge_tile(prm, kt),
+                     work.score_tile(prm, kt), lane);
+        softmax.update(s, o, multiplier);
+        if (kt == tail_tile) {
+          accumulate<true>(o, s, sm.v(i), work.n_k - kt * BN);
+        } else {
+          accumulate<false>(o, s, sm.v(i), BN);
+        }
+        __syncwarp();
+        if (lane == 0) ptx::mbarrier_arrive(sm.empty(i));
+      }
+    }
+
+    // Q's rows of this warp's group into its own tile, fp16, each k16 step's
+    // 16 elements in the reduction order of the K fragments (above): the
+    // A fragment of thread (g, c) holds elements 16u + 4c, + 1 (positions
+    // 2c, 2c + 1 of step u) and 16u + 4c + 2, + 3 (positions 8 + 2c,
+    // 9 + 2c), so ldmatrix of the tile gives them. bf16 rows are scaled by
+    // a power of two into [2^14, 2^15) first (`unscale` undoes it on the
+    // scores). Rows past the tile's are zero.
+    template <class Work>
+    __device__ __forceinline__ void store_q(const Work& work, float (&unscale)[2]) const {
+      const int c = lane % 4;
+      const unsigned tile = sm.q(warp);
+#pragma unroll
+      for (int r = 0; r < 2; ++r) {
+        const int row_in_tile = lane / 4 + 8 * r;
+        const int row = warp_row + row_in_tile;
+        const bool valid = row < work.map.rows;
+        const T* src = work.q + (valid ? work.map.position(row) * prm.q_row_stride +
+                                             work.map.head(row) * prm.q_head_stride
+                                       : 0);
+        unsigned words[kUnits][2];
+#pragma unroll
+        for (int u = 0; u < kUnits; ++u) {
+          words[u][0] = words[u][1] = 0u;
+          if (valid) {
+            const uint2 w = *reinterpret_cast<const uint2*>(src + 16 * u + 4 * c);
+            words[u][0] = w.x;
+            words[u][1] = w.y;
+          }
+        }
+        unscale[r] = 1.f;
+        if constexpr (kScaleQ) {
+          float largest = 0.f;
+#pragma unroll
+          for (int u = 0; u < kUnits; ++u) {
+#pragma unroll
+            for (int h = 0; h < 2; ++h) {
+              // |x| of both halves: the sign bits cleared
+              largest = ptx::max(largest, __uint_as_float((words[u][h] << 16) & 0x7fff0000u));
+              largest = ptx::max(largest, __uint_as_float(words[u][h] & 0x7fff0000u));
+            }
+          }
+          largest = ptx::quad_max(largest);
+          // 2^(141 - E) takes [2^(E-127), 2^(E-126)) to [2^14, 2^15); rows
+          // under 2^-112 (zero among them) stay as they are.
+          const unsigned exponent = __float_as_uint(largest) >> 23;
+          float scale = 1.f;
+          if (exponent >= 15u) {
+            scale = __uint_as_float((268u - exponent) << 23);
+            unscale[r] = __uint_as_float((exponent - 14u) << 23);
+          }
+#pragma unroll
+          for (int u = 0; u < kUnits; ++u) {
+#pragma unroll
+            for (int h = 0; h < 2; ++h) {
+              words[u][h] =
+                  element<types::fp16>::pack(__uint_as_float(words[u][h] << 16) * scale,
+                                             __uint_as_float(words[u][h] & 0xffff0000u) * scale);
+            }
+          }
+        }
+#pragma unroll
+        for (int u = 0; u < kUnits; ++u) {
+#pragma unroll
+          for (int h = 0; h < 2; ++h) {
+            st_shared_32(tile + QRows::template offset<16>(row_in_tile, 2 * u + h) + 4 * c,
+                         words[u][h]);
+          }
+        }
+      }
+      __syncwarp();
+    }
+
+    // The A fragments of k16 step u from this warp's Q tile.
+    __device__ __forceinline__ void load_qa(unsigned (&a)[4], int u) const {
+      const int m = lane / 8;
+      ptx::warp_ldmatrix_x4(
+          a, sm.q(warp) + QRows::template offset<16>((m & 1) * 8 + lane % 8, 2 * u + (m >> 1)));
+    }
+
+    static __device__ __forceinline__ void st_shared_32(unsigned addr, unsigned value) {
+      asm volatile("st.shared.u32 [%0], %1;" ::"r"(addr), "r"(value) : "memory");
+    }
+
+    // S = Q K^T of the raw K tile at `tile`: an ldmatrix of four 8 x 8
+    // blocks (keys 16 nb2 .. + 15 by units 2 kk2, 2 kk2 + 1) feeds four MMAs.
+    __device__ __forceinline__ void scores(float (&s)[kScoreBlocks][4], unsigned tile) const {
+#pragma unroll
+      for (int nb = 0; nb < kScoreBlocks; ++nb) s[nb][0] = s[nb][1] = s[nb][2] = s[nb][3] = 0.f;
+      const int m = lane / 8;
+      // (Not unrolled: the fragments of every step at once would not fit
+      // the two blocks' registers.)
+#pragma unroll 1
+      for (int kk2 = 0; kk2 < kUnits / 2; ++kk2) {
+        unsigned qa[2][4];
+        load_qa(qa[0], 2 * kk2);
+        load_qa(qa[1], 2 * kk2 + 1);
+#pragma unroll
+        for (int nb2 = 0; nb2 < BN / 16; ++nb2) {
+          const int key = nb2 * 16 + (m & 1) * 8 + lane % 8;
+          unsigned r[4];
+          ptx::warp_ldmatrix_x4(r, tile + Raw::template offset<BN>(key, kk2 * 2 + (m >> 1)));
+#pragma unroll
+          for (int j = 0; j < 4; ++j) {
+            ptx::warp_mma_16816<false>(s[2 * nb2 + (j & 1)], qa[j >> 1],
+                                       f16x2_of(r[j]), f16x2_of(r[j] >> 16));
+          }
+        }
+      }
+    }
+
+    // O += P V of the raw V tile at `tile`; `valid`: its keys that exist
+    // (the tail tile's rows past them hold stale bytes, NaN among them, and
+    // 0 * NaN is NaN: their B halves are zeroed after conversion).
+    template <bool kTail>
+    __device__ __forceinline__ void accumulate(float (&o)[kOutBlocks][4],
+                                               const float (&s)[kScoreBlocks][4], unsigned tile,
+                                               int valid) const {
+      const int m = lane / 8;
+      const int c = lane % 4;
+#pragma unroll
+      for (int kk = 0; kk < BN / 16; ++kk) {
+        // P of these 16 keys as the A fragment (fp16: P is in [0, 1]).
+        unsigned pa[4];
+        pa[0] = element<types::fp16>::pack(s[2 * kk][0], s[2 * kk][1]);
+        pa[1] = element<types::fp16>::pack(s[2 * kk][2], s[2 * kk][3]);
+        pa[2] = element<types::fp16>::pack(s[2 * kk + 1][0], s[2 * kk + 1][1]);
+        pa[3] = element<types::fp16>::pack(s[2 * kk + 1][2], s[2 * kk + 1][3]);
+        unsigned keep[2] = {0xffffffffu, 0xffffffffu};
+        if constexpr (kTail) {
+#pragma unroll
+          for (int h = 0; h < 2; ++h) {
+            const int key = kk * 16 + 8 * h + 2 * c;
+            keep[h] = (key < valid ? 0x0000ffffu : 0u) | (key + 1 < valid ? 0xffff0000u : 0u);
+          }
+        }
+#pragma unroll
+        for (int u2 = 0; u2 < kUnits / 2; ++u2) {
+          const int key = kk * 16 + (m & 1) * 8 + lane % 8;
+          unsigned r[4];
+          ptx::warp_ldmatrix_x4_trans(r, tile + Raw::template offset<BN>(key, u2 * 2 + (m >> 1)));
+#pragma unroll
+          for (int h = 0; h < 2; ++h) {
+            // r[2h] keys 0-7 of the step, r[2h + 1] keys 8-15, of unit
+            // 2 u2 + h: bytes (key 2c, col 2g), (2c, 2g + 1), (2c + 1, 2g),
+            // (2c + 1, 2g + 1); the permute puts the even column's two keys
+            // low and the odd column's high.
+            const unsigned lo = __byte_perm(r[2 * h], 0u, 0x3120);
+            const unsigned hi = __byte_perm(r[2 * h + 1], 0u, 0x3120);
+            const int u = 2 * u2 + h;
+            ptx::warp_mma_16816<false>(o[2 * u], pa, f16x2_of(lo) & keep[0],
+                                       f16x2_of(hi) & keep[1]);
+            ptx::warp_mma_16816<false>(o[2 * u + 1], pa, f16x2_of(lo >> 16) & keep[0],
+                                       f16x2_of(hi >> 16) & keep[1]);
+          }
+        }
+      }
+    }
+
+    // This warp's state and output into its part, the output in D order.
+    __device__ __forceinline__ void write_part(const Softmax& softmax,
+                                               const float (&o)[kOutBlocks][4]) const {
+      float* part = sm.part(warp);
+      part[lane] = softmax.row_max[0];
+      part[32 + lane] = softmax.row_max[1];
+      part[64 + lane] = softmax.row_sum[0];
+      part[96 + lane] = softmax.row_sum[1];
+      float* rows = part + 128;
+      const int c = lane % 4;
+#pragma unroll
+      for (int r = 0; r < 2; ++r) {
+        float* row = rows + (lane / 4 + 8 * r) * kRowFloats;
+#pragma unroll
+        for (int u = 0; u < kUnits; ++u) {
+          *reinterpret_cast<float4*>(row + 16 * u + 4 * c) =
+              make_float4(o[2 * u][2 * r], o[2 * u + 1][2 * r], o[2 * u][2 * r + 1],
+                          o[2 * u + 1][2 * r + 1]);
+        }
+      }
+    }
+
+    // The group's phases into one state and output (this warp is the
+    // group's first), the output in the standard fragment layout.
+    __device__ __forceinline__ void combine(Softmax& softmax, float (&out)[kOutBlocks][4]) const {
+      float top[2] = {ptx::neg_inf(), ptx::neg_inf()};
+#pragma unroll 1
+      for (int ph = 0; ph < phases; ++ph) {
+        const float* part = sm.part(group + groups * ph);
+        top[0] = ptx::max(top[0], part[lane]);
+        top[1] = ptx::max(top[1], part[32 + lane]);
+      }
+#pragma unroll
+      for (int db = 0; db < kOutBlocks; ++db) out[db][0] = out[db][1] = out[db][2] = out[db][3] = 0.f;
+      float sum[2] = {0.f, 0.f};
+      const int c = lane % 4;
+#pragma unroll 1
+      for (int ph = 0; ph < phases; ++ph) {
+        const float* part = sm.part(group + groups * ph);
+        float weight[2];
+#pragma unroll
+        for (int r = 0; r < 2; ++r) {
+          const float m = part[32 * r + lane];
+          // (a phase that saw no key has -inf and contributes nothing)
+          weight[r] = m == ptx::neg_inf() ? 0.f : ptx::exp2(m - top[r]);
+          sum[r] += weight[r] * part[64 + 32 * r + lane];
+        }
+        const float* rows = part + 128;
+#pragma unroll
+        for (int r = 0; r < 2; ++r) {
+          const float* row = rows + (lane / 4 + 8 * r) * kRowFloats;
+#pragma unroll
+          for (int db = 0; db < kOutBlocks; ++db) {
+            const float2 x = *reinterpret_cast<const float2*>(row + 8 * db + 2 * c);
+            out[db][2 * r] += weight[r] * x.x;
+            out[db][2 * r + 1] += weight[r] * x.y;
+          }
+        }
+      }
+#pragma unroll
+      for (int r = 0; r < 2; ++r) {
+        softmax.row_max[r] = top[r];
+        softmax.row_sum[r] = sum[r];
+      }
+    }
+  };
+};
+
+// The block program: the scheduler's work tile, the ring's barriers, then
+// the producer warp (the last) and the consumer warps.
+template <class C, class Scheduler, class Decode, class Epilogue>
+__device__ void forward_fp8_decode_sm90(const Params<typename C::dtype>& prm) {
+  using KV = typename Decode::KvSourceType;
+  extern __shared__ __align__(1024) unsigned char smem_raw[];
+  const typename Decode::Smem sm(smem_raw, ptx::smem_addr(smem_raw));
+  typename Scheduler::Work work;
+  if (!Scheduler::get(prm, work)) return;
+  const int tid = threadIdx.x;
+  const int warp = tid / 32;
+  const int groups = Decode::groups_of(work);
+  if (tid == 0) Decode::init(sm, groups);
+  __syncthreads();
+  if (warp >= C::warps) {
+    const int lane = tid % 32;
+    if (KV::issues_copies(lane)) {
+      Decode::produce(sm, KV(prm, work), work.range.first_tile, work.range.last_tile, lane);
+    }
+    return;
+  }
+  typename Decode::Consumer consumer(prm, sm, work.range.first_tile, work.range.last_tile, tid,
+                                     groups);
+  consumer.template run<Epilogue>(work);
+}
+
+}  // namespace attention
+}  // namespace attnjit
