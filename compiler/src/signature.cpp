@@ -112,6 +112,10 @@ Signature make_signature(const Spec& spec, const FlagSet& flags, const CompileOp
         from_rule = true;
         continue;
       }
+      if (auto it = spec.tuning.defaults.find(param); it != spec.tuning.defaults.end()) {
+        signature.tuning.emplace_back(param, it->second);
+        continue;
+      }
       throw Error(ErrorKind::kFlags, "tuning param " + detail::quoted(param) +
                                          " is not set by the tuning rule at " + rule->loc.str() +
                                          " and has no override");

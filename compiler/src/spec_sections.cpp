@@ -60,11 +60,24 @@ std::vector<std::string> parse_targets(const SpecReader& reader, const YAML::Nod
   return targets;
 }
 
+// `params`: names, or one-entry maps {name: default} for a param that
+// rules may leave out.
 std::vector<std::string> parse_params(const SpecReader& reader, const Spec& spec,
-                                      const YAML::Node& node) {
+                                      const YAML::Node& node,
+                                      std::map<std::string, int64_t>& defaults) {
   std::vector<std::string> params;
   for (const YAML::Node& item : reader.items(node, "tuning: params")) {
-    const std::string name = reader.identifier(item, "tuning param name");
+    std::string name;
+    if (item.IsMap()) {
+      const std::vector<MapEntry> entries = reader.entries(item, "tuning param with a default", {});
+      if (entries.size() != 1) {
+        reader.fail(item, "a tuning param with a default is one entry, {name: value}");
+      }
+      name = reader.identifier(entries[0], "tuning param name");
+      defaults[name] = reader.integer(entries[0].value, "default of tuning param " + quoted(name));
+    } else {
+      name = reader.identifier(item, "tuning param name");
+    }
     if (std::count(params.begin(), params.end(), name) > 0) {
       reader.fail(item, "tuning param " + quoted(name) + " is declared twice");
     }
@@ -134,7 +147,7 @@ Tuning parse_tuning(const SpecReader& reader, const Spec& spec, const YAML::Node
   const std::vector<MapEntry> entries = reader.entries(node, "tuning", kTuningKeys);
   Tuning tuning;
   if (const MapEntry* entry = find_entry(entries, "params")) {
-    tuning.params = parse_params(reader, spec, entry->value);
+    tuning.params = parse_params(reader, spec, entry->value, tuning.defaults);
   }
   if (const MapEntry* entry = find_entry(entries, "rules")) {
     for (const YAML::Node& item : reader.items(entry->value, "tuning: rules")) {
@@ -155,13 +168,19 @@ std::vector<TuningRule> parse_own_rules(const SpecReader& reader, const Spec& sp
   if (const MapEntry* entry = find_entry(entries, "rules")) {
     for (const YAML::Node& item : reader.items(entry->value, "tuning: rules")) {
       TuningRule rule = parse_rule(reader, spec, spec.tuning.params, item);
-      // A rule of its own must stand alone: it names every param, so that
-      // a missing one fails here and not when a variant first matches it.
+      // A rule of its own must stand alone: it names every param that has
+      // no default, so that a missing one fails here and not when a
+      // variant first matches it.
+      std::vector<std::string> required;
       for (const std::string& param : spec.tuning.params) {
+        if (spec.tuning.defaults.count(param) == 0) required.push_back(param);
+      }
+      for (const std::string& param : required) {
         if (rule.values.count(param) == 0) {
           reader.fail(item, "tuning rule does not set " + quoted(param) +
                                 " (a rule of a spec that extends " + quoted(spec.extends) +
-                                " names every param: " + join(spec.tuning.params, ", ") + ")");
+                                " names every param without a default: " + join(required, ", ") +
+                                ")");
         }
       }
       rules.push_back(std::move(rule));

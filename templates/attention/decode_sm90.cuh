@@ -37,6 +37,7 @@
 // standard one).
 #pragma once
 
+#include "attention/decode_layout.cuh"
 #include "attention/logits.cuh"
 #include "attention/mask.cuh"
 #include "attention/params.cuh"
@@ -69,8 +70,7 @@ struct Fp8DecodeSm90 {
   static constexpr int kRowFloats = D + 4;                  // a part's output row (padded)
   static constexpr unsigned kQTileBytes = unsigned(16 * D * 2);  // a warp's rows of Q, fp16
   static constexpr bool kScaleQ = element<T>::is_bf16;      // bf16 q into fp16's range
-  using Raw = SwizzledRows<D / 2>;
-  using QRows = SwizzledRows<D>;
+  using Layout = DecodeLayout<D, BN>;
   using KvSourceType = KV;
   using Softmax = OnlineSoftmax<kScoreBlocks, kOutBlocks, false>;
   using RowKeys = typename Mask<C>::RowKeys;
@@ -78,7 +78,7 @@ struct Fp8DecodeSm90 {
   static_assert(BM == 16 * kWarps, "decode block: block_m is 16 rows per consumer warp");
   static_assert(BN % 16 == 0 && kUnits % 2 == 0, "decode block: 16-key steps, pairs of units");
   static_assert(kStages % kWarps == 0, "decode block: the ring's stages a multiple of the warps");
-  static_assert(Raw::kSwizzleBytes == kTile.swizzle_bytes,
+  static_assert(Layout::kRawSwizzle == kTile.swizzle_bytes,
                 "the raw tiles' swizzle is the TMA box's (tile_config.cuh)");
   static_assert(decode_part_bytes(D) ==
                     unsigned(4 * (4 * 32 + 16 * kRowFloats)),
@@ -309,8 +309,7 @@ struct Fp8DecodeSm90 {
         for (int u = 0; u < kUnits; ++u) {
 #pragma unroll
           for (int h = 0; h < 2; ++h) {
-            st_shared_32(tile + QRows::template offset<16>(row_in_tile, 2 * u + h) + 4 * c,
-                         words[u][h]);
+            st_shared_32(tile + Layout::q_word(row_in_tile, u, h, c), words[u][h]);
           }
         }
       }
@@ -319,9 +318,7 @@ struct Fp8DecodeSm90 {
 
     // The A fragments of k16 step u from this warp's Q tile.
     __device__ __forceinline__ void load_qa(unsigned (&a)[4], int u) const {
-      const int m = lane / 8;
-      ptx::warp_ldmatrix_x4(
-          a, sm.q(warp) + QRows::template offset<16>((m & 1) * 8 + lane % 8, 2 * u + (m >> 1)));
+      ptx::warp_ldmatrix_x4(a, sm.q(warp) + Layout::q_lane(lane, u));
     }
 
     static __device__ __forceinline__ void st_shared_32(unsigned addr, unsigned value) {
@@ -333,7 +330,6 @@ struct Fp8DecodeSm90 {
     __device__ __forceinline__ void scores(float (&s)[kScoreBlocks][4], unsigned tile) const {
 #pragma unroll
       for (int nb = 0; nb < kScoreBlocks; ++nb) s[nb][0] = s[nb][1] = s[nb][2] = s[nb][3] = 0.f;
-      const int m = lane / 8;
       // (Not unrolled: the fragments of every step at once would not fit
       // the two blocks' registers.)
 #pragma unroll 1
@@ -343,13 +339,13 @@ struct Fp8DecodeSm90 {
         load_qa(qa[1], 2 * kk2 + 1);
 #pragma unroll
         for (int nb2 = 0; nb2 < BN / 16; ++nb2) {
-          const int key = nb2 * 16 + (m & 1) * 8 + lane % 8;
           unsigned r[4];
-          ptx::warp_ldmatrix_x4(r, tile + Raw::template offset<BN>(key, kk2 * 2 + (m >> 1)));
+          ptx::warp_ldmatrix_x4(r, tile + Layout::k_lane(lane, nb2, kk2));
 #pragma unroll
           for (int j = 0; j < 4; ++j) {
-            ptx::warp_mma_16816<false>(s[2 * nb2 + (j & 1)], qa[j >> 1],
-                                       f16x2_of(r[j]), f16x2_of(r[j] >> 16));
+            ptx::warp_mma_16816<false>(s[Layout::k_block(nb2, j)],
+                                       qa[Layout::k_step(kk2, j) - 2 * kk2], f16x2_of(r[j]),
+                                       f16x2_of(r[j] >> 16));
           }
         }
       }
@@ -362,7 +358,6 @@ struct Fp8DecodeSm90 {
     __device__ __forceinline__ void accumulate(float (&o)[kOutBlocks][4],
                                                const float (&s)[kScoreBlocks][4], unsigned tile,
                                                int valid) const {
-      const int m = lane / 8;
       const int c = lane % 4;
 #pragma unroll
       for (int kk = 0; kk < BN / 16; ++kk) {
@@ -375,24 +370,19 @@ struct Fp8DecodeSm90 {
         unsigned keep[2] = {0xffffffffu, 0xffffffffu};
         if constexpr (kTail) {
 #pragma unroll
-          for (int h = 0; h < 2; ++h) {
-            const int key = kk * 16 + 8 * h + 2 * c;
-            keep[h] = (key < valid ? 0x0000ffffu : 0u) | (key + 1 < valid ? 0xffff0000u : 0u);
-          }
+          for (int i = 0; i < 2; ++i) keep[i] = Layout::v_keep(kk, i, c, valid);
         }
 #pragma unroll
         for (int u2 = 0; u2 < kUnits / 2; ++u2) {
-          const int key = kk * 16 + (m & 1) * 8 + lane % 8;
           unsigned r[4];
-          ptx::warp_ldmatrix_x4_trans(r, tile + Raw::template offset<BN>(key, u2 * 2 + (m >> 1)));
+          ptx::warp_ldmatrix_x4_trans(r, tile + Layout::v_lane(lane, kk, u2));
 #pragma unroll
           for (int h = 0; h < 2; ++h) {
             // r[2h] keys 0-7 of the step, r[2h + 1] keys 8-15, of unit
-            // 2 u2 + h: bytes (key 2c, col 2g), (2c, 2g + 1), (2c + 1, 2g),
-            // (2c + 1, 2g + 1); the permute puts the even column's two keys
-            // low and the odd column's high.
-            const unsigned lo = __byte_perm(r[2 * h], 0u, 0x3120);
-            const unsigned hi = __byte_perm(r[2 * h + 1], 0u, 0x3120);
+            // 2 u2 + h; the permute puts the even column's two keys low and
+            // the odd column's high (DecodeLayout).
+            const unsigned lo = __byte_perm(r[2 * h], 0u, Layout::kVPermute);
+            const unsigned hi = __byte_perm(r[2 * h + 1], 0u, Layout::kVPermute);
             const int u = 2 * u2 + h;
             ptx::warp_mma_16816<false>(o[2 * u], pa, f16x2_of(lo) & keep[0],
                                        f16x2_of(hi) & keep[1]);
@@ -403,7 +393,9 @@ struct Fp8DecodeSm90 {
       }
     }
 
-    // This warp's state and output into its part, the output in D order.
+    // This warp's state and output into its part, the output in D order
+    // (DecodeLayout::o_column: thread c's values of unit u are columns
+    // 16u + 4c .. + 3).
     __device__ __forceinline__ void write_part(const Softmax& softmax,
                                                const float (&o)[kOutBlocks][4]) const {
       float* part = sm.part(warp);

@@ -7,6 +7,7 @@
 // K-major operand (Q, K: D is the reduction dim) and, for V, an MN-major one.
 #pragma once
 
+#include "attention/swizzle.cuh"
 #include "attention/tile_config.cuh"
 #include "attention/tile_io.cuh"
 #include "common/ptx.cuh"
@@ -20,7 +21,6 @@ struct SwizzledRows {
   static constexpr int kChunk = swizzle_chunk(kHeadDim);
   static constexpr int kSwizzleBytes = kChunk * 2;
   static constexpr int kUnits = kSwizzleBytes / 16;  // 16-byte units per swizzled row
-  static constexpr int kShift = kUnits == 8 ? 0 : kUnits == 4 ? 1 : 2;
   static constexpr int kUnitsPerRow = kHeadDim / 8;  // 16-byte units per D row
   static_assert(kHeadDim % 16 == 0, "head dim must be a multiple of 16");
 
@@ -28,9 +28,7 @@ struct SwizzledRows {
   // kRows rows.
   template <int kRows>
   static __device__ __forceinline__ unsigned offset(int r, int u) {
-    const int chunk = u / kUnits;
-    const int unit = (u % kUnits) ^ ((r >> kShift) & (kUnits - 1));
-    return static_cast<unsigned>(chunk * kRows * kSwizzleBytes + r * kSwizzleBytes + unit * 16);
+    return swizzled_offset(kRows, kSwizzleBytes, r, u);
   }
 
   // K-major operand (A = Q or B = K): rows [row0, row0 + 8n) of a kRows tile,

@@ -35,6 +35,9 @@ struct TileShape {
   // Blocks walk query tiles in turn (tuning param persistent;
   // TileConfig::persistent says where it applies).
   bool persistent = false;
+  // The fp8 decode block (tuning param decode_mma; TileConfig::mma_decode
+  // says where it applies).
+  bool decode_mma = false;
 };
 
 // Shared memory of one SM that blocks can have, by compute capability
@@ -93,8 +96,9 @@ struct TileConfig {
   // keeps counting across tiles, so the producer loads the next tile's K
   // and V while the consumers store the last one's output.
   bool persistent;
-  // wgmma with fp8 K/V and split-KV at D 64 or 128 (a decode block,
-  // decode_sm90.cuh): no converting producer and no warpgroup MMAs. One
+  // wgmma with fp8 K/V and split-KV at D 64 or 128, tuning param
+  // decode_mma 1 (a decode block, decode_sm90.cuh): no converting producer
+  // and no warpgroup MMAs. One
   // producer warp copies the raw fp8 tiles by TMA, swizzled (tma_chunk and
   // swizzle_bytes count bytes then), into a ring of raw_stages stages; each
   // consumer warp converts its own MMA fragments in registers (m16n8k16 in
@@ -266,7 +270,7 @@ ATTNJIT_TILE_CONSTEXPR TileConfig make_tile_config(const TileShape& shape) {
   c.warpgroups = shape.wgmma ? shape.warps / 4 : 0;
   c.pingpong = shape.pingpong && c.warpgroups > 1;
   c.persistent = shape.persistent && shape.wgmma && !shape.split_kv && !shape.kv_fp8;
-  c.mma_decode = shape.wgmma && shape.kv_fp8 && shape.split_kv &&
+  c.mma_decode = shape.decode_mma && shape.wgmma && shape.kv_fp8 && shape.split_kv &&
                  (shape.head_dim == 64 || shape.head_dim == 128);
   tile_detail::set_threads(c, 1);
   if (c.mma_decode) {
@@ -371,6 +375,18 @@ struct KvFp8<C, decltype(void(C::kv_dtype))> {
   static constexpr bool value = C::kv_dtype == C::kv_dtype_t::fp8_e4m3;
 };
 
+// Whether a generated Config asks for the fp8 decode block (its tuning
+// param decode_mma; false for a Config without one, as the host tests'
+// and a user spec's before the param existed).
+template <class C, class = void>
+struct DecodeMma {
+  static constexpr bool value = false;
+};
+template <class C>
+struct DecodeMma<C, decltype(void(C::decode_mma))> {
+  static constexpr bool value = C::decode_mma != 0;
+};
+
 // The device side: a generated Config's configuration, from its tuning
 // params and the register cap the compile options announce
 // (ATTNJIT_MAX_REGISTERS is defined when one is set).
@@ -389,7 +405,7 @@ ATTNJIT_TILE_CONSTEXPR TileConfig tile_config() {
   return make_tile_config(TileShape{C::head_dim, C::block_m, C::block_n, C::warps, C::stages,
                                     C::min_blocks, C::pack_gqa != 0, C::wgmma != 0, kRegisterCap,
                                     KvFp8<C>::value, C::split_kv, kSmemPerSm, C::pingpong != 0,
-                                    C::persistent != 0});
+                                    C::persistent != 0, DecodeMma<C>::value});
 }
 
 }  // namespace attention

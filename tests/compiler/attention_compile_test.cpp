@@ -10,6 +10,8 @@
 #include <mutex>
 #include <thread>
 
+#include <fmt/format.h>
+
 #include "attnjit/codegen.h"
 #include "attnjit/error.h"
 #include "attnjit/nvrtc.h"
@@ -70,11 +72,7 @@ TEST(AttentionCompile, EveryMatrixVariantCompilesForSm80AndSm90a) {
         const int share = std::min(255, 65536 / (k.resources.threads * blocks) / 8 * 8);
         // (The fp8 decode block has no producer warpgroup and rebalances
         // nothing: tile_config.cuh, mma_decode.)
-        const bool decode_block = sig.tuning_value("wgmma") != 0 &&
-                                  sig.flags.get_name("kv_dtype") == "fp8_e4m3" &&
-                                  sig.flags.get_bool("split_kv") &&
-                                  (sig.flags.get_int("head_dim") == 64 ||
-                                   sig.flags.get_int("head_dim") == 128);
+        const bool decode_block = sig.tuning_value("decode_mma") != 0;
         if (sig.tuning_value("wgmma") != 0 && !decode_block && sig.options.max_registers == 0 &&
             k.resources.registers >= 0 && share < 232 && k.resources.registers != share) {
           problem = "uses " + std::to_string(k.resources.registers) +
@@ -98,6 +96,72 @@ TEST(AttentionCompile, EveryMatrixVariantCompilesForSm80AndSm90a) {
   for (unsigned t = 0; t < n; ++t) threads.emplace_back(worker);
   for (auto& t : threads) t.join();
   std::printf("compiled %zu variants for sm_80 and sm_90a\n", work.size());
+  for (const auto& f : failures) ADD_FAILURE() << f;
+}
+
+// The fp8 decode block (tuning param decode_mma; no rule takes it yet):
+// every flag it serves compiles for sm_90a at the ring depths and key tiles
+// tests/gpu/decode_block_test.cpp runs, as the 160-thread block of two per
+// SM it is meant to be, with no spills (168 registers: ten warps over the
+// four schedulers), and with no warpgroup MMA in it.
+TEST(AttentionCompile, Fp8DecodeBlockCompilesWithoutSpills) {
+  const Spec spec = load_embedded_spec("attention");
+  const CompileOptions options = CompileOptions::from_environment(parse_target("sm_90a"));
+  const char* flag_sets[] = {
+      "causal=true",
+      "causal=true,window=true,sinks=null_logit",
+      "causal=true,window=true,mm_prefix=true,mm_clamp=true,sinks=bias_key0",
+      "causal=true,window=true,mm_prefix=true,return_lse=true",
+      "dtype=fp16,softcap=true,return_lse=true,sinks=null_logit",
+  };
+  std::vector<Signature> work;
+  for (const char* layout : {"contiguous", "paged"}) {
+    for (const int d : {64, 128}) {
+      for (const char* flags : flag_sets) {
+        const int block_n = d == 64 ? 64 : 32;  // (D 128 at 64 keys spills 36-68 B)
+        for (const int stages : {8, 3}) {
+          const std::string text = fmt::format(
+              "{},head_dim={},kv_dtype=fp8_e4m3,split_kv=true,kv_layout={}", flags, d, layout);
+          work.push_back(make_signature(
+              spec, resolve_flags(spec, parse_flag_assignments(spec, text)), options,
+              {{"decode_mma", 1}, {"block_n", block_n}, {"stages", stages}}));
+        }
+      }
+    }
+  }
+  std::atomic<size_t> next{0};
+  std::mutex mutex;
+  std::vector<std::string> failures;
+  auto worker = [&] {
+    for (size_t i = next++; i < work.size(); i = next++) {
+      const Signature& sig = work[i];
+      std::string problem;
+      try {
+        const CompiledKernel k = compile_source(generate_source(spec, sig), sig.options);
+        if (k.resources.threads != 160) {
+          problem = "launches " + std::to_string(k.resources.threads) + " threads, not 160";
+        } else if (k.resources.spill_stores != 0 || k.resources.spill_loads != 0) {
+          problem = "spills " + std::to_string(k.resources.spill_stores) + " B stores, " +
+                    std::to_string(k.resources.spill_loads) + " B loads";
+        } else if (k.resources.registers > 168) {
+          problem = "uses " + std::to_string(k.resources.registers) + " registers";
+        } else if (k.ptx.find("wgmma.mma_async") != std::string::npos) {
+          problem = "has a warpgroup MMA";
+        }
+      } catch (const Error& e) {
+        problem = e.what();
+      }
+      if (!problem.empty()) {
+        std::lock_guard<std::mutex> lock(mutex);
+        failures.push_back(sig.canonical() + ": " + problem);
+      }
+    }
+  };
+  std::vector<std::thread> threads;
+  const unsigned n = std::max(2u, std::thread::hardware_concurrency());
+  for (unsigned t = 0; t < n; ++t) threads.emplace_back(worker);
+  for (auto& t : threads) t.join();
+  EXPECT_EQ(work.size(), 40u);
   for (const auto& f : failures) ADD_FAILURE() << f;
 }
 

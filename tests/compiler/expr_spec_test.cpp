@@ -196,8 +196,9 @@ TEST(ExprSpec, TuneAsErrors) {
 // A spec's own tuning rules come before the extended spec's: the first
 // that matches wins, and a variant none of them matches takes the extended
 // spec's rule as before. tune_as applies to both.
-// Every param of the attention spec's tuning, as a rule of a user spec
-// gives them (192 x 64 tiles on the warpgroup path), and as YAML.
+// Every param of the attention spec's tuning without a default, as a rule
+// of a user spec gives them (192 x 64 tiles on the warpgroup path), and as
+// YAML.
 const std::vector<std::pair<std::string, int64_t>> kEveryParamValues = {
     {"block_m", 192}, {"block_n", 64},   {"warps", 12},     {"stages", 3},
     {"min_blocks", 1}, {"pack_gqa", 1},  {"wgmma", 1},      {"split_keys", 0},
@@ -224,7 +225,10 @@ TEST(ExprSpec, OwnTuningRulesComeFirst) {
   const auto tiles = [&](const Spec& spec, std::map<std::string, FlagValue> given) {
     return make_signature(spec, resolve_flags(spec, given), options).tuning;
   };
-  EXPECT_EQ(tiles(own, {{"head_dim", int64_t{128}}}), kEveryParamValues);
+  // (decode_mma has a default, which the rule takes.)
+  std::vector<std::pair<std::string, int64_t>> expected = kEveryParamValues;
+  expected.emplace_back("decode_mma", 0);
+  EXPECT_EQ(tiles(own, {{"head_dim", int64_t{128}}}), expected);
   // Not matched by its rule: the extended spec's, as for the built-in flags.
   for (const auto& given : std::vector<std::map<std::string, FlagValue>>{
            {{"head_dim", int64_t{64}}},
@@ -242,8 +246,8 @@ TEST(ExprSpec, OwnTuningRuleErrors) {
             "extends gives rules only");
   EXPECT_EQ(spec_error(head + "tuning:\n  rules:\n    - {block_m: 64}\n"),
             "t.yaml:9:7: tuning rule does not set 'block_n' (a rule of a spec that extends "
-            "'attention' names every param: block_m, block_n, warps, stages, min_blocks, "
-            "pack_gqa, wgmma, split_keys, pingpong, persistent)");
+            "'attention' names every param without a default: block_m, block_n, warps, "
+            "stages, min_blocks, pack_gqa, wgmma, split_keys, pingpong, persistent)");
   EXPECT_EQ(spec_error(head + "tuning:\n  rules:\n    - {block_mm: 64}\n"),
             "t.yaml:9:8: unknown key 'block_mm' in tuning rule (did you mean 'block_m'?)");
   EXPECT_EQ(spec_error(head + "tuning:\n  rules:\n    - {when: {head_dm: [128]}}\n"),

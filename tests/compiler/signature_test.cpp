@@ -104,6 +104,27 @@ TEST(Signature, OverridesWin) {
             "tuning param 'block_threads': 1099511627776 is out of range for a 32-bit int");
 }
 
+// A param declared with a default ({name: value} in `params`) takes it in a
+// rule that does not set it; a rule's value and an override win over it.
+TEST(Signature, ParamsWithDefaults) {
+  const Spec spec = parse_spec(
+      "family: f\ntemplate: testing/axpy.cuh\nentry: f\n"
+      "flags:\n  k: {type: int, values: [1, 2], default: 1}\n"
+      "tuning:\n  params: [bm, {bn: 16}]\n  rules:\n    - {when: {k: 1}, bm: 64}\n"
+      "    - {bm: 32, bn: 8}\n",
+      "f.yaml");
+  EXPECT_EQ(spec.tuning.params, (std::vector<std::string>{"bm", "bn"}));
+  EXPECT_EQ(spec.tuning.defaults, (std::map<std::string, int64_t>{{"bn", 16}}));
+  const auto tuning = [&](int64_t k, const std::map<std::string, int64_t>& overrides) {
+    return make_signature(spec, resolve_flags(spec, {{"k", k}}), options_for("sm_80"), overrides)
+        .tuning;
+  };
+  using Tuning = std::vector<std::pair<std::string, int64_t>>;
+  EXPECT_EQ(tuning(1, {}), (Tuning{{"bm", 64}, {"bn", 16}}));
+  EXPECT_EQ(tuning(2, {}), (Tuning{{"bm", 32}, {"bn", 8}}));
+  EXPECT_EQ(tuning(1, {{"bn", 4}}), (Tuning{{"bm", 64}, {"bn", 4}}));
+}
+
 TEST(Signature, UnsetParamsAreErrors) {
   const Spec spec = parse_spec(
       "family: f\ntemplate: testing/axpy.cuh\nentry: f\n"

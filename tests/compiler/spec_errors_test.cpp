@@ -251,6 +251,15 @@ TEST(SpecErrors, Tuning) {
             "t.yaml:13:15: unknown flag 'hed_dim' in tuning rule (did you mean 'head_dim'?)");
   EXPECT_EQ(spec_error(kBase + "tuning:\n  params: [bm]\n  rules:\n    - {bm: 6.5}\n"),
             "t.yaml:13:12: tuning param 'bm' must be an integer, got '6.5'");
+  // A param with a default: one entry, an integer, and the same names.
+  EXPECT_EQ(spec_error(kBase + "tuning: {params: [{bm: 1, bn: 2}]}\n"),
+            "t.yaml:10:19: a tuning param with a default is one entry, {name: value}");
+  EXPECT_EQ(spec_error(kBase + "tuning: {params: [{bm: x}]}\n"),
+            "t.yaml:10:24: default of tuning param 'bm' must be an integer, got 'x'");
+  EXPECT_EQ(spec_error(kBase + "tuning: {params: [{causal: 0}]}\n"),
+            "t.yaml:10:19: tuning param 'causal' collides with flag 'causal'");
+  EXPECT_EQ(spec_error(kBase + "tuning: {params: [bm, {bm: 0}]}\n"),
+            "t.yaml:10:23: tuning param 'bm' is declared twice");
 }
 
 TEST(SpecErrors, Presets) {

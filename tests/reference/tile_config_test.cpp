@@ -161,7 +161,8 @@ TEST(TileConfig, BlocksPerSmKeepToTheSharedMemory) {
   }
 }
 
-// The fp8 decode block (split-KV at D 64 and 128 on the warpgroup path):
+// The fp8 decode block (tuning param decode_mma; split-KV at D 64 and 128
+// on the warpgroup path):
 // four consumer warps and a producer warp, no rebalancing, a ring of raw
 // tiles of D bytes per row (a swizzled box wide) whose stages round up to
 // a multiple of the warps, the warps' Q tiles past it, their parts over
@@ -175,8 +176,9 @@ TEST(TileConfig, Fp8DecodeBlock) {
   for (const Case& k : {Case{128, 32, 8, 8, 83072u}, Case{128, 32, 2, 4, 50240u},
                         Case{64, 64, 8, 8, 74880u}, Case{64, 64, 3, 4, 42048u}}) {
     SCOPED_TRACE("D" + std::to_string(k.d) + " stages " + std::to_string(k.stages));
-    const TileConfig c = make_tile_config(
-        TileShape{k.d, 64, k.block_n, 4, k.stages, 2, true, true, false, true, true, h100});
+    TileShape shape{k.d, 64, k.block_n, 4, k.stages, 2, true, true, false, true, true, h100};
+    shape.decode_mma = true;
+    const TileConfig c = make_tile_config(shape);
     EXPECT_TRUE(c.mma_decode);
     EXPECT_EQ(c.threads, 160);
     EXPECT_EQ(c.producer_warpgroups, 0);
@@ -196,8 +198,12 @@ TEST(TileConfig, Fp8DecodeBlock) {
     EXPECT_EQ(c.smem_bytes, k.smem);
     EXPECT_EQ(c.smem_bytes, 1024u + c.barrier_offset + 16u * unsigned(c.raw_stages));
   }
-  // Not at other head dims, nor without split-KV, fp8 K/V or wgmma.
-  TileShape other{96, 64, 32, 4, 2, 2, true, true, false, true, true, h100};
+  // Not unless asked (decode_mma), at other head dims, nor without
+  // split-KV, fp8 K/V or wgmma.
+  TileShape other{128, 64, 32, 4, 2, 2, true, true, false, true, true, h100};
+  EXPECT_FALSE(make_tile_config(other).mma_decode);
+  other.decode_mma = true;
+  other.head_dim = 96;
   EXPECT_FALSE(make_tile_config(other).mma_decode);
   other.head_dim = 128;
   EXPECT_TRUE(make_tile_config(other).mma_decode);

@@ -75,6 +75,10 @@ struct TuningRule {
 
 struct Tuning {
   std::vector<std::string> params;  // declaration order
+  // Params declared with a default (`{name: value}` in `params`): the value
+  // of a rule that does not set them, so rules written before a param was
+  // added keep working.
+  std::map<std::string, int64_t> defaults;
   std::vector<TuningRule> rules;
 };
 

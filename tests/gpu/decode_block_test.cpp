@@ -1,0 +1,105 @@
+// The fp8 decode block (tuning param decode_mma, templates/attention/
+// decode_sm90.cuh) on every flag it serves: split-KV variants over e4m3
+// K/V at D 64 and 128, contiguous and paged, bf16 and fp16 q, causal or
+// not, windows, both sink modes, soft-cap, LSE and multimodal spans with
+// and without the clamp, each on the standard shapes (decodes with splits
+// forced to 1, 2 and the most, ragged batches, pages of 16, rows of one
+// and of several row groups) against the reference. No rule takes the
+// block yet; this is what a rule that does must pass first, in each of
+// the ring depths and key tiles it may use.
+#include <gtest/gtest.h>
+
+#include <map>
+#include <string>
+
+#include <fmt/format.h>
+
+#include "attnjit/selfcheck.h"
+#include "gpu/gpu_test_util.h"
+
+namespace attnjit {
+namespace {
+
+struct DecodeCase {
+  AttentionFlags flags;
+  std::map<std::string, int64_t> tuning;
+};
+
+std::vector<DecodeCase> decode_cases() {
+  std::vector<DecodeCase> cases;
+  for (const KvLayout layout : {KvLayout::kContiguous, KvLayout::kPaged}) {
+    for (const int d : {64, 128}) {
+      AttentionFlags base;
+      base.head_dim = d;
+      base.kv_dtype = KvDType::kFp8E4M3;
+      base.kv_layout = layout;
+      base.split_kv = true;
+      std::vector<AttentionFlags> flag_sets;
+      AttentionFlags plain = base;
+      plain.causal = true;
+      flag_sets.push_back(plain);
+      AttentionFlags oss = plain;
+      oss.window = true;
+      oss.sinks = SinkMode::kNullLogit;
+      flag_sets.push_back(oss);
+      AttentionFlags spans = plain;
+      spans.window = spans.mm_prefix = spans.mm_clamp = true;
+      spans.sinks = SinkMode::kBiasKey0;
+      flag_sets.push_back(spans);
+      AttentionFlags open = spans;
+      open.mm_clamp = false;
+      open.sinks = SinkMode::kNone;
+      open.return_lse = true;
+      flag_sets.push_back(open);
+      AttentionFlags cap = base;
+      cap.dtype = DType::kFP16;
+      cap.softcap = cap.return_lse = true;
+      cap.sinks = SinkMode::kNullLogit;
+      flag_sets.push_back(cap);
+      for (const AttentionFlags& f : flag_sets) {
+        // The ring and key tile a rule would take, and a shallower ring
+        // (3 stages round up to 4, a multiple of the four warps). D 128 at
+        // 64-key tiles spills (tests/compiler/attention_compile_test.cpp).
+        const int block_n = d == 64 ? 64 : 32;
+        cases.push_back({f, {{"decode_mma", 1}, {"block_n", block_n}, {"stages", 8}}});
+        cases.push_back({f, {{"decode_mma", 1}, {"block_n", block_n}, {"stages", 3}}});
+      }
+    }
+  }
+  return cases;
+}
+
+class DecodeBlock : public ::testing::TestWithParam<DecodeCase> {};
+
+TEST_P(DecodeBlock, MatchesTheReferenceOnEveryShape) {
+  ATTNJIT_REQUIRE_GPU();
+  if (current_device_target() != parse_target("sm_90a")) {
+    GTEST_SKIP() << "the fp8 decode block is an sm_90a (warpgroup path) tuning";
+  }
+  const DecodeCase& c = GetParam();
+  std::string config;
+  for (const auto& [k, v] : c.tuning) config += fmt::format("{}={} ", k, v);
+  for (const CheckShape& shape : standard_check_shapes(c.flags)) {
+    const uint64_t seed = testing::fresh_seed();
+    const CheckResult r =
+        check_attention(c.flags, shape, seed, KernelCache::global(), std::nullopt, c.tuning);
+    const std::string line =
+        fmt::format("{} [{}] {:<22} o_err={:.3e} lse_err={:.3e} written={} seed={}",
+                    testing::flags_name(c.flags), config, shape.name, r.o_error, r.lse_error,
+                    r.output_written, seed);
+    std::printf("%s\n", line.c_str());
+    std::fflush(stdout);
+    EXPECT_TRUE(r.passed(error_bound(c.flags.dtype))) << line;
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Fp8, DecodeBlock, ::testing::ValuesIn(decode_cases()),
+                         [](const ::testing::TestParamInfo<DecodeCase>& info) {
+                           const auto& t = info.param.tuning;
+                           return testing::flags_name(info.param.flags) + "_n" +
+                                  std::to_string(t.at("block_n")) + "_s" +
+                                  std::to_string(t.at("stages"));
+                         });
+
+}  // namespace
+}  // namespace attnjit

@@ -1,0 +1,329 @@
+// The fp8 decode block's data path (templates/attention/decode_sm90.cuh)
+// on the host: its layout (decode_layout.cuh, the kernel's own index
+// arithmetic) run on models of the hardware written from the PTX manual,
+// not from the kernel: the TMA's swizzled writes, ldmatrix (plain and
+// .trans), the byte permute, e4m3 -> f16x2 and mma.sync m16n8k16's
+// fragment layouts. One warp's Q K^T and P V over a raw tile must come out
+// as the plain products, element by element, for every head dim and key
+// tile the block takes, and a tail tile's missing keys must not reach O
+// even when their bytes are NaN. No GPU.
+#include <gtest/gtest.h>
+
+#include <array>
+#include <cmath>
+#include <cstdint>
+#include <cstring>
+#include <random>
+#include <vector>
+
+#include "attention/decode_layout.cuh"
+#include "attnjit/selfcheck.h"
+
+namespace attnjit {
+namespace {
+
+using Regs = std::array<std::array<uint32_t, 4>, 32>;  // per lane, four registers
+
+// fp16 of a value fp16 holds exactly as a normal number (or zero); the
+// test's values are chosen so.
+uint16_t f16_bits(float x) {
+  if (x == 0.f) return std::signbit(x) ? 0x8000 : 0;
+  int e = 0;
+  const float m = std::frexp(std::fabs(x), &e);  // x = m 2^e, m in [0.5, 1)
+  const int exponent = e - 1 + 15;
+  const float mantissa = (m * 2.f - 1.f) * 1024.f;
+  EXPECT_TRUE(exponent >= 1 && exponent <= 30 && mantissa == std::floor(mantissa)) << x;
+  return uint16_t((x < 0 ? 0x8000 : 0) | (exponent << 10) | int(mantissa));
+}
+
+float f16_value(uint16_t bits) {
+  const int exponent = (bits >> 10) & 31;
+  const int mantissa = bits & 1023;
+  float v = exponent == 0 ? std::ldexp(float(mantissa), -24)
+                          : std::ldexp(float(1024 + mantissa), exponent - 25);
+  if (exponent == 31) v = mantissa ? NAN : INFINITY;
+  return (bits & 0x8000) ? -v : v;
+}
+
+uint32_t f16x2(float lo, float hi) { return f16_bits(lo) | (uint32_t(f16_bits(hi)) << 16); }
+
+// cvt.rn.f16x2.e4m3x2 of the low 16 bits: the low byte into the low half.
+uint32_t e4m3x2_to_f16x2(uint32_t two) {
+  const float lo = e4m3_to_float(uint8_t(two & 0xff));
+  const float hi = e4m3_to_float(uint8_t((two >> 8) & 0xff));
+  const auto half = [](float x) { return std::isnan(x) ? uint16_t(0x7e00) : f16_bits(x); };
+  return half(lo) | (uint32_t(half(hi)) << 16);
+}
+
+// __byte_perm(x, 0, selector).
+uint32_t byte_perm(uint32_t x, uint32_t selector) {
+  uint32_t r = 0;
+  for (int i = 0; i < 4; ++i) {
+    const uint32_t pick = (selector >> (4 * i)) & 7;
+    const uint32_t byte = pick < 4 ? (x >> (8 * pick)) & 0xff : 0;
+    r |= byte << (8 * i);
+  }
+  return r;
+}
+
+uint32_t word_at(const std::vector<uint8_t>& smem, unsigned address) {
+  uint32_t w;
+  std::memcpy(&w, smem.data() + address, 4);
+  return w;
+}
+
+uint16_t half_at(const std::vector<uint8_t>& smem, unsigned address) {
+  uint16_t h;
+  std::memcpy(&h, smem.data() + address, 2);
+  return h;
+}
+
+// ldmatrix.sync.aligned.m8n8.x4(.trans).b16: lane 8j + i gives the address
+// of row i of matrix j (16 bytes: eight b16 elements). Without .trans
+// thread t gets elements (row t / 4, cols 2 (t % 4), + 1) of each matrix;
+// with it (rows 2 (t % 4), + 1, col t / 4), the first in the low half.
+Regs ldmatrix_x4(const std::vector<uint8_t>& smem, const std::array<unsigned, 32>& rows,
+                 bool trans) {
+  Regs r{};
+  for (int t = 0; t < 32; ++t) {
+    for (int j = 0; j < 4; ++j) {
+      if (!trans) {
+        r[t][j] = word_at(smem, rows[8 * j + t / 4] + 4 * (t % 4));
+      } else {
+        const unsigned col = 2 * (t / 4);
+        r[t][j] = half_at(smem, rows[8 * j + 2 * (t % 4)] + col) |
+                  (uint32_t(half_at(smem, rows[8 * j + 2 * (t % 4) + 1] + col)) << 16);
+      }
+    }
+  }
+  return r;
+}
+
+// mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32, d += a b: A 16 x 16
+// (a0: row g, k 2c, 2c + 1; a1: row g + 8; a2: k + 8; a3: both), B 16 x 8
+// (b0: k 2c, 2c + 1 of column g; b1: k + 8), D (d0, d1: row g, columns
+// 2c, 2c + 1; d2, d3: row g + 8), g = lane / 4, c = lane % 4.
+void mma(std::array<std::array<float, 4>, 32>& d, const Regs& a, int a_reg,
+         const std::array<std::array<uint32_t, 2>, 32>& b) {
+  float A[16][16], B[16][8];
+  for (int t = 0; t < 32; ++t) {
+    const int g = t / 4, c = t % 4;
+    for (int i = 0; i < 4; ++i) {
+      const uint32_t w = a[t][a_reg + i];
+      const int row = g + 8 * (i & 1), k = 2 * c + 8 * (i >> 1);
+      A[row][k] = f16_value(uint16_t(w & 0xffff));
+      A[row][k + 1] = f16_value(uint16_t(w >> 16));
+    }
+    for (int i = 0; i < 2; ++i) {
+      const uint32_t w = b[t][i];
+      B[2 * c + 8 * i][g] = f16_value(uint16_t(w & 0xffff));
+      B[2 * c + 8 * i + 1][g] = f16_value(uint16_t(w >> 16));
+    }
+  }
+  for (int t = 0; t < 32; ++t) {
+    const int g = t / 4, c = t % 4;
+    for (int i = 0; i < 4; ++i) {
+      const int row = g + 8 * (i / 2), col = 2 * c + i % 2;
+      double sum = d[t][i];
+      for (int k = 0; k < 16; ++k) sum += double(A[row][k]) * B[k][col];
+      d[t][i] = float(sum);
+    }
+  }
+}
+
+// The TMA's write of raw rows of `row_bytes` into a 1024-byte aligned tile
+// with the 128/64/32-byte swizzle: 16-byte unit bits [4, 4 + b) of a byte's
+// address XOR address bits [7, 7 + b), b = 3, 2, 1.
+unsigned tma_swizzled(unsigned address, int swizzle_bytes) {
+  const unsigned bits = swizzle_bytes == 128 ? 7u : swizzle_bytes == 64 ? 3u : 1u;
+  return address ^ (((address >> 7) & bits) << 4);
+}
+
+template <int D, int BN>
+void check_decode_layout(std::mt19937& rng) {
+  using L = attention::DecodeLayout<D, BN>;
+  static_assert(D <= 128, "one box wide");
+  constexpr unsigned kTile = BN * D;
+  // Q: 16 rows of multiples of 1/64 (exact in fp16); K, V: e4m3 codes that
+  // are not NaN; P: multiples of 1/256 in [0, 1].
+  std::uniform_int_distribution<int> small(-64, 64), code(0, 255), prob(0, 256);
+  std::vector<float> q(16 * D), p(16 * BN);
+  std::vector<uint8_t> k8(kTile), v8(kTile);
+  for (float& x : q) x = small(rng) / 64.f;
+  for (float& x : p) x = prob(rng) / 256.f;
+  for (auto* bytes : {&k8, &v8}) {
+    for (uint8_t& b : *bytes) {
+      do b = uint8_t(code(rng));
+      while ((b & 0x7f) == 0x7f);
+    }
+  }
+  // Shared memory: the K tile, the V tile (each by the TMA model, with
+  // the box's swizzle), the warp's Q tile (by the kernel's own stores).
+  std::vector<uint8_t> smem(2 * kTile + 16 * D * 2 + 64, 0);
+  const unsigned k_base = 0, v_base = kTile, q_base = 2 * kTile;
+  for (int key = 0; key < BN; ++key) {
+    for (int d = 0; d < D; ++d) {
+      const unsigned at = tma_swizzled(unsigned(key * D + d), L::kRawSwizzle);
+      smem[k_base + at] = k8[key * D + d];
+      smem[v_base + at] = v8[key * D + d];
+    }
+  }
+  // The layout's raw() must name the same bytes the TMA wrote.
+  for (int key = 0; key < BN; ++key) {
+    for (int u = 0; u < D / 16; ++u) {
+      ASSERT_EQ(L::raw(key, u), tma_swizzled(unsigned(key * D + 16 * u), L::kRawSwizzle))
+          << "D " << D << " key " << key << " unit " << u;
+    }
+  }
+  for (int t = 0; t < 32; ++t) {
+    const int g = t / 4, c = t % 4;
+    for (int r = 0; r < 2; ++r) {
+      const int row = g + 8 * r;
+      for (int u = 0; u < D / 16; ++u) {
+        for (int h = 0; h < 2; ++h) {
+          const int d = 16 * u + 4 * c + 2 * h;
+          const uint32_t w = f16x2(q[row * D + d], q[row * D + d + 1]);
+          std::memcpy(smem.data() + q_base + L::q_word(row, u, h, c), &w, 4);
+        }
+      }
+    }
+  }
+
+  // S = Q K^T as scores() computes it.
+  std::vector<std::array<std::array<float, 4>, 32>> s(BN / 8);
+  for (auto& block : s) {
+    for (auto& lane : block) lane.fill(0.f);
+  }
+  for (int kk2 = 0; kk2 < D / 32; ++kk2) {
+    std::array<unsigned, 32> rows{};
+    for (int t = 0; t < 32; ++t) rows[t] = q_base + L::q_lane(t, 2 * kk2);
+    const Regs qa0 = ldmatrix_x4(smem, rows, false);
+    for (int t = 0; t < 32; ++t) rows[t] = q_base + L::q_lane(t, 2 * kk2 + 1);
+    const Regs qa1 = ldmatrix_x4(smem, rows, false);
+    for (int nb2 = 0; nb2 < BN / 16; ++nb2) {
+      for (int t = 0; t < 32; ++t) rows[t] = k_base + L::k_lane(t, nb2, kk2);
+      const Regs kr = ldmatrix_x4(smem, rows, false);
+      for (int j = 0; j < 4; ++j) {
+        std::array<std::array<uint32_t, 2>, 32> b{};
+        for (int t = 0; t < 32; ++t) {
+          b[t] = {e4m3x2_to_f16x2(kr[t][j] & 0xffff), e4m3x2_to_f16x2(kr[t][j] >> 16)};
+        }
+        const int step = L::k_step(kk2, j) - 2 * kk2;
+        mma(s[L::k_block(nb2, j)], step == 0 ? qa0 : qa1, 0, b);
+      }
+    }
+  }
+  for (int t = 0; t < 32; ++t) {
+    const int g = t / 4, c = t % 4;
+    for (int nb = 0; nb < BN / 8; ++nb) {
+      for (int e = 0; e < 4; ++e) {
+        const int row = g + 8 * (e / 2), key = 8 * nb + 2 * c + e % 2;
+        double want = 0;
+        for (int d = 0; d < D; ++d) want += double(q[row * D + d]) * e4m3_to_float(k8[key * D + d]);
+        ASSERT_NEAR(s[nb][t][e], want, 1e-4 * (1 + std::fabs(want)))
+            << "D " << D << " BN " << BN << " S row " << row << " key " << key;
+      }
+    }
+  }
+
+  // O = P V as accumulate() computes it, over every key and over a tail
+  // whose missing keys hold NaN.
+  for (const int valid : {BN, BN - 5, 1}) {
+    std::vector<uint8_t> vmem = smem;
+    for (int key = valid; key < BN; ++key) {
+      for (int d = 0; d < D; ++d) {
+        vmem[v_base + tma_swizzled(unsigned(key * D + d), L::kRawSwizzle)] = 0x7f;  // NaN
+      }
+    }
+    std::vector<std::array<std::array<float, 4>, 32>> o(D / 8);
+    for (auto& block : o) {
+      for (auto& lane : block) lane.fill(0.f);
+    }
+    for (int kk = 0; kk < BN / 16; ++kk) {
+      Regs pa{};
+      for (int t = 0; t < 32; ++t) {
+        const int g = t / 4, c = t % 4;
+        const auto at = [&](int row, int key) { return p[row * BN + key]; };
+        const int k0 = 16 * kk + 2 * c;
+        pa[t] = {f16x2(at(g, k0), at(g, k0 + 1)), f16x2(at(g + 8, k0), at(g + 8, k0 + 1)),
+                 f16x2(at(g, k0 + 8), at(g, k0 + 9)), f16x2(at(g + 8, k0 + 8), at(g + 8, k0 + 9))};
+      }
+      for (int u2 = 0; u2 < D / 32; ++u2) {
+        std::array<unsigned, 32> rows{};
+        for (int t = 0; t < 32; ++t) rows[t] = v_base + L::v_lane(t, kk, u2);
+        const Regs vr = ldmatrix_x4(vmem, rows, true);
+        for (int h = 0; h < 2; ++h) {
+          std::array<std::array<uint32_t, 2>, 32> even{}, odd{};
+          for (int t = 0; t < 32; ++t) {
+            const int c = t % 4;
+            const uint32_t lo = byte_perm(vr[t][2 * h], L::kVPermute);
+            const uint32_t hi = byte_perm(vr[t][2 * h + 1], L::kVPermute);
+            const uint32_t keep0 = valid < BN ? L::v_keep(kk, 0, c, valid) : ~0u;
+            const uint32_t keep1 = valid < BN ? L::v_keep(kk, 1, c, valid) : ~0u;
+            even[t] = {e4m3x2_to_f16x2(lo & 0xffff) & keep0, e4m3x2_to_f16x2(hi & 0xffff) & keep1};
+            odd[t] = {e4m3x2_to_f16x2(lo >> 16) & keep0, e4m3x2_to_f16x2(hi >> 16) & keep1};
+          }
+          const int u = 2 * u2 + h;
+          mma(o[2 * u], pa, 0, even);
+          mma(o[2 * u + 1], pa, 0, odd);
+        }
+      }
+    }
+    for (int t = 0; t < 32; ++t) {
+      const int g = t / 4, c = t % 4;
+      for (int block = 0; block < D / 8; ++block) {
+        for (int e = 0; e < 4; ++e) {
+          const int row = g + 8 * (e / 2), col = L::o_column(block, 2 * c + e % 2);
+          double want = 0;
+          for (int key = 0; key < valid; ++key) {
+            want += double(p[row * BN + key]) * e4m3_to_float(v8[key * D + col]);
+          }
+          ASSERT_NEAR(o[block][t][e], want, 1e-4 * (1 + std::fabs(want)))
+              << "D " << D << " BN " << BN << " valid " << valid << " O row " << row << " col "
+              << col;
+        }
+      }
+    }
+  }
+  // write_part's grouping: thread c's values of unit u are columns 16u + 4c
+  // .. + 3 in the order (2u, 2c), (2u + 1, 2c), (2u, 2c + 1), (2u + 1, 2c + 1).
+  for (int u = 0; u < D / 16; ++u) {
+    for (int c = 0; c < 4; ++c) {
+      EXPECT_EQ(L::o_column(2 * u, 2 * c), 16 * u + 4 * c);
+      EXPECT_EQ(L::o_column(2 * u + 1, 2 * c), 16 * u + 4 * c + 1);
+      EXPECT_EQ(L::o_column(2 * u, 2 * c + 1), 16 * u + 4 * c + 2);
+      EXPECT_EQ(L::o_column(2 * u + 1, 2 * c + 1), 16 * u + 4 * c + 3);
+    }
+  }
+}
+
+TEST(DecodeLayout, OneWarpsProductsOnModelsOfTheHardware) {
+  std::mt19937 rng(20261201);
+  for (int trial = 0; trial < 3; ++trial) {
+    check_decode_layout<128, 32>(rng);
+    check_decode_layout<128, 64>(rng);
+    check_decode_layout<64, 64>(rng);
+    check_decode_layout<64, 32>(rng);
+  }
+}
+
+// The swizzle arithmetic every swizzled tile shares (SwizzledRows too) is
+// the TMA's, for each width, across chunks of a D 256 row.
+TEST(DecodeLayout, SwizzledOffsetIsTheTmasSwizzle) {
+  for (const int swizzle : {128, 64, 32}) {
+    const int units = swizzle / 16;
+    for (int r = 0; r < 64; ++r) {
+      for (int u = 0; u < units; ++u) {
+        EXPECT_EQ(attention::swizzled_offset(64, swizzle, r, u),
+                  tma_swizzled(unsigned(r * swizzle + 16 * u), swizzle))
+            << swizzle << " " << r << " " << u;
+      }
+      // Unit u of a later chunk: the chunk's own region, the same pattern.
+      EXPECT_EQ(attention::swizzled_offset(64, swizzle, r, units + 1),
+                64u * unsigned(swizzle) + attention::swizzled_offset(64, swizzle, r, 1));
+    }
+  }
+}
+
+}  // namespace
+}  // namespace attnjit
