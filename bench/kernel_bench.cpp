@@ -359,6 +359,7 @@ int main(int argc, char** argv) {
     f.sinks = pr.sinks;
     f.mm_prefix = f.mm_clamp = pr.spans;
     f.split_kv = decode;
+    if (pr.kv_fp8) f.kv_dtype = KvDType::kFp8E4M3;
     auto kernel = AttentionKernel::get(f);
     // Times are the specialized variant's, not the generic tier's that
     // answers while it compiles (docs/tiers.md).
@@ -371,11 +372,26 @@ int main(int argc, char** argv) {
     std::mt19937 rng(1);
     std::normal_distribution<float> normal;
     for (auto& h : host) h = float_to_bf16(normal(rng));
-    CuDevicePtr q = d.mem_alloc(q_elems * 2), k = d.mem_alloc(kv_elems * 2),
-                v = d.mem_alloc(kv_elems * 2), o = d.mem_alloc(q_elems * 2);
+    // fp8 K/V: e4m3 bytes of normal values, scales of 1.
+    const size_t kv_bytes = kv_elems * (pr.kv_fp8 ? 1 : 2);
+    std::vector<uint8_t> host8;
+    if (pr.kv_fp8) {
+      host8.resize(kv_elems + 8);
+      for (auto& b : host8) b = uint8_t(float_to_e4m3(normal(rng)));
+    }
+    CuDevicePtr q = d.mem_alloc(q_elems * 2), k = d.mem_alloc(kv_bytes),
+                v = d.mem_alloc(kv_bytes), o = d.mem_alloc(q_elems * 2),
+                scales = d.mem_alloc(2 * sizeof(float));
     d.copy_to_device(q, host.data(), q_elems * 2);
-    d.copy_to_device(k, host.data(), kv_elems * 2);
-    d.copy_to_device(v, host.data() + 7, kv_elems * 2 - 14);
+    if (pr.kv_fp8) {
+      d.copy_to_device(k, host8.data(), kv_bytes);
+      d.copy_to_device(v, host8.data() + 7, kv_bytes);
+    } else {
+      d.copy_to_device(k, host.data(), kv_bytes);
+      d.copy_to_device(v, host.data() + 7, kv_bytes - 14);
+    }
+    const float ones[2] = {1.f, 1.f};
+    d.copy_to_device(scales, ones, sizeof ones);
     std::vector<int32_t> cu(pr.batch + 1), cu_q(pr.batch + 1), offsets(pr.batch + 1, 0), spans;
     const auto seq_spans =
         pr.spans ? bench::image_spans(pr.seqlen) : std::vector<std::pair<int, int>>{};
@@ -405,6 +421,10 @@ int main(int argc, char** argv) {
     a.v = reinterpret_cast<void*>(v);
     a.o = reinterpret_cast<void*>(o);
     a.sinks = reinterpret_cast<float*>(sinks_d);
+    if (pr.kv_fp8) {
+      a.k_scale = reinterpret_cast<const float*>(scales);
+      a.v_scale = reinterpret_cast<const float*>(scales) + 1;
+    }
     a.cu_seqlens_q = reinterpret_cast<int32_t*>(cuq_d);
     a.cu_seqlens_k = reinterpret_cast<int32_t*>(cu_d);
     a.mm_span_offsets = reinterpret_cast<int32_t*>(off_d);
@@ -443,7 +463,9 @@ int main(int argc, char** argv) {
     double ms = time_ms(*kernel);
     if (item.user) {
       results.push_back(time_user_spec(*item.user, f, a, ms, time_launches));
-      for (CuDevicePtr p : {q, k, v, o, cu_d, cuq_d, off_d, spans_d, sinks_d}) d.mem_free(p);
+      for (CuDevicePtr p : {q, k, v, o, cu_d, cuq_d, off_d, spans_d, sinks_d, scales}) {
+        d.mem_free(p);
+      }
       continue;
     }
     nlohmann::json tuned = nlohmann::json::array();
@@ -460,7 +482,7 @@ int main(int argc, char** argv) {
     }
     pairs *= pr.batch;
     const double flops = 4.0 * double(pairs) * pr.head_dim * pr.heads_q;
-    const double bytes = 2.0 * (2 * q_elems + 2 * kv_elems);
+    const double bytes = 2.0 * 2 * q_elems + 2.0 * double(kv_bytes);
     const double floor_ms = std::max(bytes / copy_bw, flops / 793e12) * 1e3;
     std::printf("%-26s %10.3f %10.1f %10.3f %10.2f\n", pr.name.c_str(), ms,
                 flops / (ms * 1e-3) / 1e12, floor_ms, ms / floor_ms);
@@ -472,7 +494,7 @@ int main(int argc, char** argv) {
                        {"floor_ms", floor_ms},
                        {"variant", kernel->kernel().name()},
                        {"tuning", tuned}});
-    for (CuDevicePtr p : {q, k, v, o, cu_d, cuq_d, off_d, spans_d, sinks_d}) d.mem_free(p);
+    for (CuDevicePtr p : {q, k, v, o, cu_d, cuq_d, off_d, spans_d, sinks_d, scales}) d.mem_free(p);
   }
   std::ofstream(argc > 1 ? argv[1] : "kernel_bench.json") << results.dump(2) << "\n";
   return 0;
