@@ -150,7 +150,7 @@ std::vector<std::map<std::string, int64_t>> tuning_grid(int head_dim, bool gqa, 
           for (int split_keys : {256, 512, 1024}) {
             grid.push_back({{"block_m", 64}, {"warps", 4}, {"block_n", bn}, {"stages", stages},
                             {"min_blocks", min_blocks}, {"pack_gqa", 1}, {"wgmma", 1},
-                            {"split_keys", split_keys}});
+                            {"split_keys", split_keys}, {"decode_mma", 0}});
           }
         }
       }
@@ -169,7 +169,8 @@ std::vector<std::map<std::string, int64_t>> tuning_grid(int head_dim, bool gqa, 
                       {"pack_gqa", pack},
                       {"wgmma", wgmma},
                       {"pingpong", 0},
-                      {"persistent", 0}});
+                      {"persistent", 0},
+                      {"decode_mma", 0}});
     }
   };
   const long smem_limit = 227 * 1024;

@@ -120,6 +120,10 @@ Signature make_signature(const Spec& spec, const FlagSet& flags, const CompileOp
                                          " is not set by the tuning rule at " + rule->loc.str() +
                                          " and has no override");
     }
+    if (auto it = spec.tuning.defaults.find(param); it != spec.tuning.defaults.end()) {
+      signature.tuning.emplace_back(param, it->second);  // (no rule matches: its default)
+      continue;
+    }
     throw Error(ErrorKind::kFlags, "no tuning rule of " + detail::quoted(spec.family) +
                                        " matches " + flags_text(flags) + " on " +
                                        options.target.name() + " and tuning param " +

@@ -1,4 +1,4 @@
-// Where the fp8 decode block (decode_sm90.cuh) keeps each byte and which
+// Where the decode block (decode_sm90.cuh) keeps each byte and which
 // fragment each ldmatrix register feeds, as plain index arithmetic with no
 // device code: the kernel uses it, and tests/reference/decode_layout_test.cpp
 // compiles it for the host and runs the block's data path on models of the
@@ -7,8 +7,9 @@
 //
 // The tiles are swizzled as the TMA writes them (1024-byte aligned, rows
 // of 16-byte units XOR-swizzled by the row; SwizzledRows, smem_sm90.cuh):
-// a raw K or V tile has BN rows of D bytes (the layout of a 16-bit tile of
-// D / 2 elements), a warp's Q tile 16 rows of D fp16.
+// a raw K or V tile has BN rows of D elements (e4m3: the layout of a
+// 16-bit tile of D / 2 elements), a warp's Q tile 16 rows of D 16-bit
+// elements (fp16 with e4m3 K/V, else q's type).
 #pragma once
 
 #include "attention/swizzle.cuh"
@@ -23,30 +24,43 @@
 namespace attnjit {
 namespace attention {
 
-template <int D, int BN>
+// kBytes: bytes per K/V element, 1 (e4m3, converted in registers) or 2
+// (q's 16-bit type, used as it is).
+template <int D, int BN, int kBytes = 1>
 struct DecodeLayout {
-  static constexpr int kUnits = D / 16;                        // 16-byte units of a raw row
-  static constexpr int kRawSwizzle = 2 * swizzle_chunk(D / 2);  // bytes: the TMA box's swizzle
+  static constexpr bool kFp8 = kBytes == 1;
+  static constexpr int kRowBytes = D * kBytes;                        // one raw row
+  static constexpr int kUnits = kRowBytes / 16;                       // its 16-byte units
+  static constexpr int kRawSwizzle = 2 * swizzle_chunk(kRowBytes / 2);  // the TMA box's swizzle
   static constexpr int kQSwizzle = 2 * swizzle_chunk(D);
+  static_assert(kBytes == 1 || kBytes == 2, "decode layout: e4m3 or 16-bit K/V");
   static_assert(D % 32 == 0 && BN % 16 == 0, "decode layout: pairs of units, 16-key steps");
 
-  // Byte `unit` x 16 .. + 15 of key `key`'s raw row.
+  // Bytes 16 unit .. 16 unit + 15 of key `key`'s raw row.
   static ATTNJIT_LAYOUT_FN unsigned raw(int key, int unit) {
     return swizzled_offset(BN, kRawSwizzle, key, unit);
   }
-  // The fp16 elements 8 unit .. 8 unit + 7 of row `row` of a Q tile.
+  // The 16-bit elements 8 unit .. 8 unit + 7 of row `row` of a Q tile.
   static ATTNJIT_LAYOUT_FN unsigned q(int row, int unit) {
     return swizzled_offset(16, kQSwizzle, row, unit);
   }
 
-  // Q K^T sums over D in the order a K fragment brings it: thread (g, c)'s
-  // register from ldmatrix of key g's unit u holds D elements 16u + 4c ..
-  // 16u + 4c + 3, its low half taken as the MMA's k = 2c, 2c + 1 and its
-  // high half as k = 2c + 8, 2c + 9. So Q's elements 16u + 4c + 2h, + 1
-  // (one 32-bit word, h = 0, 1) go to positions 8h + 2c, + 1 of step u:
-  // unit 2u + h, byte 4c.
-  static ATTNJIT_LAYOUT_FN unsigned q_word(int row, int u, int h, int c) {
-    return q(row, 2 * u + h) + static_cast<unsigned>(4 * c);
+  // Where Q's element d sits in its row of the Q tile. With 16-bit K/V, at
+  // d: the fragments are the standard ones. With e4m3, Q K^T sums over D
+  // in the order a K fragment brings it: thread (g, c)'s register from
+  // ldmatrix of key g's unit u holds D elements 16u + 4c .. 16u + 4c + 3,
+  // its low half taken as the MMA's k = 2c, 2c + 1 and its high half as
+  // k = 2c + 8, 2c + 9; so elements 16u + 4c + 2h + i (h, i = 0, 1) sit at
+  // 16u + 8h + 2c + i, where ldmatrix of the Q tile brings k.
+  static ATTNJIT_LAYOUT_FN int q_position(int d) {
+    if (!kFp8) return d;
+    const int u = d / 16, c = (d % 16) / 4, h = (d % 4) / 2, i = d % 2;
+    return 16 * u + 8 * h + 2 * c + i;
+  }
+  // The 32-bit word of Q's elements d, d + 1 (d even) in row `row`.
+  static ATTNJIT_LAYOUT_FN unsigned q_word(int row, int d) {
+    const int at = q_position(d);
+    return q(row, at / 8) + static_cast<unsigned>(2 * (at % 8));
   }
 
   // The row each lane gives ldmatrix.x4 (matrix lane / 8, row lane % 8):
@@ -55,20 +69,24 @@ struct DecodeLayout {
     const int m = lane / 8;
     return q((m & 1) * 8 + lane % 8, 2 * u + (m >> 1));
   }
-  // K: matrix j of ldmatrix (k_lane(lane, nb2, kk2)) is the B fragment of
-  // score block k_block(nb2, j) for step k_step(kk2, j).
+  // K, e4m3: matrix j of ldmatrix (k_lane(lane, nb2, kk2)) is the B
+  // fragment, both halves, of score block k_block(nb2, j) for step
+  // k_step(kk2, j). 16-bit: k_lane(lane, nb2, kk) of step kk gives block
+  // 2 nb2's b0, b1 in matrices 0, 1 and block 2 nb2 + 1's in 2, 3.
   static ATTNJIT_LAYOUT_FN unsigned k_lane(int lane, int nb2, int kk2) {
     const int m = lane / 8;
+    if (!kFp8) return raw(nb2 * 16 + (m >> 1) * 8 + lane % 8, kk2 * 2 + (m & 1));
     return raw(nb2 * 16 + (m & 1) * 8 + lane % 8, kk2 * 2 + (m >> 1));
   }
   static ATTNJIT_LAYOUT_FN int k_block(int nb2, int j) { return 2 * nb2 + (j & 1); }
   static ATTNJIT_LAYOUT_FN int k_step(int kk2, int j) { return 2 * kk2 + (j >> 1); }
 
   // V: ldmatrix.trans of v_lane(lane, kk, u2) gives, in register 2h + i,
-  // keys 16 kk + 8i .. + 7 of unit 2 u2 + h: thread (g, c) the bytes (key
-  // 2c, col 2g), (2c, 2g + 1), (2c + 1, 2g), (2c + 1, 2g + 1). kVPermute
-  // (a byte permute) makes that the even column's two keys, then the odd
-  // one's: the B fragments of O's n8 blocks 2u and 2u + 1 (u = 2 u2 + h).
+  // keys 16 kk + 8i .. + 7 of unit 2 u2 + h. 16-bit: those are the b_i of
+  // O's n8 block 2 u2 + h. e4m3: thread (g, c) gets the bytes (key 2c, col
+  // 2g), (2c, 2g + 1), (2c + 1, 2g), (2c + 1, 2g + 1); kVPermute (a byte
+  // permute) makes that the even column's two keys, then the odd one's:
+  // the b_i of O's n8 blocks 2u and 2u + 1 (u = 2 u2 + h).
   static ATTNJIT_LAYOUT_FN unsigned v_lane(int lane, int kk, int u2) {
     const int m = lane / 8;
     return raw(kk * 16 + (m & 1) * 8 + lane % 8, u2 * 2 + (m >> 1));
@@ -82,11 +100,26 @@ struct DecodeLayout {
     return (key < valid ? 0x0000ffffu : 0u) | (key + 1 < valid ? 0xffff0000u : 0u);
   }
 
-  // The D column of O's n8 block `block`, MMA column n: block 2u + h holds
-  // columns 16u + 2n + h. (Thread c's four values of unit u, blocks 2u and
-  // 2u + 1 at n = 2c and 2c + 1, are columns 16u + 4c .. + 3 in the order
-  // (2u, 2c), (2u + 1, 2c), (2u, 2c + 1), (2u + 1, 2c + 1).)
+  // e4m3 K/V multiply in fp16: a bf16 q row whose largest |element| has
+  // float exponent field E (its bits >> 23) is multiplied by 2^(141 - E),
+  // which takes [2^(E-127), 2^(E-126)) to [2^14, 2^15) (fp16's largest is
+  // 65504), and the row's scores by 2^(E - 141) after. Rows under 2^-112
+  // (E < 15, zero among them) stay as they are; inf and NaN (E = 255) keep
+  // their value. Both factors are normal floats for every E, as bits.
+  static ATTNJIT_LAYOUT_FN unsigned q_scale_bits(unsigned exponent) {
+    return exponent >= 15u ? (268u - exponent) << 23 : 127u << 23;
+  }
+  static ATTNJIT_LAYOUT_FN unsigned q_unscale_bits(unsigned exponent) {
+    return exponent >= 15u ? (exponent - 14u) << 23 : 127u << 23;
+  }
+
+  // The D column of O's n8 block `block`, MMA column n: 16-bit, 8 block +
+  // n; e4m3, block 2u + h holds columns 16u + 2n + h (thread c's four
+  // values of unit u, blocks 2u and 2u + 1 at n = 2c and 2c + 1, are then
+  // columns 16u + 4c .. + 3 in the order (2u, 2c), (2u + 1, 2c), (2u, 2c +
+  // 1), (2u + 1, 2c + 1)).
   static ATTNJIT_LAYOUT_FN int o_column(int block, int n) {
+    if (!kFp8) return 8 * block + n;
     return 16 * (block / 2) + 2 * n + block % 2;
   }
 };

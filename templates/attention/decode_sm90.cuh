@@ -1,34 +1,35 @@
-// The decode block for an fp8 (e4m3) K/V cache on sm_90a (TileConfig::
-// mma_decode: split-KV, D 64 or 128). A decode's work tile has a few
-// packed rows (the query heads of one kv head) and many keys, so the block
-// spends its time moving K/V, not multiplying: the converting producer of
-// the warpgroup path (raw tile -> producer converts into a second ring ->
-// wgmma) made that a chain of hand-offs per tile, and the H200 showed the
-// consumers waiting for converted K while the converters waited for each
-// other (64 x 8k D128 paged: 0.77 ms against 0.53 ms in bf16, for half
-// the bytes). Here nothing is converted in shared memory:
+// The decode block on sm_90a (tuning param decode_mma, TileConfig::
+// mma_decode: split-KV, D 64 or 128), for an fp8 (e4m3) K/V cache above
+// all. A decode's work tile has a few packed rows (the query heads of one
+// kv head) and many keys, so the block spends its time moving K/V, not
+// multiplying: the converting producer of the warpgroup path (raw tile ->
+// producer converts into a second ring -> wgmma) made that a chain of
+// hand-offs per tile, and the H200 showed the consumers waiting for
+// converted K while the converters waited for each other (64 x 8k D128
+// paged: 0.77 ms against 0.53 ms in bf16, for half the bytes). Here
+// nothing is converted in shared memory:
 //
-// - One producer warp copies each key tile's raw K and V bytes by TMA into
-//   a ring of kStages stages, swizzled as a tile of D / 2 16-bit elements
-//   (SwizzledRows<D / 2>: the TMA's 64 or 128-byte swizzle), which makes
-//   every ldmatrix below conflict-free. A stage's "staged" mbarrier
-//   completes with its bytes, its "empty" one with the release of every
-//   warp that read it.
+// - One producer warp copies each key tile's K and V by TMA into a ring of
+//   kStages stages, swizzled (e4m3: as a tile of D / 2 16-bit elements, the
+//   TMA's 64 or 128-byte swizzle; DecodeLayout), which makes every ldmatrix
+//   below conflict-free. A stage's "staged" mbarrier completes with its
+//   bytes, its "empty" one with the release of every warp that read it.
 // - The consumer warps split the rows into groups of 16 (g = ceil(rows /
 //   16)) and the key tiles among the warps of a group (phases = warps /
 //   g): warp w has the rows of group w % g and the tiles t with (t - first)
 //   % phases == w / g. Each reads its tile's fragments with ldmatrix and
-//   converts them in registers (cvt e4m3x2 -> f16x2, exact), then runs the
-//   m16n8k16 MMAs in fp16 with fp32 accumulation: Q is scaled per row by a
-//   power of two into fp16's range (exact but for elements below 2^-28 of
-//   the row's largest), P is in [0, 1], V is exact.
-// - Q K^T: a K fragment from ldmatrix holds 4 consecutive bytes of D, so
-//   the MMA's reduction index k of step u is D element 16u + 4(k / 2 % 4)
-//   + 2(k / 8) + k % 2, and Q's fragments are loaded in the same order (a
-//   reduction may be summed in any order). P V: ldmatrix.trans gives each
-//   thread two keys of two adjacent D columns; one byte permute splits
-//   them, so n8 block 2u of O holds D columns 16u + 2n and block 2u + 1
-//   columns 16u + 2n + 1. The parts are written back in D order.
+//   runs m16n8k16 MMAs with fp32 accumulation. e4m3 fragments are
+//   converted in registers (cvt e4m3x2 -> f16x2, exact) and the MMAs are
+//   fp16: Q is scaled per row by a power of two into fp16's range (exact
+//   but for elements below 2^-28 of the row's largest), P is in [0, 1], V
+//   is exact. 16-bit K/V are used as they are, in q's type.
+// - e4m3 Q K^T: a K fragment from ldmatrix holds 4 consecutive bytes of D,
+//   so the MMA's reduction index k of step u is D element 16u + 4(k / 2 %
+//   4) + 2(k / 8) + k % 2, and Q's fragments are stored in the same order
+//   (a reduction may be summed in any order). e4m3 P V: ldmatrix.trans
+//   gives each thread two keys of two adjacent D columns; one byte permute
+//   splits them, so n8 block 2u of O holds D columns 16u + 2n and block
+//   2u + 1 columns 16u + 2n + 1. The parts are written back in D order.
 // - At the end the warps of a group combine (max, sum and output of each
 //   phase, through shared memory over the ring) and the group's first warp
 //   runs the shared epilogue for its 16 rows (split-KV parts included).
@@ -53,8 +54,19 @@
 namespace attnjit {
 namespace attention {
 
+// The 16-bit type the decode block's MMAs take: fp16 over e4m3 K/V, else
+// q's.
+template <bool kFp8Kv, class T>
+struct DecodeMmaType {
+  using type = T;
+};
+template <class T>
+struct DecodeMmaType<true, T> {
+  using type = types::fp16;
+};
+
 template <class C, class KV>
-struct Fp8DecodeSm90 {
+struct DecodeSm90 {
   using T = typename C::dtype;
   static constexpr TileConfig kTile = tile_config<C>();
   static constexpr int D = C::head_dim;
@@ -65,18 +77,23 @@ struct Fp8DecodeSm90 {
   static constexpr int kStages = kTile.raw_stages;
   static constexpr int kScoreBlocks = BN / 8;
   static constexpr int kOutBlocks = D / 8;
-  static constexpr int kUnits = D / 16;  // 16-byte units of a raw row: the k16 steps of Q K^T
-  static constexpr unsigned kTileBytes = unsigned(BN * D);  // one raw K (or V) tile
+  static constexpr bool kFp8 = fp8_kv<C>();  // e4m3 K/V, converted in registers; else q's type
+  static constexpr int kSteps = D / 16;        // k16 steps of Q K^T (Q's 8-byte words per row)
+  static constexpr unsigned kTileBytes = unsigned(BN * D * (kFp8 ? 1 : 2));  // one K (or V) tile
   static constexpr int kRowFloats = D + 4;                  // a part's output row (padded)
   static constexpr unsigned kQTileBytes = unsigned(16 * D * 2);  // a warp's rows of Q, fp16
-  static constexpr bool kScaleQ = element<T>::is_bf16;      // bf16 q into fp16's range
-  using Layout = DecodeLayout<D, BN>;
+  // e4m3 K/V multiply in fp16 (exact for e4m3): bf16 q is scaled into
+  // fp16's range. 16-bit K/V multiply in q's type.
+  static constexpr bool kScaleQ = kFp8 && element<T>::is_bf16;
+  static constexpr bool kMmaBF16 = !kFp8 && element<T>::is_bf16;
+  using MmaT = typename DecodeMmaType<kFp8, T>::type;
+  using Layout = DecodeLayout<D, BN, kFp8 ? 1 : 2>;
   using KvSourceType = KV;
   using Softmax = OnlineSoftmax<kScoreBlocks, kOutBlocks, false>;
   using RowKeys = typename Mask<C>::RowKeys;
   static_assert(kTile.mma_decode, "the decode block is TileConfig::mma_decode's");
   static_assert(BM == 16 * kWarps, "decode block: block_m is 16 rows per consumer warp");
-  static_assert(BN % 16 == 0 && kUnits % 2 == 0, "decode block: 16-key steps, pairs of units");
+  static_assert(BN % 16 == 0 && kSteps % 2 == 0, "decode block: 16-key steps, pairs of units");
   static_assert(kStages % kWarps == 0, "decode block: the ring's stages a multiple of the warps");
   static_assert(Layout::kRawSwizzle == kTile.swizzle_bytes,
                 "the raw tiles' swizzle is the TMA box's (tile_config.cuh)");
@@ -128,7 +145,8 @@ struct Fp8DecodeSm90 {
   static __device__ __forceinline__ void init(const Smem& sm, int groups) {
 #pragma unroll 1
     for (int st = 0; st < kStages; ++st) {
-      ptx::mbarrier_init(sm.staged(st), 1);
+      // (16-bit K/V: the copies of K and of V each arrive with their bytes)
+      ptx::mbarrier_init(sm.staged(st), kFp8 ? 1u : 2u);
       ptx::mbarrier_init(sm.empty(st), unsigned(groups));
     }
     ptx::fence_mbarrier_init();
@@ -147,7 +165,12 @@ struct Fp8DecodeSm90 {
       // The consumers' reads of the stage (generic proxy) before the TMA's
       // writes (async proxy).
       ptx::fence_proxy_async_shared();
-      kv.tma_stage_fp8(sm.k(i), sm.v(i), sm.staged(i), kt, lane);
+      if constexpr (kFp8) {
+        kv.tma_stage_fp8(sm.k(i), sm.v(i), sm.staged(i), kt, lane);
+      } else {
+        kv.tma_load_k(sm.k(i), sm.staged(i), kt, lane);
+        kv.tma_load_v(sm.v(i), sm.staged(i), kt, lane);
+      }
     }
   }
 
@@ -245,13 +268,12 @@ struct Fp8DecodeSm90 {
       }
     }
 
-    // Q's rows of this warp's group into its own tile, fp16, each k16 step's
-    // 16 elements in the reduction order of the K fragments (above): the
-    // A fragment of thread (g, c) holds elements 16u + 4c, + 1 (positions
-    // 2c, 2c + 1 of step u) and 16u + 4c + 2, + 3 (positions 8 + 2c,
-    // 9 + 2c), so ldmatrix of the tile gives them. bf16 rows are scaled by
-    // a power of two into [2^14, 2^15) first (`unscale` undoes it on the
-    // scores). Rows past the tile's are zero.
+    // Q's rows of this warp's group into its own tile, in the MMAs' type
+    // and, over e4m3 K/V, in the reduction order of the K fragments
+    // (DecodeLayout::q_position), so ldmatrix of the tile gives the A
+    // fragments. Over e4m3 K/V bf16 rows are scaled by a power of two into
+    // [2^14, 2^15) first (`unscale` undoes it on the scores). Rows past
+    // the tile's are zero.
     template <class Work>
     __device__ __forceinline__ void store_q(const Work& work, float (&unscale)[2]) const {
       const int c = lane % 4;
@@ -264,9 +286,9 @@ struct Fp8DecodeSm90 {
         const T* src = work.q + (valid ? work.map.position(row) * prm.q_row_stride +
                                              work.map.head(row) * prm.q_head_stride
                                        : 0);
-        unsigned words[kUnits][2];
+        unsigned words[kSteps][2];
 #pragma unroll
-        for (int u = 0; u < kUnits; ++u) {
+        for (int u = 0; u < kSteps; ++u) {
           words[u][0] = words[u][1] = 0u;
           if (valid) {
             const uint2 w = *reinterpret_cast<const uint2*>(src + 16 * u + 4 * c);
@@ -278,7 +300,7 @@ struct Fp8DecodeSm90 {
         if constexpr (kScaleQ) {
           float largest = 0.f;
 #pragma unroll
-          for (int u = 0; u < kUnits; ++u) {
+          for (int u = 0; u < kSteps; ++u) {
 #pragma unroll
             for (int h = 0; h < 2; ++h) {
               // |x| of both halves: the sign bits cleared
@@ -287,16 +309,12 @@ struct Fp8DecodeSm90 {
             }
           }
           largest = ptx::quad_max(largest);
-          // 2^(141 - E) takes [2^(E-127), 2^(E-126)) to [2^14, 2^15); rows
-          // under 2^-112 (zero among them) stay as they are.
+          // (DecodeLayout::q_scale_bits: into [2^14, 2^15), and back.)
           const unsigned exponent = __float_as_uint(largest) >> 23;
-          float scale = 1.f;
-          if (exponent >= 15u) {
-            scale = __uint_as_float((268u - exponent) << 23);
-            unscale[r] = __uint_as_float((exponent - 14u) << 23);
-          }
+          const float scale = __uint_as_float(Layout::q_scale_bits(exponent));
+          unscale[r] = __uint_as_float(Layout::q_unscale_bits(exponent));
 #pragma unroll
-          for (int u = 0; u < kUnits; ++u) {
+          for (int u = 0; u < kSteps; ++u) {
 #pragma unroll
             for (int h = 0; h < 2; ++h) {
               words[u][h] =
@@ -306,10 +324,11 @@ struct Fp8DecodeSm90 {
           }
         }
 #pragma unroll
-        for (int u = 0; u < kUnits; ++u) {
+        for (int u = 0; u < kSteps; ++u) {
 #pragma unroll
           for (int h = 0; h < 2; ++h) {
-            st_shared_32(tile + Layout::q_word(row_in_tile, u, h, c), words[u][h]);
+            st_shared_32(tile + Layout::q_word(row_in_tile, 16 * u + 4 * c + 2 * h),
+                         words[u][h]);
           }
         }
       }
@@ -325,15 +344,31 @@ struct Fp8DecodeSm90 {
       asm volatile("st.shared.u32 [%0], %1;" ::"r"(addr), "r"(value) : "memory");
     }
 
-    // S = Q K^T of the raw K tile at `tile`: an ldmatrix of four 8 x 8
-    // blocks (keys 16 nb2 .. + 15 by units 2 kk2, 2 kk2 + 1) feeds four MMAs.
+    // S = Q K^T of the K tile at `tile`. e4m3: an ldmatrix of four 8 x 8
+    // blocks (keys 16 nb2 .. + 15 by units 2 kk2, 2 kk2 + 1) feeds four
+    // MMAs; 16-bit: one of step kk feeds two (DecodeLayout::k_lane).
     __device__ __forceinline__ void scores(float (&s)[kScoreBlocks][4], unsigned tile) const {
 #pragma unroll
       for (int nb = 0; nb < kScoreBlocks; ++nb) s[nb][0] = s[nb][1] = s[nb][2] = s[nb][3] = 0.f;
+      if constexpr (!kFp8) {
+#pragma unroll 1
+        for (int kk = 0; kk < kSteps; ++kk) {
+          unsigned qa[4];
+          load_qa(qa, kk);
+#pragma unroll
+          for (int nb2 = 0; nb2 < BN / 16; ++nb2) {
+            unsigned r[4];
+            ptx::warp_ldmatrix_x4(r, tile + Layout::k_lane(lane, nb2, kk));
+            ptx::warp_mma_16816<kMmaBF16>(s[2 * nb2], qa, r[0], r[1]);
+            ptx::warp_mma_16816<kMmaBF16>(s[2 * nb2 + 1], qa, r[2], r[3]);
+          }
+        }
+        return;
+      }
       // (Not unrolled: the fragments of every step at once would not fit
       // the two blocks' registers.)
 #pragma unroll 1
-      for (int kk2 = 0; kk2 < kUnits / 2; ++kk2) {
+      for (int kk2 = 0; kk2 < kSteps / 2; ++kk2) {
         unsigned qa[2][4];
         load_qa(qa[0], 2 * kk2);
         load_qa(qa[1], 2 * kk2 + 1);
@@ -361,19 +396,34 @@ struct Fp8DecodeSm90 {
       const int c = lane % 4;
 #pragma unroll
       for (int kk = 0; kk < BN / 16; ++kk) {
-        // P of these 16 keys as the A fragment (fp16: P is in [0, 1]).
+        // P of these 16 keys as the A fragment, in the MMAs' type (fp16
+        // over e4m3: P is in [0, 1]).
         unsigned pa[4];
-        pa[0] = element<types::fp16>::pack(s[2 * kk][0], s[2 * kk][1]);
-        pa[1] = element<types::fp16>::pack(s[2 * kk][2], s[2 * kk][3]);
-        pa[2] = element<types::fp16>::pack(s[2 * kk + 1][0], s[2 * kk + 1][1]);
-        pa[3] = element<types::fp16>::pack(s[2 * kk + 1][2], s[2 * kk + 1][3]);
+        pa[0] = element<MmaT>::pack(s[2 * kk][0], s[2 * kk][1]);
+        pa[1] = element<MmaT>::pack(s[2 * kk][2], s[2 * kk][3]);
+        pa[2] = element<MmaT>::pack(s[2 * kk + 1][0], s[2 * kk + 1][1]);
+        pa[3] = element<MmaT>::pack(s[2 * kk + 1][2], s[2 * kk + 1][3]);
         unsigned keep[2] = {0xffffffffu, 0xffffffffu};
         if constexpr (kTail) {
 #pragma unroll
           for (int i = 0; i < 2; ++i) keep[i] = Layout::v_keep(kk, i, c, valid);
         }
+        if constexpr (!kFp8) {
+          // 16-bit: unit 2 u2 + h is O's n8 block of that index.
 #pragma unroll
-        for (int u2 = 0; u2 < kUnits / 2; ++u2) {
+          for (int u2 = 0; u2 < kSteps; ++u2) {
+            unsigned r[4];
+            ptx::warp_ldmatrix_x4_trans(r, tile + Layout::v_lane(lane, kk, u2));
+#pragma unroll
+            for (int h = 0; h < 2; ++h) {
+              ptx::warp_mma_16816<kMmaBF16>(o[2 * u2 + h], pa, r[2 * h] & keep[0],
+                                            r[2 * h + 1] & keep[1]);
+            }
+          }
+          continue;
+        }
+#pragma unroll
+        for (int u2 = 0; u2 < kSteps / 2; ++u2) {
           unsigned r[4];
           ptx::warp_ldmatrix_x4_trans(r, tile + Layout::v_lane(lane, kk, u2));
 #pragma unroll
@@ -408,11 +458,11 @@ struct Fp8DecodeSm90 {
 #pragma unroll
       for (int r = 0; r < 2; ++r) {
         float* row = rows + (lane / 4 + 8 * r) * kRowFloats;
+        // (Once per work tile: one store per value, at its column.)
 #pragma unroll
-        for (int u = 0; u < kUnits; ++u) {
-          *reinterpret_cast<float4*>(row + 16 * u + 4 * c) =
-              make_float4(o[2 * u][2 * r], o[2 * u + 1][2 * r], o[2 * u][2 * r + 1],
-                          o[2 * u + 1][2 * r + 1]);
+        for (int db = 0; db < kOutBlocks; ++db) {
+#pragma unroll
+          for (int e = 0; e < 2; ++e) row[Layout::o_column(db, 2 * c + e)] = o[db][2 * r + e];
         }
       }
     }
@@ -466,7 +516,7 @@ struct Fp8DecodeSm90 {
 // The block program: the scheduler's work tile, the ring's barriers, then
 // the producer warp (the last) and the consumer warps.
 template <class C, class Scheduler, class Decode, class Epilogue>
-__device__ void forward_fp8_decode_sm90(const Params<typename C::dtype>& prm) {
+__device__ void forward_decode_sm90(const Params<typename C::dtype>& prm) {
   using KV = typename Decode::KvSourceType;
   extern __shared__ __align__(1024) unsigned char smem_raw[];
   const typename Decode::Smem sm(smem_raw, ptx::smem_addr(smem_raw));

@@ -54,8 +54,8 @@ __device__ __forceinline__ void attention_prefill_body(
   using Epilogue = attention::Epilogue<C>;
 #if ATTNJIT_HAS_WGMMA
   if constexpr (C::wgmma != 0 && attention::tile_config<C>().mma_decode) {
-    // fp8 K/V decode: fragments converted in registers (decode_sm90.cuh).
-    attention::forward_fp8_decode_sm90<C, Scheduler, attention::Fp8DecodeSm90<C, KV>, Epilogue>(
+    // The decode block (tuning param decode_mma, decode_sm90.cuh).
+    attention::forward_decode_sm90<C, Scheduler, attention::DecodeSm90<C, KV>, Epilogue>(
         prm);
     return;
   } else if constexpr (C::wgmma != 0) {

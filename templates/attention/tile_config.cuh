@@ -35,7 +35,7 @@ struct TileShape {
   // Blocks walk query tiles in turn (tuning param persistent;
   // TileConfig::persistent says where it applies).
   bool persistent = false;
-  // The fp8 decode block (tuning param decode_mma; TileConfig::mma_decode
+  // The decode block (tuning param decode_mma; TileConfig::mma_decode
   // says where it applies).
   bool decode_mma = false;
 };
@@ -96,12 +96,12 @@ struct TileConfig {
   // keeps counting across tiles, so the producer loads the next tile's K
   // and V while the consumers store the last one's output.
   bool persistent;
-  // wgmma with fp8 K/V and split-KV at D 64 or 128, tuning param
-  // decode_mma 1 (a decode block, decode_sm90.cuh): no converting producer
-  // and no warpgroup MMAs. One
-  // producer warp copies the raw fp8 tiles by TMA, swizzled (tma_chunk and
-  // swizzle_bytes count bytes then), into a ring of raw_stages stages; each
-  // consumer warp converts its own MMA fragments in registers (m16n8k16 in
+  // wgmma with split-KV at D 64 or 128, tuning param decode_mma 1 (a
+  // decode block, decode_sm90.cuh): no warpgroup MMAs, and with fp8 K/V no
+  // converting producer. One producer warp copies the K/V tiles by TMA
+  // (fp8: raw and swizzled, tma_chunk and swizzle_bytes counting bytes
+  // then) into a ring of raw_stages stages; each consumer warp takes its
+  // MMA fragments by ldmatrix (fp8: converted in registers, m16n8k16 in
   // fp16, exact for e4m3) and walks its share of the key tiles with the
   // rows of its group, the warps' parts combined through shared memory at
   // the end. The H200 profile of the converting producer (64 x 8k D128
@@ -168,7 +168,7 @@ ATTNJIT_TILE_CONSTEXPR void set_shared_memory(TileConfig& c) {
     // sum, then its 16 output rows (fp32, rows of D + 4); the mbarriers
     // past both: "staged" and "empty" per stage.
     c.q_tile_bytes = unsigned(16 * s.head_dim * 2);  // per consumer warp, fp16, past the ring
-    c.kv_tile_bytes = unsigned(s.block_n * s.head_dim);
+    c.kv_tile_bytes = unsigned(s.block_n * s.head_dim * (s.kv_fp8 ? 1 : 2));
     c.staging_offset = 0;
     c.output_offset = 0;
     const unsigned ring =
@@ -270,8 +270,11 @@ ATTNJIT_TILE_CONSTEXPR TileConfig make_tile_config(const TileShape& shape) {
   c.warpgroups = shape.wgmma ? shape.warps / 4 : 0;
   c.pingpong = shape.pingpong && c.warpgroups > 1;
   c.persistent = shape.persistent && shape.wgmma && !shape.split_kv && !shape.kv_fp8;
-  c.mma_decode = shape.decode_mma && shape.wgmma && shape.kv_fp8 && shape.split_kv &&
-                 (shape.head_dim == 64 || shape.head_dim == 128);
+  // (4 or 8 warps of 16 rows each: the phases, warps / groups of rows,
+  // then divide the ring's stages for every group count; decode_sm90.cuh.)
+  c.mma_decode = shape.decode_mma && shape.wgmma && shape.split_kv &&
+                 (shape.head_dim == 64 || shape.head_dim == 128) &&
+                 (shape.warps == 4 || shape.warps == 8) && shape.block_m == 16 * shape.warps;
   tile_detail::set_threads(c, 1);
   if (c.mma_decode) {
     c.producer_warpgroups = 0;
@@ -289,12 +292,14 @@ ATTNJIT_TILE_CONSTEXPR TileConfig make_tile_config(const TileShape& shape) {
   c.tma_box_rows = shape.block_n;
   c.raw_stages = shape.wgmma && shape.kv_fp8 ? shape.stages : 0;
   if (c.mma_decode) {
-    // Raw rows of D bytes, one swizzled box wide (64 or 128 bytes); the
-    // ring's stages a multiple of the consumer warps (decode_sm90.cuh: a
-    // warp that skips tiles waits on a stage it used last).
-    c.tma_chunk = shape.head_dim;
-    c.swizzle_bytes = shape.head_dim;
+    // The ring's stages a multiple of the consumer warps (decode_sm90.cuh:
+    // a warp that skips tiles waits on a stage it used last); e4m3 rows of
+    // D bytes, one swizzled box wide (64 or 128 bytes).
     c.raw_stages = (shape.stages + shape.warps - 1) / shape.warps * shape.warps;
+    if (shape.kv_fp8) {
+      c.tma_chunk = shape.head_dim;
+      c.swizzle_bytes = shape.head_dim;
+    }
   }
   c.tma_box_bytes = unsigned(shape.block_n * c.swizzle_bytes);
   tile_detail::set_shared_memory(c);

@@ -1,7 +1,7 @@
-// The fp8 decode block (tuning param decode_mma, templates/attention/
+// The decode block (tuning param decode_mma, templates/attention/
 // decode_sm90.cuh) on every flag it serves: split-KV variants over e4m3
-// K/V at D 64 and 128, contiguous and paged, bf16 and fp16 q, causal or
-// not, windows, both sink modes, soft-cap, LSE and multimodal spans with
+// and 16-bit K/V at D 64 and 128, contiguous and paged, bf16 and fp16 q,
+// causal or not, windows, both sink modes, soft-cap, LSE and multimodal spans with
 // and without the clamp, each on the standard shapes (decodes with splits
 // forced to 1, 2 and the most, ragged batches, pages of 16, rows of one
 // and of several row groups) against the reference. No rule takes the
@@ -27,11 +27,12 @@ struct DecodeCase {
 
 std::vector<DecodeCase> decode_cases() {
   std::vector<DecodeCase> cases;
+  for (const KvDType kv : {KvDType::kFp8E4M3, KvDType::kSame}) {
   for (const KvLayout layout : {KvLayout::kContiguous, KvLayout::kPaged}) {
     for (const int d : {64, 128}) {
       AttentionFlags base;
       base.head_dim = d;
-      base.kv_dtype = KvDType::kFp8E4M3;
+      base.kv_dtype = kv;
       base.kv_layout = layout;
       base.split_kv = true;
       std::vector<AttentionFlags> flag_sets;
@@ -60,11 +61,19 @@ std::vector<DecodeCase> decode_cases() {
         // The ring and key tile a rule would take, and a shallower ring
         // (3 stages round up to 4, a multiple of the four warps). D 128 at
         // 64-key tiles spills (tests/compiler/attention_compile_test.cpp).
+        // 16-bit K/V at one block per SM (two spill; the compile test).
         const int block_n = d == 64 ? 64 : 32;
-        cases.push_back({f, {{"decode_mma", 1}, {"block_n", block_n}, {"stages", 8}}});
-        cases.push_back({f, {{"decode_mma", 1}, {"block_n", block_n}, {"stages", 3}}});
+        const int blocks = kv == KvDType::kSame ? 1 : 2;
+        for (const int stages : {8, 3}) {
+          cases.push_back({f,
+                           {{"decode_mma", 1},
+                            {"block_n", block_n},
+                            {"stages", stages},
+                            {"min_blocks", blocks}}});
+        }
       }
     }
+  }
   }
   return cases;
 }
@@ -74,11 +83,17 @@ class DecodeBlock : public ::testing::TestWithParam<DecodeCase> {};
 TEST_P(DecodeBlock, MatchesTheReferenceOnEveryShape) {
   ATTNJIT_REQUIRE_GPU();
   if (current_device_target() != parse_target("sm_90a")) {
-    GTEST_SKIP() << "the fp8 decode block is an sm_90a (warpgroup path) tuning";
+    GTEST_SKIP() << "the decode block is an sm_90a (warpgroup path) tuning";
   }
   const DecodeCase& c = GetParam();
   std::string config;
   for (const auto& [k, v] : c.tuning) config += fmt::format("{}={} ", k, v);
+  // The decode block, not a fallback to the warpgroup path: its 160
+  // threads (four consumer warps and a producer warp).
+  auto kernel = AttentionKernel::get(c.flags, KernelCache::global(), nullptr, c.tuning);
+  kernel->wait_specialized();
+  ASSERT_EQ(kernel->kernel().threads(), 160u) << testing::flags_name(c.flags) << " [" << config
+                                              << "] is not the decode block";
   for (const CheckShape& shape : standard_check_shapes(c.flags)) {
     const uint64_t seed = testing::fresh_seed();
     const CheckResult r =
@@ -93,7 +108,7 @@ TEST_P(DecodeBlock, MatchesTheReferenceOnEveryShape) {
   }
 }
 
-INSTANTIATE_TEST_SUITE_P(Fp8, DecodeBlock, ::testing::ValuesIn(decode_cases()),
+INSTANTIATE_TEST_SUITE_P(Kv, DecodeBlock, ::testing::ValuesIn(decode_cases()),
                          [](const ::testing::TestParamInfo<DecodeCase>& info) {
                            const auto& t = info.param.tuning;
                            return testing::flags_name(info.param.flags) + "_n" +

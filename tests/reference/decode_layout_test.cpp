@@ -1,5 +1,5 @@
-// The fp8 decode block's data path (templates/attention/decode_sm90.cuh)
-// on the host: its layout (decode_layout.cuh, the kernel's own index
+// The decode block's data path (templates/attention/decode_sm90.cuh), over
+// e4m3 and 16-bit K/V, on the host: its layout (decode_layout.cuh, the kernel's own index
 // arithmetic) run on models of the hardware written from the PTX manual,
 // not from the kernel: the TMA's swizzled writes, ldmatrix (plain and
 // .trans), the byte permute, e4m3 -> f16x2 and mma.sync m16n8k16's
@@ -9,11 +9,14 @@
 // even when their bytes are NaN. No GPU.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <array>
 #include <cmath>
 #include <cstdint>
 #include <cstring>
 #include <random>
+#include <string>
+#include <utility>
 #include <vector>
 
 #include "attention/decode_layout.cuh"
@@ -139,40 +142,65 @@ unsigned tma_swizzled(unsigned address, int swizzle_bytes) {
   return address ^ (((address >> 7) & bits) << 4);
 }
 
-template <int D, int BN>
+// The bytes of K/V element (key, d) in a tile the TMA wrote: boxes of one
+// swizzled row's width (`chunk_bytes`), chunk c of the row in region c of
+// BN rows.
+template <int BN>
+unsigned tma_tile_offset(int key, int byte, int chunk_bytes) {
+  const unsigned within = unsigned(key * chunk_bytes + byte % chunk_bytes);
+  return unsigned(byte / chunk_bytes) * BN * chunk_bytes + tma_swizzled(within, chunk_bytes);
+}
+
+// kBytes 1: e4m3 K/V; 2: fp16 K/V (the 16-bit path's index arithmetic is
+// the same for bf16, whose MMAs only read the halves differently).
+template <int D, int BN, int kBytes>
 void check_decode_layout(std::mt19937& rng) {
-  using L = attention::DecodeLayout<D, BN>;
-  static_assert(D <= 128, "one box wide");
-  constexpr unsigned kTile = BN * D;
+  using L = attention::DecodeLayout<D, BN, kBytes>;
+  constexpr bool kFp8 = kBytes == 1;
+  constexpr unsigned kTile = BN * D * kBytes;
+  const std::string what = "D " + std::to_string(D) + " BN " + std::to_string(BN) +
+                           (kFp8 ? " e4m3" : " fp16");
   // Q: 16 rows of multiples of 1/64 (exact in fp16); K, V: e4m3 codes that
-  // are not NaN; P: multiples of 1/256 in [0, 1].
+  // are not NaN, or multiples of 1/64; P: multiples of 1/256 in [0, 1].
   std::uniform_int_distribution<int> small(-64, 64), code(0, 255), prob(0, 256);
-  std::vector<float> q(16 * D), p(16 * BN);
-  std::vector<uint8_t> k8(kTile), v8(kTile);
+  std::vector<float> q(16 * D), p(16 * BN), k(BN * D), v(BN * D);
+  std::vector<uint16_t> k_el(BN * D), v_el(BN * D);  // the stored elements
   for (float& x : q) x = small(rng) / 64.f;
   for (float& x : p) x = prob(rng) / 256.f;
-  for (auto* bytes : {&k8, &v8}) {
-    for (uint8_t& b : *bytes) {
-      do b = uint8_t(code(rng));
-      while ((b & 0x7f) == 0x7f);
+  for (int i = 0; i < BN * D; ++i) {
+    for (auto [value, stored] : {std::pair{&k[i], &k_el[i]}, std::pair{&v[i], &v_el[i]}}) {
+      if (kFp8) {
+        uint8_t b;
+        do b = uint8_t(code(rng));
+        while ((b & 0x7f) == 0x7f);
+        *stored = b;
+        *value = e4m3_to_float(b);
+      } else {
+        *value = small(rng) / 64.f;
+        *stored = f16_bits(*value);
+      }
     }
   }
   // Shared memory: the K tile, the V tile (each by the TMA model, with
   // the box's swizzle), the warp's Q tile (by the kernel's own stores).
   std::vector<uint8_t> smem(2 * kTile + 16 * D * 2 + 64, 0);
   const unsigned k_base = 0, v_base = kTile, q_base = 2 * kTile;
+  const auto put = [&](std::vector<uint8_t>& mem, unsigned base, int key, int d, uint16_t x) {
+    for (int b = 0; b < kBytes; ++b) {
+      mem[base + tma_tile_offset<BN>(key, d * kBytes + b, L::kRawSwizzle)] = uint8_t(x >> (8 * b));
+    }
+  };
   for (int key = 0; key < BN; ++key) {
     for (int d = 0; d < D; ++d) {
-      const unsigned at = tma_swizzled(unsigned(key * D + d), L::kRawSwizzle);
-      smem[k_base + at] = k8[key * D + d];
-      smem[v_base + at] = v8[key * D + d];
+      put(smem, k_base, key, d, k_el[key * D + d]);
+      put(smem, v_base, key, d, v_el[key * D + d]);
     }
   }
   // The layout's raw() must name the same bytes the TMA wrote.
   for (int key = 0; key < BN; ++key) {
-    for (int u = 0; u < D / 16; ++u) {
-      ASSERT_EQ(L::raw(key, u), tma_swizzled(unsigned(key * D + 16 * u), L::kRawSwizzle))
-          << "D " << D << " key " << key << " unit " << u;
+    for (int u = 0; u < L::kUnits; ++u) {
+      ASSERT_EQ(L::raw(key, u), tma_tile_offset<BN>(key, 16 * u, L::kRawSwizzle))
+          << what << " key " << key << " unit " << u;
     }
   }
   for (int t = 0; t < 32; ++t) {
@@ -183,33 +211,49 @@ void check_decode_layout(std::mt19937& rng) {
         for (int h = 0; h < 2; ++h) {
           const int d = 16 * u + 4 * c + 2 * h;
           const uint32_t w = f16x2(q[row * D + d], q[row * D + d + 1]);
-          std::memcpy(smem.data() + q_base + L::q_word(row, u, h, c), &w, 4);
+          std::memcpy(smem.data() + q_base + L::q_word(row, d), &w, 4);
         }
       }
     }
   }
+  const auto b_of = [&](uint32_t reg, bool high) {
+    return kFp8 ? e4m3x2_to_f16x2(high ? reg >> 16 : reg & 0xffff) : reg;
+  };
 
   // S = Q K^T as scores() computes it.
   std::vector<std::array<std::array<float, 4>, 32>> s(BN / 8);
   for (auto& block : s) {
     for (auto& lane : block) lane.fill(0.f);
   }
-  for (int kk2 = 0; kk2 < D / 32; ++kk2) {
-    std::array<unsigned, 32> rows{};
-    for (int t = 0; t < 32; ++t) rows[t] = q_base + L::q_lane(t, 2 * kk2);
-    const Regs qa0 = ldmatrix_x4(smem, rows, false);
-    for (int t = 0; t < 32; ++t) rows[t] = q_base + L::q_lane(t, 2 * kk2 + 1);
-    const Regs qa1 = ldmatrix_x4(smem, rows, false);
-    for (int nb2 = 0; nb2 < BN / 16; ++nb2) {
-      for (int t = 0; t < 32; ++t) rows[t] = k_base + L::k_lane(t, nb2, kk2);
-      const Regs kr = ldmatrix_x4(smem, rows, false);
-      for (int j = 0; j < 4; ++j) {
-        std::array<std::array<uint32_t, 2>, 32> b{};
-        for (int t = 0; t < 32; ++t) {
-          b[t] = {e4m3x2_to_f16x2(kr[t][j] & 0xffff), e4m3x2_to_f16x2(kr[t][j] >> 16)};
+  std::array<unsigned, 32> rows{};
+  const auto load = [&](const std::vector<uint8_t>& mem, bool trans, auto address) {
+    for (int t = 0; t < 32; ++t) rows[t] = address(t);
+    return ldmatrix_x4(mem, rows, trans);
+  };
+  if (kFp8) {
+    for (int kk2 = 0; kk2 < D / 32; ++kk2) {
+      const Regs qa0 = load(smem, false, [&](int t) { return q_base + L::q_lane(t, 2 * kk2); });
+      const Regs qa1 = load(smem, false, [&](int t) { return q_base + L::q_lane(t, 2 * kk2 + 1); });
+      for (int nb2 = 0; nb2 < BN / 16; ++nb2) {
+        const Regs kr = load(smem, false, [&](int t) { return k_base + L::k_lane(t, nb2, kk2); });
+        for (int j = 0; j < 4; ++j) {
+          std::array<std::array<uint32_t, 2>, 32> b{};
+          for (int t = 0; t < 32; ++t) b[t] = {b_of(kr[t][j], false), b_of(kr[t][j], true)};
+          const int step = L::k_step(kk2, j) - 2 * kk2;
+          mma(s[L::k_block(nb2, j)], step == 0 ? qa0 : qa1, 0, b);
         }
-        const int step = L::k_step(kk2, j) - 2 * kk2;
-        mma(s[L::k_block(nb2, j)], step == 0 ? qa0 : qa1, 0, b);
+      }
+    }
+  } else {
+    for (int kk = 0; kk < D / 16; ++kk) {
+      const Regs qa = load(smem, false, [&](int t) { return q_base + L::q_lane(t, kk); });
+      for (int nb2 = 0; nb2 < BN / 16; ++nb2) {
+        const Regs kr = load(smem, false, [&](int t) { return k_base + L::k_lane(t, nb2, kk); });
+        for (int j = 0; j < 2; ++j) {
+          std::array<std::array<uint32_t, 2>, 32> b{};
+          for (int t = 0; t < 32; ++t) b[t] = {kr[t][2 * j], kr[t][2 * j + 1]};
+          mma(s[2 * nb2 + j], qa, 0, b);
+        }
       }
     }
   }
@@ -219,9 +263,9 @@ void check_decode_layout(std::mt19937& rng) {
       for (int e = 0; e < 4; ++e) {
         const int row = g + 8 * (e / 2), key = 8 * nb + 2 * c + e % 2;
         double want = 0;
-        for (int d = 0; d < D; ++d) want += double(q[row * D + d]) * e4m3_to_float(k8[key * D + d]);
+        for (int d = 0; d < D; ++d) want += double(q[row * D + d]) * k[key * D + d];
         ASSERT_NEAR(s[nb][t][e], want, 1e-4 * (1 + std::fabs(want)))
-            << "D " << D << " BN " << BN << " S row " << row << " key " << key;
+            << what << " S row " << row << " key " << key;
       }
     }
   }
@@ -231,9 +275,7 @@ void check_decode_layout(std::mt19937& rng) {
   for (const int valid : {BN, BN - 5, 1}) {
     std::vector<uint8_t> vmem = smem;
     for (int key = valid; key < BN; ++key) {
-      for (int d = 0; d < D; ++d) {
-        vmem[v_base + tma_swizzled(unsigned(key * D + d), L::kRawSwizzle)] = 0x7f;  // NaN
-      }
+      for (int d = 0; d < D; ++d) put(vmem, v_base, key, d, kFp8 ? 0x7f : 0x7e00);  // NaN
     }
     std::vector<std::array<std::array<float, 4>, 32>> o(D / 8);
     for (auto& block : o) {
@@ -248,20 +290,24 @@ void check_decode_layout(std::mt19937& rng) {
         pa[t] = {f16x2(at(g, k0), at(g, k0 + 1)), f16x2(at(g + 8, k0), at(g + 8, k0 + 1)),
                  f16x2(at(g, k0 + 8), at(g, k0 + 9)), f16x2(at(g + 8, k0 + 8), at(g + 8, k0 + 9))};
       }
-      for (int u2 = 0; u2 < D / 32; ++u2) {
-        std::array<unsigned, 32> rows{};
-        for (int t = 0; t < 32; ++t) rows[t] = v_base + L::v_lane(t, kk, u2);
-        const Regs vr = ldmatrix_x4(vmem, rows, true);
+      const auto keep = [&](int i, int c) { return valid < BN ? L::v_keep(kk, i, c, valid) : ~0u; };
+      for (int u2 = 0; u2 < L::kUnits / 2; ++u2) {
+        const Regs vr = load(vmem, true, [&](int t) { return v_base + L::v_lane(t, kk, u2); });
         for (int h = 0; h < 2; ++h) {
+          if (!kFp8) {
+            std::array<std::array<uint32_t, 2>, 32> b{};
+            for (int t = 0; t < 32; ++t) {
+              b[t] = {vr[t][2 * h] & keep(0, t % 4), vr[t][2 * h + 1] & keep(1, t % 4)};
+            }
+            mma(o[2 * u2 + h], pa, 0, b);
+            continue;
+          }
           std::array<std::array<uint32_t, 2>, 32> even{}, odd{};
           for (int t = 0; t < 32; ++t) {
-            const int c = t % 4;
             const uint32_t lo = byte_perm(vr[t][2 * h], L::kVPermute);
             const uint32_t hi = byte_perm(vr[t][2 * h + 1], L::kVPermute);
-            const uint32_t keep0 = valid < BN ? L::v_keep(kk, 0, c, valid) : ~0u;
-            const uint32_t keep1 = valid < BN ? L::v_keep(kk, 1, c, valid) : ~0u;
-            even[t] = {e4m3x2_to_f16x2(lo & 0xffff) & keep0, e4m3x2_to_f16x2(hi & 0xffff) & keep1};
-            odd[t] = {e4m3x2_to_f16x2(lo >> 16) & keep0, e4m3x2_to_f16x2(hi >> 16) & keep1};
+            even[t] = {b_of(lo, false) & keep(0, t % 4), b_of(hi, false) & keep(1, t % 4)};
+            odd[t] = {b_of(lo, true) & keep(0, t % 4), b_of(hi, true) & keep(1, t % 4)};
           }
           const int u = 2 * u2 + h;
           mma(o[2 * u], pa, 0, even);
@@ -275,36 +321,71 @@ void check_decode_layout(std::mt19937& rng) {
         for (int e = 0; e < 4; ++e) {
           const int row = g + 8 * (e / 2), col = L::o_column(block, 2 * c + e % 2);
           double want = 0;
-          for (int key = 0; key < valid; ++key) {
-            want += double(p[row * BN + key]) * e4m3_to_float(v8[key * D + col]);
-          }
+          for (int key = 0; key < valid; ++key) want += double(p[row * BN + key]) * v[key * D + col];
           ASSERT_NEAR(o[block][t][e], want, 1e-4 * (1 + std::fabs(want)))
-              << "D " << D << " BN " << BN << " valid " << valid << " O row " << row << " col "
-              << col;
+              << what << " valid " << valid << " O row " << row << " col " << col;
         }
       }
     }
   }
-  // write_part's grouping: thread c's values of unit u are columns 16u + 4c
-  // .. + 3 in the order (2u, 2c), (2u + 1, 2c), (2u, 2c + 1), (2u + 1, 2c + 1).
-  for (int u = 0; u < D / 16; ++u) {
-    for (int c = 0; c < 4; ++c) {
-      EXPECT_EQ(L::o_column(2 * u, 2 * c), 16 * u + 4 * c);
-      EXPECT_EQ(L::o_column(2 * u + 1, 2 * c), 16 * u + 4 * c + 1);
-      EXPECT_EQ(L::o_column(2 * u, 2 * c + 1), 16 * u + 4 * c + 2);
-      EXPECT_EQ(L::o_column(2 * u + 1, 2 * c + 1), 16 * u + 4 * c + 3);
-    }
+  // The parts are written in D order through o_column (write_part): every
+  // column once per row, by the thread and block the products above put it
+  // in.
+  std::vector<int> seen(D, 0);
+  for (int block = 0; block < D / 8; ++block) {
+    for (int n = 0; n < 8; ++n) ++seen[L::o_column(block, n)];
   }
+  EXPECT_EQ(std::count(seen.begin(), seen.end(), 1), D) << what;
 }
 
 TEST(DecodeLayout, OneWarpsProductsOnModelsOfTheHardware) {
   std::mt19937 rng(20261201);
   for (int trial = 0; trial < 3; ++trial) {
-    check_decode_layout<128, 32>(rng);
-    check_decode_layout<128, 64>(rng);
-    check_decode_layout<64, 64>(rng);
-    check_decode_layout<64, 32>(rng);
+    check_decode_layout<128, 32, 1>(rng);
+    check_decode_layout<128, 64, 1>(rng);
+    check_decode_layout<64, 64, 1>(rng);
+    check_decode_layout<64, 32, 1>(rng);
+    check_decode_layout<128, 32, 2>(rng);
+    check_decode_layout<64, 64, 2>(rng);
   }
+}
+
+// The scaling of a bf16 q row into fp16's range (e4m3 K/V): the largest
+// element lands in [2^14, 2^15), the scores' factor undoes it exactly, and
+// zero, tiny, huge and non-finite rows are safe.
+TEST(DecodeLayout, QRowScaleFitsFp16AndUndoes) {
+  using L = attention::DecodeLayout<128, 32, 1>;
+  const auto bits_of = [](float x) {
+    uint32_t b;
+    std::memcpy(&b, &x, 4);
+    return b;
+  };
+  const auto float_of = [](uint32_t b) {
+    float x;
+    std::memcpy(&x, &b, 4);
+    return x;
+  };
+  for (int e = -149; e <= 127; ++e) {
+    for (const float m : {1.f, 1.5f, 1.9999999f}) {
+      const float largest = std::ldexp(m, e);
+      if (largest == 0.f || !std::isfinite(largest)) continue;
+      const unsigned exponent = bits_of(largest) >> 23;
+      const float scale = float_of(L::q_scale_bits(exponent));
+      const float unscale = float_of(L::q_unscale_bits(exponent));
+      ASSERT_TRUE(std::isnormal(scale) && std::isnormal(unscale)) << largest;
+      EXPECT_EQ(double(scale) * double(unscale), 1.0) << largest;
+      if (e >= -112) {
+        EXPECT_GE(largest * scale, 16384.f) << largest;
+        EXPECT_LT(largest * scale, 32768.f) << largest;
+      } else {
+        EXPECT_EQ(scale, 1.f) << largest;  // under 2^-112: as it is
+      }
+    }
+  }
+  EXPECT_EQ(float_of(L::q_scale_bits(0)), 1.f);  // a zero row
+  const unsigned inf = bits_of(INFINITY) >> 23;
+  EXPECT_TRUE(std::isinf(INFINITY * float_of(L::q_scale_bits(inf))));
+  EXPECT_TRUE(std::isnormal(float_of(L::q_unscale_bits(inf))));
 }
 
 // The swizzle arithmetic every swizzled tile shares (SwizzledRows too) is

@@ -113,12 +113,42 @@ TEST(TileConfig, BlocksPerSmKeepToTheSharedMemory) {
   EXPECT_EQ(h100, 233472);
   EXPECT_EQ(a100, 167936);
   EXPECT_EQ(attention::smem_per_sm(86), 102400);
-  // D 256 over fp8 pages (the converting producer's: split-KV at D 64 and
-  // 128 is the decode block, below), 64-key tiles, 2 stages: one block;
-  // two producer warpgroups of the 384 threads' 168 registers, consumers
-  // rebalanced to 256.
+  // The converting producer (decode_mma 0, every rule's today). D 128 over
+  // fp8 pages, 64-key tiles, 2 stages: 115792 B; two blocks would need
+  // 235680 B with the flag and the reserve: one fits. Its registers leave
+  // room for a second converting producer warpgroup: 384 threads of 168,
+  // consumers rebalanced to 256.
+  TileShape fp8_d128{128, 64, 64, 4, 2, 2, true, true, false, true, true, h100};
+  TileConfig c = make_tile_config(fp8_d128);
+  EXPECT_FALSE(c.mma_decode);
+  EXPECT_EQ(c.smem_bytes, 115792u);
+  EXPECT_EQ(c.raw_stages, 2);
+  EXPECT_EQ(c.blocks_per_sm, 1);
+  EXPECT_EQ(c.producer_warpgroups, 2);
+  EXPECT_EQ(c.threads, 384);
+  EXPECT_EQ(c.launch_registers, 168);
+  EXPECT_TRUE(c.rebalance);
+  EXPECT_EQ(c.consumer_registers, 256);
+  // The same with 32-key tiles (the fp8 paged rule): two fit, 128 each;
+  // two producer warpgroups would leave 80, under the 96 that ptxas needs
+  // for D 128's wgmma of O: one.
+  fp8_d128.block_n = 32;
+  c = make_tile_config(fp8_d128);
+  EXPECT_EQ(c.blocks_per_sm, 2);
+  EXPECT_EQ(c.producer_warpgroups, 1);
+  EXPECT_EQ(c.launch_registers, 128);
+  // D 64 (its fp8 paged rule: 64-key tiles, two blocks): two producer
+  // warpgroups at 80 registers, the consumers at 112.
+  TileShape fp8_d64{64, 64, 64, 4, 2, 2, true, true, false, true, true, h100};
+  c = make_tile_config(fp8_d64);
+  EXPECT_EQ(c.blocks_per_sm, 2);
+  EXPECT_EQ(c.producer_warpgroups, 2);
+  EXPECT_EQ(c.launch_registers, 80);
+  EXPECT_EQ(c.consumer_registers, 112);
+  // D 256 over fp8 pages, 64-key tiles, 2 stages: one block; two producer
+  // warpgroups of the 384 threads' 168 registers, consumers at 256.
   TileShape fp8_paged{256, 64, 64, 4, 2, 2, true, true, false, true, true, h100};
-  TileConfig c = make_tile_config(fp8_paged);
+  c = make_tile_config(fp8_paged);
   EXPECT_FALSE(c.mma_decode);
   EXPECT_EQ(c.raw_stages, 2);
   EXPECT_EQ(c.blocks_per_sm, 1);
@@ -161,8 +191,8 @@ TEST(TileConfig, BlocksPerSmKeepToTheSharedMemory) {
   }
 }
 
-// The fp8 decode block (tuning param decode_mma; split-KV at D 64 and 128
-// on the warpgroup path):
+// The decode block (tuning param decode_mma; split-KV at D 64 and 128 on
+// the warpgroup path, fp8 or 16-bit K/V):
 // four consumer warps and a producer warp, no rebalancing, a ring of raw
 // tiles of D bytes per row (a swizzled box wide) whose stages round up to
 // a multiple of the warps, the warps' Q tiles past it, their parts over
@@ -178,6 +208,18 @@ TEST(TileConfig, Fp8DecodeBlock) {
     SCOPED_TRACE("D" + std::to_string(k.d) + " stages " + std::to_string(k.stages));
     TileShape shape{k.d, 64, k.block_n, 4, k.stages, 2, true, true, false, true, true, h100};
     shape.decode_mma = true;
+    // 16-bit K/V: twice the ring, the standard TMA boxes (swizzle chunks of
+    // D in 16-bit elements).
+    TileShape wide = shape;
+    wide.kv_fp8 = false;
+    const TileConfig w = make_tile_config(wide);
+    EXPECT_TRUE(w.mma_decode);
+    EXPECT_EQ(w.kv_tile_bytes, unsigned(k.block_n * k.d * 2));
+    EXPECT_EQ(w.tma_chunk, attention::swizzle_chunk(k.d));
+    EXPECT_EQ(w.swizzle_bytes, 2 * attention::swizzle_chunk(k.d));
+    EXPECT_EQ(w.barrier_offset,
+              std::max(2u * unsigned(w.raw_stages) * w.kv_tile_bytes + 4u * w.q_tile_bytes,
+                       4u * attention::decode_part_bytes(k.d)));
     const TileConfig c = make_tile_config(shape);
     EXPECT_TRUE(c.mma_decode);
     EXPECT_EQ(c.threads, 160);
@@ -210,10 +252,17 @@ TEST(TileConfig, Fp8DecodeBlock) {
   other.split_kv = false;
   EXPECT_FALSE(make_tile_config(other).mma_decode);
   other.split_kv = true;
-  other.kv_fp8 = false;
-  EXPECT_FALSE(make_tile_config(other).mma_decode);
-  other.kv_fp8 = true;
   other.wgmma = false;
+  EXPECT_FALSE(make_tile_config(other).mma_decode);
+  other.wgmma = true;
+  // Only 16-row warps, four or eight of them (the phases must divide the
+  // ring for every count of row groups): else the warpgroup path.
+  other.block_m = 128;
+  EXPECT_FALSE(make_tile_config(other).mma_decode);
+  other.warps = 8;
+  EXPECT_TRUE(make_tile_config(other).mma_decode);
+  other.block_m = 192;
+  other.warps = 12;
   EXPECT_FALSE(make_tile_config(other).mma_decode);
 }
 
