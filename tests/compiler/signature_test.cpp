@@ -123,6 +123,17 @@ TEST(Signature, ParamsWithDefaults) {
   EXPECT_EQ(tuning(1, {}), (Tuning{{"bm", 64}, {"bn", 16}}));
   EXPECT_EQ(tuning(2, {}), (Tuning{{"bm", 32}, {"bn", 8}}));
   EXPECT_EQ(tuning(1, {{"bn", 4}}), (Tuning{{"bm", 64}, {"bn", 4}}));
+  // No rule matches: overrides for the params without a default, the
+  // default for the rest.
+  const Spec partial = parse_spec(
+      "family: f\ntemplate: testing/axpy.cuh\nentry: f\n"
+      "flags:\n  k: {type: int, values: [1, 2], default: 1}\n"
+      "tuning:\n  params: [bm, {bn: 16}]\n  rules:\n    - {when: {k: 1}, bm: 64}\n",
+      "f.yaml");
+  EXPECT_EQ(make_signature(partial, resolve_flags(partial, {{"k", int64_t{2}}}),
+                           options_for("sm_80"), {{"bm", 32}})
+                .tuning,
+            (Tuning{{"bm", 32}, {"bn", 16}}));
 }
 
 TEST(Signature, UnsetParamsAreErrors) {
