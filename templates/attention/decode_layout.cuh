@@ -29,8 +29,8 @@ namespace attention {
 template <int D, int BN, int kBytes = 1>
 struct DecodeLayout {
   static constexpr bool kFp8 = kBytes == 1;
-  static constexpr int kRowBytes = D * kBytes;                        // one raw row
-  static constexpr int kUnits = kRowBytes / 16;                       // its 16-byte units
+  static constexpr int kRowBytes = D * kBytes;                          // one raw row
+  static constexpr int kUnits = kRowBytes / 16;                         // its 16-byte units
   static constexpr int kRawSwizzle = 2 * swizzle_chunk(kRowBytes / 2);  // the TMA box's swizzle
   static constexpr int kQSwizzle = 2 * swizzle_chunk(D);
   static_assert(kBytes == 1 || kBytes == 2, "decode layout: e4m3 or 16-bit K/V");

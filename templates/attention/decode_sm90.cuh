@@ -78,9 +78,9 @@ struct DecodeSm90 {
   static constexpr int kScoreBlocks = BN / 8;
   static constexpr int kOutBlocks = D / 8;
   static constexpr bool kFp8 = fp8_kv<C>();  // e4m3 K/V, converted in registers; else q's type
-  static constexpr int kSteps = D / 16;        // k16 steps of Q K^T (Q's 8-byte words per row)
+  static constexpr int kSteps = D / 16;      // k16 steps of Q K^T (Q's 8-byte words per row)
   static constexpr unsigned kTileBytes = unsigned(BN * D * (kFp8 ? 1 : 2));  // one K (or V) tile
-  static constexpr int kRowFloats = D + 4;                  // a part's output row (padded)
+  static constexpr int kRowFloats = D + 4;                       // a part's output row (padded)
   static constexpr unsigned kQTileBytes = unsigned(16 * D * 2);  // a warp's rows of Q, fp16
   // e4m3 K/V multiply in fp16 (exact for e4m3): bf16 q is scaled into
   // fp16's range. 16-bit K/V multiply in q's type.
@@ -97,8 +97,7 @@ struct DecodeSm90 {
   static_assert(kStages % kWarps == 0, "decode block: the ring's stages a multiple of the warps");
   static_assert(Layout::kRawSwizzle == kTile.swizzle_bytes,
                 "the raw tiles' swizzle is the TMA box's (tile_config.cuh)");
-  static_assert(decode_part_bytes(D) ==
-                    unsigned(4 * (4 * 32 + 16 * kRowFloats)),
+  static_assert(decode_part_bytes(D) == unsigned(4 * (4 * 32 + 16 * kRowFloats)),
                 "a warp's part as tile_config.cuh counts it");
   static_assert(16 * SmemRow<D>::kStride * sizeof(T) <= decode_part_bytes(D),
                 "the epilogue's staged rows fit the warp's part");
@@ -236,7 +235,8 @@ struct DecodeSm90 {
       RowKeys keys[2];
       float sink2[2];
 #pragma unroll
-      for (int r = 0; r < 2; ++r) work.row_setup(prm, warp_row + lane / 4 + 8 * r, keys[r], sink2[r]);
+      for (int r = 0; r < 2; ++r)
+        work.row_setup(prm, warp_row + lane / 4 + 8 * r, keys[r], sink2[r]);
       // The null logit once per row: in the first phase's state (the
       // combine adds the others), or in the split combine.
       Sinks<C>::init(softmax, sink2, lane, work.splits == 1 && phase == 0);
@@ -327,8 +327,7 @@ struct DecodeSm90 {
         for (int u = 0; u < kSteps; ++u) {
 #pragma unroll
           for (int h = 0; h < 2; ++h) {
-            st_shared_32(tile + Layout::q_word(row_in_tile, 16 * u + 4 * c + 2 * h),
-                         words[u][h]);
+            st_shared_32(tile + Layout::q_word(row_in_tile, 16 * u + 4 * c + 2 * h), words[u][h]);
           }
         }
       }
@@ -478,7 +477,8 @@ struct DecodeSm90 {
         top[1] = ptx::max(top[1], part[32 + lane]);
       }
 #pragma unroll
-      for (int db = 0; db < kOutBlocks; ++db) out[db][0] = out[db][1] = out[db][2] = out[db][3] = 0.f;
+      for (int db = 0; db < kOutBlocks; ++db)
+        out[db][0] = out[db][1] = out[db][2] = out[db][3] = 0.f;
       float sum[2] = {0.f, 0.f};
       const int c = lane % 4;
 #pragma unroll 1

@@ -35,16 +35,12 @@ int smem_per_sm(const Target& t) {
   return 233472;  // sm_90
 }
 
-TEST(AttentionCompile, EveryMatrixVariantCompilesForSm80AndSm90a) {
-  const Spec spec = load_embedded_spec("attention");
-  const std::vector<FlagSet> variants = matrix_and_presets(spec);
-  std::vector<Signature> work;
-  for (const char* target : {"sm_80", "sm_90a"}) {
-    for (const FlagSet& f : variants) {
-      work.push_back(
-          make_signature(spec, f, CompileOptions::from_environment(parse_target(target))));
-    }
-  }
+// Compiles every signature of `work` on all cores and returns
+// "signature: problem" for each whose kernel `problem_of` finds fault with
+// (an empty string: none) or whose compile throws.
+template <class ProblemOf>
+std::vector<std::string> compile_all(const Spec& spec, const std::vector<Signature>& work,
+                                     const ProblemOf& problem_of) {
   std::atomic<size_t> next{0};
   std::mutex mutex;
   std::vector<std::string> failures;
@@ -53,35 +49,7 @@ TEST(AttentionCompile, EveryMatrixVariantCompilesForSm80AndSm90a) {
       const Signature& sig = work[i];
       std::string problem;
       try {
-        const CompiledKernel k = compile_source(generate_source(spec, sig), sig.options);
-        if (k.cubin.size() < 4 || k.cubin.compare(0, 4,
-                                                  "\x7f"
-                                                  "ELF") != 0)
-          problem = "no ELF cubin";
-        if (k.resources.threads <= 0) problem = "no launch info";
-        // The warpgroup kernels move registers from the producer to the
-        // consumers (setmaxnreg) assuming the kernel starts with the launch
-        // bound's share; with fewer, setmaxnreg.inc would wait forever.
-        // The blocks per SM the launch bound asks for: min_blocks, or as
-        // many as the target's shared memory holds (the kernel's own
-        // static and dynamic bytes and the driver's 1 KiB reserve).
-        const int per_block =
-            std::max(0, k.resources.static_smem) + std::max(0, k.resources.dynamic_smem) + 1024;
-        const int fit = std::max(1, smem_per_sm(sig.options.target) / per_block);
-        const int blocks = std::min(int(sig.tuning_value("min_blocks")), fit);
-        const int share = std::min(255, 65536 / (k.resources.threads * blocks) / 8 * 8);
-        // (The fp8 decode block has no producer warpgroup and rebalances
-        // nothing: tile_config.cuh, mma_decode.)
-        const bool decode_block = sig.tuning_value("decode_mma") != 0;
-        if (sig.tuning_value("wgmma") != 0 && !decode_block && sig.options.max_registers == 0 &&
-            k.resources.registers >= 0 && share < 232 && k.resources.registers != share) {
-          problem = "uses " + std::to_string(k.resources.registers) +
-                    " registers, not the launch bound's share " + std::to_string(share);
-        }
-        if (k.resources.dynamic_smem > smem_limit(sig.options.target)) {
-          problem = "dynamic shared memory " + std::to_string(k.resources.dynamic_smem) +
-                    " B exceeds the target's " + std::to_string(smem_limit(sig.options.target));
-        }
+        problem = problem_of(sig, compile_source(generate_source(spec, sig), sig.options));
       } catch (const Error& e) {
         problem = e.what();
       }
@@ -95,6 +63,51 @@ TEST(AttentionCompile, EveryMatrixVariantCompilesForSm80AndSm90a) {
   const unsigned n = std::max(2u, std::thread::hardware_concurrency());
   for (unsigned t = 0; t < n; ++t) threads.emplace_back(worker);
   for (auto& t : threads) t.join();
+  return failures;
+}
+
+TEST(AttentionCompile, EveryMatrixVariantCompilesForSm80AndSm90a) {
+  const Spec spec = load_embedded_spec("attention");
+  const std::vector<FlagSet> variants = matrix_and_presets(spec);
+  std::vector<Signature> work;
+  for (const char* target : {"sm_80", "sm_90a"}) {
+    for (const FlagSet& f : variants) {
+      work.push_back(
+          make_signature(spec, f, CompileOptions::from_environment(parse_target(target))));
+    }
+  }
+  const auto failures = compile_all(spec, work, [&](const Signature& sig, const CompiledKernel& k) {
+    std::string problem;
+    if (k.cubin.size() < 4 || k.cubin.compare(0, 4,
+                                              "\x7f"
+                                              "ELF") != 0)
+      problem = "no ELF cubin";
+    if (k.resources.threads <= 0) problem = "no launch info";
+    // The warpgroup kernels move registers from the producer to the
+    // consumers (setmaxnreg) assuming the kernel starts with the launch
+    // bound's share; with fewer, setmaxnreg.inc would wait forever.
+    // The blocks per SM the launch bound asks for: min_blocks, or as
+    // many as the target's shared memory holds (the kernel's own
+    // static and dynamic bytes and the driver's 1 KiB reserve).
+    const int per_block =
+        std::max(0, k.resources.static_smem) + std::max(0, k.resources.dynamic_smem) + 1024;
+    const int fit = std::max(1, smem_per_sm(sig.options.target) / per_block);
+    const int blocks = std::min(int(sig.tuning_value("min_blocks")), fit);
+    const int share = std::min(255, 65536 / (k.resources.threads * blocks) / 8 * 8);
+    // (The fp8 decode block has no producer warpgroup and rebalances
+    // nothing: tile_config.cuh, mma_decode.)
+    const bool decode_block = sig.tuning_value("decode_mma") != 0;
+    if (sig.tuning_value("wgmma") != 0 && !decode_block && sig.options.max_registers == 0 &&
+        k.resources.registers >= 0 && share < 232 && k.resources.registers != share) {
+      problem = "uses " + std::to_string(k.resources.registers) +
+                " registers, not the launch bound's share " + std::to_string(share);
+    }
+    if (k.resources.dynamic_smem > smem_limit(sig.options.target)) {
+      problem = "dynamic shared memory " + std::to_string(k.resources.dynamic_smem) +
+                " B exceeds the target's " + std::to_string(smem_limit(sig.options.target));
+    }
+    return problem;
+  });
   std::printf("compiled %zu variants for sm_80 and sm_90a\n", work.size());
   for (const auto& f : failures) ADD_FAILURE() << f;
 }
@@ -117,56 +130,39 @@ TEST(AttentionCompile, DecodeBlockCompilesWithoutSpills) {
   };
   std::vector<Signature> work;
   for (const char* kv : {"fp8_e4m3", "same"}) {
-  for (const char* layout : {"contiguous", "paged"}) {
-    for (const int d : {64, 128}) {
-      for (const char* flags : flag_sets) {
-        // (D 128 fp8 at 64 keys spills 36-68 B; 16-bit K/V at two blocks
-        // per SM spill 12-76 B with spans or a window: one block then.)
-        const int block_n = d == 64 ? 64 : 32;
-        for (const int stages : {8, 3}) {
-          const std::string text = fmt::format(
-              "{},head_dim={},kv_dtype={},split_kv=true,kv_layout={}", flags, d, kv, layout);
-          work.push_back(make_signature(
-              spec, resolve_flags(spec, parse_flag_assignments(spec, text)), options,
-              {{"decode_mma", 1},
-               {"block_n", block_n},
-               {"stages", stages},
-               {"min_blocks", kv == std::string("same") ? 1 : 2}}));
+    for (const char* layout : {"contiguous", "paged"}) {
+      for (const int d : {64, 128}) {
+        for (const char* flags : flag_sets) {
+          // (D 128 fp8 at 64 keys spills 36-68 B; 16-bit K/V at two blocks
+          // per SM spill 12-76 B with spans or a window: one block then.)
+          const int block_n = d == 64 ? 64 : 32;
+          for (const int stages : {8, 3}) {
+            const std::string text = fmt::format(
+                "{},head_dim={},kv_dtype={},split_kv=true,kv_layout={}", flags, d, kv, layout);
+            work.push_back(make_signature(
+                spec, resolve_flags(spec, parse_flag_assignments(spec, text)), options,
+                {{"decode_mma", 1},
+                 {"block_n", block_n},
+                 {"stages", stages},
+                 {"min_blocks", kv == std::string("same") ? 1 : 2}}));
+          }
         }
       }
     }
   }
-  }
-  std::atomic<size_t> next{0};
-  std::mutex mutex;
-  std::vector<std::string> failures;
-  auto worker = [&] {
-    for (size_t i = next++; i < work.size(); i = next++) {
-      const Signature& sig = work[i];
-      std::string problem;
-      try {
-        const CompiledKernel k = compile_source(generate_source(spec, sig), sig.options);
-        if (k.resources.threads != 160) {
-          problem = "launches " + std::to_string(k.resources.threads) + " threads, not 160";
-        } else if (k.resources.spill_stores != 0 || k.resources.spill_loads != 0) {
-          problem = "spills " + std::to_string(k.resources.spill_stores) + " B stores, " +
-                    std::to_string(k.resources.spill_loads) + " B loads";
-        } else if (k.ptx.find("wgmma.mma_async") != std::string::npos) {
-          problem = "has a warpgroup MMA";
-        }
-      } catch (const Error& e) {
-        problem = e.what();
-      }
-      if (!problem.empty()) {
-        std::lock_guard<std::mutex> lock(mutex);
-        failures.push_back(sig.canonical() + ": " + problem);
-      }
+  const auto failures = compile_all(spec, work, [](const Signature&, const CompiledKernel& k) {
+    if (k.resources.threads != 160) {
+      return "launches " + std::to_string(k.resources.threads) + " threads, not 160";
     }
-  };
-  std::vector<std::thread> threads;
-  const unsigned n = std::max(2u, std::thread::hardware_concurrency());
-  for (unsigned t = 0; t < n; ++t) threads.emplace_back(worker);
-  for (auto& t : threads) t.join();
+    if (k.resources.spill_stores != 0 || k.resources.spill_loads != 0) {
+      return "spills " + std::to_string(k.resources.spill_stores) + " B stores, " +
+             std::to_string(k.resources.spill_loads) + " B loads";
+    }
+    if (k.ptx.find("wgmma.mma_async") != std::string::npos) {
+      return std::string("has a warpgroup MMA");
+    }
+    return std::string();
+  });
   EXPECT_EQ(work.size(), 80u);
   for (const auto& f : failures) ADD_FAILURE() << f;
 }

@@ -28,52 +28,52 @@ struct DecodeCase {
 std::vector<DecodeCase> decode_cases() {
   std::vector<DecodeCase> cases;
   for (const KvDType kv : {KvDType::kFp8E4M3, KvDType::kSame}) {
-  for (const KvLayout layout : {KvLayout::kContiguous, KvLayout::kPaged}) {
-    for (const int d : {64, 128}) {
-      AttentionFlags base;
-      base.head_dim = d;
-      base.kv_dtype = kv;
-      base.kv_layout = layout;
-      base.split_kv = true;
-      std::vector<AttentionFlags> flag_sets;
-      AttentionFlags plain = base;
-      plain.causal = true;
-      flag_sets.push_back(plain);
-      AttentionFlags oss = plain;
-      oss.window = true;
-      oss.sinks = SinkMode::kNullLogit;
-      flag_sets.push_back(oss);
-      AttentionFlags spans = plain;
-      spans.window = spans.mm_prefix = spans.mm_clamp = true;
-      spans.sinks = SinkMode::kBiasKey0;
-      flag_sets.push_back(spans);
-      AttentionFlags open = spans;
-      open.mm_clamp = false;
-      open.sinks = SinkMode::kNone;
-      open.return_lse = true;
-      flag_sets.push_back(open);
-      AttentionFlags cap = base;
-      cap.dtype = DType::kFP16;
-      cap.softcap = cap.return_lse = true;
-      cap.sinks = SinkMode::kNullLogit;
-      flag_sets.push_back(cap);
-      for (const AttentionFlags& f : flag_sets) {
-        // The ring and key tile a rule would take, and a shallower ring
-        // (3 stages round up to 4, a multiple of the four warps). D 128 at
-        // 64-key tiles spills (tests/compiler/attention_compile_test.cpp).
-        // 16-bit K/V at one block per SM (two spill; the compile test).
-        const int block_n = d == 64 ? 64 : 32;
-        const int blocks = kv == KvDType::kSame ? 1 : 2;
-        for (const int stages : {8, 3}) {
-          cases.push_back({f,
-                           {{"decode_mma", 1},
-                            {"block_n", block_n},
-                            {"stages", stages},
-                            {"min_blocks", blocks}}});
+    for (const KvLayout layout : {KvLayout::kContiguous, KvLayout::kPaged}) {
+      for (const int d : {64, 128}) {
+        AttentionFlags base;
+        base.head_dim = d;
+        base.kv_dtype = kv;
+        base.kv_layout = layout;
+        base.split_kv = true;
+        std::vector<AttentionFlags> flag_sets;
+        AttentionFlags plain = base;
+        plain.causal = true;
+        flag_sets.push_back(plain);
+        AttentionFlags oss = plain;
+        oss.window = true;
+        oss.sinks = SinkMode::kNullLogit;
+        flag_sets.push_back(oss);
+        AttentionFlags spans = plain;
+        spans.window = spans.mm_prefix = spans.mm_clamp = true;
+        spans.sinks = SinkMode::kBiasKey0;
+        flag_sets.push_back(spans);
+        AttentionFlags open = spans;
+        open.mm_clamp = false;
+        open.sinks = SinkMode::kNone;
+        open.return_lse = true;
+        flag_sets.push_back(open);
+        AttentionFlags cap = base;
+        cap.dtype = DType::kFP16;
+        cap.softcap = cap.return_lse = true;
+        cap.sinks = SinkMode::kNullLogit;
+        flag_sets.push_back(cap);
+        for (const AttentionFlags& f : flag_sets) {
+          // The ring and key tile a rule would take, and a shallower ring
+          // (3 stages round up to 4, a multiple of the four warps). D 128 at
+          // 64-key tiles spills (tests/compiler/attention_compile_test.cpp).
+          // 16-bit K/V at one block per SM (two spill; the compile test).
+          const int block_n = d == 64 ? 64 : 32;
+          const int blocks = kv == KvDType::kSame ? 1 : 2;
+          for (const int stages : {8, 3}) {
+            cases.push_back({f,
+                             {{"decode_mma", 1},
+                              {"block_n", block_n},
+                              {"stages", stages},
+                              {"min_blocks", blocks}}});
+          }
         }
       }
     }
-  }
   }
   return cases;
 }
@@ -92,8 +92,8 @@ TEST_P(DecodeBlock, MatchesTheReferenceOnEveryShape) {
   // threads (four consumer warps and a producer warp).
   auto kernel = AttentionKernel::get(c.flags, KernelCache::global(), nullptr, c.tuning);
   kernel->wait_specialized();
-  ASSERT_EQ(kernel->kernel().threads(), 160u) << testing::flags_name(c.flags) << " [" << config
-                                              << "] is not the decode block";
+  ASSERT_EQ(kernel->kernel().threads(), 160u)
+      << testing::flags_name(c.flags) << " [" << config << "] is not the decode block";
   for (const CheckShape& shape : standard_check_shapes(c.flags)) {
     const uint64_t seed = testing::fresh_seed();
     const CheckResult r =

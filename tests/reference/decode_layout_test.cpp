@@ -158,8 +158,8 @@ void check_decode_layout(std::mt19937& rng) {
   using L = attention::DecodeLayout<D, BN, kBytes>;
   constexpr bool kFp8 = kBytes == 1;
   constexpr unsigned kTile = BN * D * kBytes;
-  const std::string what = "D " + std::to_string(D) + " BN " + std::to_string(BN) +
-                           (kFp8 ? " e4m3" : " fp16");
+  const std::string what =
+      "D " + std::to_string(D) + " BN " + std::to_string(BN) + (kFp8 ? " e4m3" : " fp16");
   // Q: 16 rows of multiples of 1/64 (exact in fp16); K, V: e4m3 codes that
   // are not NaN, or multiples of 1/64; P: multiples of 1/256 in [0, 1].
   std::uniform_int_distribution<int> small(-64, 64), code(0, 255), prob(0, 256);
@@ -321,7 +321,8 @@ void check_decode_layout(std::mt19937& rng) {
         for (int e = 0; e < 4; ++e) {
           const int row = g + 8 * (e / 2), col = L::o_column(block, 2 * c + e % 2);
           double want = 0;
-          for (int key = 0; key < valid; ++key) want += double(p[row * BN + key]) * v[key * D + col];
+          for (int key = 0; key < valid; ++key)
+            want += double(p[row * BN + key]) * v[key * D + col];
           ASSERT_NEAR(o[block][t][e], want, 1e-4 * (1 + std::fabs(want)))
               << what << " valid " << valid << " O row " << row << " col " << col;
         }
