@@ -148,9 +148,15 @@ std::vector<std::map<std::string, int64_t>> tuning_grid(int head_dim, bool gqa, 
           }
           if (bn / 2 + bn / 4 + head_dim / 2 + 30 > c.consumer_registers) continue;
           for (int split_keys : {256, 512, 1024}) {
-            grid.push_back({{"block_m", 64}, {"warps", 4}, {"block_n", bn}, {"stages", stages},
-                            {"min_blocks", min_blocks}, {"pack_gqa", 1}, {"wgmma", 1},
-                            {"split_keys", split_keys}, {"decode_mma", 0}});
+            grid.push_back({{"block_m", 64},
+                            {"warps", 4},
+                            {"block_n", bn},
+                            {"stages", stages},
+                            {"min_blocks", min_blocks},
+                            {"pack_gqa", 1},
+                            {"wgmma", 1},
+                            {"split_keys", split_keys},
+                            {"decode_mma", 0}});
           }
         }
       }
@@ -380,9 +386,8 @@ int main(int argc, char** argv) {
       host8.resize(kv_elems + 8);
       for (auto& b : host8) b = uint8_t(float_to_e4m3(normal(rng)));
     }
-    CuDevicePtr q = d.mem_alloc(q_elems * 2), k = d.mem_alloc(kv_bytes),
-                v = d.mem_alloc(kv_bytes), o = d.mem_alloc(q_elems * 2),
-                scales = d.mem_alloc(2 * sizeof(float));
+    CuDevicePtr q = d.mem_alloc(q_elems * 2), k = d.mem_alloc(kv_bytes), v = d.mem_alloc(kv_bytes),
+                o = d.mem_alloc(q_elems * 2), scales = d.mem_alloc(2 * sizeof(float));
     d.copy_to_device(q, host.data(), q_elems * 2);
     if (pr.kv_fp8) {
       d.copy_to_device(k, host8.data(), kv_bytes);

@@ -55,8 +55,7 @@ __device__ __forceinline__ void attention_prefill_body(
 #if ATTNJIT_HAS_WGMMA
   if constexpr (C::wgmma != 0 && attention::tile_config<C>().mma_decode) {
     // The decode block (tuning param decode_mma, decode_sm90.cuh).
-    attention::forward_decode_sm90<C, Scheduler, attention::DecodeSm90<C, KV>, Epilogue>(
-        prm);
+    attention::forward_decode_sm90<C, Scheduler, attention::DecodeSm90<C, KV>, Epilogue>(prm);
     return;
   } else if constexpr (C::wgmma != 0) {
     attention::forward_sm90<C, Scheduler, attention::MainloopSm90<C, KV>, Epilogue>(prm);
