@@ -81,7 +81,7 @@ struct DecodeSm90 {
   static constexpr int kSteps = D / 16;      // k16 steps of Q K^T (Q's 8-byte words per row)
   static constexpr unsigned kTileBytes = unsigned(BN * D * (kFp8 ? 1 : 2));  // one K (or V) tile
   static constexpr int kRowFloats = D + 4;                       // a part's output row (padded)
-  static constexpr unsigned kQTileBytes = unsigned(16 * D * 2);  // a warp's rows of Q, fp16
+  static constexpr unsigned kQTileBytes = unsigned(16 * D * 2);  // a warp's rows of Q, 16-bit
   // e4m3 K/V multiply in fp16 (exact for e4m3): bf16 q is scaled into
   // fp16's range. 16-bit K/V multiply in q's type.
   static constexpr bool kScaleQ = kFp8 && element<T>::is_bf16;
@@ -115,8 +115,8 @@ struct DecodeSm90 {
       return base + unsigned(i % kStages) * 2u * kTileBytes;
     }
     __device__ __forceinline__ unsigned v(int i) const { return k(i) + kTileBytes; }
-    // Warp w's 16 rows of Q as fp16 (SwizzledRows<D>, reduction order of the
-    // K fragments), past the ring.
+    // Warp w's 16 rows of Q in the MMAs' 16-bit type, past the ring
+    // (DecodeLayout::q_word).
     __device__ __forceinline__ unsigned q(int w) const {
       return base + 2u * unsigned(kStages) * kTileBytes + unsigned(w) * kQTileBytes;
     }
@@ -443,8 +443,7 @@ struct DecodeSm90 {
     }
 
     // This warp's state and output into its part, the output in D order
-    // (DecodeLayout::o_column: thread c's values of unit u are columns
-    // 16u + 4c .. + 3).
+    // (DecodeLayout::o_column says where each fragment value belongs).
     __device__ __forceinline__ void write_part(const Softmax& softmax,
                                                const float (&o)[kOutBlocks][4]) const {
       float* part = sm.part(warp);
