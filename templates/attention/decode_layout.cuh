@@ -124,6 +124,36 @@ struct DecodeLayout {
   }
 };
 
+// The decode block's schedule: which key tiles each consumer warp takes and
+// the mbarrier parities of the ring, for `warps` consumer warps over a
+// work tile of `rows` rows (tests/reference/decode_layout_test.cpp runs
+// the producer and the warps on a model of the mbarriers with it). Tile i
+// of the work tile (counted from its first) sits in stage i % stages; the
+// n-th use of a stage completes phase n of its barriers.
+struct DecodeSchedule {
+  int groups;  // row groups of 16 (1 .. warps)
+  int phases;  // warps per group: warp w takes the tiles i with i % phases == w / groups
+
+  static ATTNJIT_LAYOUT_FN DecodeSchedule of(int rows, int warps) {
+    const int g = (rows + 15) / 16;
+    const int groups = g < 1 ? 1 : g > warps ? warps : g;
+    return DecodeSchedule{groups, warps / groups};
+  }
+  ATTNJIT_LAYOUT_FN int group(int warp) const { return warp % groups; }
+  ATTNJIT_LAYOUT_FN int phase(int warp) const { return warp / groups; }
+  // Warps past groups x phases (3 groups of 4 warps) take no tiles.
+  ATTNJIT_LAYOUT_FN bool active(int warp) const { return phase(warp) < phases; }
+  // The parity a consumer waits on for tile i to have landed, and the one
+  // the producer waits on before refilling tile i's stage (the release of
+  // tile i - stages, the stage's previous use).
+  static ATTNJIT_LAYOUT_FN unsigned staged_parity(int i, int stages) {
+    return static_cast<unsigned>(i / stages) & 1u;
+  }
+  static ATTNJIT_LAYOUT_FN unsigned empty_parity(int i, int stages) {
+    return (static_cast<unsigned>(i / stages) & 1u) ^ 1u;
+  }
+};
+
 }  // namespace attention
 }  // namespace attnjit
 

@@ -133,20 +133,19 @@ struct DecodeSm90 {
     }
   };
 
-  // Row groups of 16 a work tile's rows take (1 .. kWarps).
+  // The warps' tiles and the ring's parities (decode_layout.cuh).
   template <class Work>
-  static __device__ __forceinline__ int groups_of(const Work& work) {
-    const int g = (work.row_end - work.row0 + 15) / 16;
-    return g < 1 ? 1 : g > kWarps ? kWarps : g;
+  static __device__ __forceinline__ DecodeSchedule schedule_of(const Work& work) {
+    return DecodeSchedule::of(work.row_end - work.row0, kWarps);
   }
 
   // By one thread before the block's barrier.
-  static __device__ __forceinline__ void init(const Smem& sm, int groups) {
+  static __device__ __forceinline__ void init(const Smem& sm, const DecodeSchedule& schedule) {
 #pragma unroll 1
     for (int st = 0; st < kStages; ++st) {
       // (16-bit K/V: the copies of K and of V each arrive with their bytes)
       ptx::mbarrier_init(sm.staged(st), kFp8 ? 1u : 2u);
-      ptx::mbarrier_init(sm.empty(st), unsigned(groups));
+      ptx::mbarrier_init(sm.empty(st), unsigned(schedule.groups));
     }
     ptx::fence_mbarrier_init();
   }
@@ -160,7 +159,7 @@ struct DecodeSm90 {
 #pragma unroll 1
     for (int kt = first; kt <= last; ++kt) {
       const int i = kt - first;
-      if (i >= kStages) ptx::mbarrier_wait(sm.empty(i), (unsigned(i / kStages) & 1u) ^ 1u);
+      if (i >= kStages) ptx::mbarrier_wait(sm.empty(i), DecodeSchedule::empty_parity(i, kStages));
       // The consumers' reads of the stage (generic proxy) before the TMA's
       // writes (async proxy).
       ptx::fence_proxy_async_shared();
@@ -188,7 +187,7 @@ struct DecodeSm90 {
     int warp_row;              // its group's first row in the work tile
 
     __device__ __forceinline__ Consumer(const Params<T>& params, const Smem& smem, int first_tile,
-                                        int last_tile, int thread, int groups_count)
+                                        int last_tile, int thread, const DecodeSchedule& schedule)
         : prm(params),
           sm(smem),
           first(first_tile),
@@ -196,10 +195,10 @@ struct DecodeSm90 {
           tid(thread),
           warp(thread / 32),
           lane(thread % 32),
-          groups(groups_count),
-          phases(kWarps / groups_count),
-          group(warp % groups_count),
-          phase(warp / groups_count) {}
+          groups(schedule.groups),
+          phases(schedule.phases),
+          group(schedule.group(thread / 32)),
+          phase(schedule.phase(thread / 32)) {}
 
     template <class Epilogue, class Work>
     __device__ __forceinline__ void run(const Work& work) {
@@ -209,8 +208,7 @@ struct DecodeSm90 {
 #pragma unroll
       for (int db = 0; db < kOutBlocks; ++db) o[db][0] = o[db][1] = o[db][2] = o[db][3] = 0.f;
       softmax.init_empty();
-      // Warps past groups x phases (3 groups of 4 warps) take no tiles.
-      const bool active = phase < phases;
+      const bool active = phase < phases;  // (DecodeSchedule::active)
       if (active) key_loop(work, softmax, o);
       ptx::named_barrier_sync(1, kConsumerThreads);  // every warp is done with the ring
       if (active) write_part(softmax, o);
@@ -245,7 +243,7 @@ struct DecodeSm90 {
 #pragma unroll 1
       for (int kt = first + phase; kt <= last; kt += phases) {
         const int i = kt - first;
-        ptx::mbarrier_wait(sm.staged(i), unsigned(i / kStages) & 1u);
+        ptx::mbarrier_wait(sm.staged(i), DecodeSchedule::staged_parity(i, kStages));
         float s[kScoreBlocks][4];
         scores(s, sm.k(i));
         if constexpr (kScaleQ) {
@@ -523,8 +521,8 @@ __device__ void forward_decode_sm90(const Params<typename C::dtype>& prm) {
   if (!Scheduler::get(prm, work)) return;
   const int tid = threadIdx.x;
   const int warp = tid / 32;
-  const int groups = Decode::groups_of(work);
-  if (tid == 0) Decode::init(sm, groups);
+  const DecodeSchedule schedule = Decode::schedule_of(work);
+  if (tid == 0) Decode::init(sm, schedule);
   __syncthreads();
   if (warp >= C::warps) {
     const int lane = tid % 32;
@@ -534,7 +532,7 @@ __device__ void forward_decode_sm90(const Params<typename C::dtype>& prm) {
     return;
   }
   typename Decode::Consumer consumer(prm, sm, work.range.first_tile, work.range.last_tile, tid,
-                                     groups);
+                                     schedule);
   consumer.template run<Epilogue>(work);
 }
 
