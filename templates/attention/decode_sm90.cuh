@@ -92,6 +92,10 @@ struct DecodeSm90 {
   using Softmax = OnlineSoftmax<kScoreBlocks, kOutBlocks, false>;
   using RowKeys = typename Mask<C>::RowKeys;
   static_assert(kTile.mma_decode, "the decode block is TileConfig::mma_decode's");
+  static_assert(kTile.smem_bytes <= kMaxSmemPerBlockSm90,
+                "decode block: the ring, the Q tiles and the barriers need more shared memory "
+                "than a block may have (227 KiB): fewer stages (they round up to a multiple of "
+                "the warps) or a shorter key tile");
   static_assert(BM == 16 * kWarps, "decode block: block_m is 16 rows per consumer warp");
   static_assert(BN % 16 == 0 && kSteps % 2 == 0, "decode block: 16-key steps, pairs of units");
   static_assert(kStages % kWarps == 0, "decode block: the ring's stages a multiple of the warps");

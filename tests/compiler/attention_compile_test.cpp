@@ -115,9 +115,10 @@ TEST(AttentionCompile, EveryMatrixVariantCompilesForSm80AndSm90a) {
 // The decode block (tuning param decode_mma; no rule takes it yet): every
 // flag it serves, over e4m3 and 16-bit K/V, compiles for sm_90a at the
 // ring depths and key tiles tests/gpu/decode_block_test.cpp runs, as the
-// 160-thread block it is meant to be, with no spills (at two blocks per
-// SM, 168 registers: ten warps over the four schedulers), and with no
-// warpgroup MMA in it.
+// 160-thread block it is meant to be, with no spills (the launch bound
+// gives two blocks per SM 168 registers: ten warps over the four
+// schedulers), and with no warpgroup MMA in it. A config whose ring does
+// not fit a block's shared memory is a compile error that says so.
 TEST(AttentionCompile, DecodeBlockCompilesWithoutSpills) {
   const Spec spec = load_embedded_spec("attention");
   const CompileOptions options = CompileOptions::from_environment(parse_target("sm_90a"));
@@ -165,6 +166,19 @@ TEST(AttentionCompile, DecodeBlockCompilesWithoutSpills) {
   });
   EXPECT_EQ(work.size(), 80u);
   for (const auto& f : failures) ADD_FAILURE() << f;
+  // 16-bit K/V at D 128, 64-key tiles, 8 stages: 279 KB of ring.
+  const Signature too_big = make_signature(
+      spec,
+      resolve_flags(spec, parse_flag_assignments(spec, "head_dim=128,split_kv=true,causal=true")),
+      options, {{"decode_mma", 1}, {"block_n", 64}, {"stages", 8}});
+  try {
+    compile_source(generate_source(spec, too_big), too_big.options);
+    ADD_FAILURE() << "a decode block over 227 KiB compiled";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("decode block: the ring, the Q tiles and the barriers"),
+              std::string::npos)
+        << e.what();
+  }
 }
 
 }  // namespace

@@ -75,6 +75,23 @@ std::vector<DecodeCase> decode_cases() {
       }
     }
   }
+  // Eight warps (128 rows of 16 per warp): the block takes them too.
+  for (const KvDType kv : {KvDType::kFp8E4M3, KvDType::kSame}) {
+    AttentionFlags f;
+    f.head_dim = 128;
+    f.causal = f.window = true;
+    f.sinks = SinkMode::kNullLogit;
+    f.kv_dtype = kv;
+    f.kv_layout = KvLayout::kPaged;
+    f.split_kv = true;
+    cases.push_back({f,
+                     {{"decode_mma", 1},
+                      {"block_m", 128},
+                      {"warps", 8},
+                      {"block_n", 32},
+                      {"stages", 8},
+                      {"min_blocks", 1}}});
+  }
   return cases;
 }
 
@@ -88,11 +105,13 @@ TEST_P(DecodeBlock, MatchesTheReferenceOnEveryShape) {
   const DecodeCase& c = GetParam();
   std::string config;
   for (const auto& [k, v] : c.tuning) config += fmt::format("{}={} ", k, v);
-  // The decode block, not a fallback to the warpgroup path: its 160
-  // threads (four consumer warps and a producer warp).
+  // The decode block, not a fallback to the warpgroup path: its consumer
+  // warps and one producer warp.
+  const auto warps = c.tuning.find("warps");
+  const unsigned threads = 32u * unsigned(warps == c.tuning.end() ? 4 : warps->second) + 32u;
   auto kernel = AttentionKernel::get(c.flags, KernelCache::global(), nullptr, c.tuning);
   kernel->wait_specialized();
-  ASSERT_EQ(kernel->kernel().threads(), 160u)
+  ASSERT_EQ(kernel->kernel().threads(), threads)
       << testing::flags_name(c.flags) << " [" << config << "] is not the decode block";
   for (const CheckShape& shape : standard_check_shapes(c.flags)) {
     const uint64_t seed = testing::fresh_seed();
@@ -111,9 +130,11 @@ TEST_P(DecodeBlock, MatchesTheReferenceOnEveryShape) {
 INSTANTIATE_TEST_SUITE_P(Kv, DecodeBlock, ::testing::ValuesIn(decode_cases()),
                          [](const ::testing::TestParamInfo<DecodeCase>& info) {
                            const auto& t = info.param.tuning;
+                           const auto warps = t.find("warps");
                            return testing::flags_name(info.param.flags) + "_n" +
                                   std::to_string(t.at("block_n")) + "_s" +
-                                  std::to_string(t.at("stages"));
+                                  std::to_string(t.at("stages")) +
+                                  (warps == t.end() ? "" : "_w" + std::to_string(warps->second));
                          });
 
 }  // namespace
