@@ -329,7 +329,7 @@ struct DecodeSm90 {
         for (int u = 0; u < kSteps; ++u) {
 #pragma unroll
           for (int h = 0; h < 2; ++h) {
-            st_shared_32(tile + Layout::q_word(row_in_tile, 16 * u + 4 * c + 2 * h), words[u][h]);
+            ptx::st_shared_4(tile + Layout::q_word(row_in_tile, 16 * u + 4 * c + 2 * h), words[u][h]);
           }
         }
       }
@@ -339,10 +339,6 @@ struct DecodeSm90 {
     // The A fragments of k16 step u from this warp's Q tile.
     __device__ __forceinline__ void load_qa(unsigned (&a)[4], int u) const {
       ptx::warp_ldmatrix_x4(a, sm.q(warp) + Layout::q_lane(lane, u));
-    }
-
-    static __device__ __forceinline__ void st_shared_32(unsigned addr, unsigned value) {
-      asm volatile("st.shared.u32 [%0], %1;" ::"r"(addr), "r"(value) : "memory");
     }
 
     // S = Q K^T of the K tile at `tile`. e4m3: an ldmatrix of four 8 x 8
@@ -400,10 +396,7 @@ struct DecodeSm90 {
         // P of these 16 keys as the A fragment, in the MMAs' type (fp16
         // over e4m3: P is in [0, 1]).
         unsigned pa[4];
-        pa[0] = element<MmaT>::pack(s[2 * kk][0], s[2 * kk][1]);
-        pa[1] = element<MmaT>::pack(s[2 * kk][2], s[2 * kk][3]);
-        pa[2] = element<MmaT>::pack(s[2 * kk + 1][0], s[2 * kk + 1][1]);
-        pa[3] = element<MmaT>::pack(s[2 * kk + 1][2], s[2 * kk + 1][3]);
+        pack_p_fragment<MmaT>(pa, s, kk);
         unsigned keep[2] = {0xffffffffu, 0xffffffffu};
         if constexpr (kTail) {
 #pragma unroll
@@ -412,7 +405,7 @@ struct DecodeSm90 {
         if constexpr (!kFp8) {
           // 16-bit: unit 2 u2 + h is O's n8 block of that index.
 #pragma unroll
-          for (int u2 = 0; u2 < kSteps; ++u2) {
+          for (int u2 = 0; u2 < Layout::kUnits / 2; ++u2) {
             unsigned r[4];
             ptx::warp_ldmatrix_x4_trans(r, tile + Layout::v_lane(lane, kk, u2));
 #pragma unroll
@@ -424,7 +417,7 @@ struct DecodeSm90 {
           continue;
         }
 #pragma unroll
-        for (int u2 = 0; u2 < kSteps / 2; ++u2) {
+        for (int u2 = 0; u2 < Layout::kUnits / 2; ++u2) {
           unsigned r[4];
           ptx::warp_ldmatrix_x4_trans(r, tile + Layout::v_lane(lane, kk, u2));
 #pragma unroll

@@ -248,12 +248,7 @@ struct MainloopSm80 {
     for (int kk = 0; kk < BN / 16; ++kk) {
       unsigned a[kM][4];
 #pragma unroll
-      for (int m = 0; m < kM; ++m) {
-        a[m][0] = element<T>::pack(s[m][2 * kk][0], s[m][2 * kk][1]);
-        a[m][1] = element<T>::pack(s[m][2 * kk][2], s[m][2 * kk][3]);
-        a[m][2] = element<T>::pack(s[m][2 * kk + 1][0], s[m][2 * kk + 1][1]);
-        a[m][3] = element<T>::pack(s[m][2 * kk + 1][2], s[m][2 * kk + 1][3]);
-      }
+      for (int m = 0; m < kM; ++m) pack_p_fragment<T>(a[m], s[m], kk);
 #pragma unroll
       for (int db2 = 0; db2 < D / 16; ++db2) {
         const int key = kk * 16 + (lane % 8) + ((lane / 8) % 2) * 8;

@@ -547,12 +547,7 @@ struct MainloopSm90 {
     static __device__ __forceinline__ void pack_p(unsigned (&a)[BN / 16][4],
                                                   const float (&s)[kScoreBlocks][4]) {
 #pragma unroll
-      for (int kk = 0; kk < BN / 16; ++kk) {
-        a[kk][0] = element<T>::pack(s[2 * kk][0], s[2 * kk][1]);
-        a[kk][1] = element<T>::pack(s[2 * kk][2], s[2 * kk][3]);
-        a[kk][2] = element<T>::pack(s[2 * kk + 1][0], s[2 * kk + 1][1]);
-        a[kk][3] = element<T>::pack(s[2 * kk + 1][2], s[2 * kk + 1][3]);
-      }
+      for (int kk = 0; kk < BN / 16; ++kk) pack_p_fragment<T>(a[kk], s, kk);
     }
 
     // The last tile's P V.

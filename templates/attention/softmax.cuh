@@ -5,6 +5,7 @@
 #pragma once
 
 #include "common/ptx.cuh"
+#include "common/types.cuh"
 
 namespace attnjit {
 namespace attention {
@@ -22,6 +23,18 @@ constexpr float kLn2 = 0.6931471805599453f;
 // the same rule (not timed: no sm_80 GPU here).
 __host__ __device__ constexpr bool slack_max_pays(int head_dim, int block_n, bool split_kv) {
   return !split_kv && head_dim >= 2 * block_n;
+}
+
+// The probabilities of keys 16 kk .. 16 kk + 15 (score blocks 2 kk and
+// 2 kk + 1 of the m16n8 layout) as the A fragment of the m16n8k16 P V,
+// packed to the 16-bit type E. Every path's P V takes P this way.
+template <class E, int kBlocks>
+__device__ __forceinline__ void pack_p_fragment(unsigned (&a)[4], const float (&s)[kBlocks][4],
+                                                int kk) {
+  a[0] = element<E>::pack(s[2 * kk][0], s[2 * kk][1]);
+  a[1] = element<E>::pack(s[2 * kk][2], s[2 * kk][3]);
+  a[2] = element<E>::pack(s[2 * kk + 1][0], s[2 * kk + 1][1]);
+  a[3] = element<E>::pack(s[2 * kk + 1][2], s[2 * kk + 1][3]);
 }
 
 template <int kScoreBlocks, int kOutBlocks, bool kSlack>
