@@ -112,17 +112,16 @@ Signature make_signature(const Spec& spec, const FlagSet& flags, const CompileOp
         from_rule = true;
         continue;
       }
-      if (auto it = spec.tuning.defaults.find(param); it != spec.tuning.defaults.end()) {
-        signature.tuning.emplace_back(param, it->second);
-        continue;
-      }
+    }
+    // Neither an override nor the rule (if one matches): the param's default.
+    if (auto it = spec.tuning.defaults.find(param); it != spec.tuning.defaults.end()) {
+      signature.tuning.emplace_back(param, it->second);
+      continue;
+    }
+    if (rule != nullptr) {
       throw Error(ErrorKind::kFlags, "tuning param " + detail::quoted(param) +
                                          " is not set by the tuning rule at " + rule->loc.str() +
                                          " and has no override");
-    }
-    if (auto it = spec.tuning.defaults.find(param); it != spec.tuning.defaults.end()) {
-      signature.tuning.emplace_back(param, it->second);  // (no rule matches: its default)
-      continue;
     }
     throw Error(ErrorKind::kFlags, "no tuning rule of " + detail::quoted(spec.family) +
                                        " matches " + flags_text(flags) + " on " +
