@@ -82,31 +82,22 @@ TEST(ExprKeyBounds, TightOnBandsAndCausal) {
     return key_bounds(parse_expr(text, ExprKind::kMask, ctx, "t", 1, 1),
                       ExprTile{0, 0, p_lo, p_hi, 0, 0}, env);
   };
-  KeySpan s = span("abs(p - j) <= wl", 1000, 1063);
-  EXPECT_EQ(s.first, 936);
-  EXPECT_EQ(s.last, 1127);
-  s = span("j <= p and p - j <= wl", 1000, 1063);
-  EXPECT_EQ(s.first, 936);
-  EXPECT_EQ(s.last, 1063);
-  s = span("j <= p", 10, 73);
-  EXPECT_EQ(s.first, 0);
-  EXPECT_EQ(s.last, 73);
-  s = span("abs(p - j) < wl", 4090, 4095);  // clipped to the keys
-  EXPECT_EQ(s.first, 4027);
-  EXPECT_EQ(s.last, 4095);
-  s = span("j > p + wr", 5000, 5001);  // past the last key: nothing visible
-  EXPECT_GT(s.first, s.last);
+  const auto expect_keys = [&](const char* text, int p_lo, int p_hi, int first, int last) {
+    const KeySpan s = span(text, p_lo, p_hi);
+    EXPECT_EQ(s.first, first) << text;
+    EXPECT_EQ(s.last, last) << text;
+  };
+  expect_keys("abs(p - j) <= wl", 1000, 1063, 936, 1127);
+  expect_keys("j <= p and p - j <= wl", 1000, 1063, 936, 1063);
+  expect_keys("j <= p", 10, 73, 0, 73);
+  expect_keys("abs(p - j) < wl", 4090, 4095, 4027, 4095);  // clipped to the keys
+  const KeySpan past = span("j > p + wr", 5000, 5001);     // past the last key: nothing visible
+  EXPECT_GT(past.first, past.last);
   env.scalars[0] = 64;  // chunk
-  s = span("p / chunk == j / chunk", 100, 120);
-  EXPECT_EQ(s.first, 64);
-  EXPECT_EQ(s.last, 127);
-  s = span("p / chunk == j / chunk", 100, 130);
-  EXPECT_EQ(s.first, 64);
-  EXPECT_EQ(s.last, 191);
+  expect_keys("p / chunk == j / chunk", 100, 120, 64, 127);
+  expect_keys("p / chunk == j / chunk", 100, 130, 64, 191);
   env.scalars[0] = 0;  // no chunk: j / 0 = 0 for every key, no bound
-  s = span("p / chunk == j / chunk", 100, 120);
-  EXPECT_EQ(s.first, 0);
-  EXPECT_EQ(s.last, 4095);
+  expect_keys("p / chunk == j / chunk", 100, 120, 0, 4095);
 }
 
 // Soundness: every visible pair of a random tile has its key inside the

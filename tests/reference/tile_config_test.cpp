@@ -113,6 +113,19 @@ TEST(TileConfig, BlocksPerSmKeepToTheSharedMemory) {
   EXPECT_EQ(h100, 233472);
   EXPECT_EQ(a100, 167936);
   EXPECT_EQ(attention::smem_per_sm(86), 102400);
+  // A converting-producer config's blocks per SM, producer warpgroups,
+  // launch share and consumer registers (rebalanced: the launch share is
+  // under 232).
+  const auto expect_converting = [](const TileConfig& t, int blocks, int producers, int launch,
+                                    int consumers) {
+    EXPECT_FALSE(t.mma_decode);
+    EXPECT_EQ(t.blocks_per_sm, blocks);
+    EXPECT_EQ(t.producer_warpgroups, producers);
+    EXPECT_EQ(t.threads, t.consumer_threads + 128 * producers);
+    EXPECT_EQ(t.launch_registers, launch);
+    EXPECT_TRUE(t.rebalance);
+    EXPECT_EQ(t.consumer_registers, consumers);
+  };
   // The converting producer (decode_mma 0, every rule's today). D 128 over
   // fp8 pages, 64-key tiles, 2 stages: 115792 B; two blocks would need
   // 235680 B with the flag and the reserve: one fits. Its registers leave
@@ -120,15 +133,10 @@ TEST(TileConfig, BlocksPerSmKeepToTheSharedMemory) {
   // consumers rebalanced to 256.
   TileShape fp8_d128{128, 64, 64, 4, 2, 2, true, true, false, true, true, h100};
   TileConfig c = make_tile_config(fp8_d128);
-  EXPECT_FALSE(c.mma_decode);
   EXPECT_EQ(c.smem_bytes, 115792u);
   EXPECT_EQ(c.raw_stages, 2);
-  EXPECT_EQ(c.blocks_per_sm, 1);
-  EXPECT_EQ(c.producer_warpgroups, 2);
   EXPECT_EQ(c.threads, 384);
-  EXPECT_EQ(c.launch_registers, 168);
-  EXPECT_TRUE(c.rebalance);
-  EXPECT_EQ(c.consumer_registers, 256);
+  expect_converting(c, 1, 2, 168, 256);
   // The same with 32-key tiles (the fp8 paged rule): two fit, 128 each;
   // two producer warpgroups would leave 80, under the 96 that ptxas needs
   // for D 128's wgmma of O: one.
@@ -140,32 +148,19 @@ TEST(TileConfig, BlocksPerSmKeepToTheSharedMemory) {
   // D 64 (its fp8 paged rule: 64-key tiles, two blocks): two producer
   // warpgroups at 80 registers, the consumers at 112.
   TileShape fp8_d64{64, 64, 64, 4, 2, 2, true, true, false, true, true, h100};
-  c = make_tile_config(fp8_d64);
-  EXPECT_EQ(c.blocks_per_sm, 2);
-  EXPECT_EQ(c.producer_warpgroups, 2);
-  EXPECT_EQ(c.launch_registers, 80);
-  EXPECT_EQ(c.consumer_registers, 112);
+  expect_converting(make_tile_config(fp8_d64), 2, 2, 80, 112);
   // D 256 over fp8 pages, 64-key tiles, 2 stages: one block; two producer
   // warpgroups of the 384 threads' 168 registers, consumers at 256.
   TileShape fp8_paged{256, 64, 64, 4, 2, 2, true, true, false, true, true, h100};
   c = make_tile_config(fp8_paged);
-  EXPECT_FALSE(c.mma_decode);
   EXPECT_EQ(c.raw_stages, 2);
-  EXPECT_EQ(c.blocks_per_sm, 1);
-  EXPECT_EQ(c.producer_warpgroups, 2);
-  EXPECT_EQ(c.threads, 384);
-  EXPECT_EQ(c.launch_registers, 168);
-  EXPECT_TRUE(c.rebalance);
-  EXPECT_EQ(c.consumer_registers, 256);
+  expect_converting(c, 1, 2, 168, 256);
   // D 96 with 32-key tiles, two blocks: two producer warpgroups at 80
   // registers, the consumers at 112.
   TileShape fp8_d96{96, 64, 32, 4, 2, 2, true, true, false, true, true, h100};
   c = make_tile_config(fp8_d96);
   EXPECT_EQ(c.smem_bytes, 50256u);
-  EXPECT_EQ(c.blocks_per_sm, 2);
-  EXPECT_EQ(c.producer_warpgroups, 2);
-  EXPECT_EQ(c.launch_registers, 80);
-  EXPECT_EQ(c.consumer_registers, 112);
+  expect_converting(c, 2, 2, 80, 112);
   // Not split-KV (prefill-shaped): one producer warpgroup always.
   fp8_d96.split_kv = false;
   EXPECT_EQ(make_tile_config(fp8_d96).producer_warpgroups, 1);
