@@ -112,7 +112,7 @@ TEST(AttentionCompile, EveryMatrixVariantCompilesForSm80AndSm90a) {
   for (const auto& f : failures) ADD_FAILURE() << f;
 }
 
-// The decode block (tuning param decode_mma; no rule takes it yet): every
+// The decode block (tuning param decode_mma; the fp8 split rules take it): every
 // flag it serves, over e4m3 and 16-bit K/V, compiles for sm_90a at the
 // ring depths and key tiles tests/gpu/decode_block_test.cpp runs, as the
 // 160-thread block it is meant to be, with no spills (the launch bound
