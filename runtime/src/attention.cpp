@@ -248,25 +248,65 @@ std::string AttentionFlags::canonical_text() const {
 
 namespace {
 
-// $ATTNJIT_TUNING, read once per process: tuning values for every variant
+// $ATTNJIT_TUNING, read once per process: tuning values for the variants
 // of the attention spec the process gets without overrides of its own (a
 // developer's knob: times other tile configurations through the
 // benchmarks without editing the spec's rules). Part of each signature,
-// so of the cache key, and of the memo's key.
+// so of the cache key, and of the memo's key. Entries apart by ';', each
+// `values` (every variant) or `flags:values` (the variants with those
+// flag values), e.g. "split_kv=true:decode_mma=1,stages=8"; a variant
+// takes the first entry that matches it, or none.
 struct EnvTuning {
-  std::map<std::string, int64_t> values;
+  struct Entry {
+    std::map<std::string, FlagValue> when;
+    std::map<std::string, int64_t> values;
+  };
+  std::vector<Entry> entries;
   std::string memo_suffix;  // "" or "|tuning=<text>"
+
+  const std::map<std::string, int64_t>& values_for(const FlagSet& flags) const {
+    static const std::map<std::string, int64_t> none;
+    for (const Entry& e : entries) {
+      const bool match = std::all_of(e.when.begin(), e.when.end(), [&](const auto& cond) {
+        return flags.at(cond.first) == cond.second;
+      });
+      if (match) return e.values;
+    }
+    return none;
+  }
 };
+
+EnvTuning parse_env_tuning(const std::string& text) {
+  EnvTuning t;
+  size_t at = 0;
+  while (at <= text.size()) {
+    size_t end = text.find(';', at);
+    if (end == std::string::npos) end = text.size();
+    const std::string item = text.substr(at, end - at);
+    at = end + 1;
+    if (item.empty()) continue;
+    EnvTuning::Entry e;
+    const size_t colon = item.find(':');
+    if (colon != std::string::npos) {
+      try {
+        e.when = parse_flag_assignments(attention_spec(), item.substr(0, colon));
+      } catch (const Error& err) {
+        throw Error(ErrorKind::kArgument,
+                    fmt::format("ATTNJIT_TUNING: '{}': {}", item.substr(0, colon), err.what()));
+      }
+    }
+    e.values = parse_tuning_overrides(colon == std::string::npos ? item : item.substr(colon + 1),
+                                      "ATTNJIT_TUNING");
+    t.entries.push_back(std::move(e));
+  }
+  t.memo_suffix = std::string("|tuning=") + text;
+  return t;
+}
 
 const EnvTuning& env_tuning() {
   static const EnvTuning tuning = [] {
-    EnvTuning t;
     const char* text = std::getenv("ATTNJIT_TUNING");
-    if (text != nullptr && *text != '\0') {
-      t.values = parse_tuning_overrides(text, "ATTNJIT_TUNING");
-      t.memo_suffix = std::string("|tuning=") + text;
-    }
-    return t;
+    return text != nullptr && *text != '\0' ? parse_env_tuning(text) : EnvTuning{};
   }();
   return tuning;
 }
@@ -303,7 +343,7 @@ std::shared_ptr<AttentionKernel> AttentionKernel::get(
   const bool memoize = tuning_overrides.empty();
   const std::string key = memo_key(cache, flags.str() + env_tuning().memo_suffix, options);
   const std::map<std::string, int64_t>& tuning =
-      tuning_overrides.empty() ? env_tuning().values : tuning_overrides;
+      tuning_overrides.empty() ? env_tuning().values_for(flags) : tuning_overrides;
   if (memoize) {
     if (auto hit = memo_find(key)) return hit;
   }

@@ -78,6 +78,57 @@ TEST(EnvTuning, AppliesToEveryVariantAndKeysIt) {
   EXPECT_EXIT(child(), ::testing::ExitedWithCode(0), "");
 }
 
+// Entries scoped by flags: a variant takes the first entry whose flags it
+// has (here the split sibling one config, the prefill variant another,
+// D 64 nothing), so a split-only param can be timed through the benchmarks
+// without reaching the variant they get first.
+TEST(EnvTuning, AScopedEntryAppliesOnlyToTheVariantsWithItsFlags) {
+  GTEST_FLAG_SET(death_test_style, "threadsafe");
+  const auto child = [] {
+    setenv("ATTNJIT_TUNING",
+           "split_kv=true,head_dim=128:stages=5;head_dim=128:stages=3,min_blocks=1", 1);
+    KernelCache cache{CacheConfig{}};
+    const Target target = parse_target("sm_90a");
+    AttentionFlags f;
+    f.head_dim = 128;
+    f.causal = true;
+    const auto sig_of = [&](const AttentionFlags& flags) {
+      return AttentionKernel::get(flags, cache, &target)->kernel().entry().canonical_signature;
+    };
+    const std::string prefill = sig_of(f);
+    f.split_kv = true;
+    const std::string split = sig_of(f);
+    f.head_dim = 64;
+    const std::string other = sig_of(f);
+    const bool ok = prefill.find("stages=3") != std::string::npos &&
+                    prefill.find("min_blocks=1") != std::string::npos &&
+                    split.find("stages=5") != std::string::npos &&
+                    split.find("min_blocks=1") == std::string::npos &&
+                    other.find("stages=5") == std::string::npos &&
+                    other.find("stages=3") == std::string::npos;
+    if (!ok) std::fprintf(stderr, "%s\n%s\n%s\n", prefill.c_str(), split.c_str(), other.c_str());
+    std::exit(ok ? 0 : 1);
+  };
+  EXPECT_EXIT(child(), ::testing::ExitedWithCode(0), "");
+}
+
+TEST(EnvTuning, AnUnknownFlagInAScopeIsAnErrorNamingTheVariable) {
+  GTEST_FLAG_SET(death_test_style, "threadsafe");
+  const auto child = [] {
+    setenv("ATTNJIT_TUNING", "causl=true:stages=3", 1);
+    KernelCache cache{CacheConfig{}};
+    const Target target = parse_target("sm_90a");
+    try {
+      AttentionKernel::get(AttentionFlags{}, cache, &target);
+    } catch (const Error& e) {
+      std::fprintf(stderr, "%s\n", e.what());
+      std::exit(2);
+    }
+    std::exit(0);
+  };
+  EXPECT_EXIT(child(), ::testing::ExitedWithCode(2), "ATTNJIT_TUNING: 'causl=true': .*causl");
+}
+
 TEST(EnvTuning, AMalformedValueIsAnErrorNamingTheVariable) {
   GTEST_FLAG_SET(death_test_style, "threadsafe");
   const auto child = [] {
