@@ -112,38 +112,33 @@ TEST(EnvTuning, AScopedEntryAppliesOnlyToTheVariantsWithItsFlags) {
   EXPECT_EXIT(child(), ::testing::ExitedWithCode(0), "");
 }
 
+// In a child process: gets a variant under $ATTNJIT_TUNING = `value`;
+// exits 2 with the error's message on stderr, 0 without an error.
+void get_under_env_tuning(const char* value) {
+  setenv("ATTNJIT_TUNING", value, 1);
+  KernelCache cache{CacheConfig{}};
+  const Target target = parse_target("sm_90a");
+  try {
+    AttentionKernel::get(AttentionFlags{}, cache, &target);
+  } catch (const Error& e) {
+    std::fprintf(stderr, "%s\n", e.what());
+    std::exit(2);
+  }
+  std::exit(0);
+}
+
 TEST(EnvTuning, AnUnknownFlagInAScopeIsAnErrorNamingTheVariable) {
   GTEST_FLAG_SET(death_test_style, "threadsafe");
-  const auto child = [] {
-    setenv("ATTNJIT_TUNING", "causl=true:stages=3", 1);
-    KernelCache cache{CacheConfig{}};
-    const Target target = parse_target("sm_90a");
-    try {
-      AttentionKernel::get(AttentionFlags{}, cache, &target);
-    } catch (const Error& e) {
-      std::fprintf(stderr, "%s\n", e.what());
-      std::exit(2);
-    }
-    std::exit(0);
-  };
-  EXPECT_EXIT(child(), ::testing::ExitedWithCode(2), "ATTNJIT_TUNING: 'causl=true': .*causl");
+  EXPECT_EXIT(get_under_env_tuning("causl=true:stages=3"), ::testing::ExitedWithCode(2),
+              "ATTNJIT_TUNING: 'causl=true': .*causl");
 }
 
 TEST(EnvTuning, AMalformedValueIsAnErrorNamingTheVariable) {
   GTEST_FLAG_SET(death_test_style, "threadsafe");
-  const auto child = [] {
-    setenv("ATTNJIT_TUNING", "stages", 1);
-    KernelCache cache{CacheConfig{}};
-    const Target target = parse_target("sm_90a");
-    try {
-      AttentionKernel::get(AttentionFlags{}, cache, &target);
-    } catch (const Error& e) {
-      std::fprintf(stderr, "%s\n", e.what());
-      std::exit(2);
-    }
-    std::exit(0);
-  };
-  EXPECT_EXIT(child(), ::testing::ExitedWithCode(2), "ATTNJIT_TUNING: 'stages' is not name=integer");
+  EXPECT_EXIT(get_under_env_tuning("stages"), ::testing::ExitedWithCode(2),
+              "ATTNJIT_TUNING: 'stages' is not name=integer");
+  EXPECT_EXIT(get_under_env_tuning("split_kv=true:stages"), ::testing::ExitedWithCode(2),
+              "ATTNJIT_TUNING: 'stages' is not name=integer");
 }
 
 }  // namespace
