@@ -65,8 +65,7 @@ long long visible_count(const bench::Problem& pr, int p, int n,
 // outputs are compared (the re-expressed mask is the built-in's, so they
 // agree to rounding; causal_expr bit for bit). Prints one row.
 nlohmann::json time_user_spec(const bench::UserProblem& u, const AttentionFlags& builtin,
-                              AttentionArgs a,
-                              double builtin_ms,
+                              AttentionArgs a, double builtin_ms,
                               const std::function<double(const std::function<void()>&)>& time) {
   Driver& d = Driver::get();
   auto spec = std::make_shared<const Spec>(
@@ -110,14 +109,11 @@ nlohmann::json time_user_spec(const bench::UserProblem& u, const AttentionFlags&
   d.mem_free(user_o);
   for (CuDevicePtr p : buffers) d.mem_free(p);
   std::printf("%-26s %10.3f   built-in %s %.3f ms: %+.1f%%, max |o - o_builtin| %.2e  (%s)\n",
-              u.name.c_str(), ms, u.builtin.name.c_str(), builtin_ms,
-              (ms / builtin_ms - 1) * 100, max_diff, kernel->kernel().name().c_str());
-  return {{"problem", u.name},
-          {"ms", ms},
-          {"builtin", u.builtin.name},
-          {"builtin_ms", builtin_ms},
-          {"max_abs_diff", max_diff},
-          {"variant", kernel->kernel().name()}};
+              u.name.c_str(), ms, u.builtin.name.c_str(), builtin_ms, (ms / builtin_ms - 1) * 100,
+              max_diff, kernel->kernel().name().c_str());
+  return {{"problem", u.name},         {"ms", ms},
+          {"builtin", u.builtin.name}, {"builtin_ms", builtin_ms},
+          {"max_abs_diff", max_diff},  {"variant", kernel->kernel().name()}};
 }
 
 // The autotuner's search space: mma.sync configs (targets before sm_90a)
@@ -353,12 +349,14 @@ int main(int argc, char** argv) {
   for (const bench::Problem& pr : bench::decode_problems()) items.push_back({pr});
   const std::vector<bench::UserProblem> user_problems = bench::user_problems();
   for (const bench::UserProblem& u : user_problems) items.push_back({u.builtin, &u});
-  for (const Item& item : items) {
+  // One problem: a failure (a launch error, a config that does not
+  // compile) is reported and the next problem runs.
+  const auto run_item = [&](const Item& item) {
     const bench::Problem& pr = item.pr;
     const std::string& name = item.user ? item.user->name : pr.name;
     const bool decode = pr.seqlen_q > 0;
     const int n_q = decode ? pr.seqlen_q : pr.seqlen;
-    if (!only.empty() && only.find("," + name + ",") == std::string::npos) continue;
+    if (!only.empty() && only.find("," + name + ",") == std::string::npos) return;
     AttentionFlags f;
     f.head_dim = pr.head_dim;
     f.causal = pr.causal;
@@ -367,6 +365,7 @@ int main(int argc, char** argv) {
     f.mm_prefix = f.mm_clamp = pr.spans;
     f.split_kv = decode;
     if (pr.kv_fp8) f.kv_dtype = KvDType::kFp8E4M3;
+    if (pr.page_size > 0) f.kv_layout = KvLayout::kPaged;
     auto kernel = AttentionKernel::get(f);
     // Times are the specialized variant's, not the generic tier's that
     // answers while it compiles (docs/tiers.md).
@@ -412,7 +411,8 @@ int main(int argc, char** argv) {
       }
       offsets[b + 1] = int(spans.size() / 2);
     }
-    CuDevicePtr cu_d = d.mem_alloc(cu.size() * 4), cuq_d = d.mem_alloc(cu.size() * 4), off_d = d.mem_alloc(offsets.size() * 4),
+    CuDevicePtr cu_d = d.mem_alloc(cu.size() * 4), cuq_d = d.mem_alloc(cu.size() * 4),
+                off_d = d.mem_alloc(offsets.size() * 4),
                 spans_d = d.mem_alloc(spans.size() * 4 + 8), sinks_d = d.mem_alloc(pr.heads_q * 4);
     d.copy_to_device(cu_d, cu.data(), cu.size() * 4);
     d.copy_to_device(cuq_d, cu_q.data(), cu_q.size() * 4);
@@ -447,6 +447,27 @@ int main(int argc, char** argv) {
     a.max_seqlen_k = pr.seqlen;
     a.window_left = pr.window_left;
     a.window_right = pr.window_right;
+    // Paged: the same K/V bytes seen as pages of page_size rows (every
+    // sequence's keys fill whole pages), each sequence's pages in a
+    // shuffled order of the pool.
+    CuDevicePtr table_d = 0, used_d = 0;
+    if (pr.page_size > 0) {
+      const int pages_per_seq = pr.seqlen / pr.page_size;
+      std::vector<int32_t> table(size_t(pr.batch) * pages_per_seq), used(pr.batch, pr.seqlen);
+      for (size_t i = 0; i < table.size(); ++i) table[i] = int32_t(i);
+      std::shuffle(table.begin(), table.end(), rng);
+      table_d = d.mem_alloc(table.size() * 4);
+      used_d = d.mem_alloc(used.size() * 4);
+      d.copy_to_device(table_d, table.data(), table.size() * 4);
+      d.copy_to_device(used_d, used.data(), used.size() * 4);
+      a.block_table = reinterpret_cast<int32_t*>(table_d);
+      a.seqused_k = reinterpret_cast<int32_t*>(used_d);
+      a.block_table_stride = pages_per_seq;
+      a.page_size = pr.page_size;
+      a.num_pages = int(table.size());
+      a.k_page_stride = a.v_page_stride = int64_t(pr.page_size) * a.k_row_stride;
+      a.cu_seqlens_k = nullptr;
+    }
 
     auto time_launches = [&](const std::function<void()>& launch) {
       for (int i = 0; i < 3; ++i) launch();
@@ -472,7 +493,9 @@ int main(int argc, char** argv) {
       for (CuDevicePtr p : {q, k, v, o, cu_d, cuq_d, off_d, spans_d, sinks_d, scales}) {
         d.mem_free(p);
       }
-      continue;
+      if (table_d != 0) d.mem_free(table_d);
+      if (used_d != 0) d.mem_free(used_d);
+      return;
     }
     nlohmann::json tuned = nlohmann::json::array();
     if (tune || !tries.empty()) {
@@ -501,7 +524,19 @@ int main(int argc, char** argv) {
                        {"variant", kernel->kernel().name()},
                        {"tuning", tuned}});
     for (CuDevicePtr p : {q, k, v, o, cu_d, cuq_d, off_d, spans_d, sinks_d, scales}) d.mem_free(p);
+    if (table_d != 0) d.mem_free(table_d);
+    if (used_d != 0) d.mem_free(used_d);
+  };
+  int failed = 0;
+  for (const Item& item : items) {
+    try {
+      run_item(item);
+    } catch (const std::exception& e) {
+      std::printf("%-26s FAILED: %s\n", (item.user ? item.user->name : item.pr.name).c_str(),
+                  e.what());
+      ++failed;
+    }
   }
   std::ofstream(argc > 1 ? argv[1] : "kernel_bench.json") << results.dump(2) << "\n";
-  return 0;
+  return failed == 0 ? 0 : 1;
 }

@@ -19,6 +19,7 @@ struct Problem {
   bool spans = false;  // image spans, clamped to the window
   int seqlen_q = 0;    // new tokens per sequence (0: seqlen, a prefill); keys: seqlen
   bool kv_fp8 = false;  // K/V as e4m3 with per-tensor scales (kv_dtype fp8_e4m3)
+  int page_size = 0;    // > 0: a paged cache of such pages, in shuffled order (kv_layout paged)
 };
 
 inline std::vector<Problem> peer_problems() {
@@ -49,6 +50,14 @@ inline std::vector<Problem> decode_problems() {
     fp8.name += "_fp8";
     fp8.kv_fp8 = true;
     out.push_back(fp8);
+  }
+  // And over a paged cache of 16-token pages (the engines' small pages),
+  // bf16 and fp8: what bench_decode.py times, here for --try.
+  for (size_t i : {size_t(0), size_t(1), size_t(4), size_t(5)}) {
+    Problem paged = out[i];
+    paged.name += "_p16";
+    paged.page_size = 16;
+    out.push_back(paged);
   }
   for (Problem& pr : out) pr.seqlen_q = 1;
   return out;
