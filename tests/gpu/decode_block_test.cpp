@@ -4,9 +4,10 @@
 // causal or not, windows, both sink modes, soft-cap, LSE and multimodal spans with
 // and without the clamp, each on the standard shapes (decodes with splits
 // forced to 1, 2 and the most, ragged batches, pages of 16, rows of one
-// and of several row groups) against the reference. No rule takes the
-// block yet; this is what a rule that does must pass first, in each of
-// the ring depths and key tiles it may use.
+// and of several row groups) against the reference, in the ring depths
+// and key tiles a rule may give (the fp8 split rules at D 64 and 128 take
+// the block; a ring's stages round up to a multiple of the warps, so the
+// D 64 rule's 2 stages are the same ring as 3 here).
 #include <gtest/gtest.h>
 
 #include <map>

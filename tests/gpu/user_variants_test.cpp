@@ -79,25 +79,28 @@ std::vector<UserCheckArg> user_values(const std::string& family, const CheckShap
   return out;
 }
 
-// A spec's variant of D128, causal off and on, on the standard shapes
-// against the reference of its expressions; values(shape, rng) gives its
-// args.
+// A spec's variant of D128, causal off and on, over 16-bit and e4m3 K/V
+// (whose decodes are the decode block's, by the spec's rules: the user's
+// expressions in its fragments), on the standard shapes against the
+// reference of its expressions; values(shape, rng) gives its args.
 template <class Values>
 void check_on_standard_shapes(const std::shared_ptr<const Spec>& spec, const Values& values) {
-  for (const bool causal : {false, true}) {
-    AttentionFlags flags;
-    flags.head_dim = 128;
-    flags.causal = causal;
-    for (const CheckShape& shape : standard_check_shapes(flags)) {
-      const uint64_t seed = testing::fresh_seed();
-      std::mt19937_64 rng(seed);
-      const CheckResult r =
-          check_user_attention(spec, flags, shape, seed, values(shape, rng));
-      const std::string line = fmt::format("{} causal={} {:<22} o_err={:.3e} written={} seed={}",
-                                           spec->family, causal, shape.name, r.o_error,
-                                           r.output_written, seed);
-      std::printf("%s\n", line.c_str());
-      EXPECT_TRUE(r.passed(error_bound(flags.dtype))) << line;
+  for (const KvDType kv : {KvDType::kSame, KvDType::kFp8E4M3}) {
+    for (const bool causal : {false, true}) {
+      AttentionFlags flags;
+      flags.head_dim = 128;
+      flags.causal = causal;
+      flags.kv_dtype = kv;
+      for (const CheckShape& shape : standard_check_shapes(flags)) {
+        const uint64_t seed = testing::fresh_seed();
+        std::mt19937_64 rng(seed);
+        const CheckResult r = check_user_attention(spec, flags, shape, seed, values(shape, rng));
+        const std::string line =
+            fmt::format("{} causal={} kv={} {:<22} o_err={:.3e} written={} seed={}", spec->family,
+                        causal, to_string(kv), shape.name, r.o_error, r.output_written, seed);
+        std::printf("%s\n", line.c_str());
+        EXPECT_TRUE(r.passed(error_bound(flags.dtype))) << line;
+      }
     }
   }
 }

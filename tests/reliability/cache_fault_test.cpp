@@ -76,7 +76,10 @@ int stray_files(const std::string& dir) {
 // A second thread keeps replacing the entry of key A with a valid entry of
 // key B (atomically, by rename, as a peer would publish) and back, while
 // fresh caches look A up. Each lookup is a disk hit on A's entry or a
-// rejection of B's followed by a compile: never B's kernel.
+// rejection of B's followed by a compile: never B's kernel. The lookups
+// start once the swapper runs and go on until both outcomes were seen
+// often enough (or a minute passed): on a loaded machine the swapper may
+// get little time, and a fixed count of lookups could then see no swap.
 TEST(EntrySwapped, BetweenCheckAndLoadIsRejectedByTheKeyCheck) {
   testing::TempDir dir;
   const std::string path = KernelCache::entry_path(dir.path(), fake_key("A"));
@@ -84,16 +87,20 @@ TEST(EntrySwapped, BetweenCheckAndLoadIsRejectedByTheKeyCheck) {
   const std::string b_bytes = testing::encode_entry_of("B");
   write_bytes(path, a_bytes);
   std::atomic<bool> stop{false};
+  std::atomic<int> swaps{0};
   std::thread swapper([&] {
     for (int i = 0; !stop.load(); ++i) {
       const std::string temp = path + ".swap";
       write_bytes(temp, i % 2 ? a_bytes : b_bytes);
       fs::rename(temp, path);
+      ++swaps;
     }
   });
+  while (swaps.load() < 2) std::this_thread::yield();
   int disk_hits = 0, rejected = 0, wrong = 0, lookups = 0;
   ::testing::internal::CaptureStderr();
-  while (lookups < 3000 && (disk_hits < 20 || rejected < 20)) {
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
+  while ((disk_hits < 20 || rejected < 20) && std::chrono::steady_clock::now() < deadline) {
     KernelCache cache(testing::disk_config(dir.path()));
     LookupResult r = get_fake(cache, "A");
     ++lookups;
@@ -122,8 +129,9 @@ TEST(EntrySwapped, TornInPlaceWritesAreNeverLoaded) {
   const std::string b_bytes = testing::encode_entry_of("B");
   write_bytes(path, a_bytes);
   std::atomic<bool> stop{false};
+  std::atomic<int> writes{0};
   std::thread writer([&] {
-    for (int i = 0; !stop.load(); ++i) {
+    for (int i = 0; !stop.load(); ++i, ++writes) {
       const std::string& bytes = i % 3 ? a_bytes : b_bytes;
       const int fd = ::open(path.c_str(), O_WRONLY | O_TRUNC | O_CREAT, 0644);
       if (fd < 0) continue;
@@ -134,9 +142,14 @@ TEST(EntrySwapped, TornInPlaceWritesAreNeverLoaded) {
       ::close(fd);
     }
   });
+  while (writes.load() < 2) std::this_thread::yield();
   int wrong = 0, lookups = 0, rejected = 0;
   ::testing::internal::CaptureStderr();
-  for (; lookups < 600 || (rejected < 5 && lookups < 20000); ++lookups) {
+  // (At least 600 lookups, and on until 5 rejections or a minute: a
+  // loaded machine may give the writer little time.)
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
+  for (; lookups < 600 || (rejected < 5 && std::chrono::steady_clock::now() < deadline);
+       ++lookups) {
     KernelCache cache(testing::disk_config(dir.path()));
     LookupResult r = get_fake(cache, "A");
     if (r.entry->kernel.cubin != fake_kernel("A").cubin) ++wrong;
