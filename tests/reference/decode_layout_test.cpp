@@ -151,51 +151,98 @@ unsigned tma_tile_offset(int key, int byte, int chunk_bytes) {
   return unsigned(byte / chunk_bytes) * BN * chunk_bytes + tma_swizzled(within, chunk_bytes);
 }
 
-// kBytes 1: e4m3 K/V; 2: fp16 K/V (the 16-bit path's index arithmetic is
-// the same for bf16, whose MMAs only read the halves differently).
+// One warp's operands in shared memory as the decode block has them: Q
+// (16 rows of multiples of 1/64, exact in fp16), K and V (e4m3 codes that
+// are not NaN, or multiples of 1/64) by the TMA model with the box's
+// swizzle, Q by the kernel's own stores (q_word); and P (multiples of
+// 1/256 in [0, 1]) as plain values. kBytes 1: e4m3 K/V; 2: fp16 K/V (the
+// 16-bit path's index arithmetic is the same for bf16, whose MMAs only
+// read the halves differently).
 template <int D, int BN, int kBytes>
-void check_decode_layout(std::mt19937& rng) {
+struct WarpTiles {
   using L = attention::DecodeLayout<D, BN, kBytes>;
-  constexpr bool kFp8 = kBytes == 1;
-  constexpr unsigned kTile = BN * D * kBytes;
-  const std::string what =
-      "D " + std::to_string(D) + " BN " + std::to_string(BN) + (kFp8 ? " e4m3" : " fp16");
-  // Q: 16 rows of multiples of 1/64 (exact in fp16); K, V: e4m3 codes that
-  // are not NaN, or multiples of 1/64; P: multiples of 1/256 in [0, 1].
-  std::uniform_int_distribution<int> small(-64, 64), code(0, 255), prob(0, 256);
-  std::vector<float> q(16 * D), p(16 * BN), k(BN * D), v(BN * D);
-  std::vector<uint16_t> k_el(BN * D), v_el(BN * D);  // the stored elements
-  for (float& x : q) x = small(rng) / 64.f;
-  for (float& x : p) x = prob(rng) / 256.f;
-  for (int i = 0; i < BN * D; ++i) {
-    for (auto [value, stored] : {std::pair{&k[i], &k_el[i]}, std::pair{&v[i], &v_el[i]}}) {
-      if (kFp8) {
-        uint8_t b;
-        do b = uint8_t(code(rng));
-        while ((b & 0x7f) == 0x7f);
-        *stored = b;
-        *value = e4m3_to_float(b);
-      } else {
-        *value = small(rng) / 64.f;
-        *stored = f16_bits(*value);
-      }
-    }
-  }
-  // Shared memory: the K tile, the V tile (each by the TMA model, with
-  // the box's swizzle), the warp's Q tile (by the kernel's own stores).
-  std::vector<uint8_t> smem(2 * kTile + 16 * D * 2 + 64, 0);
-  const unsigned k_base = 0, v_base = kTile, q_base = 2 * kTile;
-  const auto put = [&](std::vector<uint8_t>& mem, unsigned base, int key, int d, uint16_t x) {
+  static constexpr bool kFp8 = kBytes == 1;
+  static constexpr unsigned kTile = BN * D * kBytes;
+  static constexpr unsigned k_base = 0, v_base = kTile, q_base = 2 * kTile;
+  std::vector<float> q = std::vector<float>(16 * D), p = std::vector<float>(16 * BN),
+                     k = std::vector<float>(BN * D), v = std::vector<float>(BN * D);
+  std::vector<uint16_t> k_el = std::vector<uint16_t>(BN * D),
+                        v_el = std::vector<uint16_t>(BN * D);  // the stored elements
+  std::vector<uint8_t> smem = std::vector<uint8_t>(2 * kTile + 16 * D * 2 + 64, 0);
+  std::string what;
+
+  static void put(std::vector<uint8_t>& mem, unsigned base, int key, int d, uint16_t x) {
     for (int b = 0; b < kBytes; ++b) {
       mem[base + tma_tile_offset<BN>(key, d * kBytes + b, L::kRawSwizzle)] = uint8_t(x >> (8 * b));
     }
-  };
-  for (int key = 0; key < BN; ++key) {
-    for (int d = 0; d < D; ++d) {
-      put(smem, k_base, key, d, k_el[key * D + d]);
-      put(smem, v_base, key, d, v_el[key * D + d]);
+  }
+
+  explicit WarpTiles(std::mt19937& rng)
+      : what("D " + std::to_string(D) + " BN " + std::to_string(BN) + (kFp8 ? " e4m3" : " fp16")) {
+    std::uniform_int_distribution<int> small(-64, 64), code(0, 255), prob(0, 256);
+    for (float& x : q) x = small(rng) / 64.f;
+    for (float& x : p) x = prob(rng) / 256.f;
+    for (int i = 0; i < BN * D; ++i) {
+      for (auto [value, stored] : {std::pair{&k[i], &k_el[i]}, std::pair{&v[i], &v_el[i]}}) {
+        if (kFp8) {
+          uint8_t b;
+          do b = uint8_t(code(rng));
+          while ((b & 0x7f) == 0x7f);
+          *stored = b;
+          *value = e4m3_to_float(b);
+        } else {
+          *value = small(rng) / 64.f;
+          *stored = f16_bits(*value);
+        }
+      }
+    }
+    for (int key = 0; key < BN; ++key) {
+      for (int d = 0; d < D; ++d) {
+        put(smem, k_base, key, d, k_el[key * D + d]);
+        put(smem, v_base, key, d, v_el[key * D + d]);
+      }
+    }
+    for (int row = 0; row < 16; ++row) {
+      for (int d = 0; d < D; d += 2) {
+        const uint32_t w = f16x2(q[row * D + d], q[row * D + d + 1]);
+        std::memcpy(smem.data() + q_base + L::q_word(row, d), &w, 4);
+      }
     }
   }
+  // The V tile with keys `valid` .. BN - 1 NaN (a tail tile's stale bytes).
+  std::vector<uint8_t> with_nan_tail(int valid) const {
+    std::vector<uint8_t> vmem = smem;
+    for (int key = valid; key < BN; ++key) {
+      for (int d = 0; d < D; ++d) put(vmem, v_base, key, d, kFp8 ? 0x7f : 0x7e00);
+    }
+    return vmem;
+  }
+  float qk(int row, int key) const {
+    double sum = 0;
+    for (int d = 0; d < D; ++d) sum += double(q[row * D + d]) * k[key * D + d];
+    return float(sum);
+  }
+  float pv(int row, int col, int valid) const {
+    double sum = 0;
+    for (int key = 0; key < valid; ++key) sum += double(p[row * BN + key]) * v[key * D + col];
+    return float(sum);
+  }
+  // A register's two K/V values as an f16x2 (e4m3: the low or high half converted).
+  static uint32_t b_of(uint32_t reg, bool high) {
+    return kFp8 ? e4m3x2_to_f16x2(high ? reg >> 16 : reg & 0xffff) : reg;
+  }
+};
+
+template <int D, int BN, int kBytes>
+void check_decode_layout(std::mt19937& rng) {
+  using L = attention::DecodeLayout<D, BN, kBytes>;
+  using Tiles = WarpTiles<D, BN, kBytes>;
+  constexpr bool kFp8 = kBytes == 1;
+  const Tiles tiles(rng);
+  const std::vector<uint8_t>& smem = tiles.smem;
+  const std::string& what = tiles.what;
+  const std::vector<float>& p = tiles.p;
+  constexpr unsigned k_base = Tiles::k_base, v_base = Tiles::v_base, q_base = Tiles::q_base;
   // The layout's raw() must name the same bytes the TMA wrote.
   for (int key = 0; key < BN; ++key) {
     for (int u = 0; u < L::kUnits; ++u) {
@@ -203,22 +250,7 @@ void check_decode_layout(std::mt19937& rng) {
           << what << " key " << key << " unit " << u;
     }
   }
-  for (int t = 0; t < 32; ++t) {
-    const int g = t / 4, c = t % 4;
-    for (int r = 0; r < 2; ++r) {
-      const int row = g + 8 * r;
-      for (int u = 0; u < D / 16; ++u) {
-        for (int h = 0; h < 2; ++h) {
-          const int d = 16 * u + 4 * c + 2 * h;
-          const uint32_t w = f16x2(q[row * D + d], q[row * D + d + 1]);
-          std::memcpy(smem.data() + q_base + L::q_word(row, d), &w, 4);
-        }
-      }
-    }
-  }
-  const auto b_of = [&](uint32_t reg, bool high) {
-    return kFp8 ? e4m3x2_to_f16x2(high ? reg >> 16 : reg & 0xffff) : reg;
-  };
+  const auto b_of = [](uint32_t reg, bool high) { return Tiles::b_of(reg, high); };
 
   // S = Q K^T as scores() computes it.
   std::vector<std::array<std::array<float, 4>, 32>> s(BN / 8);
@@ -262,8 +294,7 @@ void check_decode_layout(std::mt19937& rng) {
     for (int nb = 0; nb < BN / 8; ++nb) {
       for (int e = 0; e < 4; ++e) {
         const int row = g + 8 * (e / 2), key = 8 * nb + 2 * c + e % 2;
-        double want = 0;
-        for (int d = 0; d < D; ++d) want += double(q[row * D + d]) * k[key * D + d];
+        const double want = tiles.qk(row, key);
         ASSERT_NEAR(s[nb][t][e], want, 1e-4 * (1 + std::fabs(want)))
             << what << " S row " << row << " key " << key;
       }
@@ -273,10 +304,7 @@ void check_decode_layout(std::mt19937& rng) {
   // O = P V as accumulate() computes it, over every key and over a tail
   // whose missing keys hold NaN.
   for (const int valid : {BN, BN - 5, 1}) {
-    std::vector<uint8_t> vmem = smem;
-    for (int key = valid; key < BN; ++key) {
-      for (int d = 0; d < D; ++d) put(vmem, v_base, key, d, kFp8 ? 0x7f : 0x7e00);  // NaN
-    }
+    const std::vector<uint8_t> vmem = tiles.with_nan_tail(valid);
     std::vector<std::array<std::array<float, 4>, 32>> o(D / 8);
     for (auto& block : o) {
       for (auto& lane : block) lane.fill(0.f);
@@ -320,9 +348,7 @@ void check_decode_layout(std::mt19937& rng) {
       for (int block = 0; block < D / 8; ++block) {
         for (int e = 0; e < 4; ++e) {
           const int row = g + 8 * (e / 2), col = L::o_column(block, 2 * c + e % 2);
-          double want = 0;
-          for (int key = 0; key < valid; ++key)
-            want += double(p[row * BN + key]) * v[key * D + col];
+          const double want = tiles.pv(row, col, valid);
           ASSERT_NEAR(o[block][t][e], want, 1e-4 * (1 + std::fabs(want)))
               << what << " valid " << valid << " O row " << row << " col " << col;
         }
