@@ -124,6 +124,70 @@ struct DecodeLayout {
   }
 };
 
+// The decode block's products swapped: keys (and D) as the MMAs' M, the
+// query rows as N, S^T = K Q^T and O^T = V^T P^T (m16n8k16). A decode's
+// work tile has the query heads of one kv head, usually at most 8, which
+// fill an n8 block exactly, where as M they leave rows 8-15 of every m16
+// tile empty: half the MMAs, half the scores per thread and half the
+// output accumulators (D / 4 instead of D / 2 per thread for 8 rows). The
+// tiles in shared memory and their ldmatrix addresses are DecodeLayout's:
+//
+// - K is the A operand of S^T: ldmatrix.x4 of k_lane(lane, mt, kk2) (m16
+//   tile mt of 16 keys; e4m3: steps 2 kk2, 2 kk2 + 1; 16-bit: step kk2)
+//   gives in register j keys 16 mt + 8 k_half(j) .. + 7 of step
+//   k_step(kk2, j) (e4m3) and those A registers k_a(j) (16-bit), or, e4m3,
+//   converted, its low half as a_{k_half(j)} and its high half as
+//   a_{2 + k_half(j)} (the reduction order q_position describes).
+// - Q^T is the B operand: ldmatrix.x4 of q_b_lane(lane, s2, nb) gives the
+//   b0, b1 of steps 2 s2 and 2 s2 + 1 (registers 0, 1 and 2, 3) for rows
+//   8 nb .. 8 nb + 7 (16-bit: the unit pairs of D; e4m3: of positions).
+// - S^T's element e of thread (g, c) in m16 tile mt, n8 block nb is key
+//   s_key(mt, g, e) of row s_row(nb, c, e): each thread holds two rows'
+//   scores, the keys of a row spread over the 8 threads of equal c.
+// - P^T is the B operand of O^T: the f16x2 of a thread's (e0, e1) and of
+//   its (e2, e3) of m16 tile mt, each transposed by movmatrix.trans (an
+//   8 x 8 b16 matrix held as the standard fragment), are b0 and b1 of
+//   O^T's k16 step mt.
+// - V^T is the A operand: ldmatrix.trans of v_lane(lane, kk, u2) gives in
+//   register 2h + i (DecodeLayout) keys 16 kk + 8i + 2c, + 1 of unit
+//   2 u2 + h. 16-bit: those are a_{v_a(h, i)} of O^T's m16 tile u2 (D
+//   columns 16 u2 .. + 15). e4m3: after kVPermute, the low half converted
+//   is a_{v_a(h, i)} of m16 tile 2 u2 and the high half of tile 2 u2 + 1.
+//   Missing keys of a tail tile are zeroed by v_keep(kk, i, c, valid).
+// - O^T's element e of thread (g, c) in m16 tile mt, n8 block nb is D
+//   column ot_column(mt, g + 8 (e / 2)) of row s_row(nb, c, e).
+template <int D, int BN, int kBytes = 1>
+struct DecodeSwapLayout : DecodeLayout<D, BN, kBytes> {
+  using Base = DecodeLayout<D, BN, kBytes>;
+  using Base::kFp8;
+  static constexpr int kKeyTiles = BN / 16;  // S^T's m16 tiles, O^T's k16 steps
+  static constexpr int kOutTiles = D / 16;   // O^T's m16 tiles
+
+  // K: which 8 keys of the m16 tile register j holds (e4m3), and (16-bit)
+  // the A register it is.
+  static ATTNJIT_LAYOUT_FN int k_half(int j) { return j & 1; }
+  static ATTNJIT_LAYOUT_FN int k_a(int j) { return (j >> 1) | ((j & 1) << 1); }
+
+  // Q^T: matrix m = lane / 8 is Q units 4 s2 + m of rows 8 nb .. + 7.
+  static ATTNJIT_LAYOUT_FN unsigned q_b_lane(int lane, int s2, int nb) {
+    return Base::q(8 * nb + lane % 8, 4 * s2 + lane / 8);
+  }
+
+  // S^T and O^T: the key (D row) and the query row of element e.
+  static ATTNJIT_LAYOUT_FN int s_key(int mt, int g, int e) { return 16 * mt + g + 8 * (e / 2); }
+  static ATTNJIT_LAYOUT_FN int s_row(int nb, int c, int e) { return 8 * nb + 2 * c + e % 2; }
+
+  // V: the A register of O^T that register 2h + i of v_lane's load is.
+  static ATTNJIT_LAYOUT_FN int v_a(int h, int i) { return h + 2 * i; }
+
+  // The D column of row m of O^T's m16 tile mt: 16-bit, 16 mt + m; e4m3,
+  // tile 2 u2 + odd holds unit 2 u2 + m / 8's columns 2 (m % 8) + odd.
+  static ATTNJIT_LAYOUT_FN int ot_column(int mt, int m) {
+    if (!kFp8) return 16 * mt + m;
+    return 16 * (2 * (mt / 2) + m / 8) + 2 * (m % 8) + mt % 2;
+  }
+};
+
 // The decode block's schedule: which key tiles each consumer warp takes and
 // the mbarrier parities of the ring, for `warps` consumer warps over a
 // work tile of `rows` rows (tests/reference/decode_layout_test.cpp runs

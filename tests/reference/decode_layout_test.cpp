@@ -365,6 +365,164 @@ void check_decode_layout(std::mt19937& rng) {
   EXPECT_EQ(std::count(seen.begin(), seen.end(), 1), D) << what;
 }
 
+// movmatrix.sync.aligned.m8n8.trans.b16: thread t holds elements (row
+// t / 4, cols 2 (t % 4), + 1) of an 8 x 8 matrix, the first in the low
+// half, and gets the same elements of its transpose.
+std::array<uint32_t, 32> movmatrix_trans(const std::array<uint32_t, 32>& in) {
+  uint16_t m[8][8];
+  for (int t = 0; t < 32; ++t) {
+    m[t / 4][2 * (t % 4)] = uint16_t(in[t] & 0xffff);
+    m[t / 4][2 * (t % 4) + 1] = uint16_t(in[t] >> 16);
+  }
+  std::array<uint32_t, 32> out{};
+  for (int t = 0; t < 32; ++t) {
+    out[t] = m[2 * (t % 4)][t / 4] | (uint32_t(m[2 * (t % 4) + 1][t / 4]) << 16);
+  }
+  return out;
+}
+
+// The swapped products (DecodeSwapLayout: S^T = K Q^T, O^T = V^T P^T) of
+// one warp on the same models and tiles: for both n8 blocks of rows, every
+// score and output element must be the plain product, with a tail's NaN
+// keys kept out of O.
+template <int D, int BN, int kBytes>
+void check_swap_layout(std::mt19937& rng) {
+  using L = attention::DecodeSwapLayout<D, BN, kBytes>;
+  using Tiles = WarpTiles<D, BN, kBytes>;
+  constexpr bool kFp8 = kBytes == 1;
+  const Tiles tiles(rng);
+  const std::string what = tiles.what + " swapped";
+  using Acc = std::array<std::array<float, 4>, 32>;
+  std::array<unsigned, 32> rows{};
+  const auto load = [&](const std::vector<uint8_t>& mem, bool trans, auto address) {
+    for (int t = 0; t < 32; ++t) rows[t] = address(t);
+    return ldmatrix_x4(mem, rows, trans);
+  };
+  for (int nb = 0; nb < 2; ++nb) {
+    // S^T, m16 tile by m16 tile of keys.
+    for (int mt = 0; mt < L::kKeyTiles; ++mt) {
+      Acc s{};
+      for (auto& lane : s) lane.fill(0.f);
+      for (int kk2 = 0; kk2 < D / 32; ++kk2) {
+        // Q^T's b0, b1 of steps 2 kk2 and 2 kk2 + 1 (registers 0, 1 and 2, 3).
+        const Regs qb =
+            load(tiles.smem, false, [&](int t) { return Tiles::q_base + L::q_b_lane(t, kk2, nb); });
+        for (int step = 0; step < 2; ++step) {
+          Regs a{};
+          if (kFp8) {
+            const Regs kr = load(tiles.smem, false,
+                                 [&](int t) { return Tiles::k_base + L::k_lane(t, mt, kk2); });
+            for (int j = 0; j < 4; ++j) {
+              if (L::k_step(kk2, j) != 2 * kk2 + step) continue;
+              for (int t = 0; t < 32; ++t) {
+                a[t][L::k_half(j)] = Tiles::b_of(kr[t][j], false);
+                a[t][2 + L::k_half(j)] = Tiles::b_of(kr[t][j], true);
+              }
+            }
+          } else {
+            const Regs kr = load(tiles.smem, false, [&](int t) {
+              return Tiles::k_base + L::k_lane(t, mt, 2 * kk2 + step);
+            });
+            for (int t = 0; t < 32; ++t) {
+              for (int j = 0; j < 4; ++j) a[t][L::k_a(j)] = kr[t][j];
+            }
+          }
+          std::array<std::array<uint32_t, 2>, 32> b{};
+          for (int t = 0; t < 32; ++t) b[t] = {qb[t][2 * step], qb[t][2 * step + 1]};
+          mma(s, a, 0, b);
+        }
+      }
+      for (int t = 0; t < 32; ++t) {
+        for (int e = 0; e < 4; ++e) {
+          const int key = L::s_key(mt, t / 4, e), row = L::s_row(nb, t % 4, e);
+          const double want = tiles.qk(row, key);
+          ASSERT_NEAR(s[t][e], want, 1e-4 * (1 + std::fabs(want)))
+              << what << " S row " << row << " key " << key;
+        }
+      }
+    }
+    // O^T over every key and over tails whose missing keys hold NaN, P^T
+    // from P in S^T's fragments (as the softmax leaves it) by movmatrix.
+    for (const int valid : {BN, BN - 5, 1}) {
+      const std::vector<uint8_t> vmem = tiles.with_nan_tail(valid);
+      std::vector<Acc> o(L::kOutTiles);
+      for (auto& tile : o) {
+        for (auto& lane : tile) lane.fill(0.f);
+      }
+      for (int kk = 0; kk < L::kKeyTiles; ++kk) {
+        std::array<uint32_t, 32> lo{}, hi{};
+        for (int t = 0; t < 32; ++t) {
+          const auto at = [&](int e) {
+            return tiles.p[L::s_row(nb, t % 4, e) * BN + L::s_key(kk, t / 4, e)];
+          };
+          lo[t] = f16x2(at(0), at(1));
+          hi[t] = f16x2(at(2), at(3));
+        }
+        const std::array<uint32_t, 32> b0 = movmatrix_trans(lo), b1 = movmatrix_trans(hi);
+        std::array<std::array<uint32_t, 2>, 32> b{};
+        for (int t = 0; t < 32; ++t) b[t] = {b0[t], b1[t]};
+        const auto keep = [&](int i, int c) {
+          return valid < BN ? L::v_keep(kk, i, c, valid) : ~0u;
+        };
+        for (int u2 = 0; u2 < L::kUnits / 2; ++u2) {
+          const Regs vr =
+              load(vmem, true, [&](int t) { return Tiles::v_base + L::v_lane(t, kk, u2); });
+          Regs even{}, odd{};
+          for (int t = 0; t < 32; ++t) {
+            for (int h = 0; h < 2; ++h) {
+              for (int i = 0; i < 2; ++i) {
+                const uint32_t reg = vr[t][2 * h + i];
+                const uint32_t mask = keep(i, t % 4);
+                if (!kFp8) {
+                  even[t][L::v_a(h, i)] = reg & mask;
+                  continue;
+                }
+                const uint32_t two = byte_perm(reg, L::kVPermute);
+                even[t][L::v_a(h, i)] = Tiles::b_of(two, false) & mask;
+                odd[t][L::v_a(h, i)] = Tiles::b_of(two, true) & mask;
+              }
+            }
+          }
+          if (kFp8) {
+            mma(o[2 * u2], even, 0, b);
+            mma(o[2 * u2 + 1], odd, 0, b);
+          } else {
+            mma(o[u2], even, 0, b);
+          }
+        }
+      }
+      for (int t = 0; t < 32; ++t) {
+        for (int mt = 0; mt < L::kOutTiles; ++mt) {
+          for (int e = 0; e < 4; ++e) {
+            const int row = L::s_row(nb, t % 4, e);
+            const int col = L::ot_column(mt, L::s_key(0, t / 4, e));
+            const double want = tiles.pv(row, col, valid);
+            ASSERT_NEAR(o[mt][t][e], want, 1e-4 * (1 + std::fabs(want)))
+                << what << " valid " << valid << " O row " << row << " col " << col;
+          }
+        }
+      }
+    }
+  }
+  std::vector<int> seen(D, 0);
+  for (int mt = 0; mt < L::kOutTiles; ++mt) {
+    for (int m = 0; m < 16; ++m) ++seen[L::ot_column(mt, m)];
+  }
+  EXPECT_EQ(std::count(seen.begin(), seen.end(), 1), D) << what;
+}
+
+TEST(DecodeLayout, SwappedProductsOnModelsOfTheHardware) {
+  std::mt19937 rng(20261202);
+  for (int trial = 0; trial < 2; ++trial) {
+    check_swap_layout<128, 32, 1>(rng);
+    check_swap_layout<128, 64, 1>(rng);
+    check_swap_layout<64, 64, 1>(rng);
+    check_swap_layout<64, 32, 1>(rng);
+    check_swap_layout<128, 32, 2>(rng);
+    check_swap_layout<64, 64, 2>(rng);
+  }
+}
+
 TEST(DecodeLayout, OneWarpsProductsOnModelsOfTheHardware) {
   std::mt19937 rng(20261201);
   for (int trial = 0; trial < 3; ++trial) {
