@@ -21,6 +21,7 @@
 #include <fstream>
 #include <functional>
 #include <random>
+#include <stdexcept>
 #include <vector>
 
 #include <nlohmann/json.hpp>
@@ -59,6 +60,23 @@ long long visible_count(const bench::Problem& pr, int p, int n,
 
 }  // namespace
 
+// Device buffers freed when the scope ends, by an error too (a problem
+// that fails must not keep its gigabytes from the next).
+struct DeviceBuffers {
+  Driver& d;
+  std::vector<CuDevicePtr> ptrs;
+  explicit DeviceBuffers(Driver& driver) : d(driver) {}
+  DeviceBuffers(const DeviceBuffers&) = delete;
+  DeviceBuffers& operator=(const DeviceBuffers&) = delete;
+  ~DeviceBuffers() {
+    for (CuDevicePtr p : ptrs) d.mem_free(p);
+  }
+  CuDevicePtr alloc(size_t bytes) {
+    ptrs.push_back(d.mem_alloc(bytes));
+    return ptrs.back();
+  }
+};
+
 // A user spec (specs/examples) on the built-in's tensors `a`, in isolated
 // launches like the built-in's (`builtin_ms`): its variant of the flags
 // with the mask's own flags off, its args as the problem gives them. The
@@ -79,13 +97,13 @@ nlohmann::json time_user_spec(const bench::UserProblem& u, const AttentionFlags&
   auto kernel = AttentionKernel::get_user(spec, resolve_flags(*spec, values));
   kernel->wait_specialized();
   std::vector<UserArg> args;
-  std::vector<CuDevicePtr> buffers;
+  DeviceBuffers buffers(d);
   for (const auto& [name, value] : u.ints) args.push_back({name, int32_t(value)});
   for (const auto& [name, value] : u.per_head) {
     const std::vector<float> host(a.num_heads_q, value);
-    buffers.push_back(d.mem_alloc(host.size() * 4));
-    d.copy_to_device(buffers.back(), host.data(), host.size() * 4);
-    args.push_back({name, reinterpret_cast<const void*>(buffers.back())});
+    const CuDevicePtr slot = buffers.alloc(host.size() * 4);
+    d.copy_to_device(slot, host.data(), host.size() * 4);
+    args.push_back({name, reinterpret_cast<const void*>(slot)});
   }
   // The built-in's output (launched last by its timing), then the user's
   // into a poisoned buffer of its own.
@@ -93,7 +111,7 @@ nlohmann::json time_user_spec(const bench::UserProblem& u, const AttentionFlags&
   std::vector<uint16_t> want(out_bytes / 2), got(out_bytes / 2);
   d.synchronize();
   d.copy_to_host(want.data(), reinterpret_cast<CuDevicePtr>(a.o), out_bytes);
-  const CuDevicePtr user_o = d.mem_alloc(out_bytes);
+  const CuDevicePtr user_o = buffers.alloc(out_bytes);
   d.memset_d8(user_o, 0xff, out_bytes);
   a.sinks = nullptr;
   a.o = reinterpret_cast<void*>(user_o);
@@ -106,8 +124,6 @@ nlohmann::json time_user_spec(const bench::UserProblem& u, const AttentionFlags&
     const double diff = std::fabs(double(bf16_to_float(got[i])) - bf16_to_float(want[i]));
     max_diff = std::isnan(diff) ? INFINITY : std::max(max_diff, diff);
   }
-  d.mem_free(user_o);
-  for (CuDevicePtr p : buffers) d.mem_free(p);
   std::printf("%-26s %10.3f   built-in %s %.3f ms: %+.1f%%, max |o - o_builtin| %.2e  (%s)\n",
               u.name.c_str(), ms, u.builtin.name.c_str(), builtin_ms, (ms / builtin_ms - 1) * 100,
               max_diff, kernel->kernel().name().c_str());
@@ -385,8 +401,10 @@ int main(int argc, char** argv) {
       host8.resize(kv_elems + 8);
       for (auto& b : host8) b = uint8_t(float_to_e4m3(normal(rng)));
     }
-    CuDevicePtr q = d.mem_alloc(q_elems * 2), k = d.mem_alloc(kv_bytes), v = d.mem_alloc(kv_bytes),
-                o = d.mem_alloc(q_elems * 2), scales = d.mem_alloc(2 * sizeof(float));
+    DeviceBuffers buffers(d);
+    const CuDevicePtr q = buffers.alloc(q_elems * 2), k = buffers.alloc(kv_bytes),
+                      v = buffers.alloc(kv_bytes), o = buffers.alloc(q_elems * 2),
+                      scales = buffers.alloc(2 * sizeof(float));
     d.copy_to_device(q, host.data(), q_elems * 2);
     if (pr.kv_fp8) {
       d.copy_to_device(k, host8.data(), kv_bytes);
@@ -411,9 +429,10 @@ int main(int argc, char** argv) {
       }
       offsets[b + 1] = int(spans.size() / 2);
     }
-    CuDevicePtr cu_d = d.mem_alloc(cu.size() * 4), cuq_d = d.mem_alloc(cu.size() * 4),
-                off_d = d.mem_alloc(offsets.size() * 4),
-                spans_d = d.mem_alloc(spans.size() * 4 + 8), sinks_d = d.mem_alloc(pr.heads_q * 4);
+    const CuDevicePtr cu_d = buffers.alloc(cu.size() * 4), cuq_d = buffers.alloc(cu.size() * 4),
+                      off_d = buffers.alloc(offsets.size() * 4),
+                      spans_d = buffers.alloc(spans.size() * 4 + 8),
+                      sinks_d = buffers.alloc(pr.heads_q * 4);
     d.copy_to_device(cu_d, cu.data(), cu.size() * 4);
     d.copy_to_device(cuq_d, cu_q.data(), cu_q.size() * 4);
     d.copy_to_device(off_d, offsets.data(), offsets.size() * 4);
@@ -450,14 +469,17 @@ int main(int argc, char** argv) {
     // Paged: the same K/V bytes seen as pages of page_size rows (every
     // sequence's keys fill whole pages), each sequence's pages in a
     // shuffled order of the pool.
-    CuDevicePtr table_d = 0, used_d = 0;
     if (pr.page_size > 0) {
+      // (The pool is the contiguous tensor's rows: whole pages only.)
+      if (pr.seqlen % pr.page_size != 0) {
+        throw std::runtime_error("a paged problem's keys must fill whole pages");
+      }
       const int pages_per_seq = pr.seqlen / pr.page_size;
       std::vector<int32_t> table(size_t(pr.batch) * pages_per_seq), used(pr.batch, pr.seqlen);
       for (size_t i = 0; i < table.size(); ++i) table[i] = int32_t(i);
       std::shuffle(table.begin(), table.end(), rng);
-      table_d = d.mem_alloc(table.size() * 4);
-      used_d = d.mem_alloc(used.size() * 4);
+      const CuDevicePtr table_d = buffers.alloc(table.size() * 4),
+                        used_d = buffers.alloc(used.size() * 4);
       d.copy_to_device(table_d, table.data(), table.size() * 4);
       d.copy_to_device(used_d, used.data(), used.size() * 4);
       a.block_table = reinterpret_cast<int32_t*>(table_d);
@@ -490,11 +512,6 @@ int main(int argc, char** argv) {
     double ms = time_ms(*kernel);
     if (item.user) {
       results.push_back(time_user_spec(*item.user, f, a, ms, time_launches));
-      for (CuDevicePtr p : {q, k, v, o, cu_d, cuq_d, off_d, spans_d, sinks_d, scales}) {
-        d.mem_free(p);
-      }
-      if (table_d != 0) d.mem_free(table_d);
-      if (used_d != 0) d.mem_free(used_d);
       return;
     }
     nlohmann::json tuned = nlohmann::json::array();
@@ -523,9 +540,6 @@ int main(int argc, char** argv) {
                        {"floor_ms", floor_ms},
                        {"variant", kernel->kernel().name()},
                        {"tuning", tuned}});
-    for (CuDevicePtr p : {q, k, v, o, cu_d, cuq_d, off_d, spans_d, sinks_d, scales}) d.mem_free(p);
-    if (table_d != 0) d.mem_free(table_d);
-    if (used_d != 0) d.mem_free(used_d);
   };
   int failed = 0;
   for (const Item& item : items) {

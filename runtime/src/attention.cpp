@@ -4,6 +4,7 @@
 #include "attnjit/attention.h"
 
 #include <algorithm>
+#include <cctype>
 #include <cmath>
 #include <cstdint>
 #include <cstdlib>
@@ -13,6 +14,7 @@
 #include <unordered_map>
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include "attention/tile_config.h"
 #include "attention_prefill_params.h"
@@ -291,12 +293,37 @@ EnvTuning parse_env_tuning(const std::string& text) {
       try {
         e.when = parse_flag_assignments(attention_spec(), item.substr(0, colon));
       } catch (const Error& err) {
-        throw Error(ErrorKind::kArgument,
+        throw Error(err.kind(),
                     fmt::format("ATTNJIT_TUNING: '{}': {}", item.substr(0, colon), err.what()));
       }
     }
-    e.values = parse_tuning_overrides(colon == std::string::npos ? item : item.substr(colon + 1),
-                                      "ATTNJIT_TUNING");
+    // The values, without blanks ("stages=3; block_n=64" as written by hand).
+    std::string values = colon == std::string::npos ? item : item.substr(colon + 1);
+    values.erase(std::remove_if(values.begin(), values.end(),
+                                [](unsigned char ch) { return std::isspace(ch) != 0; }),
+                 values.end());
+    if (values.empty()) {
+      if (std::all_of(item.begin(), item.end(),
+                      [](unsigned char ch) { return std::isspace(ch) != 0; })) {
+        continue;  // a blank entry ("a=1;;b=2", a trailing ';')
+      }
+      throw Error(ErrorKind::kArgument,
+                  fmt::format("ATTNJIT_TUNING: '{}' sets no tuning values (an entry is "
+                              "'name=int,...' or 'flag=value,...:name=int,...')",
+                              item));
+    }
+    e.values = parse_tuning_overrides(values, "ATTNJIT_TUNING");
+    // Names checked now, so that a typo in an entry no variant of this run
+    // matches is still an error.
+    const std::vector<std::string>& params = attention_spec().tuning.params;
+    for (const auto& [name, value] : e.values) {
+      if (std::find(params.begin(), params.end(), name) == params.end()) {
+        throw Error(ErrorKind::kArgument,
+                    fmt::format("ATTNJIT_TUNING: unknown tuning param '{}' (the attention spec's: "
+                                "{})",
+                                name, fmt::join(params, ", ")));
+      }
+    }
     t.entries.push_back(std::move(e));
   }
   t.memo_suffix = std::string("|tuning=") + text;

@@ -133,11 +133,11 @@ struct DecodeLayout {
 // tiles in shared memory and their ldmatrix addresses are DecodeLayout's:
 //
 // - K is the A operand of S^T: ldmatrix.x4 of k_lane(lane, mt, kk2) (m16
-//   tile mt of 16 keys; e4m3: steps 2 kk2, 2 kk2 + 1; 16-bit: step kk2)
-//   gives in register j keys 16 mt + 8 k_half(j) .. + 7 of step
-//   k_step(kk2, j) (e4m3) and those A registers k_a(j) (16-bit), or, e4m3,
-//   converted, its low half as a_{k_half(j)} and its high half as
-//   a_{2 + k_half(j)} (the reduction order q_position describes).
+//   tile mt of 16 keys; e4m3: steps 2 kk2, 2 kk2 + 1; 16-bit: step kk2).
+//   16-bit: register j is A register k_a(j). e4m3: register j holds keys
+//   16 mt + 8 k_half(j) .. + 7 of step k_step(kk2, j), its low half
+//   converted a_{k_half(j)} and its high half a_{2 + k_half(j)} (the
+//   reduction order q_position describes).
 // - Q^T is the B operand: ldmatrix.x4 of q_b_lane(lane, s2, nb) gives the
 //   b0, b1 of steps 2 s2 and 2 s2 + 1 (registers 0, 1 and 2, 3) for rows
 //   8 nb .. 8 nb + 7 (16-bit: the unit pairs of D; e4m3: of positions).

@@ -2,8 +2,8 @@
 // front of it (attention.cpp RecentHits): a repeat returns the memo's
 // kernel, and nothing the memo tells apart (the cache, the flags, the
 // target, the compile options read from the environment) is mixed up by
-// the by-value record; $ATTNJIT_TUNING applies to every variant and keys
-// the memo.
+// the by-value record; $ATTNJIT_TUNING applies to the built-in variants its
+// entries match and keys the memo.
 #include <gtest/gtest.h>
 
 #include <cstdio>
@@ -139,6 +139,19 @@ TEST(EnvTuning, AMalformedValueIsAnErrorNamingTheVariable) {
               "ATTNJIT_TUNING: 'stages' is not name=integer");
   EXPECT_EXIT(get_under_env_tuning("split_kv=true:stages"), ::testing::ExitedWithCode(2),
               "ATTNJIT_TUNING: 'stages' is not name=integer");
+  // An entry that sets nothing would hide the ones after it.
+  EXPECT_EXIT(get_under_env_tuning("split_kv=true:;stages=3"), ::testing::ExitedWithCode(2),
+              "ATTNJIT_TUNING: 'split_kv=true:' sets no tuning values");
+  // A name no param has is an error even in an entry no variant matches.
+  EXPECT_EXIT(get_under_env_tuning("stages=3;head_dim=256:stagse=4"),
+              ::testing::ExitedWithCode(2), "ATTNJIT_TUNING: unknown tuning param 'stagse'");
+}
+
+// Blanks around the values and empty entries are allowed.
+TEST(EnvTuning, BlanksAndEmptyEntriesAreAllowed) {
+  GTEST_FLAG_SET(death_test_style, "threadsafe");
+  EXPECT_EXIT(get_under_env_tuning("split_kv=true: stages=3 , min_blocks=1 ;;"),
+              ::testing::ExitedWithCode(0), "");
 }
 
 }  // namespace
