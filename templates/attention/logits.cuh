@@ -31,8 +31,10 @@ struct LogitScale {
 // keys[r]: the keys this thread's row r (g and g + 8 of the fragment) sees
 // (Mask::row_keys, once per row); j0: the tile's first key; edge: the tile
 // needs the element mask; score_on: it runs a spec's score
-// (WorkTile::score_tile).
-template <class C, int kBlocks>
+// (WorkTile::score_tile). kSwapped: the fragments of DecodeSwapLayout
+// (m16 blocks of keys; rows 2c and 2c + 1, element e of row e % 2 and key
+// 16 nb + g + 8 (e / 2)).
+template <class C, bool kSwapped = false, int kBlocks>
 __device__ __forceinline__ void to_logits(float (&s)[kBlocks][4],
                                           const Params<typename C::dtype>& prm,
                                           const float (&sink2)[2],
@@ -64,8 +66,9 @@ __device__ __forceinline__ void to_logits(float (&s)[kBlocks][4],
       for (int nb = 0; nb < kBlocks; ++nb) {
 #pragma unroll
         for (int e = 0; e < 4; ++e) {
-          const auto& u = keys[e / 2].user;
-          const int j = j0 + nb * 8 + 2 * (lane % 4) + (e % 2);
+          const auto& u = keys[kSwapped ? e % 2 : e / 2].user;
+          int j = j0 + nb * 8 + 2 * (lane % 4) + (e % 2);
+          if constexpr (kSwapped) j = j0 + nb * 16 + lane / 4 + 8 * (e / 2);
           s[nb][e] = UserOf<C>::score(prm, u.r, s[nb][e] * kLn2, u.b, u.h, u.hk, u.p, j, u.n_q,
                                       u.n_k) *
                      kLog2e;
@@ -73,14 +76,15 @@ __device__ __forceinline__ void to_logits(float (&s)[kBlocks][4],
       }
     }
   }
-  Sinks<C>::add_key0_bias(s, sink2, j0, lane);
+  Sinks<C>::template add_key0_bias<kSwapped>(s, sink2, j0, lane);
   if (!edge) return;
 #pragma unroll
   for (int nb = 0; nb < kBlocks; ++nb) {
 #pragma unroll
     for (int e = 0; e < 4; ++e) {
-      const int r = e / 2;
-      const int j = j0 + nb * 8 + 2 * (lane % 4) + (e % 2);
+      const int r = kSwapped ? e % 2 : e / 2;
+      int j = j0 + nb * 8 + 2 * (lane % 4) + (e % 2);
+      if constexpr (kSwapped) j = j0 + nb * 16 + lane / 4 + 8 * (e / 2);
       bool visible = Mask<C>::visible_in(keys[r], j);
       if constexpr (user_mask<C>() && !user_mask_in_row_keys<C>()) {
         const auto& u = keys[r].user;

@@ -26,12 +26,13 @@ struct Sinks {
 
   // whole_row: the block sees all of its rows' keys. A split-KV part does
   // not; its null logit enters once, when the parts are combined.
-  template <class Softmax>
+  // (kSwapped: the fragments of DecodeSwapLayout, rows 2c and 2c + 1.)
+  template <bool kSwapped = false, class Softmax>
   static __device__ __forceinline__ void init(Softmax& softmax, const float (&logit)[2], int lane,
                                               bool whole_row) {
     if constexpr (kNullLogit) {
       if (whole_row) {
-        softmax.init_with_logit(logit, lane % 4 == 0);
+        softmax.init_with_logit(logit, kSwapped ? lane < 4 : lane % 4 == 0);
       } else {
         softmax.init_empty();
       }
@@ -43,13 +44,15 @@ struct Sinks {
   // s: base-2 logits of one warp's m16 x n tile whose first key is j0.
   // Column 0 of the tile is key 0 of the sequence when j0 == 0; the lanes
   // with (lane % 4 == 0) hold it in s[0][0] (row g) and s[0][2] (row g+8).
-  template <int kBlocks>
+  // Swapped (keys as M): the lanes 0-3 hold it in s[0][0] and s[0][1]
+  // (rows 2c and 2c + 1).
+  template <bool kSwapped = false, int kBlocks>
   static __device__ __forceinline__ void add_key0_bias(float (&s)[kBlocks][4],
                                                        const float (&logit)[2], int j0, int lane) {
     if constexpr (kBiasKey0) {
-      if (j0 == 0 && lane % 4 == 0) {
+      if (j0 == 0 && (kSwapped ? lane < 4 : lane % 4 == 0)) {
         s[0][0] += logit[0];
-        s[0][2] += logit[1];
+        s[0][kSwapped ? 1 : 2] += logit[1];
       }
     }
   }

@@ -37,8 +37,37 @@ __device__ __forceinline__ void pack_p_fragment(unsigned (&a)[4], const float (&
   a[3] = element<E>::pack(s[2 * kk + 1][2], s[2 * kk + 1][3]);
 }
 
-template <int kScoreBlocks, int kOutBlocks, bool kSlack>
+// kSwapped: the decode block's swapped products (DecodeSwapLayout: keys
+// as the MMA's M, rows as N), where a thread's rows are 2c and 2c + 1 of
+// the n8 block, row r's values of an m16 tile are elements r and r + 2,
+// and the threads of one row are those of equal c (lanes apart by 4, 8,
+// 16) instead of a quad.
+template <int kScoreBlocks, int kOutBlocks, bool kSlack, bool kSwapped = false>
 struct OnlineSoftmax {
+  // Element i (0, 1) of row r in a fragment block.
+  static __device__ __forceinline__ constexpr int elem(int r, int i) {
+    return kSwapped ? r + 2 * i : 2 * r + i;
+  }
+  // x reduced over the lanes that hold the same row.
+  static __device__ __forceinline__ float row_max_of(float x) {
+    if constexpr (kSwapped) {
+      x = ptx::max(x, __shfl_xor_sync(0xffffffffu, x, 4));
+      x = ptx::max(x, __shfl_xor_sync(0xffffffffu, x, 8));
+      return ptx::max(x, __shfl_xor_sync(0xffffffffu, x, 16));
+    } else {
+      return ptx::quad_max(x);
+    }
+  }
+  static __device__ __forceinline__ float row_sum_of(float x) {
+    if constexpr (kSwapped) {
+      x += __shfl_xor_sync(0xffffffffu, x, 4);
+      x += __shfl_xor_sync(0xffffffffu, x, 8);
+      return x + __shfl_xor_sync(0xffffffffu, x, 16);
+    } else {
+      return ptx::quad_sum(x);
+    }
+  }
+
   // kSlack: the running max moves only when a tile's max passes it by more
   // than kMaxSlack (base 2); until then the tile's probabilities are taken
   // against the max kept, so they stay at most 2^kMaxSlack (exact in fp32
@@ -59,7 +88,8 @@ struct OnlineSoftmax {
   }
 
   // One extra logit (base 2) joins the denominator only: it starts the max,
-  // and its exp2(logit - max) = 1 is counted once per row (lane 0 of quad).
+  // and its exp2(logit - max) = 1 is counted once per row (by the lane
+  // `owner_lane` says: lane 0 of a quad; swapped, the lanes 0-3).
   __device__ __forceinline__ void init_with_logit(const float (&logit2)[2], bool owner_lane) {
     row_max[0] = logit2[0];
     row_max[1] = logit2[1];
@@ -87,13 +117,13 @@ struct OnlineSoftmax {
     [[maybe_unused]] bool moved = false;
 #pragma unroll
     for (int r = 0; r < 2; ++r) {
-      float tile_max = s[0][2 * r];
+      float tile_max = s[0][elem(r, 0)];
 #pragma unroll
       for (int nb = 0; nb < kScoreBlocks; ++nb) {
-        tile_max = ptx::max(tile_max, ptx::max(s[nb][2 * r], s[nb][2 * r + 1]));
+        tile_max = ptx::max(tile_max, ptx::max(s[nb][elem(r, 0)], s[nb][elem(r, 1)]));
       }
       // multiplier > 0, so the max of the logits is the logit of the max.
-      const float tile_max2 = ptx::quad_max(tile_max) * multiplier;
+      const float tile_max2 = row_max_of(tile_max) * multiplier;
       float new_max;
       if constexpr (kSlack) {
         // (-inf + slack is -inf: a row's first visible key always moves it.)
@@ -112,9 +142,9 @@ struct OnlineSoftmax {
       float sum = 0.f;
 #pragma unroll
       for (int nb = 0; nb < kScoreBlocks; ++nb) {
-        s[nb][2 * r] = ptx::exp2(ptx::fma(s[nb][2 * r], multiplier, -base));
-        s[nb][2 * r + 1] = ptx::exp2(ptx::fma(s[nb][2 * r + 1], multiplier, -base));
-        sum += s[nb][2 * r] + s[nb][2 * r + 1];
+        s[nb][elem(r, 0)] = ptx::exp2(ptx::fma(s[nb][elem(r, 0)], multiplier, -base));
+        s[nb][elem(r, 1)] = ptx::exp2(ptx::fma(s[nb][elem(r, 1)], multiplier, -base));
+        sum += s[nb][elem(r, 0)] + s[nb][elem(r, 1)];
       }
       row_sum[r] = row_sum[r] * correction[r] + sum;
     }
@@ -126,17 +156,17 @@ struct OnlineSoftmax {
                                                  const float (&correction)[2]) {
 #pragma unroll
     for (int db = 0; db < kOutBlocks; ++db) {
-      o[db][0] *= correction[0];
-      o[db][1] *= correction[0];
-      o[db][2] *= correction[1];
-      o[db][3] *= correction[1];
+      o[db][elem(0, 0)] *= correction[0];
+      o[db][elem(0, 1)] *= correction[0];
+      o[db][elem(1, 0)] *= correction[1];
+      o[db][elem(1, 1)] *= correction[1];
     }
   }
 
   // 1 / denominator (0 for a row with no visible key and no sink) and the
   // natural-log LSE (-inf for such a row) of row r.
   __device__ __forceinline__ void finish(int r, float& inv_sum, float& lse) const {
-    const float total = ptx::quad_sum(row_sum[r]);
+    const float total = row_sum_of(row_sum[r]);
     if (total > 0.f) {
       inv_sum = 1.f / total;
       lse = (row_max[r] + ptx::log2(total)) * kLn2;
