@@ -88,6 +88,11 @@ struct DecodeSm90 {
   static constexpr bool kMmaBF16 = !kFp8 && element<T>::is_bf16;
   using MmaT = typename DecodeMmaType<kFp8, T>::type;
   using Layout = DecodeLayout<D, BN, kFp8 ? 1 : 2>;
+  // decode_mma 2: the products swapped (DecodeSwapLayout): keys and D as M,
+  // the work tile's <= 8 rows as N, its own softmax over those fragments.
+  static constexpr bool kSwap = kTile.mma_decode_swap;
+  using Swap = DecodeSwapLayout<D, BN, kFp8 ? 1 : 2>;
+  using SwapSoftmax = OnlineSoftmax<Swap::kKeyTiles, Swap::kOutTiles, false, true>;
   using KvSourceType = KV;
   using Softmax = OnlineSoftmax<kScoreBlocks, kOutBlocks, false>;
   using RowKeys = typename Mask<C>::RowKeys;
@@ -96,7 +101,8 @@ struct DecodeSm90 {
                 "decode block: the ring, the Q tiles and the barriers need more shared memory "
                 "than a block may have (227 KiB): fewer stages (they round up to a multiple of "
                 "the warps) or a shorter key tile");
-  static_assert(BM == 16 * kWarps, "decode block: block_m is 16 rows per consumer warp");
+  static_assert(BM == (kSwap ? 8 : 16 * kWarps),
+                "decode block: block_m is 16 rows per consumer warp (swapped: 8 in all)");
   static_assert(BN % 16 == 0 && kSteps % 2 == 0, "decode block: 16-key steps, pairs of units");
   static_assert(kStages % kWarps == 0, "decode block: the ring's stages a multiple of the warps");
   static_assert(Layout::kRawSwizzle == kTile.swizzle_bytes,
@@ -208,14 +214,25 @@ struct DecodeSm90 {
     __device__ __forceinline__ void run(const Work& work) {
       warp_row = work.row0 + 16 * group;
       Softmax softmax;
-      float o[kOutBlocks][4];
-#pragma unroll
-      for (int db = 0; db < kOutBlocks; ++db) o[db][0] = o[db][1] = o[db][2] = o[db][3] = 0.f;
-      softmax.init_empty();
       const bool active = phase < phases;  // (DecodeSchedule::active)
-      if (active) key_loop(work, softmax, o);
-      ptx::named_barrier_sync(1, kConsumerThreads);  // every warp is done with the ring
-      if (active) write_part(softmax, o);
+      if constexpr (kSwap) {
+        SwapSoftmax swapped;
+        float ot[Swap::kOutTiles][4];
+#pragma unroll
+        for (int mt = 0; mt < Swap::kOutTiles; ++mt) ot[mt][0] = ot[mt][1] = ot[mt][2] = ot[mt][3] = 0.f;
+        swapped.init_empty();
+        if (active) key_loop_swapped(work, swapped, ot);
+        ptx::named_barrier_sync(1, kConsumerThreads);  // every warp is done with the ring
+        if (active) write_part_swapped(swapped, ot);
+      } else {
+        float o[kOutBlocks][4];
+#pragma unroll
+        for (int db = 0; db < kOutBlocks; ++db) o[db][0] = o[db][1] = o[db][2] = o[db][3] = 0.f;
+        softmax.init_empty();
+        if (active) key_loop(work, softmax, o);
+        ptx::named_barrier_sync(1, kConsumerThreads);  // every warp is done with the ring
+        if (active) write_part(softmax, o);
+      }
       ptx::named_barrier_sync(1, kConsumerThreads);
       if (phase == 0) {
         float out[kOutBlocks][4];
@@ -435,6 +452,177 @@ struct DecodeSm90 {
           }
         }
       }
+    }
+
+    // The swapped key loop (decode_mma 2): this thread's rows are 2c and
+    // 2c + 1 of the work tile's <= 8 (DecodeSwapLayout).
+    template <class Work>
+    __device__ __forceinline__ void key_loop_swapped(const Work& work, SwapSoftmax& softmax,
+                                                     float (&ot)[Swap::kOutTiles][4]) {
+      float unscale_std[2];
+      store_q(work, unscale_std);
+      // (store_q's factors are for rows g and g + 8: row 2c + i's is lane
+      // 4 (2c + i)'s first.)
+      const int c = lane % 4;
+      float unscale[2];
+#pragma unroll
+      for (int i = 0; i < 2; ++i) {
+        unscale[i] = __shfl_sync(0xffffffffu, unscale_std[0], 4 * (2 * c + i));
+      }
+      RowKeys keys[2];
+      float sink2[2];
+#pragma unroll
+      for (int r = 0; r < 2; ++r) work.row_setup(prm, warp_row + 2 * c + r, keys[r], sink2[r]);
+      Sinks<C>::template init<true>(softmax, sink2, lane, work.splits == 1 && phase == 0);
+      const float multiplier = LogitScale<C>::score_multiplier(score_scale<C>(prm));
+      const int tail_tile = work.n_k % BN != 0 ? work.n_k / BN : -1;
+#pragma unroll 1
+      for (int kt = first + phase; kt <= last; kt += phases) {
+        const int i = kt - first;
+        ptx::mbarrier_wait(sm.staged(i), DecodeSchedule::staged_parity(i, kStages));
+        float s[Swap::kKeyTiles][4];
+        scores_swapped(s, sm.k(i));
+        if constexpr (kScaleQ) {
+#pragma unroll
+          for (int mt = 0; mt < Swap::kKeyTiles; ++mt) {
+#pragma unroll
+            for (int e = 0; e < 4; ++e) s[mt][e] *= unscale[e % 2];
+          }
+        }
+        to_logits<C, true>(s, prm, sink2, keys, kt * BN, work.edge_tile(prm, kt),
+                           work.score_tile(prm, kt), lane);
+        softmax.update(s, ot, multiplier);
+        if (kt == tail_tile) {
+          accumulate_swapped<true>(ot, s, sm.v(i), work.n_k - kt * BN);
+        } else {
+          accumulate_swapped<false>(ot, s, sm.v(i), BN);
+        }
+        __syncwarp();
+        if (lane == 0) ptx::mbarrier_arrive(sm.empty(i));
+      }
+    }
+
+    // S^T = K Q^T of the K tile at `tile` (DecodeSwapLayout): m16 tiles of
+    // keys, Q^T's B fragments of rows 0-7 from this warp's Q tile.
+    __device__ __forceinline__ void scores_swapped(float (&s)[Swap::kKeyTiles][4],
+                                                   unsigned tile) const {
+#pragma unroll
+      for (int mt = 0; mt < Swap::kKeyTiles; ++mt) s[mt][0] = s[mt][1] = s[mt][2] = s[mt][3] = 0.f;
+#pragma unroll 1
+      for (int kk2 = 0; kk2 < kSteps / 2; ++kk2) {
+        unsigned qb[4];  // b0, b1 of steps 2 kk2 and 2 kk2 + 1
+        ptx::warp_ldmatrix_x4(qb, sm.q(warp) + Swap::q_b_lane(lane, kk2, 0));
+#pragma unroll
+        for (int mt = 0; mt < Swap::kKeyTiles; ++mt) {
+          if constexpr (kFp8) {
+            unsigned r[4];
+            ptx::warp_ldmatrix_x4(r, tile + Layout::k_lane(lane, mt, kk2));
+#pragma unroll
+            for (int step = 0; step < 2; ++step) {
+              unsigned a[4];
+#pragma unroll
+              for (int j = 0; j < 4; ++j) {
+                if (Layout::k_step(kk2, j) != 2 * kk2 + step) continue;
+                a[Swap::k_half(j)] = f16x2_of(r[j]);
+                a[2 + Swap::k_half(j)] = f16x2_of(r[j] >> 16);
+              }
+              ptx::warp_mma_16816<false>(s[mt], a, qb[2 * step], qb[2 * step + 1]);
+            }
+          } else {
+#pragma unroll
+            for (int step = 0; step < 2; ++step) {
+              unsigned r[4], a[4];
+              ptx::warp_ldmatrix_x4(r, tile + Layout::k_lane(lane, mt, 2 * kk2 + step));
+#pragma unroll
+              for (int j = 0; j < 4; ++j) a[Swap::k_a(j)] = r[j];
+              ptx::warp_mma_16816<kMmaBF16>(s[mt], a, qb[2 * step], qb[2 * step + 1]);
+            }
+          }
+        }
+      }
+    }
+
+    // O^T += V^T P^T of the raw V tile at `tile`; P^T's B fragments from
+    // S^T's by movmatrix.trans; `valid`: the tile's keys that exist (V's
+    // halves of the others zeroed).
+    template <bool kTail>
+    __device__ __forceinline__ void accumulate_swapped(float (&ot)[Swap::kOutTiles][4],
+                                                       const float (&s)[Swap::kKeyTiles][4],
+                                                       unsigned tile, int valid) const {
+      const int c = lane % 4;
+#pragma unroll
+      for (int kk = 0; kk < Swap::kKeyTiles; ++kk) {
+        const unsigned b0 =
+            ptx::warp_movmatrix_trans(element<MmaT>::pack(s[kk][0], s[kk][1]));
+        const unsigned b1 =
+            ptx::warp_movmatrix_trans(element<MmaT>::pack(s[kk][2], s[kk][3]));
+        unsigned keep[2] = {0xffffffffu, 0xffffffffu};
+        if constexpr (kTail) {
+#pragma unroll
+          for (int i = 0; i < 2; ++i) keep[i] = Layout::v_keep(kk, i, c, valid);
+        }
+#pragma unroll
+        for (int u2 = 0; u2 < Layout::kUnits / 2; ++u2) {
+          unsigned r[4];
+          ptx::warp_ldmatrix_x4_trans(r, tile + Layout::v_lane(lane, kk, u2));
+          unsigned even[4], odd[4];
+#pragma unroll
+          for (int h = 0; h < 2; ++h) {
+#pragma unroll
+            for (int i = 0; i < 2; ++i) {
+              if constexpr (kFp8) {
+                const unsigned two = __byte_perm(r[2 * h + i], 0u, Layout::kVPermute);
+                even[Swap::v_a(h, i)] = f16x2_of(two) & keep[i];
+                odd[Swap::v_a(h, i)] = f16x2_of(two >> 16) & keep[i];
+              } else {
+                even[Swap::v_a(h, i)] = r[2 * h + i] & keep[i];
+              }
+            }
+          }
+          if constexpr (kFp8) {
+            ptx::warp_mma_16816<false>(ot[2 * u2], even, b0, b1);
+            ptx::warp_mma_16816<false>(ot[2 * u2 + 1], odd, b0, b1);
+          } else {
+            ptx::warp_mma_16816<kMmaBF16>(ot[u2], even, b0, b1);
+          }
+        }
+      }
+    }
+
+    // The swapped state and output into this warp's part in the standard
+    // part layout (write_part's), so combine() reads it as any other: row
+    // R's max in the slots of lanes 4 R .. 4 R + 3, its whole sum in the
+    // first of them and 0 in the others; rows 8-15 (none here) empty, with
+    // zero outputs (combine weighs them by 0).
+    __device__ __forceinline__ void write_part_swapped(const SwapSoftmax& softmax,
+                                                       const float (&ot)[Swap::kOutTiles][4]) const {
+      float* part = sm.part(warp);
+      const int g = lane / 4, c = lane % 4;
+      float sum[2];
+#pragma unroll
+      for (int i = 0; i < 2; ++i) sum[i] = SwapSoftmax::row_sum_of(softmax.row_sum[i]);
+      if (g < 4) {
+#pragma unroll
+        for (int i = 0; i < 2; ++i) {
+          const int slot = 4 * (2 * c + i) + g;
+          part[slot] = softmax.row_max[i];
+          part[64 + slot] = g == 0 ? sum[i] : 0.f;
+        }
+      }
+      part[32 + lane] = ptx::neg_inf();
+      part[96 + lane] = 0.f;
+      float* rows = part + 128;
+#pragma unroll
+      for (int i = 0; i < 2; ++i) {
+        float* row = rows + (2 * c + i) * kRowFloats;
+#pragma unroll
+        for (int mt = 0; mt < Swap::kOutTiles; ++mt) {
+#pragma unroll
+          for (int h = 0; h < 2; ++h) row[Swap::ot_column(mt, g + 8 * h)] = ot[mt][2 * h + i];
+        }
+      }
+#pragma unroll 1
+      for (int at = lane; at < 8 * kRowFloats; at += 32) rows[8 * kRowFloats + at] = 0.f;
     }
 
     // This warp's state and output into its part, the output in D order

@@ -38,6 +38,8 @@ struct TileShape {
   // The decode block (tuning param decode_mma; TileConfig::mma_decode
   // says where it applies).
   bool decode_mma = false;
+  // Its products swapped (decode_mma 2: DecodeSwapLayout, block_m 8).
+  bool decode_swap = false;
 };
 
 // Shared memory of one SM that blocks can have, by compute capability
@@ -108,6 +110,9 @@ struct TileConfig {
   // paged): consumers waiting for converted K, converters waiting at their
   // own barrier, 0.77 ms against 0.53 for bf16.
   bool mma_decode;
+  // decode_mma 2: the decode block with its products swapped (keys and D
+  // as the MMAs' M, the <= 8 rows of the work tile as N; DecodeSwapLayout).
+  bool mma_decode_swap;
 };
 
 // The most dynamic shared memory a block may take on sm_90: the SM's less
@@ -272,9 +277,13 @@ ATTNJIT_TILE_CONSTEXPR TileConfig make_tile_config(const TileShape& shape) {
   c.persistent = shape.persistent && shape.wgmma && !shape.split_kv && !shape.kv_fp8;
   // (4 or 8 warps of 16 rows each: the phases, warps / groups of rows,
   // then divide the ring's stages for every group count; decode_sm90.cuh.)
+  // (Swapped, decode_mma 2: one row group of <= 8 rows, block_m 8, every
+  // warp a phase.)
   c.mma_decode = shape.decode_mma && shape.wgmma && shape.split_kv &&
                  (shape.head_dim == 64 || shape.head_dim == 128) &&
-                 (shape.warps == 4 || shape.warps == 8) && shape.block_m == 16 * shape.warps;
+                 (shape.warps == 4 || shape.warps == 8) &&
+                 shape.block_m == (shape.decode_swap ? 8 : 16 * shape.warps);
+  c.mma_decode_swap = c.mma_decode && shape.decode_swap;
   tile_detail::set_threads(c, 1);
   if (c.mma_decode) {
     c.producer_warpgroups = 0;
@@ -386,10 +395,12 @@ struct KvFp8<C, decltype(void(C::kv_dtype))> {
 template <class C, class = void>
 struct DecodeMma {
   static constexpr bool value = false;
+  static constexpr bool swap = false;
 };
 template <class C>
 struct DecodeMma<C, decltype(void(C::decode_mma))> {
   static constexpr bool value = C::decode_mma != 0;
+  static constexpr bool swap = C::decode_mma == 2;
 };
 
 // The device side: a generated Config's configuration, from its tuning
@@ -410,7 +421,8 @@ ATTNJIT_TILE_CONSTEXPR TileConfig tile_config() {
   return make_tile_config(TileShape{C::head_dim, C::block_m, C::block_n, C::warps, C::stages,
                                     C::min_blocks, C::pack_gqa != 0, C::wgmma != 0, kRegisterCap,
                                     KvFp8<C>::value, C::split_kv, kSmemPerSm, C::pingpong != 0,
-                                    C::persistent != 0, DecodeMma<C>::value});
+                                    C::persistent != 0, DecodeMma<C>::value,
+                                    DecodeMma<C>::swap});
 }
 
 }  // namespace attention

@@ -133,6 +133,15 @@ __device__ __forceinline__ void warp_ldmatrix_x4_trans(unsigned (&r)[4], unsigne
                : "r"(addr));
 }
 
+// The transpose of the 8 x 8 b16 matrix whose standard fragment (row
+// lane / 4, columns 2 (lane % 4), + 1) this thread holds, as the same
+// fragment.
+__device__ __forceinline__ unsigned warp_movmatrix_trans(unsigned a) {
+  unsigned d;
+  asm volatile("movmatrix.sync.aligned.m8n8.trans.b16 %0, %1;" : "=r"(d) : "r"(a));
+  return d;
+}
+
 // d += a * b for one m16n8k16 tile, fp32 accumulation.
 template <bool kBF16>
 __device__ __forceinline__ void warp_mma_16816(float (&d)[4], const unsigned (&a)[4], unsigned b0,

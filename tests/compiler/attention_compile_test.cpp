@@ -112,7 +112,8 @@ TEST(AttentionCompile, EveryMatrixVariantCompilesForSm80AndSm90a) {
   for (const auto& f : failures) ADD_FAILURE() << f;
 }
 
-// The decode block (tuning param decode_mma; the fp8 split rules take it): every
+// The decode block (tuning param decode_mma; the fp8 split rules take it; 2:
+// swapped): every
 // flag it serves, over e4m3 and 16-bit K/V, compiles for sm_90a at the
 // ring depths and key tiles tests/gpu/decode_block_test.cpp runs, as the
 // 160-thread block it is meant to be, with no spills (the launch bound
@@ -137,21 +138,30 @@ TEST(AttentionCompile, DecodeBlockCompilesWithoutSpills) {
           // (D 128 fp8 at 64 keys spills 36-68 B; 16-bit K/V at two blocks
           // per SM spill 12-76 B with spans or a window: one block then.)
           const int block_n = d == 64 ? 64 : 32;
+          const std::string text = fmt::format(
+              "{},head_dim={},kv_dtype={},split_kv=true,kv_layout={}", flags, d, kv, layout);
+          const FlagSet set = resolve_flags(spec, parse_flag_assignments(spec, text));
+          const int blocks = kv == std::string("same") ? 1 : 2;
           for (const int stages : {8, 3}) {
-            const std::string text = fmt::format(
-                "{},head_dim={},kv_dtype={},split_kv=true,kv_layout={}", flags, d, kv, layout);
-            work.push_back(make_signature(
-                spec, resolve_flags(spec, parse_flag_assignments(spec, text)), options,
-                {{"decode_mma", 1},
-                 {"block_n", block_n},
-                 {"stages", stages},
-                 {"min_blocks", kv == std::string("same") ? 1 : 2}}));
+            work.push_back(make_signature(spec, set, options,
+                                          {{"decode_mma", 1},
+                                           {"block_n", block_n},
+                                           {"stages", stages},
+                                           {"min_blocks", blocks}}));
           }
+          // Swapped (decode_mma 2, block_m 8), at the ring
+          // tests/gpu/decode_block_test.cpp runs it with.
+          work.push_back(make_signature(spec, set, options,
+                                        {{"decode_mma", 2},
+                                         {"block_m", 8},
+                                         {"block_n", block_n},
+                                         {"stages", 8},
+                                         {"min_blocks", blocks}}));
         }
       }
     }
   }
-  const auto failures = compile_all(spec, work, [](const Signature&, const CompiledKernel& k) {
+  const auto failures = compile_all(spec, work, [](const Signature& sig, const CompiledKernel& k) {
     if (k.resources.threads != 160) {
       return "launches " + std::to_string(k.resources.threads) + " threads, not 160";
     }
@@ -162,9 +172,13 @@ TEST(AttentionCompile, DecodeBlockCompilesWithoutSpills) {
     if (k.ptx.find("wgmma.mma_async") != std::string::npos) {
       return std::string("has a warpgroup MMA");
     }
+    const bool swapped = sig.tuning_value("decode_mma") == 2;
+    if (swapped != (k.ptx.find("movmatrix") != std::string::npos)) {
+      return std::string(swapped ? "swapped, without movmatrix" : "movmatrix, not swapped");
+    }
     return std::string();
   });
-  EXPECT_EQ(work.size(), 80u);
+  EXPECT_EQ(work.size(), 120u);
   for (const auto& f : failures) ADD_FAILURE() << f;
   // 16-bit K/V at D 128, 64-key tiles, 8 stages: 279 KB of ring.
   const Signature too_big = make_signature(

@@ -4,7 +4,8 @@
 // causal or not, windows, both sink modes, soft-cap, LSE and multimodal spans with
 // and without the clamp, each on the standard shapes (decodes with splits
 // forced to 1, 2 and the most, ragged batches, pages of 16, rows of one
-// and of several row groups) against the reference, in the ring depths
+// and of several row groups) against the reference, swapped (decode_mma
+// 2) too, in the ring depths
 // and key tiles a rule may give (the fp8 split rules at D 64 and 128 take
 // the block; a ring's stages round up to a multiple of the warps, so the
 // D 64 rule's 2 stages are the same ring as 3 here).
@@ -72,6 +73,14 @@ std::vector<DecodeCase> decode_cases() {
                               {"stages", stages},
                               {"min_blocks", blocks}}});
           }
+          // Swapped (decode_mma 2: keys as M, the <= 8 rows of a work tile
+          // of block_m 8 as N; DecodeSwapLayout), at the rule's ring.
+          cases.push_back({f,
+                           {{"decode_mma", 2},
+                            {"block_m", 8},
+                            {"block_n", block_n},
+                            {"stages", 8},
+                            {"min_blocks", blocks}}});
         }
       }
     }
@@ -135,7 +144,8 @@ INSTANTIATE_TEST_SUITE_P(Kv, DecodeBlock, ::testing::ValuesIn(decode_cases()),
                            return testing::flags_name(info.param.flags) + "_n" +
                                   std::to_string(t.at("block_n")) + "_s" +
                                   std::to_string(t.at("stages")) +
-                                  (warps == t.end() ? "" : "_w" + std::to_string(warps->second));
+                                  (warps == t.end() ? "" : "_w" + std::to_string(warps->second)) +
+                                  (t.at("decode_mma") == 2 ? "_swapped" : "");
                          });
 
 }  // namespace
