@@ -35,7 +35,8 @@
 //   runs the shared epilogue for its 16 rows (split-KV parts included).
 // Masks, sinks, soft-cap, spans and a spec's expressions come from the
 // same pieces as the other paths (the m16n8 fragment layout of S is the
-// standard one).
+// standard one; decode_mma 2 swaps the products, DecodeSwapLayout, and the
+// pieces take its fragments by their kSwapped option).
 #pragma once
 
 #include "attention/decode_layout.cuh"
@@ -238,8 +239,17 @@ struct DecodeSm90 {
         float out[kOutBlocks][4];
         combine(softmax, out);
         __syncwarp();  // (the epilogue stages its rows over this warp's part)
-        Epilogue::store(prm, work, softmax, out, reinterpret_cast<T*>(sm.part(warp)), warp_row,
-                        lane);
+        if constexpr (kSwap) {
+          // Its work tile is 8 rows: the epilogue's 16 stop at the tile's
+          // end (the next tile's rows are another block's).
+          Work bounded = work;
+          bounded.map.rows = ptx::imin(work.map.rows, work.row_end);
+          Epilogue::store(prm, bounded, softmax, out, reinterpret_cast<T*>(sm.part(warp)),
+                          warp_row, lane);
+        } else {
+          Epilogue::store(prm, work, softmax, out, reinterpret_cast<T*>(sm.part(warp)), warp_row,
+                          lane);
+        }
       }
       Epilogue::finish_split(prm, work, tid, kConsumerThreads,
                              [] { ptx::named_barrier_sync(1, kConsumerThreads); });
@@ -301,7 +311,8 @@ struct DecodeSm90 {
       for (int r = 0; r < 2; ++r) {
         const int row_in_tile = lane / 4 + 8 * r;
         const int row = warp_row + row_in_tile;
-        const bool valid = row < work.map.rows;
+        // (Swapped: the tile's 8 rows only.)
+        const bool valid = row < work.map.rows && (!kSwap || row_in_tile < 8);
         const T* src = work.q + (valid ? work.map.position(row) * prm.q_row_stride +
                                              work.map.head(row) * prm.q_head_stride
                                        : 0);

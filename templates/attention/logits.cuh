@@ -1,8 +1,9 @@
 // Scores -> base-2 logits for one warp's 16 query rows of a key tile,
 // shared by both forward paths (their accumulators have the same m16n8
-// fragment layout): scale (or soft-cap; or neither when the scale is folded
-// into the softmax, see LogitScale), the key-0 sink bias, and on edge tiles
-// the visibility mask.
+// fragment layout; the swapped decode block's S^T fragments by kSwapped):
+// scale (or soft-cap; or neither when the scale is folded into the
+// softmax, see LogitScale), the key-0 sink bias, and on edge tiles the
+// visibility mask.
 #pragma once
 
 #include "attention/mask.cuh"
