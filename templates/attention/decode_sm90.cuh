@@ -93,9 +93,13 @@ struct DecodeSm90 {
   // the work tile's <= 8 rows as N, its own softmax over those fragments.
   static constexpr bool kSwap = kTile.mma_decode_swap;
   using Swap = DecodeSwapLayout<D, BN, kFp8 ? 1 : 2>;
-  using SwapSoftmax = OnlineSoftmax<Swap::kKeyTiles, Swap::kOutTiles, false, true>;
   using KvSourceType = KV;
   using Softmax = OnlineSoftmax<kScoreBlocks, kOutBlocks, false>;
+  // The key loop's fragment blocks (scores, output) and softmax: the
+  // standard m16n8 ones, or swapped (Softmax's layout again in the parts).
+  static constexpr int kLoopScores = kSwap ? BN / 16 : BN / 8;
+  static constexpr int kLoopOut = kSwap ? D / 16 : D / 8;
+  using LoopSoftmax = OnlineSoftmax<kLoopScores, kLoopOut, false, kSwap>;
   using RowKeys = typename Mask<C>::RowKeys;
   static_assert(kTile.mma_decode, "the decode block is TileConfig::mma_decode's");
   static_assert(kTile.smem_bytes <= kMaxSmemPerBlockSm90,
@@ -214,86 +218,109 @@ struct DecodeSm90 {
     template <class Epilogue, class Work>
     __device__ __forceinline__ void run(const Work& work) {
       warp_row = work.row0 + 16 * group;
-      Softmax softmax;
+      LoopSoftmax state;
       const bool active = phase < phases;  // (DecodeSchedule::active)
-      if constexpr (kSwap) {
-        SwapSoftmax swapped;
-        float ot[Swap::kOutTiles][4];
+      float o[kLoopOut][4];
 #pragma unroll
-        for (int mt = 0; mt < Swap::kOutTiles; ++mt) ot[mt][0] = ot[mt][1] = ot[mt][2] = ot[mt][3] = 0.f;
-        swapped.init_empty();
-        if (active) key_loop_swapped(work, swapped, ot);
-        ptx::named_barrier_sync(1, kConsumerThreads);  // every warp is done with the ring
-        if (active) write_part_swapped(swapped, ot);
-      } else {
-        float o[kOutBlocks][4];
-#pragma unroll
-        for (int db = 0; db < kOutBlocks; ++db) o[db][0] = o[db][1] = o[db][2] = o[db][3] = 0.f;
-        softmax.init_empty();
-        if (active) key_loop(work, softmax, o);
-        ptx::named_barrier_sync(1, kConsumerThreads);  // every warp is done with the ring
-        if (active) write_part(softmax, o);
+      for (int db = 0; db < kLoopOut; ++db) o[db][0] = o[db][1] = o[db][2] = o[db][3] = 0.f;
+      state.init_empty();
+      if (active) key_loop(work, state, o);
+      ptx::named_barrier_sync(1, kConsumerThreads);  // every warp is done with the ring
+      if (active) {
+        if constexpr (kSwap) {
+          write_part_swapped(state, o);
+        } else {
+          write_part(state, o);
+        }
       }
       ptx::named_barrier_sync(1, kConsumerThreads);
       if (phase == 0) {
+        Softmax softmax;
         float out[kOutBlocks][4];
         combine(softmax, out);
         __syncwarp();  // (the epilogue stages its rows over this warp's part)
-        if constexpr (kSwap) {
-          // Its work tile is 8 rows: the epilogue's 16 stop at the tile's
-          // end (the next tile's rows are another block's).
-          Work bounded = work;
-          bounded.map.rows = ptx::imin(work.map.rows, work.row_end);
-          Epilogue::store(prm, bounded, softmax, out, reinterpret_cast<T*>(sm.part(warp)),
-                          warp_row, lane);
-        } else {
-          Epilogue::store(prm, work, softmax, out, reinterpret_cast<T*>(sm.part(warp)), warp_row,
-                          lane);
-        }
+        // Swapped, the work tile is 8 rows: the epilogue's 16 stop at the
+        // tile's end (the next tile's rows are another block's).
+        Work bounded = work;
+        if constexpr (kSwap) bounded.map.rows = ptx::imin(work.map.rows, work.row_end);
+        Epilogue::store(prm, bounded, softmax, out, reinterpret_cast<T*>(sm.part(warp)), warp_row,
+                        lane);
       }
       Epilogue::finish_split(prm, work, tid, kConsumerThreads,
                              [] { ptx::named_barrier_sync(1, kConsumerThreads); });
     }
 
    private:
+    // This warp's key tiles. Standard, its rows are g and g + 8 of its
+    // group's 16; swapped, 2c and 2c + 1 of the work tile's <= 8
+    // (DecodeSwapLayout).
     template <class Work>
-    __device__ __forceinline__ void key_loop(const Work& work, Softmax& softmax,
-                                             float (&o)[kOutBlocks][4]) {
+    __device__ __forceinline__ void key_loop(const Work& work, LoopSoftmax& softmax,
+                                             float (&o)[kLoopOut][4]) {
       float unscale[2];
       store_q(work, unscale);
+      if constexpr (kSwap && kScaleQ) {
+        // (store_q's factors are for rows g and g + 8: row 2c + i's is lane
+        // 4 (2c + i)'s first.)
+        const float mine = unscale[0];
+#pragma unroll
+        for (int i = 0; i < 2; ++i) {
+          unscale[i] = __shfl_sync(0xffffffffu, mine, 4 * (2 * (lane % 4) + i));
+        }
+      }
       RowKeys keys[2];
       float sink2[2];
 #pragma unroll
-      for (int r = 0; r < 2; ++r)
-        work.row_setup(prm, warp_row + lane / 4 + 8 * r, keys[r], sink2[r]);
+      for (int r = 0; r < 2; ++r) {
+        if constexpr (kSwap) {
+          work.row_setup(prm, warp_row + 2 * (lane % 4) + r, keys[r], sink2[r]);
+        } else {
+          work.row_setup(prm, warp_row + lane / 4 + 8 * r, keys[r], sink2[r]);
+        }
+      }
       // The null logit once per row: in the first phase's state (the
       // combine adds the others), or in the split combine.
-      Sinks<C>::init(softmax, sink2, lane, work.splits == 1 && phase == 0);
+      Sinks<C>::template init<kSwap>(softmax, sink2, lane, work.splits == 1 && phase == 0);
       const float multiplier = LogitScale<C>::score_multiplier(score_scale<C>(prm));
       const int tail_tile = work.n_k % BN != 0 ? work.n_k / BN : -1;
 #pragma unroll 1
       for (int kt = first + phase; kt <= last; kt += phases) {
         const int i = kt - first;
         ptx::mbarrier_wait(sm.staged(i), DecodeSchedule::staged_parity(i, kStages));
-        float s[kScoreBlocks][4];
-        scores(s, sm.k(i));
+        float s[kLoopScores][4];
+        if constexpr (kSwap) {
+          scores_swapped(s, sm.k(i));
+        } else {
+          scores(s, sm.k(i));
+        }
         if constexpr (kScaleQ) {
 #pragma unroll
-          for (int nb = 0; nb < kScoreBlocks; ++nb) {
+          for (int nb = 0; nb < kLoopScores; ++nb) {
 #pragma unroll
-            for (int e = 0; e < 4; ++e) s[nb][e] *= unscale[e / 2];
+            for (int e = 0; e < 4; ++e) s[nb][e] *= unscale[kSwap ? e % 2 : e / 2];
           }
         }
-        to_logits<C>(s, prm, sink2, keys, kt * BN, work.edge_tile(prm, kt),
-                     work.score_tile(prm, kt), lane);
+        to_logits<C, kSwap>(s, prm, sink2, keys, kt * BN, work.edge_tile(prm, kt),
+                            work.score_tile(prm, kt), lane);
         softmax.update(s, o, multiplier);
         if (kt == tail_tile) {
-          accumulate<true>(o, s, sm.v(i), work.n_k - kt * BN);
+          accumulate_tile<true>(o, s, sm.v(i), work.n_k - kt * BN);
         } else {
-          accumulate<false>(o, s, sm.v(i), BN);
+          accumulate_tile<false>(o, s, sm.v(i), BN);
         }
         __syncwarp();
         if (lane == 0) ptx::mbarrier_arrive(sm.empty(i));
+      }
+    }
+
+    template <bool kTail>
+    __device__ __forceinline__ void accumulate_tile(float (&o)[kLoopOut][4],
+                                                    const float (&s)[kLoopScores][4], unsigned tile,
+                                                    int valid) const {
+      if constexpr (kSwap) {
+        accumulate_swapped<kTail>(o, s, tile, valid);
+      } else {
+        accumulate<kTail>(o, s, tile, valid);
       }
     }
 
@@ -465,54 +492,6 @@ struct DecodeSm90 {
       }
     }
 
-    // The swapped key loop (decode_mma 2): this thread's rows are 2c and
-    // 2c + 1 of the work tile's <= 8 (DecodeSwapLayout).
-    template <class Work>
-    __device__ __forceinline__ void key_loop_swapped(const Work& work, SwapSoftmax& softmax,
-                                                     float (&ot)[Swap::kOutTiles][4]) {
-      float unscale_std[2];
-      store_q(work, unscale_std);
-      // (store_q's factors are for rows g and g + 8: row 2c + i's is lane
-      // 4 (2c + i)'s first.)
-      const int c = lane % 4;
-      float unscale[2];
-#pragma unroll
-      for (int i = 0; i < 2; ++i) {
-        unscale[i] = __shfl_sync(0xffffffffu, unscale_std[0], 4 * (2 * c + i));
-      }
-      RowKeys keys[2];
-      float sink2[2];
-#pragma unroll
-      for (int r = 0; r < 2; ++r) work.row_setup(prm, warp_row + 2 * c + r, keys[r], sink2[r]);
-      Sinks<C>::template init<true>(softmax, sink2, lane, work.splits == 1 && phase == 0);
-      const float multiplier = LogitScale<C>::score_multiplier(score_scale<C>(prm));
-      const int tail_tile = work.n_k % BN != 0 ? work.n_k / BN : -1;
-#pragma unroll 1
-      for (int kt = first + phase; kt <= last; kt += phases) {
-        const int i = kt - first;
-        ptx::mbarrier_wait(sm.staged(i), DecodeSchedule::staged_parity(i, kStages));
-        float s[Swap::kKeyTiles][4];
-        scores_swapped(s, sm.k(i));
-        if constexpr (kScaleQ) {
-#pragma unroll
-          for (int mt = 0; mt < Swap::kKeyTiles; ++mt) {
-#pragma unroll
-            for (int e = 0; e < 4; ++e) s[mt][e] *= unscale[e % 2];
-          }
-        }
-        to_logits<C, true>(s, prm, sink2, keys, kt * BN, work.edge_tile(prm, kt),
-                           work.score_tile(prm, kt), lane);
-        softmax.update(s, ot, multiplier);
-        if (kt == tail_tile) {
-          accumulate_swapped<true>(ot, s, sm.v(i), work.n_k - kt * BN);
-        } else {
-          accumulate_swapped<false>(ot, s, sm.v(i), BN);
-        }
-        __syncwarp();
-        if (lane == 0) ptx::mbarrier_arrive(sm.empty(i));
-      }
-    }
-
     // S^T = K Q^T of the K tile at `tile` (DecodeSwapLayout): m16 tiles of
     // keys, Q^T's B fragments of rows 0-7 from this warp's Q tile.
     __device__ __forceinline__ void scores_swapped(float (&s)[Swap::kKeyTiles][4],
@@ -605,13 +584,13 @@ struct DecodeSm90 {
     // R's max in the slots of lanes 4 R .. 4 R + 3, its whole sum in the
     // first of them and 0 in the others; rows 8-15 (none here) empty, with
     // zero outputs (combine weighs them by 0).
-    __device__ __forceinline__ void write_part_swapped(const SwapSoftmax& softmax,
+    __device__ __forceinline__ void write_part_swapped(const LoopSoftmax& softmax,
                                                        const float (&ot)[Swap::kOutTiles][4]) const {
       float* part = sm.part(warp);
       const int g = lane / 4, c = lane % 4;
       float sum[2];
 #pragma unroll
-      for (int i = 0; i < 2; ++i) sum[i] = SwapSoftmax::row_sum_of(softmax.row_sum[i]);
+      for (int i = 0; i < 2; ++i) sum[i] = LoopSoftmax::row_sum_of(softmax.row_sum[i]);
       if (g < 4) {
 #pragma unroll
         for (int i = 0; i < 2; ++i) {
