@@ -41,6 +41,15 @@ __device__ __forceinline__ void to_logits(float (&s)[kBlocks][4],
                                           const float (&sink2)[2],
                                           const typename Mask<C>::RowKeys (&keys)[2], int j0,
                                           bool edge, bool score_on, int lane) {
+  // Element e of fragment block nb: its row (of this thread's two) and key.
+  const auto row_of = [](int e) { return kSwapped ? e % 2 : e / 2; };
+  const auto key_of = [&](int nb, int e) {
+    if constexpr (kSwapped) {
+      return j0 + nb * 16 + lane / 4 + 8 * (e / 2);
+    } else {
+      return j0 + nb * 8 + 2 * (lane % 4) + (e % 2);
+    }
+  };
   const float scale = score_scale<C>(prm);
   const float scale2 = scale * kLog2e;
   float cap_in = 0.f, cap_out = 0.f;
@@ -67,9 +76,8 @@ __device__ __forceinline__ void to_logits(float (&s)[kBlocks][4],
       for (int nb = 0; nb < kBlocks; ++nb) {
 #pragma unroll
         for (int e = 0; e < 4; ++e) {
-          const auto& u = keys[kSwapped ? e % 2 : e / 2].user;
-          int j = j0 + nb * 8 + 2 * (lane % 4) + (e % 2);
-          if constexpr (kSwapped) j = j0 + nb * 16 + lane / 4 + 8 * (e / 2);
+          const auto& u = keys[row_of(e)].user;
+          const int j = key_of(nb, e);
           s[nb][e] = UserOf<C>::score(prm, u.r, s[nb][e] * kLn2, u.b, u.h, u.hk, u.p, j, u.n_q,
                                       u.n_k) *
                      kLog2e;
@@ -83,9 +91,8 @@ __device__ __forceinline__ void to_logits(float (&s)[kBlocks][4],
   for (int nb = 0; nb < kBlocks; ++nb) {
 #pragma unroll
     for (int e = 0; e < 4; ++e) {
-      const int r = kSwapped ? e % 2 : e / 2;
-      int j = j0 + nb * 8 + 2 * (lane % 4) + (e % 2);
-      if constexpr (kSwapped) j = j0 + nb * 16 + lane / 4 + 8 * (e / 2);
+      const int r = row_of(e);
+      const int j = key_of(nb, e);
       bool visible = Mask<C>::visible_in(keys[r], j);
       if constexpr (user_mask<C>() && !user_mask_in_row_keys<C>()) {
         const auto& u = keys[r].user;
