@@ -106,6 +106,7 @@ __device__ __forceinline__ void st_shared_16(unsigned addr, const uint4_t& v) {
 __device__ __forceinline__ void st_shared_4(unsigned addr, unsigned v) {
   asm volatile("st.shared.u32 [%0], %1;" ::"r"(addr), "r"(v) : "memory");
 }
+
 // 16 zero bytes into shared memory at `addr`.
 __device__ __forceinline__ void st_shared_zero16(unsigned addr) {
   asm volatile("st.shared.v4.u32 [%0], {%1, %1, %1, %1};" ::"r"(addr), "r"(0) : "memory");
