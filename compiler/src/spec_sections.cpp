@@ -165,16 +165,16 @@ std::vector<TuningRule> parse_own_rules(const SpecReader& reader, const Spec& sp
                                      quoted(spec.extends) + "; a spec that extends gives rules only");
   }
   std::vector<TuningRule> rules;
+  // A rule of its own must stand alone: it names every param that has no
+  // default, so that a missing one fails here and not when a variant
+  // first matches it.
+  std::vector<std::string> required;
+  for (const std::string& param : spec.tuning.params) {
+    if (spec.tuning.defaults.count(param) == 0) required.push_back(param);
+  }
   if (const MapEntry* entry = find_entry(entries, "rules")) {
     for (const YAML::Node& item : reader.items(entry->value, "tuning: rules")) {
       TuningRule rule = parse_rule(reader, spec, spec.tuning.params, item);
-      // A rule of its own must stand alone: it names every param that has
-      // no default, so that a missing one fails here and not when a
-      // variant first matches it.
-      std::vector<std::string> required;
-      for (const std::string& param : spec.tuning.params) {
-        if (spec.tuning.defaults.count(param) == 0) required.push_back(param);
-      }
       for (const std::string& param : required) {
         if (rule.values.count(param) == 0) {
           reader.fail(item, "tuning rule does not set " + quoted(param) +
