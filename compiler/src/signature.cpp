@@ -46,7 +46,10 @@ std::string flags_text(const FlagSet& flags) {
   return detail::join(parts, ",");
 }
 
-void check_overrides(const Spec& spec, const std::map<std::string, int64_t>& overrides) {
+
+}  // namespace
+
+void check_tuning_overrides(const Spec& spec, const std::map<std::string, int64_t>& overrides) {
   for (const auto& [param, value] : overrides) {
     const auto& params = spec.tuning.params;
     if (std::find(params.begin(), params.end(), param) == params.end()) {
@@ -60,8 +63,6 @@ void check_overrides(const Spec& spec, const std::map<std::string, int64_t>& ove
     }
   }
 }
-
-}  // namespace
 
 std::string Signature::canonical() const {
   std::vector<std::string> params;
@@ -86,7 +87,7 @@ int64_t Signature::tuning_value(const std::string& param) const {
 Signature make_signature(const Spec& spec, const FlagSet& flags, const CompileOptions& options,
                          const std::map<std::string, int64_t>& overrides) {
   check_flag_set(spec, flags);
-  check_overrides(spec, overrides);
+  check_tuning_overrides(spec, overrides);
   // A user spec's tune_as: the rules see those mask-shape flags as given.
   FlagSet tuned_as = flags;
   for (auto& [name, value] : tuned_as.values) {

@@ -14,7 +14,6 @@
 #include <unordered_map>
 
 #include <fmt/format.h>
-#include <fmt/ranges.h>
 
 #include "attention/tile_config.h"
 #include "attention_prefill_params.h"
@@ -287,7 +286,10 @@ EnvTuning parse_env_tuning(const std::string& text) {
     if (end == std::string::npos) end = text.size();
     const std::string item = text.substr(at, end - at);
     at = end + 1;
-    if (item.empty()) continue;
+    // (A blank entry: "a=1;;b=2", a trailing ';'.)
+    if (std::all_of(item.begin(), item.end(), [](unsigned char ch) { return std::isspace(ch); })) {
+      continue;
+    }
     EnvTuning::Entry e;
     const size_t colon = item.find(':');
     if (colon != std::string::npos) {
@@ -304,10 +306,6 @@ EnvTuning parse_env_tuning(const std::string& text) {
                                 [](unsigned char ch) { return std::isspace(ch) != 0; }),
                  values.end());
     if (values.empty()) {
-      if (std::all_of(item.begin(), item.end(),
-                      [](unsigned char ch) { return std::isspace(ch) != 0; })) {
-        continue;  // a blank entry ("a=1;;b=2", a trailing ';')
-      }
       throw Error(ErrorKind::kArgument,
                   fmt::format("ATTNJIT_TUNING: '{}' sets no tuning values (an entry is "
                               "'name=int,...' or 'flag=value,...:name=int,...')",
@@ -316,14 +314,10 @@ EnvTuning parse_env_tuning(const std::string& text) {
     e.values = parse_tuning_overrides(values, "ATTNJIT_TUNING");
     // Names checked now, so that a typo in an entry no variant of this run
     // matches is still an error.
-    const std::vector<std::string>& params = attention_spec().tuning.params;
-    for (const auto& [name, value] : e.values) {
-      if (std::find(params.begin(), params.end(), name) == params.end()) {
-        throw Error(ErrorKind::kArgument,
-                    fmt::format("ATTNJIT_TUNING: unknown tuning param '{}' (the attention spec's: "
-                                "{})",
-                                name, fmt::join(params, ", ")));
-      }
+    try {
+      check_tuning_overrides(attention_spec(), e.values);
+    } catch (const Error& err) {
+      throw Error(err.kind(), fmt::format("ATTNJIT_TUNING: {}", err.what()));
     }
     t.entries.push_back(std::move(e));
   }

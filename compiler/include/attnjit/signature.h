@@ -42,10 +42,14 @@ struct Signature {
 Signature make_signature(const Spec& spec, const FlagSet& flags, const CompileOptions& options,
                          const std::map<std::string, int64_t>& overrides = {});
 
+// Throws Error(kFlags) for an override that names no tuning param of
+// `spec` (with a suggestion) or a value out of a 32-bit int's range.
+void check_tuning_overrides(const Spec& spec, const std::map<std::string, int64_t>& overrides);
+
 // Tuning values written "name=int,name=int" (the CLI's --tuning,
 // $ATTNJIT_TUNING), as make_signature's overrides. Throws Error(kArgument)
 // naming `what` for an item that is not name=integer or out of range;
-// the names are checked by make_signature.
+// the names are checked by make_signature (check_tuning_overrides).
 std::map<std::string, int64_t> parse_tuning_overrides(const std::string& text,
                                                       const std::string& what);
 
