@@ -171,6 +171,7 @@ struct DecodeSm90 {
   static __device__ __forceinline__ void produce(const Smem& sm, const KV& kv, int first, int last,
                                                  int lane) {
     if (lane == 0) kv.prefetch_maps();
+    typename KV::Pages pages;
 #pragma unroll 1
     for (int kt = first; kt <= last; ++kt) {
       const int i = kt - first;
@@ -179,10 +180,10 @@ struct DecodeSm90 {
       // writes (async proxy).
       ptx::fence_proxy_async_shared();
       if constexpr (kFp8) {
-        kv.tma_stage_fp8(sm.k(i), sm.v(i), sm.staged(i), kt, lane);
+        kv.tma_stage_fp8(sm.k(i), sm.v(i), sm.staged(i), kt, lane, pages);
       } else {
-        kv.tma_load_k(sm.k(i), sm.staged(i), kt, lane);
-        kv.tma_load_v(sm.v(i), sm.staged(i), kt, lane);
+        kv.tma_load_k(sm.k(i), sm.staged(i), kt, lane, pages);
+        kv.tma_load_v(sm.v(i), sm.staged(i), kt, lane, pages);
       }
     }
   }

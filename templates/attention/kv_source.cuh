@@ -84,6 +84,9 @@ struct VarlenKV {
   // TMA copies: the first alone (a tile is D / tma_chunk boxes at one
   // address).
   static __device__ __forceinline__ bool issues_copies(int ptid) { return ptid == 0; }
+  // The copying threads' state across tiles (PagedKV's window on the block
+  // table); none here.
+  struct Pages {};
 
   const T* k;  // the sequence's first k row of kv head hk (the work tile's)
   const T* v;
@@ -143,10 +146,12 @@ struct VarlenKV {
   // mbarrier `full`. Issued by the one copying thread (issues_copies), so
   // `lane` is always 0. Whole boxes: the rows past the sequence's keys
   // arrive too (the next sequence's, or zeros past the tensor).
-  __device__ __forceinline__ void tma_load_k(unsigned tile, unsigned full, int kt, int) const {
+  __device__ __forceinline__ void tma_load_k(unsigned tile, unsigned full, int kt, int,
+                                             Pages&) const {
     tma_load(k_map, tile, full, kt);
   }
-  __device__ __forceinline__ void tma_load_v(unsigned tile, unsigned full, int kt, int) const {
+  __device__ __forceinline__ void tma_load_v(unsigned tile, unsigned full, int kt, int,
+                                             Pages&) const {
     tma_load(v_map, tile, full, kt);
   }
 
@@ -155,7 +160,7 @@ struct VarlenKV {
   // completing the phase of `bar`; rows past the tensor arrive as zeros.
   // Issued by the one copying thread, as tma_load_k.
   __device__ __forceinline__ void tma_stage_fp8(unsigned raw_k, unsigned raw_v, unsigned bar,
-                                                int kt, int) const {
+                                                int kt, int, Pages&) const {
     const int row = k_begin + kt * BN;
     ptx::mbarrier_arrive_expect_tx(bar, 2u * unsigned(BN * D));
     ptx::tma_load_3d(raw_k, k_map, bar, 0, hk, row);
@@ -188,12 +193,25 @@ struct PagedKV {
   // The first producer warp: a lane per page of a tile (tma_load).
   static __device__ __forceinline__ bool issues_copies(int ptid) { return ptid < 32; }
 
+  // The producer warp's window on the sequence's row of the block table,
+  // kept across its tiles: lane l holds the pages of page indices base + l
+  // (cur) and base + 32 + l (next). A tile whose first page is past the
+  // window moves it on by 32 and loads the 32 entries after, so a tile's
+  // lookups are shuffles of entries loaded 32 pages before they are
+  // needed, not a load from memory that its copies wait for.
+  struct Pages {
+    int base = -64;  // a multiple of 32; -64: nothing loaded
+    int cur = 0;
+    int next = 0;
+  };
+
   const T* k;  // kv head hk of page 0
   const T* v;
   long long k_row_stride, v_row_stride, k_page_stride, v_page_stride;
   const int* table;  // the sequence's row of the block table
   int page_size;
   int n_k, hk;
+  int n_pages;  // the pages that hold the sequence's keys (the table's entries read)
   const TensorMap *k_map, *v_map;  // [pages, rows of a page, heads, D]
   const unsigned char *k8, *v8;    // fp8: head hk of page 0, in bytes
 
@@ -209,6 +227,7 @@ struct PagedKV {
         page_size(prm.page_size),
         n_k(work.n_k),
         hk(work.hk),
+        n_pages((work.n_k + prm.page_size - 1) / prm.page_size),
         k_map(&prm.k_map),
         v_map(&prm.v_map),
         k8(reinterpret_cast<const unsigned char*>(prm.k) + work.hk * prm.k_head_stride),
@@ -254,11 +273,14 @@ struct PagedKV {
   // expects only the bytes issued; their rows keep stale data, which the
   // consumers mask (K) or zero (V, the tail tile) like any row past the
   // sequence's keys.
-  __device__ __forceinline__ void tma_load_k(unsigned tile, unsigned full, int kt, int lane) const {
-    tma_load(k_map, tile, full, kt, lane);
+  // Every lane of the producer warp calls these (the window's shuffles).
+  __device__ __forceinline__ void tma_load_k(unsigned tile, unsigned full, int kt, int lane,
+                                             Pages& pages) const {
+    tma_load(k_map, tile, full, kt, lane, pages);
   }
-  __device__ __forceinline__ void tma_load_v(unsigned tile, unsigned full, int kt, int lane) const {
-    tma_load(v_map, tile, full, kt, lane);
+  __device__ __forceinline__ void tma_load_v(unsigned tile, unsigned full, int kt, int lane,
+                                             Pages& pages) const {
+    tma_load(v_map, tile, full, kt, lane, pages);
   }
 
   // fp8: TMA of key tile kt of K and of V as raw rows of D bytes, a box
@@ -266,8 +288,8 @@ struct PagedKV {
   // both; boxes past the sequence's last page are not issued (their rows
   // keep stale bytes: masked in K, zeroed in V after conversion).
   __device__ __forceinline__ void tma_stage_fp8(unsigned raw_k, unsigned raw_v, unsigned bar,
-                                                int kt, int lane) const {
-    for_each_page(bar, 2u * unsigned(D), kt, lane, [&](int row, int in_page, int page) {
+                                                int kt, int lane, Pages& pages) const {
+    for_each_page(bar, 2u * unsigned(D), kt, lane, pages, [&](int row, int in_page, int page) {
       const unsigned offset = static_cast<unsigned>(row * D);
       ptx::tma_load_4d(raw_k + offset, k_map, bar, 0, hk, in_page, page);
       ptx::tma_load_4d(raw_v + offset, v_map, bar, 0, hk, in_page, page);
@@ -275,25 +297,49 @@ struct PagedKV {
   }
 
  private:
-  // The boxes of key tile kt, a lane of the producer warp each: lane 0
-  // first sets the bytes the barrier `bar` expects (`row_bytes` per row
-  // issued), then lane b looks up the page of the tile's box b and calls
-  // issue(first row of the box in the tile, its row in the page, the
-  // page), so the block-table lookups overlap instead of following one
-  // another.
+  // Block-table entry `index` of the sequence, or 0 past its pages (never
+  // read from the table, whose row may end there).
+  __device__ __forceinline__ int page_or_zero(int index) const {
+    return index < n_pages ? table[index] : 0;
+  }
+
+  // Moves the window onto page index `index` (the same on every lane).
+  __device__ __forceinline__ void window_to(Pages& w, int index, int lane) const {
+    const int want = index & ~31;
+    if (want == w.base) return;
+    w.cur = want == w.base + 32 ? w.next : page_or_zero(want + lane);
+    w.next = page_or_zero(want + 32 + lane);
+    w.base = want;
+  }
+
+  // The page of page index `index` in [w.base, w.base + 64), by a shuffle
+  // of every lane.
+  static __device__ __forceinline__ int window_page(const Pages& w, int index) {
+    const int at = index - w.base;
+    const int in_cur = __shfl_sync(0xffffffffu, w.cur, at & 31);
+    const int in_next = __shfl_sync(0xffffffffu, w.next, at & 31);
+    return at < 32 ? in_cur : in_next;
+  }
+
+  // The boxes of key tile kt, a lane of the producer warp each (every lane
+  // calls it): lane 0 first sets the bytes the barrier `bar` expects
+  // (`row_bytes` per row issued), then lane b takes the page of the tile's
+  // box b from the window and calls issue(first row of the box in the
+  // tile, its row in the page, the page). A tile has at most block_n / 16
+  // boxes, so its pages lie in the window once its first page does.
   template <class Issue>
   __device__ __forceinline__ void for_each_page(unsigned bar, unsigned row_bytes, int kt, int lane,
-                                                Issue issue) const {
+                                                Pages& pages, Issue issue) const {
+    static_assert(BN / 16 <= 32, "a tile's boxes, a lane each");
     const int j0 = kt * BN;
     const int rows = paged_box_rows(BN, page_size);  // one box, inside one page
     const int boxes = ptx::imin(BN / rows, (n_k - j0 + rows - 1) / rows);
+    window_to(pages, j0 / page_size, lane);
     if (lane == 0) ptx::mbarrier_arrive_expect_tx(bar, static_cast<unsigned>(boxes * rows) * row_bytes);
     __syncwarp();
-#pragma unroll 1
-    for (int b = lane; b < boxes; b += 32) {
-      const int j = j0 + b * rows;
-      issue(b * rows, j % page_size, table[j / page_size]);
-    }
+    const int j = j0 + (lane < boxes ? lane : 0) * rows;
+    const int page = window_page(pages, j / page_size);
+    if (lane < boxes) issue(lane * rows, j % page_size, page);
   }
 
   template <int kThreads>
@@ -314,9 +360,9 @@ struct PagedKV {
   }
 
   __device__ __forceinline__ void tma_load(const TensorMap* map, unsigned tile, unsigned full,
-                                           int kt, int lane) const {
+                                           int kt, int lane, Pages& pages) const {
     constexpr TileConfig kTile = tile_config<C>();
-    for_each_page(full, 2u * unsigned(D), kt, lane, [&](int row, int in_page, int page) {
+    for_each_page(full, 2u * unsigned(D), kt, lane, pages, [&](int row, int in_page, int page) {
       const unsigned dst = tile + static_cast<unsigned>(row * kTile.swizzle_bytes);
 #pragma unroll
       for (int c = 0; c < D / kTile.tma_chunk; ++c) {

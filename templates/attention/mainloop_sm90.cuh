@@ -161,14 +161,15 @@ struct MainloopSm90 {
     static __device__ __forceinline__ void run(const SharedTiles& smem, const KV& kv, int first,
                                                int last, int lane, int base = 0) {
       if (lane == 0 && base == 0) kv.prefetch_maps();
+      typename KV::Pages pages;
 #pragma unroll 1
       for (int kt = first; kt <= last; ++kt) {
         const int i = base + kt - first;
         const unsigned tile = Ring::stage(i) * kTile.kv_tile_bytes;  // in either ring
         if (i >= kStages) Ring::wait_empty(smem.ring.empty_k, i);
-        kv.tma_load_k(smem.k + tile, Ring::at(smem.ring.full_k, i), kt, lane);
+        kv.tma_load_k(smem.k + tile, Ring::at(smem.ring.full_k, i), kt, lane, pages);
         if (i >= kStages) Ring::wait_empty(smem.ring.empty_v, i);
-        kv.tma_load_v(smem.v + tile, Ring::at(smem.ring.full_v, i), kt, lane);
+        kv.tma_load_v(smem.v + tile, Ring::at(smem.ring.full_v, i), kt, lane, pages);
       }
     }
   };
@@ -207,10 +208,11 @@ struct MainloopSm90 {
 
     static __device__ __forceinline__ void run(const SharedTiles& smem, const KV& kv, int first,
                                                int last, int ptid) {
+      typename KV::Pages pages;  // the copying threads'
       if (KV::issues_copies(ptid)) {
         if (ptid == 0) kv.prefetch_maps();
 #pragma unroll 1
-        for (int i = 0; i < kRawStages; ++i) stage(smem, kv, first, last, i, ptid);
+        for (int i = 0; i < kRawStages; ++i) stage(smem, kv, first, last, i, ptid, pages);
       }
 #pragma unroll 1
       for (int kt = first; kt <= last; ++kt) {
@@ -227,7 +229,7 @@ struct MainloopSm90 {
         ptx::fence_proxy_async_shared();
         ptx::mbarrier_arrive(Ring::at(smem.ring.full_v, i));
         ptx::named_barrier_sync(2, kThreads);
-        if (KV::issues_copies(ptid)) stage(smem, kv, first, last, i + kRawStages, ptid);
+        if (KV::issues_copies(ptid)) stage(smem, kv, first, last, i + kRawStages, ptid, pages);
       }
     }
 
@@ -236,11 +238,12 @@ struct MainloopSm90 {
     // warpgroup's reads of the buffer's previous tile (named barrier 2)
     // before the async proxy's writes.
     static __device__ __forceinline__ void stage(const SharedTiles& smem, const KV& kv, int first,
-                                                 int last, int i, int lane) {
+                                                 int last, int i, int lane,
+                                                 typename KV::Pages& pages) {
       const int kt = first + i;
       if (kt > last) return;
       ptx::fence_proxy_async_shared();
-      kv.tma_stage_fp8(raw(smem, i), raw(smem, i) + kRawBytes, staged(smem, i), kt, lane);
+      kv.tma_stage_fp8(raw(smem, i), raw(smem, i) + kRawBytes, staged(smem, i), kt, lane, pages);
     }
   };
 
