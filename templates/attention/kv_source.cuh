@@ -8,6 +8,7 @@
 // in another layout (pages) is another source type with the same members.
 #pragma once
 
+#include "attention/page_window.cuh"
 #include "attention/params.cuh"
 #include "attention/tile_config.cuh"
 #include "attention/tile_io.cuh"
@@ -194,16 +195,10 @@ struct PagedKV {
   static __device__ __forceinline__ bool issues_copies(int ptid) { return ptid < 32; }
 
   // The producer warp's window on the sequence's row of the block table,
-  // kept across its tiles: lane l holds the pages of page indices base + l
-  // (cur) and base + 32 + l (next). A tile whose first page is past the
-  // window moves it on by 32 and loads the 32 entries after, so a tile's
-  // lookups are shuffles of entries loaded 32 pages before they are
-  // needed, not a load from memory that its copies wait for.
-  struct Pages {
-    int base = -64;  // a multiple of 32; -64: nothing loaded
-    int cur = 0;
-    int next = 0;
-  };
+  // kept across its tiles (page_window.cuh), so a tile's lookups are
+  // shuffles of entries loaded 32 pages before they are needed, not loads
+  // from memory that its copies wait for.
+  using Pages = PageWindow;
 
   const T* k;  // kv head hk of page 0
   const T* v;
@@ -303,22 +298,13 @@ struct PagedKV {
     return index < n_pages ? table[index] : 0;
   }
 
-  // Moves the window onto page index `index` (the same on every lane).
-  __device__ __forceinline__ void window_to(Pages& w, int index, int lane) const {
-    const int want = index & ~31;
-    if (want == w.base) return;
-    w.cur = want == w.base + 32 ? w.next : page_or_zero(want + lane);
-    w.next = page_or_zero(want + 32 + lane);
-    w.base = want;
-  }
-
   // The page of page index `index` in [w.base, w.base + 64), by a shuffle
   // of every lane.
   static __device__ __forceinline__ int window_page(const Pages& w, int index) {
-    const int at = index - w.base;
-    const int in_cur = __shfl_sync(0xffffffffu, w.cur, at & 31);
-    const int in_next = __shfl_sync(0xffffffffu, w.next, at & 31);
-    return at < 32 ? in_cur : in_next;
+    const WindowSlot slot = window_slot(w.base, index);
+    const int in_cur = __shfl_sync(0xffffffffu, w.cur, slot.lane);
+    const int in_next = __shfl_sync(0xffffffffu, w.next, slot.lane);
+    return slot.in_next ? in_next : in_cur;
   }
 
   // The boxes of key tile kt, a lane of the producer warp each (every lane
@@ -334,7 +320,7 @@ struct PagedKV {
     const int j0 = kt * BN;
     const int rows = paged_box_rows(BN, page_size);  // one box, inside one page
     const int boxes = ptx::imin(BN / rows, (n_k - j0 + rows - 1) / rows);
-    window_to(pages, j0 / page_size, lane);
+    window_to(pages, j0 / page_size, lane, [this](int i) { return page_or_zero(i); });
     if (lane == 0) ptx::mbarrier_arrive_expect_tx(bar, static_cast<unsigned>(boxes * rows) * row_bytes);
     __syncwarp();
     const int j = j0 + (lane < boxes ? lane : 0) * rows;
