@@ -292,14 +292,8 @@ struct PagedKV {
   }
 
  private:
-  // Block-table entry `index` of the sequence, or 0 past its pages (never
-  // read from the table, whose row may end there).
-  __device__ __forceinline__ int page_or_zero(int index) const {
-    return index < n_pages ? table[index] : 0;
-  }
-
   // The page of page index `index` in [w.base, w.base + 64), by a shuffle
-  // of every lane.
+  // of every lane (of entries loaded before this tile: page_window.cuh).
   static __device__ __forceinline__ int window_page(const Pages& w, int index) {
     const WindowSlot slot = window_slot(w.base, index);
     const int in_cur = __shfl_sync(0xffffffffu, w.cur, slot.lane);
@@ -311,21 +305,22 @@ struct PagedKV {
   // calls it): lane 0 first sets the bytes the barrier `bar` expects
   // (`row_bytes` per row issued), then lane b takes the page of the tile's
   // box b from the window and calls issue(first row of the box in the
-  // tile, its row in the page, the page). A tile has at most block_n / 16
-  // boxes, so its pages lie in the window once its first page does.
+  // tile, its row in the page, the page). The table's entries past the
+  // sequence's pages are never read (its row may end there).
   template <class Issue>
   __device__ __forceinline__ void for_each_page(unsigned bar, unsigned row_bytes, int kt, int lane,
                                                 Pages& pages, Issue issue) const {
     static_assert(BN / 16 <= 32, "a tile's boxes, a lane each");
     const int j0 = kt * BN;
-    const int rows = paged_box_rows(BN, page_size);  // one box, inside one page
-    const int boxes = ptx::imin(BN / rows, (n_k - j0 + rows - 1) / rows);
-    window_to(pages, j0 / page_size, lane, [this](int i) { return page_or_zero(i); });
-    if (lane == 0) ptx::mbarrier_arrive_expect_tx(bar, static_cast<unsigned>(boxes * rows) * row_bytes);
+    const TileBoxes t = tile_boxes(BN, page_size, j0, n_k);
+    window_to(pages, j0 / page_size, lane, n_pages, [this](int i) { return table[i]; });
+    if (lane == 0) {
+      ptx::mbarrier_arrive_expect_tx(bar, static_cast<unsigned>(t.boxes * t.rows) * row_bytes);
+    }
     __syncwarp();
-    const int j = j0 + (lane < boxes ? lane : 0) * rows;
+    const int j = box_key(t, j0, lane);
     const int page = window_page(pages, j / page_size);
-    if (lane < boxes) issue(lane * rows, j % page_size, page);
+    if (lane < t.boxes) issue(lane * t.rows, j % page_size, page);
   }
 
   template <int kThreads>

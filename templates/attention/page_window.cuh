@@ -4,16 +4,21 @@
 // runs it for the host over a model of the copying warp (32 lanes, each
 // with its registers, and the shuffles between them).
 //
-// Lane l of the warp holds the pages of page indices base + l (`cur`) and
-// base + 32 + l (`next`), base a multiple of 32. A tile whose first page
-// index lies past the window moves it: onto the next 32 (cur takes next,
-// next loads the 32 after), or anywhere else (both load). A tile's boxes
-// span at most 32 page indices after its first (block_n / 16 boxes of at
-// least 16 rows), so every one of its pages lies in [base, base + 64): a
-// lane finds its box's page by shuffling cur or next from the lane that
-// holds it. Entries are loaded 32 pages before a tile needs them, and only
-// indices below the sequence's page count are read at all.
+// A key tile is copied as boxes of `rows` keys, each inside one page
+// (tile_boxes), a lane of the copying warp per box. Lane l holds the pages
+// of page indices base + l (`cur`), base + 32 + l (`next`) and base + 64 +
+// l (`ahead`), base a multiple of 32. A tile whose first page index lies
+// past [base, base + 32) moves the window: on by 32 (cur takes next, next
+// takes ahead, ahead loads the 32 after), or anywhere else (all three
+// load). A tile's boxes span at most 32 page indices after its first
+// (block_n / 16 boxes of at least 16 rows), so each of its pages is in cur
+// or next, and a lane finds its box's page by shuffling those from the
+// lane that holds it. So the entries a tile reads were loaded 32 or more
+// pages before it, except after a jump (a split's or a work tile's first
+// tile). Only entries below the sequence's page count are read at all.
 #pragma once
+
+#include "attention/tile_config.cuh"
 
 #if defined(__CUDACC_RTC__)
 #define ATTNJIT_WINDOW_FN __host__ __device__ constexpr
@@ -28,14 +33,34 @@ struct PageWindow {
   int base = -64;  // a multiple of 32; -64: nothing loaded yet
   int cur = 0;
   int next = 0;
+  int ahead = 0;
 };
 
+// The boxes of the key tile whose first key is j0: `rows` keys each (one
+// box inside one page), `boxes` of them up to the sequence's n_k keys.
+struct TileBoxes {
+  int rows;
+  int boxes;
+};
+
+ATTNJIT_WINDOW_FN TileBoxes tile_boxes(int block_n, int page_size, int j0, int n_k) {
+  const int rows = paged_box_rows(block_n, page_size);
+  const int left = (n_k - j0 + rows - 1) / rows;
+  return TileBoxes{rows, block_n / rows < left ? block_n / rows : left};
+}
+
+// The first key of the box lane `lane` copies (lanes past the tile's boxes
+// take box 0's, and issue nothing).
+ATTNJIT_WINDOW_FN int box_key(const TileBoxes& t, int j0, int lane) {
+  return j0 + (lane < t.boxes ? lane : 0) * t.rows;
+}
+
 // What moving a window at `base` onto page index `index` (>= 0) does: its
-// new base, and whether it stays, or takes `next` as its `cur`.
+// new base, and whether it stays, or moves on by 32.
 struct WindowMove {
   int base;
   bool stays;
-  bool cur_from_next;
+  bool by_32;
 };
 
 ATTNJIT_WINDOW_FN WindowMove window_move(int base, int index) {
@@ -55,14 +80,21 @@ ATTNJIT_WINDOW_FN WindowSlot window_slot(int base, int index) {
   return WindowSlot{at & 31, at >= 32};
 }
 
-// Lane `lane`'s part of the move onto `index`: load(i) is the table's entry
-// i for i below the sequence's page count, else 0 (never read).
+// Lane `lane`'s part of the move onto `index`: load(i) reads the table's
+// entry i, called only for i below the sequence's `n_pages` (0 past them).
 template <class Load>
-ATTNJIT_WINDOW_FN void window_to(PageWindow& w, int index, int lane, Load load) {
+ATTNJIT_WINDOW_FN void window_to(PageWindow& w, int index, int lane, int n_pages, Load load) {
   const WindowMove move = window_move(w.base, index);
   if (move.stays) return;
-  w.cur = move.cur_from_next ? w.next : load(move.base + lane);
-  w.next = load(move.base + 32 + lane);
+  const auto entry = [&](int i) { return i < n_pages ? load(i) : 0; };
+  if (move.by_32) {
+    w.cur = w.next;
+    w.next = w.ahead;
+  } else {
+    w.cur = entry(move.base + lane);
+    w.next = entry(move.base + 32 + lane);
+  }
+  w.ahead = entry(move.base + 64 + lane);
   w.base = move.base;
 }
 

@@ -1,10 +1,11 @@
 // The paged producers' window on the block table (templates/attention/
-// page_window.cuh, the kernel's own arithmetic) on a model of the copying
-// warp: 32 lanes, each with its registers, a shuffle reading another
-// lane's. Over page sizes, key tiles, sequence lengths and the key-tile
-// ranges a split may walk, every box of every tile must get its own page,
-// no table entry at or past the sequence's pages may be read, and no entry
-// may be read twice. No GPU.
+// page_window.cuh, the kernel's own arithmetic: its boxes, their keys and
+// the window's moves) on a model of the copying warp: 32 lanes, each with
+// its registers, a shuffle reading another lane's. Over page sizes, key
+// tiles, sequence lengths and the key-tile ranges a split may walk, every
+// box of every tile must get its own page, no table entry at or past the
+// sequence's pages may be read, none twice, and but after a jump none in
+// the move of the tile that needs it. No GPU.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -43,41 +44,52 @@ int run_walk(const Walk& c, std::mt19937& rng) {
   std::set<int> read;
   int reads = 0;
   const auto load = [&](int i) {
+    // window_to reads only the sequence's own entries.
     EXPECT_GE(i, 0) << c.name();
-    if (i >= n_pages) return 0;  // page_or_zero: never read
+    EXPECT_LT(i, n_pages) << c.name() << ": entry " << i << " past the sequence's pages";
     EXPECT_TRUE(read.insert(i).second) << c.name() << ": entry " << i << " read twice";
     ++reads;
-    return table[size_t(i)];
+    return table[size_t(std::min(std::max(i, 0), n_pages))];
   };
   std::array<PageWindow, 32> lanes{};
-  const int rows = attention::paged_box_rows(c.block_n, c.page_size);
-  EXPECT_GE(rows, 16) << c.name();
+  // Entries read by the moves before the current tile's (what its lookups
+  // may use without waiting: all but after a jump).
+  std::set<int> read_before;
+  int previous_base = -64;
   for (int kt = c.first_tile; kt <= c.last_tile; ++kt) {
     const int j0 = kt * c.block_n;
-    const int boxes = std::min(c.block_n / rows, (c.n_k - j0 + rows - 1) / rows);
+    const attention::TileBoxes t = attention::tile_boxes(c.block_n, c.page_size, j0, c.n_k);
+    EXPECT_GE(t.rows, 16) << c.name();
+    EXPECT_LE(t.boxes, 32) << c.name();
+    read_before = read;
     for (int lane = 0; lane < 32; ++lane) {
-      attention::window_to(lanes[size_t(lane)], j0 / c.page_size, lane, load);
+      attention::window_to(lanes[size_t(lane)], j0 / c.page_size, lane, n_pages, load);
     }
     const int base = lanes[0].base;
     for (int lane = 0; lane < 32; ++lane) EXPECT_EQ(lanes[size_t(lane)].base, base);
     EXPECT_EQ(base % 32, 0);
+    const bool jumped = base != previous_base && base != previous_base + 32;
+    previous_base = base;
     for (int lane = 0; lane < 32; ++lane) {
-      // Every lane takes part in the shuffles; lanes past the boxes use
-      // box 0's index (and issue nothing).
-      const int b = lane < boxes ? lane : 0;
-      const int j = j0 + b * rows;
+      // Every lane takes part in the shuffles (the kernel's box_key).
+      const int j = attention::box_key(t, j0, lane);
       const int index = j / c.page_size;
       EXPECT_GE(index - base, 0) << c.name();
-      EXPECT_LT(index - base, 64) << c.name() << ": box " << b << " of tile " << kt;
+      EXPECT_LT(index - base, 64) << c.name() << ": lane " << lane << " of tile " << kt;
       const attention::WindowSlot slot = attention::window_slot(base, index);
       const PageWindow& holder = lanes[size_t(slot.lane)];
       const int page = slot.in_next ? holder.next : holder.cur;
-      if (lane < boxes) {
+      if (lane < t.boxes) {
         EXPECT_LT(index, n_pages) << c.name();
         EXPECT_EQ(page, table[size_t(std::min(index, n_pages))])
-            << c.name() << ": tile " << kt << " box " << b << " (key " << j << ")";
-        // The box lies inside its page.
-        EXPECT_LE(j % c.page_size + rows, c.page_size) << c.name();
+            << c.name() << ": tile " << kt << " box " << lane << " (key " << j << ")";
+        // The box lies inside its page, and unless the window jumped onto
+        // this tile its entry was loaded by an earlier tile's move.
+        EXPECT_LE(j % c.page_size + t.rows, c.page_size) << c.name();
+        if (!jumped) {
+          EXPECT_TRUE(read_before.count(index) == 1)
+              << c.name() << ": tile " << kt << " waits for entry " << index;
+        }
       }
     }
   }
@@ -127,23 +139,34 @@ TEST(PageWindow, AJumpReloadsTheWindow) {
     ++loads;
     return 1000 + i;
   };
-  attention::window_to(w, 5, 3, load);
+  const int n_pages = 1000;
+  attention::window_to(w, 5, 3, n_pages, load);
   EXPECT_EQ(w.base, 0);
   EXPECT_EQ(w.cur, 1003);
   EXPECT_EQ(w.next, 1035);
-  EXPECT_EQ(loads, 2);
-  attention::window_to(w, 31, 3, load);  // the same window
-  EXPECT_EQ(loads, 2);
-  attention::window_to(w, 40, 3, load);  // on by 32: cur is the old next
+  EXPECT_EQ(w.ahead, 1067);
+  EXPECT_EQ(loads, 3);
+  attention::window_to(w, 31, 3, n_pages, load);  // the same window
+  EXPECT_EQ(loads, 3);
+  attention::window_to(w, 40, 3, n_pages, load);  // on by 32: cur and next were loaded
   EXPECT_EQ(w.base, 32);
   EXPECT_EQ(w.cur, 1035);
   EXPECT_EQ(w.next, 1067);
-  EXPECT_EQ(loads, 3);
-  attention::window_to(w, 200, 3, load);  // a jump: both loaded
+  EXPECT_EQ(w.ahead, 1099);
+  EXPECT_EQ(loads, 4);
+  attention::window_to(w, 200, 3, n_pages, load);  // a jump: all three loaded
   EXPECT_EQ(w.base, 192);
   EXPECT_EQ(w.cur, 1195);
   EXPECT_EQ(w.next, 1227);
-  EXPECT_EQ(loads, 5);
+  EXPECT_EQ(w.ahead, 1259);
+  EXPECT_EQ(loads, 7);
+  // Near the sequence's end: entries past its 1000 pages are 0, not read.
+  attention::window_to(w, 990, 3, n_pages, load);
+  EXPECT_EQ(w.base, 960);
+  EXPECT_EQ(w.cur, 1963);
+  EXPECT_EQ(w.next, 1995);
+  EXPECT_EQ(w.ahead, 0);
+  EXPECT_EQ(loads, 9);
 }
 
 }  // namespace
