@@ -53,10 +53,13 @@ SplitPlan AttentionKernel::split_plan(const AttentionArgs& a, int sm_count) cons
     return plan;
   }
   const int group = pack_gqa_ ? a.num_heads_q / a.num_heads_kv : 1;
-  // Only sequences of one query tile split; a batch whose longest is more
-  // gets none (its tiles already fill the GPU).
-  if (int64_t(a.max_seqlen_q) * group > block_m_) return plan;
-  const int64_t slots = int64_t(a.num_seqs) * (pack_gqa_ ? a.num_heads_kv : a.num_heads_q);
+  // Every query tile of the longest sequence counts as a slot: a prefill's
+  // tiles already fill the GPU and get no split, and a decode's few (the
+  // decode block's 8-row tiles: two for GQA 16, or for two queries at
+  // GQA 8) split as one would.
+  const int64_t m_tiles = (int64_t(a.max_seqlen_q) * group + block_m_ - 1) / block_m_;
+  const int64_t slots =
+      int64_t(a.num_seqs) * (pack_gqa_ ? a.num_heads_kv : a.num_heads_q) * m_tiles;
   const int64_t tiles = (visible_keys(flags_, a) + block_n_ - 1) / block_n_;
   const int64_t min_tiles = std::max<int64_t>(1, (split_keys_ + block_n_ - 1) / block_n_);
   const int64_t most = std::min<int64_t>({tiles / min_tiles, 128, a.num_splits > 1 ? a.num_splits : 128});
@@ -89,7 +92,9 @@ SplitPlan AttentionKernel::split_plan(const AttentionArgs& a, int sm_count) cons
   const LaunchGrid grid = attention_grid(a, block_m_, pack_gqa_, splits);
   const size_t parts = size_t(splits) * size_t(a.total_q) * size_t(a.num_heads_q);
   plan.counters_offset = 0;
-  plan.lse_offset = align256(size_t(a.num_seqs) * grid.y * sizeof(int32_t));
+  // A counter per (sequence, head slot, query tile): epilogue.cuh's last_part.
+  plan.lse_offset = align256(size_t(a.num_seqs) * grid.y * (grid.x / unsigned(splits)) *
+                             sizeof(int32_t));
   plan.o_offset = plan.lse_offset + align256(parts * sizeof(float));
   plan.workspace_bytes = plan.o_offset + align256(parts * size_t(flags_.head_dim) * sizeof(float));
   return plan;
@@ -99,8 +104,9 @@ AttentionKernel& AttentionKernel::for_args(const AttentionArgs& a) {
   if (generic_) return current().for_args(a);
   if (flags_.split_kv || a.num_splits == 1) return *this;
   if (a.num_splits == 0) {
-    // Decode-shaped: every sequence within one split variant's query tile
-    // (64 packed rows; the split rules of the spec all use 64).
+    // Decode-shaped: every sequence within 64 packed rows (one query tile
+    // of most split rules; the swapped decode block's 8-row tiles split
+    // each of their up to eight).
     constexpr int64_t kSplitRows = 64;
     const int64_t group = a.num_heads_kv > 0 ? a.num_heads_q / a.num_heads_kv : 1;
     if (a.max_seqlen_q <= 0 || int64_t(a.max_seqlen_q) * group > kSplitRows) return *this;

@@ -104,8 +104,8 @@ struct Epilogue {
   }
 
   // Counts this block's part in; true in the block that counts last (it
-  // then sees every part's stores). The counter goes back to 0 for the
-  // next launch.
+  // then sees every part's stores). The tile's counter (split_counter)
+  // goes back to 0 for the next launch.
   template <class Work, class Sync>
   static __device__ __forceinline__ bool last_part(const Params<T>& prm, const Work& work, int tid,
                                                    Sync sync) {
@@ -113,8 +113,7 @@ struct Epilogue {
     __threadfence();  // this thread's part, visible before the count
     sync();
     if (tid == 0) {
-      int* counter = prm.split_counters + work.seq * static_cast<int>(gridDim.y) +
-                     static_cast<int>(blockIdx.y);
+      int* counter = prm.split_counters + work.split_counter(prm);
       const bool last = atomicAdd(counter, 1) == work.splits - 1;
       if (last) atomicExch(counter, 0);
       is_last = last;

@@ -334,9 +334,11 @@ struct GridShape {
   unsigned x, y, z;
 };
 
-// With split-KV (num_splits > 1), x also counts the splits of a sequence
-// that fits one query tile: block x is query tile x of a longer sequence,
-// or split x of a one-tile one.
+// With split-KV (num_splits > 1), x also counts the splits of each query
+// tile: block x is split x % num_splits of query tile x / num_splits (from
+// the last), so every tile of every sequence may have its keys split (the
+// decode block's 8-row tiles put a GQA-16 head, or two queries of GQA 8, in
+// two tiles).
 ATTNJIT_TILE_CONSTEXPR GridShape grid_shape(const TileConfig& tile, long long max_seqlen_q,
                                             int heads_q, int heads_kv, int num_seqs,
                                             int num_splits = 1) {
@@ -345,7 +347,7 @@ ATTNJIT_TILE_CONSTEXPR GridShape grid_shape(const TileConfig& tile, long long ma
   const long long rows = max_seqlen_q * group;
   const long long block_m = tile.shape.block_m;
   const long long m_tiles = (rows + block_m - 1) / block_m;
-  const long long x = m_tiles > num_splits ? m_tiles : num_splits;
+  const long long x = num_splits > 1 ? m_tiles * num_splits : m_tiles;
   return GridShape{unsigned(x), unsigned(pack ? heads_kv : heads_q), unsigned(num_seqs)};
 }
 
@@ -358,7 +360,7 @@ ATTNJIT_TILE_CONSTEXPR unsigned persistent_blocks(const GridShape& grid, long lo
   return static_cast<unsigned>(blocks < 1 ? 1 : blocks);
 }
 
-// Split-KV: the key tiles [first, last] of a one-tile sequence divided
+// Split-KV: the key tiles [first, last] of a query tile divided
 // into `parts` contiguous runs of `per` tiles (the last may be shorter),
 // at most num_splits of them and none under min_tiles (the spec's
 // split_keys in tiles), so that a short sequence of a batch is not cut

@@ -6,9 +6,8 @@
 // causal mask the tiles with the most keys go in the first wave. Another
 // order is another scheduler type, as PersistentTileScheduler's blocks that
 // walk the same grid's tiles in turn; the mainloops and the epilogue only
-// see the work tile. With split-KV a sequence that fits one query tile has
-// its key range split over blocks (set_split); the epilogue combines the
-// parts.
+// see the work tile. With split-KV each query tile has its key range split
+// over blocks (set_split); the epilogue combines the parts.
 #pragma once
 
 #include "attention/gqa_rows.cuh"
@@ -89,6 +88,7 @@ struct WorkTile {
   KeyRange range;       // key tiles to visit (this split's, with split-KV)
   int split;            // split-KV: which part of the row's keys this block has
   int splits;           // ... of how many (1: the block sees every key of its rows)
+  int tile_x;           // split-KV: the query tile's index from the sequence's last
   // A spec's mask: bit t is set when key tile full_base + t is full by the
   // spec's mask (classified once per query tile, a tile per lane).
   unsigned full_bits;
@@ -141,6 +141,7 @@ struct WorkTile {
     if constexpr (user_mask<C>()) trim_user_empty(prm);
     split = 0;
     splits = 1;
+    tile_x = 0;
   }
 
   // The tile's query heads [h_lo(), h_hi()]: its query head, or (packing
@@ -266,6 +267,15 @@ struct WorkTile {
     }
   }
 
+  // Split-KV: the tile's counter in prm.split_counters, one per (sequence,
+  // head slot, query tile) of the grid (gridDim.x / num_splits tiles per
+  // sequence; the host sizes them in split_plan). The blocks of one tile's
+  // parts count there (epilogue.cuh's last_part).
+  __device__ __forceinline__ int split_counter(const Params<T>& prm) const {
+    const int tiles = static_cast<int>(gridDim.x) / prm.num_splits;
+    return (seq * static_cast<int>(gridDim.y) + static_cast<int>(blockIdx.y)) * tiles + tile_x;
+  }
+
   // Split-KV: this block takes part x of the tile's key range (set_tile
   // first); false when the range has fewer parts (split_keys in
   // tile_config.cuh).
@@ -312,8 +322,8 @@ struct WorkTile {
 };
 
 // The tile of cell (x, y, b) of the launch grid (grid_shape): x counts
-// query tiles from the last (or, with split-KV, the parts of a one-tile
-// sequence), y is a head slot (a kv head when packing GQA, else a query
+// query tiles from the last (with split-KV, num_splits cells per tile, one
+// per part of its keys), y is a head slot (a kv head when packing GQA, else a query
 // head), b the sequence. False when the cell has no tile (the grid covers
 // the longest sequence).
 template <class C, int kBlockM, int kBlockN>
@@ -324,12 +334,16 @@ __device__ __forceinline__ bool tile_at(const Params<typename C::dtype>& prm,
   const int hk = kPack ? y : y / group;
   work.set_sequence(prm, b, hk, group, y);
   if constexpr (C::split_kv) {
-    // A sequence that fits one query tile is split over its keys: block
-    // x is its part x (grid_shape's x covers both uses).
-    if (work.m_tiles() == 1 && prm.num_splits > 1) {
+    // Each query tile is split over its keys: cell x is part
+    // x % num_splits of tile x / num_splits from the last.
+    if (prm.num_splits > 1) {
       constexpr int kMinTiles = C::split_keys > kBlockN ? (C::split_keys + kBlockN - 1) / kBlockN : 1;
-      work.set_tile(prm, b, 0);
-      return work.set_split(prm, x, prm.num_splits, kMinTiles);
+      const int from_last = x / prm.num_splits;
+      const int m_tile = work.m_tiles() - 1 - from_last;
+      if (m_tile < 0) return false;
+      work.set_tile(prm, b, m_tile);
+      work.tile_x = from_last;
+      return work.set_split(prm, x - from_last * prm.num_splits, prm.num_splits, kMinTiles);
     }
   }
   const int m_tile = work.m_tiles() - 1 - x;

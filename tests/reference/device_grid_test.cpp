@@ -7,6 +7,7 @@
 #include <gtest/gtest.h>
 
 #include <map>
+#include <set>
 #include <random>
 #include <tuple>
 #include <vector>
@@ -110,9 +111,10 @@ void check_grid(std::mt19937_64& rng) {
 
 // Split-KV: with num_splits parts, every key tile of every row is visited
 // by exactly one block, the key tiles of an unsplit schedule and no other;
-// the blocks of one (sequence, head slot) agree on their part count, which
-// equals the number of blocks that hold them (the combine waits for that
-// many), and sequences of more than one query tile are not split.
+// the blocks of one query tile agree on their part count, which equals
+// the number of blocks that count on the tile's split counter (the combine
+// waits for that many); no two tiles share a counter, and every counter
+// lies within the [B, grid.y, query tiles] the host sizes.
 template <int kPack, int kBlockM, int kMinTiles>
 void check_split(std::mt19937_64& rng) {
   constexpr int kBlockN = 64;
@@ -136,21 +138,28 @@ void check_split(std::mt19937_64& rng) {
   attention::Params<unsigned short> prm = batch_params(cu_q, cu_k, hq, hkv);
   prm.num_splits = num_splits;
   using Key = std::tuple<int, int, int>;  // (token, head, key tile)
-  // Visits of each key tile by each row, and each (sequence, slot)'s parts.
+  // Visits of each key tile by each row, and the parts counted on each
+  // split counter (with the tile each came from: sequence, head slot, row0).
+  using Tile = std::tuple<int, int, int>;
   const auto visits = [&](auto config, int splits, std::map<Key, int>& seen,
-                          std::map<std::pair<int, int>, std::vector<int>>& parts) {
+                          std::map<int, std::vector<std::pair<Tile, int>>>& parts) {
     using Scheduler = attention::TileScheduler<decltype(config), kBlockM, kBlockN>;
     const LaunchGrid grid = attention_grid(args, kBlockM, kPack != 0, splits);
+    gridDim = HostDim3{grid.x, grid.y, grid.z};
     for (blockIdx.z = 0; blockIdx.z < grid.z; ++blockIdx.z) {
       for (blockIdx.y = 0; blockIdx.y < grid.y; ++blockIdx.y) {
         for (blockIdx.x = 0; blockIdx.x < grid.x; ++blockIdx.x) {
           typename Scheduler::Work work;
           if (!Scheduler::get(prm, work)) continue;
+          int counter = -1;
           if (work.splits > 1) {
-            EXPECT_EQ(work.m_tiles(), 1) << what;
             EXPECT_LE(work.splits, num_splits) << what;
+            counter = work.split_counter(prm);
+            EXPECT_GE(counter, 0) << what;
+            EXPECT_LT(counter, int(grid.z * grid.y * (grid.x / unsigned(splits)))) << what;
           }
-          parts[{int(blockIdx.z), int(blockIdx.y)}].push_back(work.splits);
+          parts[counter].push_back(
+              {Tile{int(blockIdx.z), int(blockIdx.y), work.row0}, work.splits});
           for (int row = work.row0; row < work.row_end; ++row) {
             for (int kt = work.range.first_tile; kt <= work.range.last_tile; ++kt) {
               ++seen[{work.q_begin + work.map.position(row), work.map.head(row), kt}];
@@ -161,7 +170,7 @@ void check_split(std::mt19937_64& rng) {
     }
   };
   std::map<Key, int> whole, split;
-  std::map<std::pair<int, int>, std::vector<int>> whole_parts, split_parts;
+  std::map<int, std::vector<std::pair<Tile, int>>> whole_parts, split_parts;
   visits(Config<kPack>{}, 1, whole, whole_parts);
   visits(Config<kPack, true, kMinTiles * kBlockN>{}, num_splits, split, split_parts);
   ASSERT_EQ(whole.size(), split.size()) << what;
@@ -170,11 +179,19 @@ void check_split(std::mt19937_64& rng) {
                         << " tile " << std::get<2>(key);
     ASSERT_EQ(whole.count(key), 1u) << what;
   }
-  for (const auto& [slot, counts] : split_parts) {
-    // Unsplit slots have one block per query tile, each counting 1 part.
-    const int first = counts.front();
-    for (int c : counts) ASSERT_EQ(c, first) << what;
-    if (first > 1) ASSERT_EQ(int(counts.size()), first) << what;
+  // Split tiles: the blocks on one counter are one tile's, as many as its
+  // part count. (Counter -1 holds the unsplit tiles, one part each.)
+  std::set<Tile> counted;
+  for (const auto& [counter, blocks] : split_parts) {
+    for (const auto& [tile, count] : blocks) {
+      if (counter < 0) {
+        ASSERT_EQ(count, 1) << what;
+        continue;
+      }
+      ASSERT_EQ(tile, blocks.front().first) << what << " counter " << counter;
+      ASSERT_EQ(count, int(blocks.size())) << what << " counter " << counter;
+    }
+    if (counter >= 0) ASSERT_TRUE(counted.insert(blocks.front().first).second) << what;
   }
 }
 
@@ -186,6 +203,10 @@ TEST(DeviceGrid, SplitKvVisitsEveryKeyTileOnce) {
     check_split<1, 64, 1>(rng);
     check_split<1, 64, 4>(rng);
     check_split<0, 64, 2>(rng);
+    // The decode block's 8-row tiles (decode_mma 2): a GQA-16 head, or
+    // two queries at GQA 8, in two or more tiles, each split.
+    check_split<1, 8, 1>(rng);
+    check_split<1, 8, 4>(rng);
   }
 }
 

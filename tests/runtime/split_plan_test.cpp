@@ -59,11 +59,27 @@ TEST_F(SplitPlanTest, DecodeSplitsWhereTheGpuWouldIdleAndNowhereElse) {
   EXPECT_EQ(k->split_plan(decode_args(256, 2048, 32, 8), kSms).workspace_bytes, 0u);
   // Too few keys for two parts of split_keys.
   EXPECT_EQ(k->split_plan(decode_args(1, 700, 64, 8), kSms).num_splits, 1);
-  // Rows past one query tile (16 queries x 8 heads > 64): no split.
+  // Rows past one query tile (16 queries x 8 heads: two tiles of 64 per
+  // kv head, 16 blocks): each tile splits; the counters are per tile.
   AttentionArgs chunk = decode_args(1, 32768, 64, 8);
   chunk.max_seqlen_q = 16;
   chunk.total_q = 16;
+  const SplitPlan two_tiles = k->split_plan(chunk, kSms);
+  EXPECT_GT(two_tiles.num_splits, 1);
+  EXPECT_GE(16 * two_tiles.num_splits, 0.8 * 2 * kSms * 0.85);
+  EXPECT_EQ(two_tiles.lse_offset, 256u);  // 1 x 8 x 2 counters
+  // A prefill chunk's tiles fill the GPU (1024 x 8 / 64 x 8 = 1024 blocks): no split.
+  chunk.max_seqlen_q = chunk.total_q = 1024;
   EXPECT_EQ(k->split_plan(chunk, kSms).num_splits, 1);
+  // Counters for every tile of the grid: 128 sequences of 16 queries over
+  // 8 kv heads, two tiles each, forced to two splits: 2048 counters.
+  AttentionArgs many = decode_args(128, 32768, 64, 8);
+  many.max_seqlen_q = 16;
+  many.total_q = 128 * 16;
+  many.num_splits = 2;
+  const SplitPlan counted = k->split_plan(many, kSms);
+  EXPECT_EQ(counted.num_splits, 2);
+  EXPECT_EQ(counted.lse_offset, 128u * 8 * 2 * 4);
   // Forced: at most the count asked for; 1 means none.
   AttentionArgs forced = decode_args(8, 32768, 64, 8);
   forced.num_splits = 2;
