@@ -42,6 +42,10 @@ inline std::vector<Problem> decode_problems() {
       {"decode_256x2k_d128", 256, 2048, 32, 8, 128, true},
       {"decode_gpt_oss_8x32k", 8, 32768, 64, 8, 64, true, 127, 0, SinkMode::kNullLogit},
   };
+  // GQA 16 (64/4 heads): two 8-row tiles per kv head in the swapped decode
+  // block, one 64-row tile in the others; fp8 only, where the rules differ.
+  Problem gqa16{"decode_32x8k_d128_gqa16_fp8", 32, 8192, 64, 4, 128, true};
+  gqa16.kv_fp8 = true;
   // The same over an fp8 (e4m3) cache (issue 13: at most 0.55x the bf16
   // time); with --try, the tile configurations of the fp8 decode block
   // (decode_mma) checked and timed beside the default.
@@ -59,6 +63,7 @@ inline std::vector<Problem> decode_problems() {
     paged.page_size = 16;
     out.push_back(paged);
   }
+  out.push_back(gqa16);
   for (Problem& pr : out) pr.seqlen_q = 1;
   return out;
 }
