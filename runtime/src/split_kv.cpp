@@ -92,7 +92,7 @@ SplitPlan AttentionKernel::split_plan(const AttentionArgs& a, int sm_count) cons
   const LaunchGrid grid = attention_grid(a, block_m_, pack_gqa_, splits);
   const size_t parts = size_t(splits) * size_t(a.total_q) * size_t(a.num_heads_q);
   plan.counters_offset = 0;
-  // A counter per (sequence, head slot, query tile): epilogue.cuh's last_part.
+  // A counter per (query tile, sequence, head slot): tile_scheduler.cuh's split_counter.
   plan.lse_offset = align256(size_t(a.num_seqs) * grid.y * (grid.x / unsigned(splits)) *
                              sizeof(int32_t));
   plan.o_offset = plan.lse_offset + align256(parts * sizeof(float));

@@ -113,6 +113,10 @@ struct TileConfig {
   // decode_mma 2: the decode block with its products swapped (keys and D
   // as the MMAs' M, the <= 8 rows of the work tile as N; DecodeSwapLayout).
   bool mma_decode_swap;
+  // decode_mma asked for on a variant the decode block serves, with a
+  // block_m it cannot take (decode_mma 1: 16 x warps; 2: 8): a compile
+  // error that says so (prefill.cuh), not the warpgroup path's.
+  bool decode_rows_mismatch;
 };
 
 // The most dynamic shared memory a block may take on sm_90: the SM's less
@@ -279,10 +283,13 @@ ATTNJIT_TILE_CONSTEXPR TileConfig make_tile_config(const TileShape& shape) {
   // then divide the ring's stages for every group count; decode_sm90.cuh.)
   // (Swapped, decode_mma 2: one row group of <= 8 rows, block_m 8, every
   // warp a phase.)
+  c.decode_rows_mismatch = shape.decode_mma && shape.wgmma && shape.split_kv &&
+                           (shape.head_dim == 64 || shape.head_dim == 128) &&
+                           (shape.warps == 4 || shape.warps == 8) &&
+                           shape.block_m != (shape.decode_swap ? 8 : 16 * shape.warps);
   c.mma_decode = shape.decode_mma && shape.wgmma && shape.split_kv &&
                  (shape.head_dim == 64 || shape.head_dim == 128) &&
-                 (shape.warps == 4 || shape.warps == 8) &&
-                 shape.block_m == (shape.decode_swap ? 8 : 16 * shape.warps);
+                 (shape.warps == 4 || shape.warps == 8) && !c.decode_rows_mismatch;
   c.mma_decode_swap = c.mma_decode && shape.decode_swap;
   tile_detail::set_threads(c, 1);
   if (c.mma_decode) {

@@ -267,13 +267,13 @@ struct WorkTile {
     }
   }
 
-  // Split-KV: the tile's counter in prm.split_counters, one per (sequence,
-  // head slot, query tile) of the grid (gridDim.x / num_splits tiles per
-  // sequence; the host sizes them in split_plan). The blocks of one tile's
+  // Split-KV: the tile's counter in prm.split_counters, [query tile from
+  // the last, sequence, head slot] over the grid (gridDim.x / num_splits
+  // tiles; the host sizes them in split_plan). The blocks of one tile's
   // parts count there (epilogue.cuh's last_part).
-  __device__ __forceinline__ int split_counter(const Params<T>& prm) const {
-    const int tiles = static_cast<int>(gridDim.x) / prm.num_splits;
-    return (seq * static_cast<int>(gridDim.y) + static_cast<int>(blockIdx.y)) * tiles + tile_x;
+  __device__ __forceinline__ int split_counter(const Params<T>&) const {
+    return (tile_x * static_cast<int>(gridDim.z) + seq) * static_cast<int>(gridDim.y) +
+           static_cast<int>(blockIdx.y);
   }
 
   // Split-KV: this block takes part x of the tile's key range (set_tile

@@ -145,6 +145,7 @@ TEST(AttentionCompile, DecodeBlockCompilesWithoutSpills) {
           for (const int stages : {8, 3}) {
             work.push_back(make_signature(spec, set, options,
                                           {{"decode_mma", 1},
+                                           {"block_m", 64},
                                            {"block_n", block_n},
                                            {"stages", stages},
                                            {"min_blocks", blocks}}));
@@ -184,7 +185,7 @@ TEST(AttentionCompile, DecodeBlockCompilesWithoutSpills) {
   const Signature too_big = make_signature(
       spec,
       resolve_flags(spec, parse_flag_assignments(spec, "head_dim=128,split_kv=true,causal=true")),
-      options, {{"decode_mma", 1}, {"block_n", 64}, {"stages", 8}});
+      options, {{"decode_mma", 1}, {"block_m", 64}, {"block_n", 64}, {"stages", 8}});
   try {
     compile_source(generate_source(spec, too_big), too_big.options);
     ADD_FAILURE() << "a decode block over 227 KiB compiled";

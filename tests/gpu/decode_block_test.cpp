@@ -69,6 +69,7 @@ std::vector<DecodeCase> decode_cases() {
           for (const int stages : {8, 3}) {
             cases.push_back({f,
                              {{"decode_mma", 1},
+                              {"block_m", 64},
                               {"block_n", block_n},
                               {"stages", stages},
                               {"min_blocks", blocks}}});

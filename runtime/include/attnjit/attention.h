@@ -139,9 +139,9 @@ struct AttentionArgs {
 };
 
 // The split schedule of one launch of a split variant: the split count and
-// the workspace it needs (0 bytes for one split): counters [B, grid.y,
-// query tiles] int32, then lse parts [splits, total_q, Hq] and output parts [splits,
-// total_q, Hq, D] fp32, each 256-byte aligned.
+// the workspace it needs (0 bytes for one split): counters [query tiles,
+// B, grid.y] int32, then lse parts [splits, total_q, Hq] and output parts
+// [splits, total_q, Hq, D] fp32, each 256-byte aligned.
 struct SplitPlan {
   int num_splits = 1;
   size_t counters_offset = 0, lse_offset = 0, o_offset = 0;
