@@ -190,16 +190,17 @@ struct DecodeSwapLayout : DecodeLayout<D, BN, kBytes> {
 
 // The decode block's schedule: which key tiles each consumer warp takes and
 // the mbarrier parities of the ring, for `warps` consumer warps over a
-// work tile of `rows` rows (tests/reference/decode_layout_test.cpp runs
+// work tile of `rows` rows in groups of `group_rows` (16; the swapped
+// block's 8) (tests/reference/decode_layout_test.cpp runs
 // the producer and the warps on a model of the mbarriers with it). Tile i
 // of the work tile (counted from its first) sits in stage i % stages; the
 // n-th use of a stage completes phase n of its barriers.
 struct DecodeSchedule {
-  int groups;  // row groups of 16 (1 .. warps)
+  int groups;  // row groups (1 .. warps)
   int phases;  // warps per group: warp w takes the tiles i with i % phases == w / groups
 
-  static ATTNJIT_LAYOUT_FN DecodeSchedule of(int rows, int warps) {
-    const int g = (rows + 15) / 16;
+  static ATTNJIT_LAYOUT_FN DecodeSchedule of(int rows, int warps, int group_rows = 16) {
+    const int g = (rows + group_rows - 1) / group_rows;
     const int groups = g < 1 ? 1 : g > warps ? warps : g;
     return DecodeSchedule{groups, warps / groups};
   }

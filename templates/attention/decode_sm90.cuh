@@ -93,6 +93,8 @@ struct DecodeSm90 {
   // the work tile's <= 8 rows as N, its own softmax over those fragments.
   static constexpr bool kSwap = kTile.mma_decode_swap;
   using Swap = DecodeSwapLayout<D, BN, kFp8 ? 1 : 2>;
+  // A row group's rows: 16 (a warp's m16 tiles), swapped 8 (its n8 block).
+  static constexpr int kGroupRows = kSwap ? 8 : 16;
   using KvSourceType = KV;
   using Softmax = OnlineSoftmax<kScoreBlocks, kOutBlocks, false>;
   // The key loop's fragment blocks (scores, output) and softmax: the
@@ -106,8 +108,9 @@ struct DecodeSm90 {
                 "decode block: the ring, the Q tiles and the barriers need more shared memory "
                 "than a block may have (227 KiB): fewer stages (they round up to a multiple of "
                 "the warps) or a shorter key tile");
-  static_assert(BM == (kSwap ? 8 : 16 * kWarps),
-                "decode block: block_m is 16 rows per consumer warp (swapped: 8 in all)");
+  static_assert(kSwap ? BM % 8 == 0 && BM <= 8 * kWarps : BM == 16 * kWarps,
+                "decode block: block_m is 16 rows per consumer warp (swapped: groups of 8, at "
+                "most one per warp)");
   static_assert(BN % 16 == 0 && kSteps % 2 == 0, "decode block: 16-key steps, pairs of units");
   static_assert(kStages % kWarps == 0, "decode block: the ring's stages a multiple of the warps");
   static_assert(Layout::kRawSwizzle == kTile.swizzle_bytes,
@@ -151,7 +154,7 @@ struct DecodeSm90 {
   // The warps' tiles and the ring's parities (decode_layout.cuh).
   template <class Work>
   static __device__ __forceinline__ DecodeSchedule schedule_of(const Work& work) {
-    return DecodeSchedule::of(work.row_end - work.row0, kWarps);
+    return DecodeSchedule::of(work.row_end - work.row0, kWarps, kGroupRows);
   }
 
   // By one thread before the block's barrier.
@@ -218,7 +221,7 @@ struct DecodeSm90 {
 
     template <class Epilogue, class Work>
     __device__ __forceinline__ void run(const Work& work) {
-      warp_row = work.row0 + 16 * group;
+      warp_row = work.row0 + kGroupRows * group;
       LoopSoftmax state;
       const bool active = phase < phases;  // (DecodeSchedule::active)
       float o[kLoopOut][4];
@@ -240,10 +243,10 @@ struct DecodeSm90 {
         float out[kOutBlocks][4];
         combine(softmax, out);
         __syncwarp();  // (the epilogue stages its rows over this warp's part)
-        // Swapped, the work tile is 8 rows: the epilogue's 16 stop at the
-        // tile's end (the next tile's rows are another block's).
+        // Swapped, a group is 8 rows: the epilogue's 16 stop at its end
+        // (the next group's rows are another warp's, or another block's).
         Work bounded = work;
-        if constexpr (kSwap) bounded.map.rows = ptx::imin(work.map.rows, work.row_end);
+        if constexpr (kSwap) bounded.map.rows = ptx::imin(work.map.rows, warp_row + kGroupRows);
         Epilogue::store(prm, bounded, softmax, out, reinterpret_cast<T*>(sm.part(warp)), warp_row,
                         lane);
       }

@@ -54,7 +54,8 @@ __device__ __forceinline__ void attention_prefill_body(
   using Epilogue = attention::Epilogue<C>;
 #if ATTNJIT_HAS_WGMMA
   static_assert(!attention::tile_config<C>().decode_rows_mismatch,
-                "tuning: decode_mma 1 needs block_m = 16 x warps, decode_mma 2 needs block_m 8");
+                "tuning: decode_mma 1 needs block_m = 16 x warps, decode_mma 2 a multiple of 8 "
+                "up to 8 x warps");
   if constexpr (C::wgmma != 0 && attention::tile_config<C>().mma_decode) {
     // The decode block (tuning param decode_mma, decode_sm90.cuh).
     attention::forward_decode_sm90<C, Scheduler, attention::DecodeSm90<C, KV>, Epilogue>(prm);

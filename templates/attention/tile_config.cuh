@@ -111,7 +111,7 @@ struct TileConfig {
   // own barrier, 0.77 ms against 0.53 for bf16.
   bool mma_decode;
   // decode_mma 2: the decode block with its products swapped (keys and D
-  // as the MMAs' M, the <= 8 rows of the work tile as N; DecodeSwapLayout).
+  // as the MMAs' M, each row group's <= 8 rows as N; DecodeSwapLayout).
   bool mma_decode_swap;
   // decode_mma asked for on a variant the decode block serves, with a
   // block_m it cannot take (decode_mma 1: 16 x warps; 2: 8): a compile
@@ -281,12 +281,15 @@ ATTNJIT_TILE_CONSTEXPR TileConfig make_tile_config(const TileShape& shape) {
   c.persistent = shape.persistent && shape.wgmma && !shape.split_kv && !shape.kv_fp8;
   // (4 or 8 warps of 16 rows each: the phases, warps / groups of rows,
   // then divide the ring's stages for every group count; decode_sm90.cuh.)
-  // (Swapped, decode_mma 2: one row group of <= 8 rows, block_m 8, every
-  // warp a phase.)
+  // (Swapped, decode_mma 2: row groups of 8, at most one per warp, so
+  // block_m 8 .. 8 x warps; block_m 8 makes every warp a phase.)
+  const bool decode_rows_fit =
+      shape.decode_swap ? shape.block_m % 8 == 0 && shape.block_m >= 8 &&
+                              shape.block_m <= 8 * shape.warps
+                        : shape.block_m == 16 * shape.warps;
   c.decode_rows_mismatch = shape.decode_mma && shape.wgmma && shape.split_kv &&
                            (shape.head_dim == 64 || shape.head_dim == 128) &&
-                           (shape.warps == 4 || shape.warps == 8) &&
-                           shape.block_m != (shape.decode_swap ? 8 : 16 * shape.warps);
+                           (shape.warps == 4 || shape.warps == 8) && !decode_rows_fit;
   c.mma_decode = shape.decode_mma && shape.wgmma && shape.split_kv &&
                  (shape.head_dim == 64 || shape.head_dim == 128) &&
                  (shape.warps == 4 || shape.warps == 8) && !c.decode_rows_mismatch;

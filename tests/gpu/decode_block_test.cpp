@@ -82,6 +82,14 @@ std::vector<DecodeCase> decode_cases() {
                             {"block_n", block_n},
                             {"stages", 8},
                             {"min_blocks", blocks}}});
+          // Swapped in groups of 8 rows, up to four in a tile (GQA 16, the
+          // 3-query decode of the shapes, the prefill shapes' 32-row tiles).
+          cases.push_back({f,
+                           {{"decode_mma", 2},
+                            {"block_m", 32},
+                            {"block_n", block_n},
+                            {"stages", 8},
+                            {"min_blocks", blocks}}});
         }
       }
     }
@@ -146,7 +154,10 @@ INSTANTIATE_TEST_SUITE_P(Kv, DecodeBlock, ::testing::ValuesIn(decode_cases()),
                                   std::to_string(t.at("block_n")) + "_s" +
                                   std::to_string(t.at("stages")) +
                                   (warps == t.end() ? "" : "_w" + std::to_string(warps->second)) +
-                                  (t.at("decode_mma") == 2 ? "_swapped" : "");
+                                  (t.at("decode_mma") == 2 ? "_swapped" : "") +
+                                  (t.at("decode_mma") == 2 && t.at("block_m") > 8
+                                       ? "_m" + std::to_string(t.at("block_m"))
+                                       : "");
                          });
 
 }  // namespace

@@ -49,10 +49,12 @@ struct ModelBarrier {
   bool passed(unsigned parity) const { return unsigned(phase & 1) != parity; }
 };
 
-void run_ring(std::mt19937& rng, int warps, int rows, int stages, int tiles, int copies) {
+void run_ring(std::mt19937& rng, int warps, int rows, int stages, int tiles, int copies,
+              int group_rows = 16) {
   using attention::DecodeSchedule;
-  const DecodeSchedule schedule = DecodeSchedule::of(rows, warps);
+  const DecodeSchedule schedule = DecodeSchedule::of(rows, warps, group_rows);
   const std::string what = "warps " + std::to_string(warps) + " rows " + std::to_string(rows) +
+                           " groups of " + std::to_string(group_rows) +
                            " stages " + std::to_string(stages) + " tiles " + std::to_string(tiles) +
                            " copies " + std::to_string(copies);
   std::vector<ModelBarrier> staged(stages), empty(stages);
@@ -147,6 +149,12 @@ TEST(DecodeLayout, TheRingNeitherLosesNorHangs) {
             run_ring(rng, warps, rows, stages, tiles, copies);
             if (::testing::Test::HasFatalFailure()) return;
           }
+        }
+        // The swapped block's groups of 8 rows (block_m up to 8 x warps).
+        for (const int rows : {1, 8, 9, 16, 17, 24, 8 * warps}) {
+          const int tiles = std::uniform_int_distribution<int>(0, 3 * stages + 5)(rng);
+          run_ring(rng, warps, rows, stages, tiles, 1, 8);
+          if (::testing::Test::HasFatalFailure()) return;
         }
       }
     }
