@@ -6,7 +6,7 @@
 #   STAGES="build paged" PAGED_ARGS=--quick (paged stage: bench_paged.py's arguments)
 #   PAGED_AB_ENV="ATTNJIT_TUNING=block_n=64|ATTNJIT_TUNING=stages=3" (paged stage: run bench_paged.py again
 #   with these variables set, for an A/B of a runtime switch in one call; scope a split-only
-#   param to the split variants, ATTNJIT_TUNING=split_kv=true:decode_mma=1,stages=8, or it
+#   param to the split variants, ATTNJIT_TUNING=split_kv=true:decode_mma=1,block_m=64,stages=8, or it
 #   reaches the prefill variant a decode gets first too)
 #   STAGES="build decode" DECODE_ARGS=--quick (decode stage: bench_decode.py's arguments;
 #   DECODE_AB_ENV as PAGED_AB_ENV)

@@ -470,10 +470,10 @@ void AttentionKernel::launch_this(const AttentionArgs& a, CuStream stream,
     plan = split_plan(a);
     params.num_splits = plan.num_splits;
     if (plan.num_splits > 1) {
-      char* ws = static_cast<char*>(split_workspace(a, plan, stream));
-      params.split_counters = reinterpret_cast<int32_t*>(ws + plan.counters_offset);
-      params.lse_partial = reinterpret_cast<float*>(ws + plan.lse_offset);
-      params.o_partial = reinterpret_cast<float*>(ws + plan.o_offset);
+      const SplitScratch ws = split_workspace(a, plan, stream);
+      params.split_counters = reinterpret_cast<int32_t*>(ws.base + plan.counters_offset);
+      params.lse_partial = reinterpret_cast<float*>(ws.base + ws.parts_shift + plan.lse_offset);
+      params.o_partial = reinterpret_cast<float*>(ws.base + ws.parts_shift + plan.o_offset);
     }
   }
   // The warpgroup kernels copy k and v tiles through TMA maps; the others

@@ -471,6 +471,16 @@ void Driver::memset_d8(CuDevicePtr dst, unsigned char value, size_t bytes) {
   impl_->check(impl_->api.memset_d8(dst, value, bytes), "cuMemsetD8");
 }
 
+void Driver::memset_d8_async(CuDevicePtr dst, unsigned char value, size_t bytes, CuStream stream) {
+  using MemsetAsync = CUresult (*)(CUdeviceptr, unsigned char, size_t, CUstream);
+  static const MemsetAsync memset_async = reinterpret_cast<MemsetAsync>(symbol("cuMemsetD8Async"));
+  if (memset_async == nullptr) {
+    throw Error(ErrorKind::kDriver, "the CUDA driver has no cuMemsetD8Async");
+  }
+  current_or_primary_context();
+  impl_->check(memset_async(dst, value, bytes, stream), "cuMemsetD8Async");
+}
+
 void Driver::synchronize() {
   current_or_primary_context();
   impl_->check(impl_->api.ctx_synchronize(), "cuCtxSynchronize");

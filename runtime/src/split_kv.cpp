@@ -37,6 +37,8 @@ int64_t visible_keys(const AttentionFlags& flags, const AttentionArgs& a) {
 struct WorkspaceCache {
   std::mutex mutex;
   std::map<std::pair<unsigned long long, CuStream>, std::pair<CuDevicePtr, size_t>> buffers;
+  // Every buffer's CounterState (counters_to_clear), the callers' among them.
+  std::map<CuDevicePtr, CounterState> counters;
 };
 
 WorkspaceCache& workspace_cache() {
@@ -58,6 +60,10 @@ SplitPlan AttentionKernel::split_plan(const AttentionArgs& a, int sm_count) cons
   // decode block's 8-row tiles: two for GQA 16, or for two queries at
   // GQA 8) split as one would.
   const int64_t m_tiles = (int64_t(a.max_seqlen_q) * group + block_m_ - 1) / block_m_;
+  // More than 8 tiles (a decode's 64 packed rows at the swapped block's 8)
+  // is a prefill: no split, even forced (its parts and grid would grow with
+  // its length).
+  if (m_tiles > 8) return plan;
   const int64_t slots =
       int64_t(a.num_seqs) * (pack_gqa_ ? a.num_heads_kv : a.num_heads_q) * m_tiles;
   const int64_t tiles = (visible_keys(flags_, a) + block_n_ - 1) / block_n_;
@@ -136,7 +142,27 @@ AttentionKernel& AttentionKernel::for_args(const AttentionArgs& a) {
   return *split_ready_.load(std::memory_order_acquire);
 }
 
-void* split_workspace(const AttentionArgs& a, const SplitPlan& plan, CuStream stream) {
+namespace {
+
+// Zeroes what the launch's counters need in `buffer` (capacity bytes, its
+// parts at the top) and says where the parts go. Under cache.mutex.
+SplitScratch place_split(WorkspaceCache& cache, CuDevicePtr buffer, size_t capacity,
+                         const SplitPlan& plan, CuStream stream) {
+  const size_t counter_bytes = plan.lse_offset;
+  const size_t parts_bytes = plan.workspace_bytes - plan.lse_offset;
+  CounterState& state =
+      cache.counters.try_emplace(buffer, CounterState{capacity, capacity}).first->second;
+  const CounterClear clear = counters_to_clear(state, counter_bytes, capacity, parts_bytes,
+                                               Driver::get().stream_capturing(stream));
+  if (clear.to > clear.from) {
+    Driver::get().memset_d8_async(buffer + clear.from, 0, clear.to - clear.from, stream);
+  }
+  return SplitScratch{reinterpret_cast<char*>(buffer), capacity - plan.workspace_bytes};
+}
+
+}  // namespace
+
+SplitScratch split_workspace(const AttentionArgs& a, const SplitPlan& plan, CuStream stream) {
   if (a.workspace != nullptr) {
     if (a.workspace_bytes < plan.workspace_bytes) {
       throw Error(ErrorKind::kArgument,
@@ -147,7 +173,11 @@ void* split_workspace(const AttentionArgs& a, const SplitPlan& plan, CuStream st
     if ((reinterpret_cast<uintptr_t>(a.workspace) & 255) != 0) {
       throw Error(ErrorKind::kArgument, "attention: the workspace must be 256-byte aligned");
     }
-    return a.workspace;
+    // (The parts at the top of the caller's bytes, 256-aligned.)
+    const size_t capacity = a.workspace_bytes / 256 * 256;
+    WorkspaceCache& cache = workspace_cache();
+    std::lock_guard<std::mutex> lock(cache.mutex);
+    return place_split(cache, reinterpret_cast<CuDevicePtr>(a.workspace), capacity, plan, stream);
   }
   Driver& driver = Driver::get();
   const CuContext ctx = driver.current_or_primary_context();
@@ -170,7 +200,7 @@ void* split_workspace(const AttentionArgs& a, const SplitPlan& plan, CuStream st
     ptr = fresh;
     bytes = grown;
   }
-  return reinterpret_cast<void*>(ptr);
+  return place_split(cache, ptr, bytes, plan, stream);
 }
 
 }  // namespace attnjit

@@ -251,11 +251,30 @@ TEST(TileConfig, Fp8DecodeBlock) {
   EXPECT_FALSE(make_tile_config(other).mma_decode);
   other.wgmma = true;
   // Only 16-row warps, four or eight of them (the phases must divide the
-  // ring for every count of row groups): else the warpgroup path.
+  // ring for every count of row groups): another block_m is a mismatch,
+  // which the kernel makes a compile error (prefill.cuh).
   other.block_m = 128;
   EXPECT_FALSE(make_tile_config(other).mma_decode);
+  EXPECT_TRUE(make_tile_config(other).decode_rows_mismatch);
   other.warps = 8;
   EXPECT_TRUE(make_tile_config(other).mma_decode);
+  EXPECT_FALSE(make_tile_config(other).decode_rows_mismatch);
+  // Swapped: groups of 8 rows, 8 .. 8 x warps of them.
+  TileShape swapped = other;
+  swapped.decode_swap = true;
+  for (const int rows : {8, 16, 32, 64}) {
+    swapped.block_m = rows;
+    EXPECT_TRUE(make_tile_config(swapped).mma_decode_swap) << rows;
+    EXPECT_FALSE(make_tile_config(swapped).decode_rows_mismatch) << rows;
+  }
+  for (const int rows : {4, 12, 72, 128}) {
+    swapped.block_m = rows;
+    EXPECT_FALSE(make_tile_config(swapped).mma_decode) << rows;
+    EXPECT_TRUE(make_tile_config(swapped).decode_rows_mismatch) << rows;
+  }
+  // Where the block does not apply (no split), no mismatch either.
+  swapped.split_kv = false;
+  EXPECT_FALSE(make_tile_config(swapped).decode_rows_mismatch);
   other.block_m = 192;
   other.warps = 12;
   EXPECT_FALSE(make_tile_config(other).mma_decode);

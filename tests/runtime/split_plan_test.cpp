@@ -71,6 +71,13 @@ TEST_F(SplitPlanTest, DecodeSplitsWhereTheGpuWouldIdleAndNowhereElse) {
   // A prefill chunk's tiles fill the GPU (1024 x 8 / 64 x 8 = 1024 blocks): no split.
   chunk.max_seqlen_q = chunk.total_q = 1024;
   EXPECT_EQ(k->split_plan(chunk, kSms).num_splits, 1);
+  // Nor when the caller forces a count (an engine's graph bucket): a 32k
+  // prefill's parts would take a gigabyte.
+  AttentionArgs prefill = chunk;
+  prefill.max_seqlen_q = prefill.total_q = 32768;
+  prefill.num_splits = 2;
+  EXPECT_EQ(k->split_plan(prefill, kSms).num_splits, 1);
+  EXPECT_EQ(k->split_plan(prefill, kSms).workspace_bytes, 0u);
   // Counters for every tile of the grid: 128 sequences of 16 queries over
   // 8 kv heads, two tiles each, forced to two splits: 2048 counters.
   AttentionArgs many = decode_args(128, 32768, 64, 8);
@@ -86,6 +93,37 @@ TEST_F(SplitPlanTest, DecodeSplitsWhereTheGpuWouldIdleAndNowhereElse) {
   EXPECT_EQ(k->split_plan(forced, kSms).num_splits, 2);
   forced.num_splits = 1;
   EXPECT_EQ(k->split_plan(forced, kSms).num_splits, 1);
+}
+
+// The fp8 rules' swapped decode block (8-row tiles): GQA 16 or two queries
+// at GQA 8 take two tiles per kv head, and each splits, with a counter per
+// tile.
+TEST_F(SplitPlanTest, TheSwappedBlocksTilesEachSplit) {
+  AttentionFlags flags;
+  flags.head_dim = 128;
+  flags.causal = true;
+  flags.split_kv = true;
+  flags.kv_dtype = KvDType::kFp8E4M3;
+  auto k = kernel(flags);
+  // 32 sequences x 4 kv heads x 2 tiles (64/4 heads) = 256 blocks before
+  // splitting, on 264 slots: little to gain.
+  const SplitPlan gqa16 = k->split_plan(decode_args(32, 8192, 64, 4), kSms);
+  // 8 x 4 x 2 = 64: split, counters 8 x 4 x 2 x 4 B = 256 B.
+  const SplitPlan few = k->split_plan(decode_args(8, 8192, 64, 4), kSms);
+  EXPECT_GT(few.num_splits, 1);
+  EXPECT_GE(64 * few.num_splits, 0.8 * 2 * kSms * 0.85);
+  EXPECT_EQ(few.lse_offset, 256u);
+  // 64 sequences x 8 kv heads x 2 tiles: 1024 counters.
+  AttentionArgs two_queries = decode_args(64, 8192, 32, 8);
+  two_queries.max_seqlen_q = 2;
+  two_queries.total_q = 128;
+  two_queries.num_splits = 2;
+  const SplitPlan forced = k->split_plan(two_queries, kSms);
+  EXPECT_EQ(forced.num_splits, 2);
+  EXPECT_EQ(forced.lse_offset, 64u * 8 * 1 * 4);  // GQA 4 x 2 queries: one 8-row tile
+  two_queries.num_heads_q = 64;                   // GQA 8 x 2 queries: two
+  EXPECT_EQ(k->split_plan(two_queries, kSms).lse_offset, 64u * 8 * 2 * 4);
+  EXPECT_LE(gqa16.num_splits, 2);
 }
 
 TEST_F(SplitPlanTest, AWindowBoundsTheKeysThatCountForSplitting) {

@@ -51,7 +51,7 @@ struct AttentionFlags {
   // attention over the dequantized k = k8 * k_scale, v = v8 * v_scale.
   KvDType kv_dtype = KvDType::kSame;
   // A schedule, not a mode (the result is the same up to fp32 rounding):
-  // one-tile sequences split their keys over several blocks. launch()
+  // a decode's query tiles split their keys over several blocks. launch()
   // picks a split variant by itself for decode-shaped batches (see
   // AttentionArgs::num_splits); set it to ask for one directly.
   bool split_kv = false;

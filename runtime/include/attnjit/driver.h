@@ -107,6 +107,8 @@ class Driver {
   void copy_to_device(CuDevicePtr dst, const void* src, size_t bytes);
   void copy_to_host(void* dst, CuDevicePtr src, size_t bytes);
   void memset_d8(CuDevicePtr dst, unsigned char value, size_t bytes);
+  // Stream-ordered (and captured into a CUDA graph when the stream is).
+  void memset_d8_async(CuDevicePtr dst, unsigned char value, size_t bytes, CuStream stream);
   void synchronize();  // the current context
   // Whether `stream` is being captured into a CUDA graph (false where the
   // driver lacks cuStreamIsCapturing).
