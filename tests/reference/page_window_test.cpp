@@ -130,6 +130,10 @@ TEST(PageWindow, AWholeSequenceReadsItsEntriesOnceEach) {
   }
 }
 
+// The window's base and its three entries.
+using Entries = std::array<int, 4>;
+Entries entries(const PageWindow& w) { return {w.base, w.cur, w.next, w.ahead}; }
+
 // Tiles far apart (a persistent block's next work tile, a jump) reload
 // the window instead of using a stale one.
 TEST(PageWindow, AJumpReloadsTheWindow) {
@@ -141,31 +145,19 @@ TEST(PageWindow, AJumpReloadsTheWindow) {
   };
   const int n_pages = 1000;
   attention::window_to(w, 5, 3, n_pages, load);
-  EXPECT_EQ(w.base, 0);
-  EXPECT_EQ(w.cur, 1003);
-  EXPECT_EQ(w.next, 1035);
-  EXPECT_EQ(w.ahead, 1067);
+  EXPECT_EQ(entries(w), (Entries{0, 1003, 1035, 1067}));
   EXPECT_EQ(loads, 3);
   attention::window_to(w, 31, 3, n_pages, load);  // the same window
   EXPECT_EQ(loads, 3);
   attention::window_to(w, 40, 3, n_pages, load);  // on by 32: cur and next were loaded
-  EXPECT_EQ(w.base, 32);
-  EXPECT_EQ(w.cur, 1035);
-  EXPECT_EQ(w.next, 1067);
-  EXPECT_EQ(w.ahead, 1099);
+  EXPECT_EQ(entries(w), (Entries{32, 1035, 1067, 1099}));
   EXPECT_EQ(loads, 4);
   attention::window_to(w, 200, 3, n_pages, load);  // a jump: all three loaded
-  EXPECT_EQ(w.base, 192);
-  EXPECT_EQ(w.cur, 1195);
-  EXPECT_EQ(w.next, 1227);
-  EXPECT_EQ(w.ahead, 1259);
+  EXPECT_EQ(entries(w), (Entries{192, 1195, 1227, 1259}));
   EXPECT_EQ(loads, 7);
   // Near the sequence's end: entries past its 1000 pages are 0, not read.
   attention::window_to(w, 990, 3, n_pages, load);
-  EXPECT_EQ(w.base, 960);
-  EXPECT_EQ(w.cur, 1963);
-  EXPECT_EQ(w.next, 1995);
-  EXPECT_EQ(w.ahead, 0);
+  EXPECT_EQ(entries(w), (Entries{960, 1963, 1995, 0}));
   EXPECT_EQ(loads, 9);
 }
 

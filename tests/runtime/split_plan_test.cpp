@@ -26,6 +26,15 @@ AttentionArgs decode_args(int batch, int keys, int hq, int hkv) {
   return a;
 }
 
+// A causal split-KV variant of head dim d.
+AttentionFlags split_flags(int d) {
+  AttentionFlags flags;
+  flags.head_dim = d;
+  flags.causal = true;
+  flags.split_kv = true;
+  return flags;
+}
+
 class SplitPlanTest : public ::testing::Test {
  protected:
   SplitPlanTest() : cache_(CacheConfig{}), target_(parse_target("sm_90a")) {}
@@ -37,11 +46,7 @@ class SplitPlanTest : public ::testing::Test {
 };
 
 TEST_F(SplitPlanTest, DecodeSplitsWhereTheGpuWouldIdleAndNowhereElse) {
-  AttentionFlags flags;
-  flags.head_dim = 64;
-  flags.causal = true;
-  flags.split_kv = true;
-  auto k = kernel(flags);
+  auto k = kernel(split_flags(64));
   // 8 sequences x 8 kv heads = 64 blocks on 264 slots: split, enough to
   // fill most of a wave, each part at least split_keys long.
   const SplitPlan few = k->split_plan(decode_args(8, 32768, 64, 8), kSms);
@@ -99,10 +104,7 @@ TEST_F(SplitPlanTest, DecodeSplitsWhereTheGpuWouldIdleAndNowhereElse) {
 // at GQA 8 take two tiles per kv head, and each splits, with a counter per
 // tile.
 TEST_F(SplitPlanTest, TheSwappedBlocksTilesEachSplit) {
-  AttentionFlags flags;
-  flags.head_dim = 128;
-  flags.causal = true;
-  flags.split_kv = true;
+  AttentionFlags flags = split_flags(128);
   flags.kv_dtype = KvDType::kFp8E4M3;
   auto k = kernel(flags);
   // 32 sequences x 4 kv heads x 2 tiles (64/4 heads) = 256 blocks before
@@ -113,7 +115,8 @@ TEST_F(SplitPlanTest, TheSwappedBlocksTilesEachSplit) {
   EXPECT_GT(few.num_splits, 1);
   EXPECT_GE(64 * few.num_splits, 0.8 * 2 * kSms * 0.85);
   EXPECT_EQ(few.lse_offset, 256u);
-  // 64 sequences x 8 kv heads x 2 tiles: 1024 counters.
+  // Two queries per sequence, 64 sequences over 8 kv heads, forced to 2
+  // splits: the counters are 64 x 8 x the tiles.
   AttentionArgs two_queries = decode_args(64, 8192, 32, 8);
   two_queries.max_seqlen_q = 2;
   two_queries.total_q = 128;
@@ -127,12 +130,9 @@ TEST_F(SplitPlanTest, TheSwappedBlocksTilesEachSplit) {
 }
 
 TEST_F(SplitPlanTest, AWindowBoundsTheKeysThatCountForSplitting) {
-  AttentionFlags flags;
-  flags.head_dim = 64;
-  flags.causal = true;
+  AttentionFlags flags = split_flags(64);
   flags.window = true;
   flags.sinks = SinkMode::kNullLogit;
-  flags.split_kv = true;
   auto k = kernel(flags);
   AttentionArgs a = decode_args(8, 32768, 64, 8);
   a.window_left = 127;
