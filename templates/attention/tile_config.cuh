@@ -287,12 +287,13 @@ ATTNJIT_TILE_CONSTEXPR TileConfig make_tile_config(const TileShape& shape) {
       shape.decode_swap ? shape.block_m % 8 == 0 && shape.block_m >= 8 &&
                               shape.block_m <= 8 * shape.warps
                         : shape.block_m == 16 * shape.warps;
-  c.decode_rows_mismatch = shape.decode_mma && shape.wgmma && shape.split_kv &&
-                           (shape.head_dim == 64 || shape.head_dim == 128) &&
-                           (shape.warps == 4 || shape.warps == 8) && !decode_rows_fit;
-  c.mma_decode = shape.decode_mma && shape.wgmma && shape.split_kv &&
-                 (shape.head_dim == 64 || shape.head_dim == 128) &&
-                 (shape.warps == 4 || shape.warps == 8) && !c.decode_rows_mismatch;
+  // Where the decode block serves a variant that asks for it, whose rows
+  // then must fit it.
+  const bool decode_serves = shape.decode_mma && shape.wgmma && shape.split_kv &&
+                             (shape.head_dim == 64 || shape.head_dim == 128) &&
+                             (shape.warps == 4 || shape.warps == 8);
+  c.decode_rows_mismatch = decode_serves && !decode_rows_fit;
+  c.mma_decode = decode_serves && decode_rows_fit;
   c.mma_decode_swap = c.mma_decode && shape.decode_swap;
   tile_detail::set_threads(c, 1);
   if (c.mma_decode) {
