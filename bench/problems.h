@@ -2,6 +2,7 @@
 // kernel benchmark and (mirrored) bench/bench_attention.py.
 #pragma once
 
+#include <algorithm>
 #include <string>
 #include <utility>
 #include <vector>
@@ -57,8 +58,10 @@ inline std::vector<Problem> decode_problems() {
   }
   // And over a paged cache of 16-token pages (the engines' small pages),
   // bf16 and fp8: what bench_decode.py times, here for --try.
-  for (size_t i : {size_t(0), size_t(1), size_t(4), size_t(5)}) {
-    Problem paged = out[i];
+  for (const char* name :
+       {"decode_8x32k_d64", "decode_64x8k_d128", "decode_8x32k_d64_fp8", "decode_64x8k_d128_fp8"}) {
+    Problem paged =
+        *std::find_if(out.begin(), out.end(), [&](const Problem& pr) { return pr.name == name; });
     paged.name += "_p16";
     paged.page_size = 16;
     out.push_back(paged);

@@ -364,11 +364,11 @@ std::shared_ptr<AttentionKernel> AttentionKernel::get(
   // cache's own memory level still serves them.
   const bool memoize = tuning_overrides.empty();
   const std::string key = memo_key(cache, flags.str() + env_tuning().memo_suffix, options);
-  const std::map<std::string, int64_t>& tuning =
-      tuning_overrides.empty() ? env_tuning().values_for(flags) : tuning_overrides;
   if (memoize) {
     if (auto hit = memo_find(key)) return hit;
   }
+  const std::map<std::string, int64_t>& tuning =
+      tuning_overrides.empty() ? env_tuning().values_for(flags) : tuning_overrides;
   // A memo miss: the first request of this variant in this process (and
   // cache), where record mode (ATTNJIT_RECORD) appends it to its manifest.
   if (memoize) record_requested_variant(spec.family, flags, t);
@@ -471,9 +471,9 @@ void AttentionKernel::launch_this(const AttentionArgs& a, CuStream stream,
     params.num_splits = plan.num_splits;
     if (plan.num_splits > 1) {
       const SplitScratch ws = split_workspace(a, plan, stream);
-      params.split_counters = reinterpret_cast<int32_t*>(ws.base + plan.counters_offset);
-      params.lse_partial = reinterpret_cast<float*>(ws.base + ws.parts_shift + plan.lse_offset);
-      params.o_partial = reinterpret_cast<float*>(ws.base + ws.parts_shift + plan.o_offset);
+      params.split_counters = ws.counters;
+      params.lse_partial = ws.lse;
+      params.o_partial = ws.o;
     }
   }
   // The warpgroup kernels copy k and v tiles through TMA maps; the others

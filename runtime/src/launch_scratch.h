@@ -5,6 +5,7 @@
 #pragma once
 
 #include <cstddef>
+#include <cstdint>
 
 #include "attnjit/attention.h"
 #include "attnjit/driver.h"
@@ -31,12 +32,18 @@ struct CounterClear {
 };
 // A captured launch zeroes its counters whenever they pass the first 256
 // bytes (what it finds at a replay is not known now); an eager one the
-// bytes of them that launches' parts may have written.
-inline CounterClear counters_to_clear(CounterState& state, size_t counter_bytes, size_t capacity,
-                                      size_t parts_bytes, bool capturing) {
+// bytes of them that launches' parts may have written. `capturing()` says
+// whether the launch's stream is being captured, asked only where the
+// answer matters: counters past 256 bytes, or parts below a captured
+// launch's. (Else both answers leave counters and state as they are:
+// parts never reach below 256 bytes, so neither does `dirty`.)
+template <class Capturing>
+CounterClear counters_to_clear(CounterState& state, size_t counter_bytes, size_t capacity,
+                               size_t parts_bytes, Capturing&& capturing) {
   CounterClear clear;
   const size_t parts_at = capacity - parts_bytes;
-  if (capturing) {
+  const bool matters = counter_bytes > 256 || parts_at < state.replayed;
+  if (matters && capturing()) {
     if (counter_bytes > 256) clear = CounterClear{0, counter_bytes};
     if (parts_at < state.replayed) state.replayed = parts_at;
   } else if (counter_bytes > state.dirty) {
@@ -49,11 +56,11 @@ inline CounterClear counters_to_clear(CounterState& state, size_t counter_bytes,
 
 // The workspace of one split launch: the caller's (checked), or the
 // library's for this context and stream; its counters zeroed where they
-// need to be (counters_to_clear). `parts_shift`: how far above the
-// plan's offsets its parts go (the buffer's bytes past the plan's).
+// need to be (counters_to_clear), its parts at the buffer's top.
 struct SplitScratch {
-  char* base = nullptr;
-  size_t parts_shift = 0;
+  int32_t* counters = nullptr;
+  float* lse = nullptr;
+  float* o = nullptr;
 };
 SplitScratch split_workspace(const AttentionArgs& args, const SplitPlan& plan, CuStream stream);
 

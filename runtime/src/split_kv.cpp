@@ -98,9 +98,8 @@ SplitPlan AttentionKernel::split_plan(const AttentionArgs& a, int sm_count) cons
   const LaunchGrid grid = attention_grid(a, block_m_, pack_gqa_, splits);
   const size_t parts = size_t(splits) * size_t(a.total_q) * size_t(a.num_heads_q);
   plan.counters_offset = 0;
-  // A counter per (query tile, sequence, head slot): tile_scheduler.cuh's split_counter.
-  plan.lse_offset = align256(size_t(a.num_seqs) * grid.y * (grid.x / unsigned(splits)) *
-                             sizeof(int32_t));
+  plan.lse_offset = align256(
+      size_t(attention::split_counter_count(grid.x, grid.y, grid.z, splits)) * sizeof(int32_t));
   plan.o_offset = plan.lse_offset + align256(parts * sizeof(float));
   plan.workspace_bytes = plan.o_offset + align256(parts * size_t(flags_.head_dim) * sizeof(float));
   return plan;
@@ -152,12 +151,17 @@ SplitScratch place_split(WorkspaceCache& cache, CuDevicePtr buffer, size_t capac
   const size_t parts_bytes = plan.workspace_bytes - plan.lse_offset;
   CounterState& state =
       cache.counters.try_emplace(buffer, CounterState{capacity, capacity}).first->second;
-  const CounterClear clear = counters_to_clear(state, counter_bytes, capacity, parts_bytes,
-                                               Driver::get().stream_capturing(stream));
+  const CounterClear clear = counters_to_clear(state, counter_bytes, capacity, parts_bytes, [&] {
+    return Driver::get().stream_capturing(stream);
+  });
   if (clear.to > clear.from) {
     Driver::get().memset_d8_async(buffer + clear.from, 0, clear.to - clear.from, stream);
   }
-  return SplitScratch{reinterpret_cast<char*>(buffer), capacity - plan.workspace_bytes};
+  char* base = reinterpret_cast<char*>(buffer);
+  char* parts = base + (capacity - plan.workspace_bytes);
+  return SplitScratch{reinterpret_cast<int32_t*>(base + plan.counters_offset),
+                      reinterpret_cast<float*>(parts + plan.lse_offset),
+                      reinterpret_cast<float*>(parts + plan.o_offset)};
 }
 
 }  // namespace

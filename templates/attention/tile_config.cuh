@@ -362,6 +362,14 @@ ATTNJIT_TILE_CONSTEXPR GridShape grid_shape(const TileConfig& tile, long long ma
   return GridShape{unsigned(x), unsigned(pack ? heads_kv : heads_q), unsigned(num_seqs)};
 }
 
+// Split-KV: the counters a launch of grid (x, y, z) with num_splits > 1
+// needs, one per (query tile, sequence, head slot) (tile_scheduler.cuh's
+// split_counter; x holds num_splits cells per tile).
+ATTNJIT_TILE_CONSTEXPR long long split_counter_count(unsigned x, unsigned y, unsigned z,
+                                                     int num_splits) {
+  return static_cast<long long>(x / static_cast<unsigned>(num_splits)) * y * z;
+}
+
 // A persistent launch (TileConfig::persistent): one row of blocks, as many
 // as the tiles of `grid` (grid_shape) or the blocks the GPU holds at once
 // (`resident`: SMs x blocks per SM), whichever is fewer, and at least one.

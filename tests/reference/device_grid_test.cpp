@@ -156,7 +156,8 @@ void check_split(std::mt19937_64& rng) {
             EXPECT_LE(work.splits, num_splits) << what;
             counter = work.split_counter(prm);
             EXPECT_GE(counter, 0) << what;
-            EXPECT_LT(counter, int(grid.z * grid.y * (grid.x / unsigned(splits)))) << what;
+            EXPECT_LT(counter, attention::split_counter_count(grid.x, grid.y, grid.z, splits))
+                << what;
           }
           parts[counter].push_back(
               {Tile{int(blockIdx.z), int(blockIdx.y), work.row0}, work.splits});

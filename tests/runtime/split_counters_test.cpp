@@ -57,14 +57,16 @@ TEST(SplitCounters, EveryLaunchFindsItsCountersZeroAcrossShapesAndGraphReplays) 
       const size_t cb = counters * kUnit, pb = parts * kUnit;
       const int what = int(rng() % 4);
       if (what == 0) {  // captured: runs only when replayed
-        graphs.push_back({counters_to_clear(buf.state, cb, buf.capacity(), pb, true), cb, pb});
+        graphs.push_back(
+            {counters_to_clear(buf.state, cb, buf.capacity(), pb, [] { return true; }), cb, pb});
       } else if (what == 1 && !graphs.empty()) {
         const Captured& g = graphs[rng() % graphs.size()];
         ASSERT_TRUE(buf.run(g.clear, g.counter_bytes, g.parts_bytes))
             << "trial " << trial << " step " << step << ": a replay found dirty counters";
         ++launches;
       } else {
-        const CounterClear c = counters_to_clear(buf.state, cb, buf.capacity(), pb, false);
+        const CounterClear c =
+            counters_to_clear(buf.state, cb, buf.capacity(), pb, [] { return false; });
         clears += c.to > c.from;
         ASSERT_TRUE(buf.run(c, cb, pb))
             << "trial " << trial << " step " << step << ": an eager launch found dirty counters";
@@ -80,19 +82,19 @@ TEST(SplitCounters, EveryLaunchFindsItsCountersZeroAcrossShapesAndGraphReplays) 
 TEST(SplitCounters, TheSameShapeAgainZeroesNothingAndTheFirst256BytesNever) {
   CounterState state{1 << 20, 1 << 20};
   // Counters of 2 KB (512 of them) below 100 KB of parts.
-  EXPECT_EQ(counters_to_clear(state, 2048, 1 << 20, 100 << 10, false).to, 0u);
+  EXPECT_EQ(counters_to_clear(state, 2048, 1 << 20, 100 << 10, [] { return false; }).to, 0u);
   for (int i = 0; i < 5; ++i) {
-    const CounterClear c = counters_to_clear(state, 2048, 1 << 20, 100 << 10, false);
+    const CounterClear c = counters_to_clear(state, 2048, 1 << 20, 100 << 10, [] { return false; });
     EXPECT_EQ(c.to, c.from);
   }
   // Parts reaching down to 4 KB, then counters of 8 KB: the 4 KB they wrote.
-  counters_to_clear(state, 256, 1 << 20, (1 << 20) - 4096, false);
-  const CounterClear grown = counters_to_clear(state, 8192, 1 << 20, 4096, false);
+  counters_to_clear(state, 256, 1 << 20, (1 << 20) - 4096, [] { return false; });
+  const CounterClear grown = counters_to_clear(state, 8192, 1 << 20, 4096, [] { return false; });
   EXPECT_EQ(grown.from, 4096u);
   EXPECT_EQ(grown.to, 8192u);
   // Captured: 256 bytes of counters need nothing; more are zeroed whole.
-  EXPECT_EQ(counters_to_clear(state, 256, 1 << 20, 4096, true).to, 0u);
-  const CounterClear captured = counters_to_clear(state, 1024, 1 << 20, 4096, true);
+  EXPECT_EQ(counters_to_clear(state, 256, 1 << 20, 4096, [] { return true; }).to, 0u);
+  const CounterClear captured = counters_to_clear(state, 1024, 1 << 20, 4096, [] { return true; });
   EXPECT_EQ(captured.from, 0u);
   EXPECT_EQ(captured.to, 1024u);
 }
