@@ -94,13 +94,13 @@ struct DecodeSm90 {
   static constexpr bool kSwap = kTile.mma_decode_swap;
   using Swap = DecodeSwapLayout<D, BN, kFp8 ? 1 : 2>;
   // A row group's rows: 16 (a warp's m16 tiles), swapped 8 (its n8 block).
-  static constexpr int kGroupRows = kSwap ? 8 : 16;
+  static constexpr int kGroupRows = decode_group_rows(kSwap);
   using KvSourceType = KV;
   using Softmax = OnlineSoftmax<kScoreBlocks, kOutBlocks, false>;
   // The key loop's fragment blocks (scores, output) and softmax: the
   // standard m16n8 ones, or swapped (Softmax's layout again in the parts).
-  static constexpr int kLoopScores = kSwap ? BN / 16 : BN / 8;
-  static constexpr int kLoopOut = kSwap ? D / 16 : D / 8;
+  static constexpr int kLoopScores = kSwap ? Swap::kKeyTiles : kScoreBlocks;
+  static constexpr int kLoopOut = kSwap ? Swap::kOutTiles : kOutBlocks;
   using LoopSoftmax = OnlineSoftmax<kLoopScores, kLoopOut, false, kSwap>;
   using RowKeys = typename Mask<C>::RowKeys;
   static_assert(kTile.mma_decode, "the decode block is TileConfig::mma_decode's");
@@ -108,9 +108,6 @@ struct DecodeSm90 {
                 "decode block: the ring, the Q tiles and the barriers need more shared memory "
                 "than a block may have (227 KiB): fewer stages (they round up to a multiple of "
                 "the warps) or a shorter key tile");
-  static_assert(kSwap ? BM % 8 == 0 && BM <= 8 * kWarps : BM == 16 * kWarps,
-                "decode block: block_m is 16 rows per consumer warp (swapped: groups of 8, at "
-                "most one per warp)");
   static_assert(BN % 16 == 0 && kSteps % 2 == 0, "decode block: 16-key steps, pairs of units");
   static_assert(kStages % kWarps == 0, "decode block: the ring's stages a multiple of the warps");
   static_assert(Layout::kRawSwizzle == kTile.swizzle_bytes,

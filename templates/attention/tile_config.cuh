@@ -272,6 +272,10 @@ ATTNJIT_TILE_CONSTEXPR void set_blocks_per_sm(TileConfig& c) {
 
 }  // namespace tile_detail
 
+// The rows of one of the decode block's row groups (decode_sm90.cuh): a
+// warp's m16 tile, or swapped (decode_mma 2) an n8 block.
+ATTNJIT_TILE_CONSTEXPR int decode_group_rows(bool swap) { return swap ? 8 : 16; }
+
 ATTNJIT_TILE_CONSTEXPR TileConfig make_tile_config(const TileShape& shape) {
   TileConfig c{};
   c.shape = shape;
@@ -283,10 +287,11 @@ ATTNJIT_TILE_CONSTEXPR TileConfig make_tile_config(const TileShape& shape) {
   // then divide the ring's stages for every group count; decode_sm90.cuh.)
   // (Swapped, decode_mma 2: row groups of 8, at most one per warp, so
   // block_m 8 .. 8 x warps; block_m 8 makes every warp a phase.)
-  const bool decode_rows_fit =
-      shape.decode_swap ? shape.block_m % 8 == 0 && shape.block_m >= 8 &&
-                              shape.block_m <= 8 * shape.warps
-                        : shape.block_m == 16 * shape.warps;
+  const int group_rows = decode_group_rows(shape.decode_swap);
+  const bool decode_rows_fit = shape.decode_swap ? shape.block_m % group_rows == 0 &&
+                                                       shape.block_m >= group_rows &&
+                                                       shape.block_m <= group_rows * shape.warps
+                                                 : shape.block_m == group_rows * shape.warps;
   // Where the decode block serves a variant that asks for it, whose rows
   // then must fit it.
   const bool decode_serves = shape.decode_mma && shape.wgmma && shape.split_kv &&
