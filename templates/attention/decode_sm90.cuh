@@ -35,11 +35,13 @@
 //   runs the shared epilogue for its 16 rows (split-KV parts included).
 // Masks, sinks, soft-cap, spans and a spec's expressions come from the
 // same pieces as the other paths (the m16n8 fragment layout of S is the
-// standard one; decode_mma 2 swaps the products, DecodeSwapLayout, and the
-// pieces take its fragments by their kSwapped option).
+// standard one; decode_mma 2 swaps the products, DecodeSwapLayout, in
+// decode_swap_sm90.cuh, and the pieces take its fragments by their
+// kSwapped option).
 #pragma once
 
 #include "attention/decode_layout.cuh"
+#include "attention/decode_swap_sm90.cuh"
 #include "attention/logits.cuh"
 #include "attention/mask.cuh"
 #include "attention/params.cuh"
@@ -102,6 +104,8 @@ struct DecodeSm90 {
   static constexpr int kLoopScores = kSwap ? Swap::kKeyTiles : kScoreBlocks;
   static constexpr int kLoopOut = kSwap ? Swap::kOutTiles : kOutBlocks;
   using LoopSoftmax = OnlineSoftmax<kLoopScores, kLoopOut, false, kSwap>;
+  // The swapped products (decode_swap_sm90.cuh).
+  using SwapProducts = DecodeSwapProducts<DecodeSm90>;
   using RowKeys = typename Mask<C>::RowKeys;
   static_assert(kTile.mma_decode, "the decode block is TileConfig::mma_decode's");
   static_assert(kTile.smem_bytes <= kMaxSmemPerBlockSm90,
@@ -229,7 +233,7 @@ struct DecodeSm90 {
       ptx::named_barrier_sync(1, kConsumerThreads);  // every warp is done with the ring
       if (active) {
         if constexpr (kSwap) {
-          write_part_swapped(state, o);
+          SwapProducts::write_part(state, o, sm.part(warp), lane);
         } else {
           write_part(state, o);
         }
@@ -290,7 +294,7 @@ struct DecodeSm90 {
         ptx::mbarrier_wait(sm.staged(i), DecodeSchedule::staged_parity(i, kStages));
         float s[kLoopScores][4];
         if constexpr (kSwap) {
-          scores_swapped(s, sm.k(i));
+          SwapProducts::scores(s, sm.k(i), sm.q(warp), lane);
         } else {
           scores(s, sm.k(i));
         }
@@ -319,7 +323,7 @@ struct DecodeSm90 {
                                                     const float (&s)[kLoopScores][4], unsigned tile,
                                                     int valid) const {
       if constexpr (kSwap) {
-        accumulate_swapped<kTail>(o, s, tile, valid);
+        SwapProducts::template accumulate<kTail>(o, s, tile, valid, lane);
       } else {
         accumulate<kTail>(o, s, tile, valid);
       }
@@ -491,129 +495,6 @@ struct DecodeSm90 {
           }
         }
       }
-    }
-
-    // S^T = K Q^T of the K tile at `tile` (DecodeSwapLayout): m16 tiles of
-    // keys, Q^T's B fragments of rows 0-7 from this warp's Q tile.
-    __device__ __forceinline__ void scores_swapped(float (&s)[Swap::kKeyTiles][4],
-                                                   unsigned tile) const {
-#pragma unroll
-      for (int mt = 0; mt < Swap::kKeyTiles; ++mt) s[mt][0] = s[mt][1] = s[mt][2] = s[mt][3] = 0.f;
-#pragma unroll 1
-      for (int kk2 = 0; kk2 < kSteps / 2; ++kk2) {
-        unsigned qb[4];  // b0, b1 of steps 2 kk2 and 2 kk2 + 1
-        ptx::warp_ldmatrix_x4(qb, sm.q(warp) + Swap::q_b_lane(lane, kk2, 0));
-#pragma unroll
-        for (int mt = 0; mt < Swap::kKeyTiles; ++mt) {
-          if constexpr (kFp8) {
-            unsigned r[4];
-            ptx::warp_ldmatrix_x4(r, tile + Layout::k_lane(lane, mt, kk2));
-#pragma unroll
-            for (int step = 0; step < 2; ++step) {
-              unsigned a[4];
-#pragma unroll
-              for (int j = 0; j < 4; ++j) {
-                if (Layout::k_step(kk2, j) != 2 * kk2 + step) continue;
-                a[Swap::k_half(j)] = f16x2_of(r[j]);
-                a[2 + Swap::k_half(j)] = f16x2_of(r[j] >> 16);
-              }
-              ptx::warp_mma_16816<false>(s[mt], a, qb[2 * step], qb[2 * step + 1]);
-            }
-          } else {
-#pragma unroll
-            for (int step = 0; step < 2; ++step) {
-              unsigned r[4], a[4];
-              ptx::warp_ldmatrix_x4(r, tile + Layout::k_lane(lane, mt, 2 * kk2 + step));
-#pragma unroll
-              for (int j = 0; j < 4; ++j) a[Swap::k_a(j)] = r[j];
-              ptx::warp_mma_16816<kMmaBF16>(s[mt], a, qb[2 * step], qb[2 * step + 1]);
-            }
-          }
-        }
-      }
-    }
-
-    // O^T += V^T P^T of the raw V tile at `tile`; P^T's B fragments from
-    // S^T's by movmatrix.trans; `valid`: the tile's keys that exist (V's
-    // halves of the others zeroed).
-    template <bool kTail>
-    __device__ __forceinline__ void accumulate_swapped(float (&ot)[Swap::kOutTiles][4],
-                                                       const float (&s)[Swap::kKeyTiles][4],
-                                                       unsigned tile, int valid) const {
-      const int c = lane % 4;
-#pragma unroll
-      for (int kk = 0; kk < Swap::kKeyTiles; ++kk) {
-        const unsigned b0 =
-            ptx::warp_movmatrix_trans(element<MmaT>::pack(s[kk][0], s[kk][1]));
-        const unsigned b1 =
-            ptx::warp_movmatrix_trans(element<MmaT>::pack(s[kk][2], s[kk][3]));
-        unsigned keep[2] = {0xffffffffu, 0xffffffffu};
-        if constexpr (kTail) {
-#pragma unroll
-          for (int i = 0; i < 2; ++i) keep[i] = Layout::v_keep(kk, i, c, valid);
-        }
-#pragma unroll
-        for (int u2 = 0; u2 < Layout::kUnits / 2; ++u2) {
-          unsigned r[4];
-          ptx::warp_ldmatrix_x4_trans(r, tile + Layout::v_lane(lane, kk, u2));
-          unsigned even[4], odd[4];
-#pragma unroll
-          for (int h = 0; h < 2; ++h) {
-#pragma unroll
-            for (int i = 0; i < 2; ++i) {
-              if constexpr (kFp8) {
-                const unsigned two = __byte_perm(r[2 * h + i], 0u, Layout::kVPermute);
-                even[Swap::v_a(h, i)] = f16x2_of(two) & keep[i];
-                odd[Swap::v_a(h, i)] = f16x2_of(two >> 16) & keep[i];
-              } else {
-                even[Swap::v_a(h, i)] = r[2 * h + i] & keep[i];
-              }
-            }
-          }
-          if constexpr (kFp8) {
-            ptx::warp_mma_16816<false>(ot[2 * u2], even, b0, b1);
-            ptx::warp_mma_16816<false>(ot[2 * u2 + 1], odd, b0, b1);
-          } else {
-            ptx::warp_mma_16816<kMmaBF16>(ot[u2], even, b0, b1);
-          }
-        }
-      }
-    }
-
-    // The swapped state and output into this warp's part in the standard
-    // part layout (write_part's), so combine() reads it as any other: row
-    // R's max in the slots of lanes 4 R .. 4 R + 3, its whole sum in the
-    // first of them and 0 in the others; rows 8-15 (none here) empty, with
-    // zero outputs (combine weighs them by 0).
-    __device__ __forceinline__ void write_part_swapped(const LoopSoftmax& softmax,
-                                                       const float (&ot)[Swap::kOutTiles][4]) const {
-      float* part = sm.part(warp);
-      const int g = lane / 4, c = lane % 4;
-      float sum[2];
-#pragma unroll
-      for (int i = 0; i < 2; ++i) sum[i] = LoopSoftmax::row_sum_of(softmax.row_sum[i]);
-      if (g < 4) {
-#pragma unroll
-        for (int i = 0; i < 2; ++i) {
-          const int slot = 4 * (2 * c + i) + g;
-          part[slot] = softmax.row_max[i];
-          part[64 + slot] = g == 0 ? sum[i] : 0.f;
-        }
-      }
-      part[32 + lane] = ptx::neg_inf();
-      part[96 + lane] = 0.f;
-      float* rows = part + 128;
-#pragma unroll
-      for (int i = 0; i < 2; ++i) {
-        float* row = rows + (2 * c + i) * kRowFloats;
-#pragma unroll
-        for (int mt = 0; mt < Swap::kOutTiles; ++mt) {
-#pragma unroll
-          for (int h = 0; h < 2; ++h) row[Swap::ot_column(mt, g + 8 * h)] = ot[mt][2 * h + i];
-        }
-      }
-#pragma unroll 1
-      for (int at = lane; at < 8 * kRowFloats; at += 32) rows[8 * kRowFloats + at] = 0.f;
     }
 
     // This warp's state and output into its part, the output in D order
