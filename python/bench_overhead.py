@@ -10,7 +10,9 @@ between bursts, outside the timing.
 Rows: torch SDPA (the target: no slower), attnjit.varlen_attention eager,
 the same under the custom op (torch.ops.attnjit.varlen_attention, the
 torch.compile path, called eagerly), and the bare extension launch (the
-floor: pointers already extracted).
+floor: pointers already extracted); then paged_attention's decode launches
+(bf16, window + sinks, e4m3 K/V). --profile TEXT adds a cProfile of the
+cases whose names hold TEXT.
 """
 
 import argparse
@@ -54,6 +56,8 @@ def main():
     parser.add_argument("--seqlen", type=int, default=128)
     parser.add_argument("--heads", type=int, default=8)
     parser.add_argument("--head-dim", type=int, default=64)
+    parser.add_argument("--profile", metavar="TEXT",
+                        help="also cProfile 2000 calls of each case whose name holds TEXT")
     args = parser.parse_args()
     n, h, d = args.seqlen, args.heads, args.head_dim
     device = torch.device("cuda")
@@ -74,6 +78,22 @@ def main():
                 row, d, 1, h, h, n, n, n, n, 0.0, 0.0, -1, -1)
     stream = torch.cuda.current_stream().cuda_stream
 
+    # Paged: one decode query per sequence over a small page-16 cache
+    # (bf16 and e4m3), the launch an engine's decode step makes.
+    seqs, page = 8, 16
+    pages = seqs * (n // page)
+    qd = torch.randn(seqs, h, d, device=device, dtype=torch.bfloat16)
+    k_cache = torch.randn(pages, page, h, d, device=device, dtype=torch.bfloat16)
+    v_cache = torch.randn_like(k_cache)
+    table = torch.arange(pages, dtype=torch.int32, device=device).view(seqs, -1)
+    cu_q = torch.arange(seqs + 1, dtype=torch.int32, device=device)
+    used = torch.full((seqs,), n, dtype=torch.int32, device=device)
+    fp8 = getattr(torch, "float8_e4m3fn", None)
+    k8 = k_cache.to(fp8) if fp8 is not None else None
+    v8 = v_cache.to(fp8) if fp8 is not None else None
+    one = torch.ones(1, device=device)
+    out_d = torch.empty_like(qd)
+
     cases = [
         ("torch SDPA (causal)",
          lambda: F.scaled_dot_product_attention(q4, k4, v4, is_causal=True)),
@@ -92,7 +112,18 @@ def main():
              False, 0.0, False, False)),
         ("attnjit._C launch (floor)",
          lambda: kernel.launch(*raw_args, stream)),
+        ("attnjit.paged_attention (decode, page 16)",
+         lambda: attnjit.paged_attention(qd, k_cache, v_cache, table, cu_q, used, 1, n,
+                                         out=out_d)),
+        ("attnjit.paged_attention (decode, window + sinks)",
+         lambda: attnjit.paged_attention(qd, k_cache, v_cache, table, cu_q, used, 1, n,
+                                         window_size=(63, 0), sinks=sinks,
+                                         sinks_mode="null_logit", out=out_d)),
     ]
+    if k8 is not None:
+        cases.append(("attnjit.paged_attention (decode, e4m3 K/V)",
+                      lambda: attnjit.paged_attention(qd, k8, v8, table, cu_q, used, 1, n,
+                                                      k_scale=one, v_scale=one, out=out_d)))
     print(f"host time per call, tiny problem: 1 x {n} tokens, H {h}, D {d}, "
           f"bf16; median (min) of {BURSTS} bursts of {BURST} calls")
     print(f"device: {torch.cuda.get_device_name()}, torch {torch.__version__}, "
@@ -103,6 +134,23 @@ def main():
         median, best = host_us_per_call(fn)
         results.append({"case": name, "median_us": median, "min_us": best})
         print(f"  {name:<{width}}  {median:7.2f} us  ({best:.2f})")
+    if args.profile:
+        import cProfile
+        import pstats
+        for name, fn in cases:
+            if args.profile not in name:
+                continue
+            for _ in range(WARMUP):
+                fn()
+            torch.cuda.synchronize()
+            prof = cProfile.Profile()
+            prof.enable()
+            for _ in range(2000):
+                fn()
+            prof.disable()
+            torch.cuda.synchronize()
+            print(f"\ncProfile of 2000 calls: {name}")
+            pstats.Stats(prof).sort_stats("tottime").print_stats(25)
     sdpa = results[0]["median_us"]
     ours = results[1]["median_us"]
     verdict = "meets" if ours <= sdpa else "misses"
