@@ -70,8 +70,10 @@ def main():
     sinks = torch.zeros(h, device=device)
 
     # The bare launch: what remains once the tensors are taken apart.
-    kernel = _varlen._kernel(("bf16", d, True, False, "none", False, False,
-                              False, False, q.get_device()))
+    kernel = _varlen._kernel(((("dtype", "bf16"), ("head_dim", d), ("causal", True),
+                               ("window", False), ("sinks", "none"), ("mm_prefix", False),
+                               ("mm_clamp", False), ("softcap", False),
+                               ("return_lse", False)), q.get_device()))
     row = h * d
     raw_args = (q.data_ptr(), k.data_ptr(), v.data_ptr(), out.data_ptr(), 0, 0,
                 cu.data_ptr(), cu.data_ptr(), 0, 0, row, d, row, d, row, d,
