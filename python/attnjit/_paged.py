@@ -19,8 +19,9 @@ from ._varlen import (_DTYPE_NAMES, _GRID_MAX, _INT32_MAX, _check_aligned,
                       _check_device,
                       _check_dtypes, _check_heads, _check_lengths,
                       _check_modes, _check_out, _fail, _fake_outputs, _index,
-                      _launch_on, _no_backward, _op_result, _returned,
-                      _span_pointers, _strides, _tensor, _traced)
+                      _launch_on, _layout, _no_backward, _op_result, _pair,
+                      _returned, _scalar, _span_pointers, _strides, _tensor,
+                      _traced, _validated)
 
 _OP = "paged_attention"
 PAGE_SIZE_MULTIPLE = 16
@@ -213,6 +214,22 @@ def _validate(q, k_cache, v_cache, block_table, cu_seqlens_q, seqused_k,
                     k_strides, v_strides, o_strides, table_stride, fp8)
 
 
+_CHECKED = {}  # paged_attention's memo of checked layouts (_varlen._validated)
+
+
+def _checks_key(q, k_cache, v_cache, block_table, cu_seqlens_q, seqused_k,
+                max_seqlen_q, max_seqlen_k, softmax_scale, window_size, sinks,
+                sinks_mode, mm_prefix_ranges, mm_prefix_clamp, softcap,
+                k_scale, v_scale, out):
+    """Everything _validate reads of its arguments (the memo's key)."""
+    return (_layout(q), _layout(k_cache), _layout(v_cache),
+            _layout(block_table), _layout(cu_seqlens_q), _layout(seqused_k),
+            _layout(sinks), _layout(mm_prefix_ranges), _layout(k_scale),
+            _layout(v_scale), _layout(out), _scalar(max_seqlen_q),
+            _scalar(max_seqlen_k), _scalar(softmax_scale), _pair(window_size),
+            _scalar(sinks_mode), _scalar(mm_prefix_clamp), _scalar(softcap))
+
+
 # torch's e4m3 ("fn": no infinities) dtype, where this torch has it.
 _FP8 = getattr(torch, "float8_e4m3fn", None)
 
@@ -278,10 +295,18 @@ def _launch(q, k_cache, v_cache, block_table, cu_seqlens_q, seqused_k,
     """Checks, allocates what is missing and launches; returns (out, lse).
     user: as attnjit._varlen._launch's; cu_seqlens_k: where each sequence's
     keys start in a user spec's per-key-token tensors."""
-    c = _validate(q, k_cache, v_cache, block_table, cu_seqlens_q, seqused_k,
-                  max_seqlen_q, max_seqlen_k, softmax_scale, window_size,
-                  sinks, sinks_mode, mm_prefix_ranges, mm_prefix_clamp,
-                  softcap, k_scale, v_scale, out, True)
+    c = _validated(
+        _CHECKED,
+        lambda: _checks_key(q, k_cache, v_cache, block_table, cu_seqlens_q,
+                            seqused_k, max_seqlen_q, max_seqlen_k,
+                            softmax_scale, window_size, sinks, sinks_mode,
+                            mm_prefix_ranges, mm_prefix_clamp, softcap,
+                            k_scale, v_scale, out),
+        lambda: _validate(q, k_cache, v_cache, block_table, cu_seqlens_q,
+                          seqused_k, max_seqlen_q, max_seqlen_k, softmax_scale,
+                          window_size, sinks, sinks_mode, mm_prefix_ranges,
+                          mm_prefix_clamp, softcap, k_scale, v_scale, out,
+                          True))
     _no_backward(_OP, q, k_cache, v_cache)
     o_strides = c.o_strides
     if out is None:

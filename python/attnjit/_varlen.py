@@ -58,6 +58,77 @@ def _kernel(key):
     return kernel
 
 
+# ---- the checks' memo (eager calls) ----
+#
+# An engine calls with the same layouts over and over: the checks of a call
+# depend only on its tensors' dtypes, shapes, strides, devices and 16-byte
+# alignment and on its scalar arguments (types included: max_seqlen_q=1.0
+# is an error that 1 is not), so their result is kept under a key of exactly
+# those. A failed check stores nothing; a tensor subclass or a scalar of
+# another type goes through the checks every time. The key costs ~5
+# attribute reads per tensor against the checks' ~50 function calls.
+
+_MEMO_MAX = 256  # entries per memo; a full memo starts over
+
+
+class _Unkeyed(Exception):
+    """An argument the memo does not key (it is checked every call)."""
+
+
+def _layout(t):
+    """What the checks read of a tensor argument (None stays None)."""
+    if t is None:
+        return None
+    if type(t) is not torch.Tensor:
+        raise _Unkeyed
+    return (t.dtype, t.shape, t.stride(), t.get_device(), t.data_ptr() & 15)
+
+
+_PLAIN = (int, float, bool, str, type(None))
+
+
+def _scalar(x):
+    if type(x) not in _PLAIN:
+        raise _Unkeyed
+    return (type(x), x)
+
+
+def _pair(x):
+    if type(x) not in (tuple, list) or len(x) != 2:
+        raise _Unkeyed
+    return (type(x), _scalar(x[0]), _scalar(x[1]))
+
+
+def _validated(memo, key, validate):
+    """validate()'s result, kept in `memo` under key() (a tuple of _layout,
+    _scalar and _pair values of everything validate reads)."""
+    try:
+        k = key()
+    except _Unkeyed:
+        return validate()
+    checked = memo.get(k)
+    if checked is None:
+        checked = validate()  # raises on a bad call: nothing is kept
+        if len(memo) >= _MEMO_MAX:
+            memo.clear()
+        memo[k] = checked
+    return checked
+
+
+_CHECKED = {}  # varlen_attention's memo
+
+
+def _checks_key(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q,
+                max_seqlen_k, softmax_scale, window_size, sinks, sinks_mode,
+                mm_prefix_ranges, mm_prefix_clamp, softcap, return_lse, out):
+    """Everything _validate reads of its arguments (the memo's key)."""
+    return (_layout(q), _layout(k), _layout(v), _layout(cu_seqlens_q),
+            _layout(cu_seqlens_k), _layout(sinks), _layout(mm_prefix_ranges),
+            _layout(out), _scalar(max_seqlen_q), _scalar(max_seqlen_k),
+            _scalar(softmax_scale), _pair(window_size), _scalar(sinks_mode),
+            _scalar(mm_prefix_clamp), _scalar(softcap), _scalar(return_lse))
+
+
 # ---- checks shared with attnjit._paged (op: the name in the messages) ----
 
 def _strides(t, name, heads, op=_OP):
@@ -457,10 +528,16 @@ def _launch(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seqlen_k,
     checker giving its args' launch triples from the checked sizes."""
     (dtype_name, device, num_seqs, total_q, total_k, heads_q, heads_kv,
      head_dim, max_q, max_k, scale, window_left, window_right, window,
-     softcap, q_strides, k_strides, v_strides, o_strides) = _validate(
-         q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seqlen_k,
-         softmax_scale, window_size, sinks, sinks_mode, mm_prefix_ranges,
-         mm_prefix_clamp, softcap, return_lse, out, True)
+     softcap, q_strides, k_strides, v_strides, o_strides) = _validated(
+         _CHECKED,
+         lambda: _checks_key(q, k, v, cu_seqlens_q, cu_seqlens_k,
+                             max_seqlen_q, max_seqlen_k, softmax_scale,
+                             window_size, sinks, sinks_mode, mm_prefix_ranges,
+                             mm_prefix_clamp, softcap, return_lse, out),
+         lambda: _validate(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q,
+                           max_seqlen_k, softmax_scale, window_size, sinks,
+                           sinks_mode, mm_prefix_ranges, mm_prefix_clamp,
+                           softcap, return_lse, out, True))
     _no_backward(_OP, q, k, v)
     if out is None:
         out = q.new_empty((total_q, heads_q, head_dim))
