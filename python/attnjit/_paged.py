@@ -19,7 +19,7 @@ from ._varlen import (_DTYPE_NAMES, _GRID_MAX, _INT32_MAX, _check_aligned,
                       _check_device,
                       _check_dtypes, _check_heads, _check_lengths,
                       _check_modes, _check_out, _fail, _fake_outputs, _index,
-                      _launch_on, _layout, _no_backward, _op_result, _pair,
+                      _define_op, _launch_on, _layout, _no_backward, _op_result, _pair,
                       _returned, _scalar, _span_pointers, _strides, _tensor,
                       _traced, _validated)
 
@@ -357,7 +357,19 @@ def _launch(q, k_cache, v_cache, block_table, cu_seqlens_q, seqused_k,
     return out, lse
 
 
-@torch.library.custom_op("attnjit::paged_attention", mutates_args=())
+def _paged_attention_fake(q, k_cache, v_cache, block_table, cu_seqlens_q,
+                          seqused_k, max_seqlen_q, max_seqlen_k, softmax_scale,
+                          causal, window_left, window_right, sinks, sinks_mode,
+                          mm_prefix_ranges, mm_prefix_clamp, softcap,
+                          return_lse, check, k_scale=None, v_scale=None):
+    _validate(q, k_cache, v_cache, block_table, cu_seqlens_q, seqused_k,
+              max_seqlen_q, max_seqlen_k, softmax_scale,
+              (window_left, window_right), sinks, sinks_mode, mm_prefix_ranges,
+              mm_prefix_clamp, softcap, k_scale, v_scale, None, False)
+    return _fake_outputs(q, return_lse)
+
+
+@_define_op("paged_attention", _paged_attention_fake)
 def _paged_attention_op(
         q: torch.Tensor, k_cache: torch.Tensor, v_cache: torch.Tensor,
         block_table: torch.Tensor, cu_seqlens_q: torch.Tensor,
@@ -375,19 +387,6 @@ def _paged_attention_op(
                        mm_prefix_ranges, mm_prefix_clamp, softcap, k_scale,
                        v_scale, return_lse, None, check)
     return _op_result(q, out, lse)
-
-
-@_paged_attention_op.register_fake
-def _paged_attention_fake(q, k_cache, v_cache, block_table, cu_seqlens_q,
-                          seqused_k, max_seqlen_q, max_seqlen_k, softmax_scale,
-                          causal, window_left, window_right, sinks, sinks_mode,
-                          mm_prefix_ranges, mm_prefix_clamp, softcap,
-                          return_lse, check, k_scale=None, v_scale=None):
-    _validate(q, k_cache, v_cache, block_table, cu_seqlens_q, seqused_k,
-              max_seqlen_q, max_seqlen_k, softmax_scale,
-              (window_left, window_right), sinks, sinks_mode, mm_prefix_ranges,
-              mm_prefix_clamp, softcap, k_scale, v_scale, None, False)
-    return _fake_outputs(q, return_lse)
 
 
 def paged_attention(q, k_cache, v_cache, block_table, cu_seqlens_q, seqused_k,

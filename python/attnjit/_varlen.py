@@ -36,6 +36,37 @@ _raw_stream = getattr(torch._C, "_cuda_getCurrentRawStream", None)
 _OP = "varlen_attention"  # the name that prefixes this module's messages
 
 
+# ---- the custom ops (attnjit::*) ----
+#
+# Defined through torch.library.Library with one CompositeExplicitAutograd
+# kernel, not torch.library.custom_op: custom_op's wrappers (an autograd
+# kernel that redispatches below autograd, an aliasing check of the outputs,
+# dynamo-disabled frames) cost host time on every call (this CPU machine,
+# the launch stubbed: paged_attention's op 30 -> 20 us; the eager call,
+# which skips the dispatcher, 13). Without an autograd kernel, grad mode
+# reaches the op, whose checks refuse inputs that require grad (there is
+# no backward pass). The schema is inferred from the function's
+# annotations, as custom_op does (tests/test_ops_cpu.py: opcheck).
+
+_LIBRARY = torch.library.Library("attnjit", "FRAGMENT")
+
+try:
+    from torch.library import infer_schema as _infer_schema
+except ImportError:  # torch 2.4
+    from torch._library.infer_schema import infer_schema as _infer_schema
+
+
+def _define_op(name, fake):
+    """A decorator: the function becomes the op attnjit::<name>, `fake` its
+    fake (shapes for FakeTensor and torch.compile)."""
+    def define(fn):
+        _LIBRARY.define(name + _infer_schema(fn, mutates_args=()))
+        _LIBRARY.impl(name, fn, "CompositeExplicitAutograd")
+        torch.library.register_fake("attnjit::" + name, fake, lib=_LIBRARY)
+        return fn
+    return define
+
+
 def _fail(kind, message, op=_OP):
     raise kind(f"{op}: {message}")
 
@@ -580,7 +611,18 @@ def _launch(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seqlen_k,
     return out, lse
 
 
-@torch.library.custom_op("attnjit::varlen_attention", mutates_args=())
+def _varlen_attention_fake(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q,
+                           max_seqlen_k, softmax_scale, causal, window_left,
+                           window_right, sinks, sinks_mode, mm_prefix_ranges,
+                           mm_prefix_clamp, softcap, return_lse, check):
+    _validate(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seqlen_k,
+              softmax_scale, (window_left, window_right), sinks, sinks_mode,
+              mm_prefix_ranges, mm_prefix_clamp, softcap, return_lse, None,
+              False)
+    return _fake_outputs(q, return_lse)
+
+
+@_define_op("varlen_attention", _varlen_attention_fake)
 def _varlen_attention_op(
         q: torch.Tensor, k: torch.Tensor, v: torch.Tensor,
         cu_seqlens_q: torch.Tensor, cu_seqlens_k: torch.Tensor,
@@ -596,18 +638,6 @@ def _varlen_attention_op(
                        mm_prefix_ranges, mm_prefix_clamp, softcap, return_lse,
                        None, check)
     return _op_result(q, out, lse)
-
-
-@_varlen_attention_op.register_fake
-def _varlen_attention_fake(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q,
-                           max_seqlen_k, softmax_scale, causal, window_left,
-                           window_right, sinks, sinks_mode, mm_prefix_ranges,
-                           mm_prefix_clamp, softcap, return_lse, check):
-    _validate(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seqlen_k,
-              softmax_scale, (window_left, window_right), sinks, sinks_mode,
-              mm_prefix_ranges, mm_prefix_clamp, softcap, return_lse, None,
-              False)
-    return _fake_outputs(q, return_lse)
 
 
 def varlen_attention(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q,

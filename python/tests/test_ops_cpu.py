@@ -1,0 +1,106 @@
+"""The custom ops (torch.ops.attnjit.*) as torch sees them, on CPU tensors:
+torch.library.opcheck (schema, fake tensors, AOT dispatch) and a
+torch.compile(fullgraph=True) trace through each. The device check and the
+launch are stubbed: the stub launch zeroes the output (and lse) the real
+one would write, so the comparisons opcheck makes are of what the op
+returns, not of a kernel's numbers (test_paged.py and test_api.py run the
+ops on the GPU).
+
+Run: python -m pytest python/tests.
+"""
+
+import ctypes
+
+import pytest
+
+from paged_support import _cu, _paged, _varlen, attnjit
+
+torch = pytest.importorskip("torch")
+
+
+def _stub_launch(device, key, method, args, user_args=()):
+    """Zeroes out (and lse) as a launch would write them: args as
+    _varlen._launch / _paged._launch build them."""
+    out, lse = args[3], args[4]
+    if method == "launch":  # varlen: 10 pointers, 8 strides, then sizes
+        o_row, heads_q, total_q = args[16], args[19], args[21]
+    else:  # paged: 11 pointers, 8 strides, o's 2, the table's, B, then sizes
+        o_row, heads_q, total_q = args[19], args[23], args[25]
+    if total_q:
+        ctypes.memset(out, 0, total_q * o_row * 2)
+        if lse:
+            ctypes.memset(lse, 0, heads_q * total_q * 4)
+
+
+@pytest.fixture
+def stubbed(monkeypatch):
+    if not hasattr(torch.ops.attnjit, "varlen_attention"):
+        pytest.skip("attnjit's custom ops are not registered here")
+    for module in (_varlen, _paged):
+        monkeypatch.setattr(module, "_check_device", lambda *a, **k: 0)
+        monkeypatch.setattr(module, "_launch_on", _stub_launch)
+
+
+def _paged_op_args(return_lse=True):
+    q = torch.randn(12, 4, 64, dtype=torch.bfloat16)
+    k_cache = torch.randn(6, 16, 2, 64, dtype=torch.bfloat16)
+    v_cache = torch.randn(6, 16, 2, 64, dtype=torch.bfloat16)
+    table = (torch.arange(4, dtype=torch.int32) % 6).view(2, 2)
+    sinks = torch.zeros(4)
+    return (q, k_cache, v_cache, table, _cu((5, 7)),
+            torch.tensor([20, 7], dtype=torch.int32), 7, 20, None, True, 15, 0,
+            sinks, "null_logit", None, False, 0.0, return_lse, False)
+
+
+def _varlen_op_args(return_lse=True):
+    q = torch.randn(12, 4, 64, dtype=torch.bfloat16)
+    k = torch.randn(27, 2, 64, dtype=torch.bfloat16)
+    return (q, k, k.clone(), _cu((5, 7)), _cu((20, 7)), 7, 20, None, True,
+            -1, -1, None, "none", None, False, 0.0, return_lse, False)
+
+
+@pytest.mark.parametrize("return_lse", [True, False])
+def test_opcheck_paged(stubbed, return_lse):
+    torch.library.opcheck(torch.ops.attnjit.paged_attention.default,
+                          _paged_op_args(return_lse))
+
+
+@pytest.mark.parametrize("return_lse", [True, False])
+def test_opcheck_varlen(stubbed, return_lse):
+    torch.library.opcheck(torch.ops.attnjit.varlen_attention.default,
+                          _varlen_op_args(return_lse))
+
+
+def test_the_ops_return_what_the_fakes_say(stubbed):
+    for op, args in ((torch.ops.attnjit.paged_attention, _paged_op_args()),
+                     (torch.ops.attnjit.varlen_attention, _varlen_op_args())):
+        out, lse = op(*args)
+        assert out.shape == args[0].shape and out.dtype == args[0].dtype
+        assert lse.shape == (4, 12) and lse.dtype == torch.float32
+        assert not out.any() and not lse.any()  # the stub launch's zeros
+
+
+def test_no_backward_through_the_ops(stubbed):
+    """There is no backward pass: with an input that requires grad, the op
+    raises, at the call or at backward()."""
+    args = list(_paged_op_args())
+    args[0] = args[0].clone().requires_grad_()
+    with pytest.raises(RuntimeError, match="backward"):
+        out, _ = torch.ops.attnjit.paged_attention(*args)
+        out.float().sum().backward()
+    with torch.no_grad():
+        torch.ops.attnjit.paged_attention(*args)
+
+
+def test_torch_compile_fullgraph_through_the_op(stubbed):
+    args = _paged_op_args()
+    q, k_cache, v_cache, table, cu_q, used = args[:6]
+
+    def layer(q, k_cache, v_cache, table, cu_q, used):
+        o, lse = attnjit.paged_attention(q * 1.0, k_cache, v_cache, table, cu_q, used, 7, 20,
+                                         window_size=(15, 0), return_lse=True)
+        return o.float().sum(-1) + 1.0, lse
+
+    compiled = torch.compile(layer, fullgraph=True, backend="aot_eager")
+    got, got_lse = compiled(q, k_cache, v_cache, table, cu_q, used)
+    assert torch.equal(got, torch.ones(12, 4)) and not got_lse.any()
