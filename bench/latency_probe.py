@@ -1,7 +1,8 @@
 """Where a latency-bound paged row's time goes: for one problem of
 bench_paged.py / bench_decode.py, each attnjit path timed three ways (the
 benchmarks' timer, which clears L2 before every repetition; back-to-back
-launches with L2 warm; the host's own cost per call, with no GPU wait), and
+launches with L2 warm, host-bound wherever the host is slower than the
+kernel; the host's own cost per call, with no GPU wait), and
 the kernels one call launches with their GPU times (torch.profiler).
 
     python3 bench/latency_probe.py decode_gpt_oss_8x32k_window127_null
@@ -74,7 +75,7 @@ def main():
     for name, build in peers.items():
         run, packed, out, note = build(pr, x)
         err = bp.check_peer(run, packed, out, want)
-        print(f"  {name:<18} timer {ba.time_ms(run) * 1e3:8.1f} us   warm {warm_ms(run) * 1e3:8.1f} us"
+        print(f"  {name:<18} timer {ba.time_ms(run) * 1e3:8.1f} us   back-to-back {warm_ms(run) * 1e3:8.1f} us"
               f"   host {host_us(run):6.1f} us/call   rel err {err:.1e}  ({note})")
         for kname, us in kernels(run):
             print(f"      {us:8.1f} us  {kname}")

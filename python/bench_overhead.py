@@ -83,7 +83,7 @@ def main():
     # Paged: one decode query per sequence over a small page-16 cache
     # (bf16 and e4m3), the launch an engine's decode step makes.
     seqs, page = 8, 16
-    pages = seqs * (n // page)
+    pages = seqs * -(-n // page)  # each sequence's n keys, its last page part-filled
     qd = torch.randn(seqs, h, d, device=device, dtype=torch.bfloat16)
     k_cache = torch.randn(pages, page, h, d, device=device, dtype=torch.bfloat16)
     v_cache = torch.randn_like(k_cache)

@@ -19,7 +19,7 @@ from ._varlen import (_DTYPE_NAMES, _GRID_MAX, _INT32_MAX, _check_aligned,
                       _check_device,
                       _check_dtypes, _check_heads, _check_lengths,
                       _check_modes, _check_out, _fail, _fake_outputs, _index,
-                      _define_op, _launch_on, _layout, _no_backward, _op_result, _pair,
+                      _launch_on, _layout, _no_backward, _op_result, _pair,
                       _returned, _scalar, _span_pointers, _strides, _tensor,
                       _traced, _validated)
 
@@ -171,14 +171,8 @@ def _validate(q, k_cache, v_cache, block_table, cu_seqlens_q, seqused_k,
                            f"{_INT32_MAX})")
 
     num_seqs = _check_metadata(cu_seqlens_q, seqused_k, block_table)
-    max_q = _index(max_seqlen_q, "max_seqlen_q", 0, "", _OP)
-    max_k = _index(max_seqlen_k, "max_seqlen_k", 0, "", _OP)
-    pages_needed = -(-max_k // page_size)
-    if block_table.shape[1] < pages_needed:
-        _error(ValueError, f"block_table has {block_table.shape[1]} columns, "
-                           f"fewer than the {pages_needed} pages that "
-                           f"max_seqlen_k ({max_k}) spans with page_size "
-                           f"{page_size}")
+    max_q, max_k = _lengths(max_seqlen_q, max_seqlen_k, block_table.shape[1],
+                            page_size)
 
     scale, window_left, window_right, softcap = _check_modes(
         heads_q, softmax_scale, window_size, softcap, sinks, sinks_mode,
@@ -218,16 +212,54 @@ _CHECKED = {}  # paged_attention's memo of checked layouts (_varlen._validated)
 
 
 def _checks_key(q, k_cache, v_cache, block_table, cu_seqlens_q, seqused_k,
-                max_seqlen_q, max_seqlen_k, softmax_scale, window_size, sinks,
-                sinks_mode, mm_prefix_ranges, mm_prefix_clamp, softcap,
-                k_scale, v_scale, out):
-    """Everything _validate reads of its arguments (the memo's key)."""
+                softmax_scale, window_size, sinks, sinks_mode,
+                mm_prefix_ranges, mm_prefix_clamp, softcap, k_scale, v_scale,
+                out):
+    """Everything _validate reads of its arguments but the lengths (the
+    memo's key)."""
     return (_layout(q), _layout(k_cache), _layout(v_cache),
             _layout(block_table), _layout(cu_seqlens_q), _layout(seqused_k),
             _layout(sinks), _layout(mm_prefix_ranges), _layout(k_scale),
-            _layout(v_scale), _layout(out), _scalar(max_seqlen_q),
-            _scalar(max_seqlen_k), _scalar(softmax_scale), _pair(window_size),
-            _scalar(sinks_mode), _scalar(mm_prefix_clamp), _scalar(softcap))
+            _layout(v_scale), _layout(out), _scalar(softmax_scale),
+            _pair(window_size), _scalar(sinks_mode), _scalar(mm_prefix_clamp),
+            _scalar(softcap))
+
+
+def _lengths(max_seqlen_q, max_seqlen_k, table_columns, page_size):
+    """(max_q, max_k) after their checks: every call makes them, memo or
+    not (a decode's max_seqlen_k grows at every step, so they are not in
+    the key)."""
+    max_q = _index(max_seqlen_q, "max_seqlen_q", 0, "", _OP)
+    max_k = _index(max_seqlen_k, "max_seqlen_k", 0, "", _OP)
+    pages_needed = -(-max_k // page_size)
+    if table_columns < pages_needed:
+        _error(ValueError, f"block_table has {table_columns} columns, "
+                           f"fewer than the {pages_needed} pages that "
+                           f"max_seqlen_k ({max_k}) spans with page_size "
+                           f"{page_size}")
+    return max_q, max_k
+
+
+def _checked(q, k_cache, v_cache, block_table, cu_seqlens_q, seqused_k,
+             max_seqlen_q, max_seqlen_k, softmax_scale, window_size, sinks,
+             sinks_mode, mm_prefix_ranges, mm_prefix_clamp, softcap, k_scale,
+             v_scale, out, memo=None):
+    """_validate's _Checked for an eager launch, through the memo (memo:
+    another dict than the module's _CHECKED, for tests)."""
+    c = _validated(
+        _CHECKED if memo is None else memo,
+        lambda: _checks_key(q, k_cache, v_cache, block_table, cu_seqlens_q,
+                            seqused_k, softmax_scale, window_size, sinks,
+                            sinks_mode, mm_prefix_ranges, mm_prefix_clamp,
+                            softcap, k_scale, v_scale, out),
+        lambda: _validate(q, k_cache, v_cache, block_table, cu_seqlens_q,
+                          seqused_k, max_seqlen_q, max_seqlen_k, softmax_scale,
+                          window_size, sinks, sinks_mode, mm_prefix_ranges,
+                          mm_prefix_clamp, softcap, k_scale, v_scale, out,
+                          True))
+    max_q, max_k = _lengths(max_seqlen_q, max_seqlen_k, block_table.shape[1],
+                            c.page_size)
+    return c._replace(max_q=max_q, max_k=max_k)
 
 
 # torch's e4m3 ("fn": no infinities) dtype, where this torch has it.
@@ -295,18 +327,10 @@ def _launch(q, k_cache, v_cache, block_table, cu_seqlens_q, seqused_k,
     """Checks, allocates what is missing and launches; returns (out, lse).
     user: as attnjit._varlen._launch's; cu_seqlens_k: where each sequence's
     keys start in a user spec's per-key-token tensors."""
-    c = _validated(
-        _CHECKED,
-        lambda: _checks_key(q, k_cache, v_cache, block_table, cu_seqlens_q,
-                            seqused_k, max_seqlen_q, max_seqlen_k,
-                            softmax_scale, window_size, sinks, sinks_mode,
-                            mm_prefix_ranges, mm_prefix_clamp, softcap,
-                            k_scale, v_scale, out),
-        lambda: _validate(q, k_cache, v_cache, block_table, cu_seqlens_q,
-                          seqused_k, max_seqlen_q, max_seqlen_k, softmax_scale,
-                          window_size, sinks, sinks_mode, mm_prefix_ranges,
-                          mm_prefix_clamp, softcap, k_scale, v_scale, out,
-                          True))
+    c = _checked(q, k_cache, v_cache, block_table, cu_seqlens_q, seqused_k,
+                 max_seqlen_q, max_seqlen_k, softmax_scale, window_size, sinks,
+                 sinks_mode, mm_prefix_ranges, mm_prefix_clamp, softcap,
+                 k_scale, v_scale, out)
     _no_backward(_OP, q, k_cache, v_cache)
     o_strides = c.o_strides
     if out is None:
@@ -357,19 +381,7 @@ def _launch(q, k_cache, v_cache, block_table, cu_seqlens_q, seqused_k,
     return out, lse
 
 
-def _paged_attention_fake(q, k_cache, v_cache, block_table, cu_seqlens_q,
-                          seqused_k, max_seqlen_q, max_seqlen_k, softmax_scale,
-                          causal, window_left, window_right, sinks, sinks_mode,
-                          mm_prefix_ranges, mm_prefix_clamp, softcap,
-                          return_lse, check, k_scale=None, v_scale=None):
-    _validate(q, k_cache, v_cache, block_table, cu_seqlens_q, seqused_k,
-              max_seqlen_q, max_seqlen_k, softmax_scale,
-              (window_left, window_right), sinks, sinks_mode, mm_prefix_ranges,
-              mm_prefix_clamp, softcap, k_scale, v_scale, None, False)
-    return _fake_outputs(q, return_lse)
-
-
-@_define_op("paged_attention", _paged_attention_fake)
+@torch.library.custom_op("attnjit::paged_attention", mutates_args=())
 def _paged_attention_op(
         q: torch.Tensor, k_cache: torch.Tensor, v_cache: torch.Tensor,
         block_table: torch.Tensor, cu_seqlens_q: torch.Tensor,
@@ -387,6 +399,19 @@ def _paged_attention_op(
                        mm_prefix_ranges, mm_prefix_clamp, softcap, k_scale,
                        v_scale, return_lse, None, check)
     return _op_result(q, out, lse)
+
+
+@_paged_attention_op.register_fake
+def _paged_attention_fake(q, k_cache, v_cache, block_table, cu_seqlens_q,
+                          seqused_k, max_seqlen_q, max_seqlen_k, softmax_scale,
+                          causal, window_left, window_right, sinks, sinks_mode,
+                          mm_prefix_ranges, mm_prefix_clamp, softcap,
+                          return_lse, check, k_scale=None, v_scale=None):
+    _validate(q, k_cache, v_cache, block_table, cu_seqlens_q, seqused_k,
+              max_seqlen_q, max_seqlen_k, softmax_scale,
+              (window_left, window_right), sinks, sinks_mode, mm_prefix_ranges,
+              mm_prefix_clamp, softcap, k_scale, v_scale, None, False)
+    return _fake_outputs(q, return_lse)
 
 
 def paged_attention(q, k_cache, v_cache, block_table, cu_seqlens_q, seqused_k,

@@ -390,23 +390,7 @@ def _check_tensor(t, name, dtype, needed, per, device, pointers, op):
 
 # ---- the custom ops (torch.compile) ----------------------------------------
 
-def _user_attention_fake(spec_id, q, k, v, cu_seqlens_q, cu_seqlens_k,
-                         max_seqlen_q, max_seqlen_k, softmax_scale, causal,
-                         window_left, window_right, sinks, sinks_mode,
-                         mm_prefix_ranges, mm_prefix_clamp, softcap,
-                         return_lse, tensors, ints, floats, check):
-    spec = _spec_of(spec_id)
-    (_, device, num_seqs, total_q, total_k, heads_q, heads_kv, head_dim,
-     *_) = _varlen._validate(
-         q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seqlen_k,
-         softmax_scale, (window_left, window_right), sinks, sinks_mode,
-         mm_prefix_ranges, mm_prefix_clamp, softcap, return_lse, None, False)
-    spec._checker(spec._unpack(tensors, ints, floats), spec._op())(
-        device, num_seqs, total_q, total_k, heads_q, heads_kv, False)
-    return _fake_outputs(q, return_lse)
-
-
-@_varlen._define_op("user_attention", _user_attention_fake)
+@torch.library.custom_op("attnjit::user_attention", mutates_args=())
 def _user_attention_op(
         spec_id: str, q: torch.Tensor, k: torch.Tensor, v: torch.Tensor,
         cu_seqlens_q: torch.Tensor, cu_seqlens_k: torch.Tensor,
@@ -428,26 +412,24 @@ def _user_attention_op(
     return _op_result(q, out, lse)
 
 
-def _user_paged_attention_fake(spec_id, q, k_cache, v_cache, block_table,
-                               cu_seqlens_q, seqused_k, cu_seqlens_k,
-                               max_seqlen_q, max_seqlen_k, softmax_scale,
-                               causal, window_left, window_right, sinks,
-                               sinks_mode, mm_prefix_ranges, mm_prefix_clamp,
-                               softcap, k_scale, v_scale, return_lse, tensors,
-                               ints, floats, check):
+@_user_attention_op.register_fake
+def _user_attention_fake(spec_id, q, k, v, cu_seqlens_q, cu_seqlens_k,
+                         max_seqlen_q, max_seqlen_k, softmax_scale, causal,
+                         window_left, window_right, sinks, sinks_mode,
+                         mm_prefix_ranges, mm_prefix_clamp, softcap,
+                         return_lse, tensors, ints, floats, check):
     spec = _spec_of(spec_id)
-    c = _paged._validate(q, k_cache, v_cache, block_table, cu_seqlens_q,
-                         seqused_k, max_seqlen_q, max_seqlen_k, softmax_scale,
-                         (window_left, window_right), sinks, sinks_mode,
-                         mm_prefix_ranges, mm_prefix_clamp, softcap, k_scale,
-                         v_scale, None, False)
-    spec._checker(spec._unpack(tensors, ints, floats),
-                  spec._op(paged=True))(c.device, c.num_seqs, c.total_q,
-                                        None, c.heads_q, c.heads_kv, False)
+    (_, device, num_seqs, total_q, total_k, heads_q, heads_kv, head_dim,
+     *_) = _varlen._validate(
+         q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seqlen_k,
+         softmax_scale, (window_left, window_right), sinks, sinks_mode,
+         mm_prefix_ranges, mm_prefix_clamp, softcap, return_lse, None, False)
+    spec._checker(spec._unpack(tensors, ints, floats), spec._op())(
+        device, num_seqs, total_q, total_k, heads_q, heads_kv, False)
     return _fake_outputs(q, return_lse)
 
 
-@_varlen._define_op("user_paged_attention", _user_paged_attention_fake)
+@torch.library.custom_op("attnjit::user_paged_attention", mutates_args=())
 def _user_paged_attention_op(
         spec_id: str, q: torch.Tensor, k_cache: torch.Tensor,
         v_cache: torch.Tensor, block_table: torch.Tensor,
@@ -472,6 +454,26 @@ def _user_paged_attention_op(
                                         seqused_k)),
         cu_seqlens_k=cu_seqlens_k)
     return _op_result(q, out, lse)
+
+
+@_user_paged_attention_op.register_fake
+def _user_paged_attention_fake(spec_id, q, k_cache, v_cache, block_table,
+                               cu_seqlens_q, seqused_k, cu_seqlens_k,
+                               max_seqlen_q, max_seqlen_k, softmax_scale,
+                               causal, window_left, window_right, sinks,
+                               sinks_mode, mm_prefix_ranges, mm_prefix_clamp,
+                               softcap, k_scale, v_scale, return_lse, tensors,
+                               ints, floats, check):
+    spec = _spec_of(spec_id)
+    c = _paged._validate(q, k_cache, v_cache, block_table, cu_seqlens_q,
+                         seqused_k, max_seqlen_q, max_seqlen_k, softmax_scale,
+                         (window_left, window_right), sinks, sinks_mode,
+                         mm_prefix_ranges, mm_prefix_clamp, softcap, k_scale,
+                         v_scale, None, False)
+    spec._checker(spec._unpack(tensors, ints, floats),
+                  spec._op(paged=True))(c.device, c.num_seqs, c.total_q,
+                                        None, c.heads_q, c.heads_kv, False)
+    return _fake_outputs(q, return_lse)
 
 
 def _spec_of(spec_id):

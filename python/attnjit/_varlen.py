@@ -36,37 +36,6 @@ _raw_stream = getattr(torch._C, "_cuda_getCurrentRawStream", None)
 _OP = "varlen_attention"  # the name that prefixes this module's messages
 
 
-# ---- the custom ops (attnjit::*) ----
-#
-# Defined through torch.library.Library with one CompositeExplicitAutograd
-# kernel, not torch.library.custom_op: custom_op's wrappers (an autograd
-# kernel that redispatches below autograd, an aliasing check of the outputs,
-# dynamo-disabled frames) cost host time on every call (this CPU machine,
-# the launch stubbed: paged_attention's op 30 -> 20 us; the eager call,
-# which skips the dispatcher, 13). Without an autograd kernel, grad mode
-# reaches the op, whose checks refuse inputs that require grad (there is
-# no backward pass). The schema is inferred from the function's
-# annotations, as custom_op does (tests/test_ops_cpu.py: opcheck).
-
-_LIBRARY = torch.library.Library("attnjit", "FRAGMENT")
-
-try:
-    from torch.library import infer_schema as _infer_schema
-except ImportError:  # torch 2.4
-    from torch._library.infer_schema import infer_schema as _infer_schema
-
-
-def _define_op(name, fake):
-    """A decorator: the function becomes the op attnjit::<name>, `fake` its
-    fake (shapes for FakeTensor and torch.compile)."""
-    def define(fn):
-        _LIBRARY.define(name + _infer_schema(fn, mutates_args=()))
-        _LIBRARY.impl(name, fn, "CompositeExplicitAutograd")
-        torch.library.register_fake("attnjit::" + name, fake, lib=_LIBRARY)
-        return fn
-    return define
-
-
 def _fail(kind, message, op=_OP):
     raise kind(f"{op}: {message}")
 
@@ -92,12 +61,16 @@ def _kernel(key):
 # ---- the checks' memo (eager calls) ----
 #
 # An engine calls with the same layouts over and over: the checks of a call
-# depend only on its tensors' dtypes, shapes, strides, devices and 16-byte
-# alignment and on its scalar arguments (types included: max_seqlen_q=1.0
-# is an error that 1 is not), so their result is kept under a key of exactly
-# those. A failed check stores nothing; a tensor subclass or a scalar of
-# another type goes through the checks every time. The key costs ~5
-# attribute reads per tensor against the checks' ~50 function calls.
+# depend only on its tensors' dtypes, shapes, strides, device indices and
+# 16-byte alignment and on its scalar arguments (types included:
+# max_seqlen_q=1.0 is an error that 1 is not), so their result is kept
+# under a key of those, less max_seqlen_q and max_seqlen_k: a decode's
+# max_seqlen_k grows at every step, so the lengths (and what depends on
+# them) are checked at every call instead (_checked). A failed check
+# stores nothing; a tensor subclass, a tensor of another layout than
+# strided, or a scalar of another type goes through the checks every time.
+# The key costs ~5 attribute reads per tensor against the checks' ~50
+# function calls.
 
 _MEMO_MAX = 256  # entries per memo; a full memo starts over
 
@@ -110,7 +83,7 @@ def _layout(t):
     """What the checks read of a tensor argument (None stays None)."""
     if t is None:
         return None
-    if type(t) is not torch.Tensor:
+    if type(t) is not torch.Tensor or t.layout is not torch.strided:
         raise _Unkeyed
     return (t.dtype, t.shape, t.stride(), t.get_device(), t.data_ptr() & 15)
 
@@ -149,15 +122,38 @@ def _validated(memo, key, validate):
 _CHECKED = {}  # varlen_attention's memo
 
 
-def _checks_key(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q,
-                max_seqlen_k, softmax_scale, window_size, sinks, sinks_mode,
-                mm_prefix_ranges, mm_prefix_clamp, softcap, return_lse, out):
-    """Everything _validate reads of its arguments (the memo's key)."""
+def _checks_key(q, k, v, cu_seqlens_q, cu_seqlens_k, softmax_scale,
+                window_size, sinks, sinks_mode, mm_prefix_ranges,
+                mm_prefix_clamp, softcap, return_lse, out):
+    """Everything _validate reads of its arguments but the lengths (the
+    memo's key)."""
     return (_layout(q), _layout(k), _layout(v), _layout(cu_seqlens_q),
             _layout(cu_seqlens_k), _layout(sinks), _layout(mm_prefix_ranges),
-            _layout(out), _scalar(max_seqlen_q), _scalar(max_seqlen_k),
-            _scalar(softmax_scale), _pair(window_size), _scalar(sinks_mode),
-            _scalar(mm_prefix_clamp), _scalar(softcap), _scalar(return_lse))
+            _layout(out), _scalar(softmax_scale), _pair(window_size),
+            _scalar(sinks_mode), _scalar(mm_prefix_clamp), _scalar(softcap),
+            _scalar(return_lse))
+
+
+def _checked(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seqlen_k,
+             softmax_scale, window_size, sinks, sinks_mode, mm_prefix_ranges,
+             mm_prefix_clamp, softcap, return_lse, out, memo=None):
+    """_validate's result for an eager launch, through the memo (memo:
+    another dict than _CHECKED, for tests). The lengths are checked at
+    every call, memo or not: a decode's max_seqlen_k grows at every step,
+    so they are not in the key."""
+    c = _validated(
+        _CHECKED if memo is None else memo,
+        lambda: _checks_key(q, k, v, cu_seqlens_q, cu_seqlens_k,
+                            softmax_scale, window_size, sinks, sinks_mode,
+                            mm_prefix_ranges, mm_prefix_clamp, softcap,
+                            return_lse, out),
+        lambda: _validate(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q,
+                          max_seqlen_k, softmax_scale, window_size, sinks,
+                          sinks_mode, mm_prefix_ranges, mm_prefix_clamp,
+                          softcap, return_lse, out, True))
+    max_q = _index(max_seqlen_q, "max_seqlen_q", 0, "")
+    max_k = _index(max_seqlen_k, "max_seqlen_k", 0, "")
+    return c[:8] + (max_q, max_k) + c[10:]
 
 
 # ---- checks shared with attnjit._paged (op: the name in the messages) ----
@@ -559,16 +555,10 @@ def _launch(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seqlen_k,
     checker giving its args' launch triples from the checked sizes."""
     (dtype_name, device, num_seqs, total_q, total_k, heads_q, heads_kv,
      head_dim, max_q, max_k, scale, window_left, window_right, window,
-     softcap, q_strides, k_strides, v_strides, o_strides) = _validated(
-         _CHECKED,
-         lambda: _checks_key(q, k, v, cu_seqlens_q, cu_seqlens_k,
-                             max_seqlen_q, max_seqlen_k, softmax_scale,
-                             window_size, sinks, sinks_mode, mm_prefix_ranges,
-                             mm_prefix_clamp, softcap, return_lse, out),
-         lambda: _validate(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q,
-                           max_seqlen_k, softmax_scale, window_size, sinks,
-                           sinks_mode, mm_prefix_ranges, mm_prefix_clamp,
-                           softcap, return_lse, out, True))
+     softcap, q_strides, k_strides, v_strides, o_strides) = _checked(
+         q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seqlen_k,
+         softmax_scale, window_size, sinks, sinks_mode, mm_prefix_ranges,
+         mm_prefix_clamp, softcap, return_lse, out)
     _no_backward(_OP, q, k, v)
     if out is None:
         out = q.new_empty((total_q, heads_q, head_dim))
@@ -611,18 +601,7 @@ def _launch(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seqlen_k,
     return out, lse
 
 
-def _varlen_attention_fake(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q,
-                           max_seqlen_k, softmax_scale, causal, window_left,
-                           window_right, sinks, sinks_mode, mm_prefix_ranges,
-                           mm_prefix_clamp, softcap, return_lse, check):
-    _validate(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seqlen_k,
-              softmax_scale, (window_left, window_right), sinks, sinks_mode,
-              mm_prefix_ranges, mm_prefix_clamp, softcap, return_lse, None,
-              False)
-    return _fake_outputs(q, return_lse)
-
-
-@_define_op("varlen_attention", _varlen_attention_fake)
+@torch.library.custom_op("attnjit::varlen_attention", mutates_args=())
 def _varlen_attention_op(
         q: torch.Tensor, k: torch.Tensor, v: torch.Tensor,
         cu_seqlens_q: torch.Tensor, cu_seqlens_k: torch.Tensor,
@@ -638,6 +617,18 @@ def _varlen_attention_op(
                        mm_prefix_ranges, mm_prefix_clamp, softcap, return_lse,
                        None, check)
     return _op_result(q, out, lse)
+
+
+@_varlen_attention_op.register_fake
+def _varlen_attention_fake(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q,
+                           max_seqlen_k, softmax_scale, causal, window_left,
+                           window_right, sinks, sinks_mode, mm_prefix_ranges,
+                           mm_prefix_clamp, softcap, return_lse, check):
+    _validate(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seqlen_k,
+              softmax_scale, (window_left, window_right), sinks, sinks_mode,
+              mm_prefix_ranges, mm_prefix_clamp, softcap, return_lse, None,
+              False)
+    return _fake_outputs(q, return_lse)
 
 
 def varlen_attention(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q,

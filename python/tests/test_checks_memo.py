@@ -1,6 +1,7 @@
-"""The argument checks' memo (attnjit._varlen._validated): an eager call
-whose key matches an earlier checked call's skips the checks, so the key
-must change with everything the checks read, and a failed check must keep
+"""The argument checks' memo (attnjit._varlen._validated, through each
+module's _checked): an eager call whose key matches an earlier checked
+call's skips the checks, so the key must change with everything the checks
+read but the lengths, which every call checks; and a failed check must keep
 nothing. CPU tensors; the device check is stubbed where a call must pass.
 
 Run: python -m pytest python/tests.
@@ -11,23 +12,7 @@ import pytest
 from paged_support import _cu, _paged, _varlen
 
 torch = pytest.importorskip("torch")
-
-
-def _paged_args(**changes):
-    lens_q, lens_k, page, pages = (5, 7), (20, 7), 16, 6
-    width = 2
-    args = dict(q=torch.randn(sum(lens_q), 4, 64, dtype=torch.bfloat16),
-                k_cache=torch.randn(pages, page, 2, 64, dtype=torch.bfloat16),
-                v_cache=torch.randn(pages, page, 2, 64, dtype=torch.bfloat16),
-                block_table=(torch.arange(4, dtype=torch.int32) % pages).view(2, width),
-                cu_seqlens_q=_cu(lens_q),
-                seqused_k=torch.tensor(lens_k, dtype=torch.int32),
-                max_seqlen_q=max(lens_q), max_seqlen_k=max(lens_k),
-                softmax_scale=None, window_size=(-1, -1), sinks=None,
-                sinks_mode="none", mm_prefix_ranges=None, mm_prefix_clamp=False,
-                softcap=0.0, k_scale=None, v_scale=None, out=None)
-    args.update(changes)
-    return args
+FP8 = getattr(torch, "float8_e4m3fn", None)
 
 
 def _misaligned(shape, dtype=torch.bfloat16):
@@ -38,35 +23,68 @@ def _misaligned(shape, dtype=torch.bfloat16):
     return torch.zeros(n + 8, dtype=dtype)[1:n + 1].view(shape)
 
 
-def _strided_q():
-    """q's shape with a padded row (another row stride)."""
-    return torch.randn(12, 4, 72, dtype=torch.bfloat16)[..., :64]
+def _on_device(t, index):
+    """t, reporting CUDA device `index` (the stubbed checks never look
+    further)."""
+    t.get_device = lambda: index
+    return t
+
+
+# ---- paged_attention ----------------------------------------------------------
+
+def _paged_args(**changes):
+    args = dict(q=torch.randn(12, 4, 64, dtype=torch.bfloat16),
+                k_cache=torch.randn(6, 16, 2, 64, dtype=torch.bfloat16),
+                v_cache=torch.randn(6, 16, 2, 64, dtype=torch.bfloat16),
+                block_table=(torch.arange(4, dtype=torch.int32) % 6).view(2, 2),
+                cu_seqlens_q=_cu((5, 7)),
+                seqused_k=torch.tensor([20, 7], dtype=torch.int32),
+                max_seqlen_q=7, max_seqlen_k=20,
+                softmax_scale=None, window_size=(-1, -1), sinks=None,
+                sinks_mode="none", mm_prefix_ranges=None, mm_prefix_clamp=False,
+                softcap=0.0, k_scale=None, v_scale=None, out=None)
+    args.update(changes)
+    return args
+
+
+def _fp8_args():
+    return dict(k_cache=torch.zeros(6, 16, 2, 64, dtype=FP8),
+                v_cache=torch.zeros(6, 16, 2, 64, dtype=FP8),
+                k_scale=torch.ones(1), v_scale=torch.ones(1))
 
 
 # One change per entry, each a call the checks reject...
-ERRORS = {
+PAGED_ERRORS = {
     "q dtype": dict(q=torch.randn(12, 4, 64, dtype=torch.float16)),
     "q alignment": dict(q=_misaligned((12, 4, 64))),
     "k_cache pages": dict(k_cache=torch.randn(5, 16, 2, 64, dtype=torch.bfloat16)),
     "v_cache dtype": dict(v_cache=torch.randn(6, 16, 2, 64, dtype=torch.float16)),
-    "block_table width": dict(block_table=torch.zeros(2, 1, dtype=torch.int32)),
     "block_table dtype": dict(block_table=torch.zeros(2, 2, dtype=torch.int64)),
     "cu_seqlens_q dtype": dict(cu_seqlens_q=torch.tensor([0, 5, 12])),
     "seqused_k shape": dict(seqused_k=torch.tensor([20, 7, 1], dtype=torch.int32)),
-    "max_seqlen_q float": dict(max_seqlen_q=7.0),
-    "max_seqlen_k past the table": dict(max_seqlen_k=40),
     "sinks_mode without sinks": dict(sinks_mode="null_logit"),
+    "sinks dtype": dict(sinks=torch.zeros(4, dtype=torch.float16), sinks_mode="null_logit"),
+    "sinks shape": dict(sinks=torch.zeros(3), sinks_mode="null_logit"),
     "mm_prefix_clamp without spans": dict(mm_prefix_clamp=True),
     "k_scale on a 16-bit cache": dict(k_scale=torch.ones(1)),
+    "v_scale on a 16-bit cache": dict(v_scale=torch.ones(1)),
     "out dtype": dict(out=torch.empty(12, 4, 64, dtype=torch.float16)),
+    "k_cache on another device": dict(k_cache=_on_device(
+        torch.randn(6, 16, 2, 64, dtype=torch.bfloat16), 1)),
+    # the lengths: checked at every call, not keyed
+    "max_seqlen_q float": dict(max_seqlen_q=7.0),
+    "max_seqlen_k past the table": dict(max_seqlen_k=40),
+    "max_seqlen_k negative": dict(max_seqlen_k=-1),
 }
+if FP8 is not None:
+    PAGED_ERRORS["fp8 without v_scale"] = {**_fp8_args(), "v_scale": None}
+    PAGED_ERRORS["fp8 v_scale dtype"] = {**_fp8_args(), "v_scale": torch.ones(1).double()}
 # ...or accepts with another result (or the same one, by another path).
-VALID = {
+PAGED_VALID = {
     "q shape": dict(q=torch.randn(13, 4, 64, dtype=torch.bfloat16)),
-    "q strides": dict(q=_strided_q()),
+    "q strides": dict(q=torch.randn(12, 4, 72, dtype=torch.bfloat16)[..., :64]),
     "k_cache page stride": dict(
         k_cache=torch.randn(6, 2, 16, 2, 64, dtype=torch.bfloat16)[:, 0]),
-    "max_seqlen_k bool": dict(max_seqlen_k=True),
     "softmax_scale": dict(softmax_scale=0.5),
     "window_size": dict(window_size=(63, 0)),
     "window_size list": dict(window_size=[-1, -1]),
@@ -75,58 +93,87 @@ VALID = {
     "softcap": dict(softcap=30.0),
     "out": dict(out=torch.empty(12, 4, 64, dtype=torch.bfloat16)),
 }
-MUTATIONS = {**ERRORS, **VALID}
+if FP8 is not None:
+    PAGED_VALID["fp8 cache"] = _fp8_args()
+# Lengths a valid call may change at every step: one key, checked anew.
+PAGED_LENGTHS = [dict(max_seqlen_k=21), dict(max_seqlen_k=32), dict(max_seqlen_q=9),
+                 dict(max_seqlen_k=True)]
+
+LENGTH_NAMES = ("max_seqlen_q", "max_seqlen_k")
+
+
+def _key_args(args):
+    return {n: a for n, a in args.items() if n not in LENGTH_NAMES}
+
+
+@pytest.fixture
+def paged_checks(monkeypatch):
+    """(call, count): call(args) runs _paged._checked on a memo of its own
+    with the device check stubbed (device 0); count[0] counts _validate."""
+    monkeypatch.setattr(_paged, "_check_device", _stub_device)
+    count, validate, memo = [0], _paged._validate, {}
+
+    def counted(*a, **k):
+        count[0] += 1
+        return validate(*a, **k)
+    monkeypatch.setattr(_paged, "_validate", counted)
+    return (lambda args: _paged._checked(**args, memo=memo)), count, memo
+
+
+def _stub_device(q, named, mm_prefix_ranges, op):
+    """_check_device with CPU tensors as device 0 (-1 reads as 0), still
+    refusing two devices."""
+    index = lambda t: max(t.get_device(), 0)  # noqa: E731
+    if any(t is not None and index(t) != index(q) for _, t in named):
+        raise ValueError(f"{op}: must be CUDA tensors on one device")
+    return 0
 
 
 def test_the_key_changes_with_everything_the_checks_read():
-    base = _paged._checks_key(**_paged_args())
-    assert base == _paged._checks_key(**_paged_args())  # fresh tensors, same layouts
-    for name, change in MUTATIONS.items():
-        assert _paged._checks_key(**_paged_args(**change)) != base, name
+    base = _paged._checks_key(**_key_args(_paged_args()))
+    assert base == _paged._checks_key(**_key_args(_paged_args()))  # fresh tensors
+    for name, change in {**PAGED_ERRORS, **PAGED_VALID}.items():
+        if set(change) <= set(LENGTH_NAMES):
+            continue
+        assert _paged._checks_key(**_key_args(_paged_args(**change))) != base, name
 
 
-def _checked_on_cpu(monkeypatch):
-    """The checks with their device check stubbed (device 0), so that a
-    valid call on CPU tensors passes them; returns (memo, call, count)."""
-    monkeypatch.setattr(_paged, "_check_device", lambda *a, **k: 0)
-    memo, count = {}, [0]
-
-    def validate(args):
-        count[0] += 1
-        return _paged._validate(**args, pointers=True)
-
-    def call(args):
-        return _varlen._validated(memo, lambda: _paged._checks_key(**args),
-                                  lambda: validate(args))
-    return memo, call, count
-
-
-def test_a_bad_call_after_a_good_one_is_still_checked(monkeypatch):
-    memo, call, count = _checked_on_cpu(monkeypatch)
+def test_a_bad_call_after_a_good_one_is_still_checked(paged_checks):
+    call, count, memo = paged_checks
     good = call(_paged_args())
     assert count[0] == 1 and len(memo) == 1
     assert call(_paged_args()) == good and count[0] == 1  # the memo answered
-    for name, change in ERRORS.items():
+    for name, change in PAGED_ERRORS.items():
         for attempt in range(2):  # the failure is not remembered either
             with pytest.raises((TypeError, ValueError), match="^paged_attention: "):
                 call(_paged_args(**change))
             assert len(memo) == 1, name  # a failed check keeps nothing
-    assert count[0] == 1 + 2 * len(ERRORS)
 
 
-def test_another_valid_layout_is_checked_and_kept_apart(monkeypatch):
-    memo, call, count = _checked_on_cpu(monkeypatch)
+def test_another_valid_layout_is_checked_and_kept_apart(paged_checks):
+    call, count, memo = paged_checks
     call(_paged_args())
-    for n, (name, change) in enumerate(VALID.items(), start=2):
+    for n, (name, change) in enumerate(PAGED_VALID.items(), start=2):
         args = _paged_args(**change)
         checked = call(args)
         assert count[0] == n and len(memo) == n, name
         assert checked == _paged._validate(**args, pointers=True), name
-        assert call(_paged_args(**change)) == checked and count[0] == n, name
+        assert call(_paged_args(**change)) == checked and count[0] == n + 1, name
+        count[0] -= 1  # (the direct _validate above)
 
 
-def test_unkeyed_arguments_are_checked_every_call(monkeypatch):
-    memo, call, count = _checked_on_cpu(monkeypatch)
+def test_lengths_are_checked_at_every_call_and_not_keyed(paged_checks):
+    call, count, memo = paged_checks
+    call(_paged_args())
+    for change in PAGED_LENGTHS:
+        checked = call(_paged_args(**change))
+        assert count[0] == 1 and len(memo) == 1, change  # one key for them all
+        assert checked == _paged._validate(**_paged_args(**change), pointers=True), change
+        count[0] -= 1
+
+
+def test_unkeyed_arguments_are_checked_every_call(paged_checks):
+    call, count, memo = paged_checks
     param = torch.nn.Parameter(torch.randn(12, 4, 64, dtype=torch.bfloat16),
                                requires_grad=False)
     for _ in range(3):
@@ -136,28 +183,107 @@ def test_unkeyed_arguments_are_checked_every_call(monkeypatch):
     for _ in range(2):
         call(_paged_args(softmax_scale=scale))
     assert count[0] == 5 and not memo
+    sparse = torch.zeros(1, 3, dtype=torch.int32).to_sparse()  # not strided
+    call(_paged_args(mm_prefix_ranges=sparse))
+    assert count[0] == 6 and not memo
 
 
-def test_a_full_memo_starts_over(monkeypatch):
-    memo, call, count = _checked_on_cpu(monkeypatch)
+def test_a_full_memo_starts_over(paged_checks):
+    call, count, memo = paged_checks
     for n in range(_varlen._MEMO_MAX + 3):  # softmax scales: each its own key
         call(_paged_args(softmax_scale=1.0 + n))
     assert count[0] == _varlen._MEMO_MAX + 3
     assert 1 <= len(memo) <= _varlen._MEMO_MAX
 
 
-def test_varlen_key_changes_with_its_arguments():
-    q = torch.randn(12, 4, 64, dtype=torch.bfloat16)
+# ---- varlen_attention ---------------------------------------------------------
+
+def _varlen_args(**changes):
     k = torch.randn(20, 2, 64, dtype=torch.bfloat16)
-    cu = _cu((5, 7))
-    args = dict(q=q, k=k, v=k.clone(), cu_seqlens_q=cu, cu_seqlens_k=_cu((8, 12)),
+    args = dict(q=torch.randn(12, 4, 64, dtype=torch.bfloat16), k=k, v=k.clone(),
+                cu_seqlens_q=_cu((5, 7)), cu_seqlens_k=_cu((8, 12)),
                 max_seqlen_q=7, max_seqlen_k=12, softmax_scale=None,
                 window_size=(-1, -1), sinks=None, sinks_mode="none",
                 mm_prefix_ranges=None, mm_prefix_clamp=False, softcap=0.0,
                 return_lse=False, out=None)
-    base = _varlen._checks_key(**args)
-    for change in (dict(return_lse=True), dict(k=k.to(torch.float16)),
-                   dict(v=torch.randn(20, 2, 72, dtype=torch.bfloat16)[..., :64]),
-                   dict(cu_seqlens_k=_cu((8, 6, 6))), dict(max_seqlen_q=7.0),
-                   dict(out=_misaligned((12, 4, 64)))):
-        assert _varlen._checks_key(**{**args, **change}) != base, change
+    args.update(changes)
+    return args
+
+
+VARLEN_ERRORS = {
+    "q dtype": dict(q=torch.randn(12, 4, 64, dtype=torch.float16)),
+    "q alignment": dict(q=_misaligned((12, 4, 64))),
+    "k and v shapes": dict(v=torch.randn(21, 2, 64, dtype=torch.bfloat16)),
+    "cu_seqlens_q dtype": dict(cu_seqlens_q=torch.tensor([0, 5, 12])),
+    "cu_seqlens_k length": dict(cu_seqlens_k=_cu((8, 6, 6))),
+    "sinks dtype": dict(sinks=torch.zeros(4, dtype=torch.float16), sinks_mode="null_logit"),
+    "sinks shape": dict(sinks=torch.zeros(3), sinks_mode="null_logit"),
+    "sinks_mode without sinks": dict(sinks_mode="bias_key0"),
+    "mm_prefix_clamp without spans": dict(mm_prefix_clamp=True),
+    "mm_prefix_ranges shape": dict(mm_prefix_ranges=torch.zeros(1, 2, dtype=torch.int32)),
+    "softcap negative": dict(softcap=-1.0),
+    "window_size": dict(window_size=(-2, 0)),
+    "out dtype": dict(out=torch.empty(12, 4, 64, dtype=torch.float16)),
+    "k on another device": dict(k=_on_device(torch.randn(20, 2, 64, dtype=torch.bfloat16), 1)),
+    "max_seqlen_q float": dict(max_seqlen_q=7.0),
+    "max_seqlen_k negative": dict(max_seqlen_k=-1),
+}
+VARLEN_VALID = {
+    "q strides": dict(q=torch.randn(12, 4, 72, dtype=torch.bfloat16)[..., :64]),
+    "softmax_scale": dict(softmax_scale=0.5),
+    "window_size": dict(window_size=(63, 0)),
+    "sinks": dict(sinks=torch.zeros(4), sinks_mode="null_logit"),
+    "mm_prefix_ranges": dict(mm_prefix_ranges=torch.zeros(1, 3, dtype=torch.int32)),
+    "softcap": dict(softcap=30.0),
+    "return_lse": dict(return_lse=True),
+    "out": dict(out=torch.empty(12, 4, 64, dtype=torch.bfloat16)),
+}
+
+
+@pytest.fixture
+def varlen_checks(monkeypatch):
+    monkeypatch.setattr(_varlen, "_check_device", _stub_device)
+    count, validate, memo = [0], _varlen._validate, {}
+
+    def counted(*a, **k):
+        count[0] += 1
+        return validate(*a, **k)
+    monkeypatch.setattr(_varlen, "_validate", counted)
+    return (lambda args: _varlen._checked(**args, memo=memo)), count, memo
+
+
+def test_varlen_key_changes_with_everything_the_checks_read():
+    base = _varlen._checks_key(**_key_args(_varlen_args()))
+    for name, change in {**VARLEN_ERRORS, **VARLEN_VALID}.items():
+        if set(change) <= set(LENGTH_NAMES):
+            continue
+        assert _varlen._checks_key(**_key_args(_varlen_args(**change))) != base, name
+
+
+def test_varlen_bad_calls_after_a_good_one_are_checked(varlen_checks):
+    call, count, memo = varlen_checks
+    good = call(_varlen_args())
+    assert call(_varlen_args()) == good and count[0] == 1
+    for name, change in VARLEN_ERRORS.items():
+        with pytest.raises((TypeError, ValueError), match="^varlen_attention: "):
+            call(_varlen_args(**change))
+        assert len(memo) == 1, name
+    for n, (name, change) in enumerate(VARLEN_VALID.items(), start=2):
+        checked = call(_varlen_args(**change))
+        assert len(memo) == n, name
+        assert call(_varlen_args(**change)) == checked, name
+    checked = call(_varlen_args(max_seqlen_k=15))  # a length: same key, checked anew
+    assert checked[9] == 15 and len(memo) == 1 + len(VARLEN_VALID)
+
+
+@pytest.mark.parametrize("module", ["paged", "varlen"])
+def test_the_sinks_tensor_is_keyed(module, paged_checks, varlen_checks):
+    """A call with good sinks, then the same call with sinks of another
+    dtype or shape (sinks_mode unchanged): checked, and refused."""
+    call, _, memo = paged_checks if module == "paged" else varlen_checks
+    args_of = _paged_args if module == "paged" else _varlen_args
+    call(args_of(sinks=torch.zeros(4), sinks_mode="null_logit"))
+    for bad in (torch.zeros(4, dtype=torch.float16), torch.zeros(3)):
+        with pytest.raises((TypeError, ValueError)):
+            call(args_of(sinks=bad, sinks_mode="null_logit"))
+    assert len(memo) == 1

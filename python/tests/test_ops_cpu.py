@@ -39,6 +39,8 @@ def stubbed(monkeypatch):
     for module in (_varlen, _paged):
         monkeypatch.setattr(module, "_check_device", lambda *a, **k: 0)
         monkeypatch.setattr(module, "_launch_on", _stub_launch)
+        # Fresh memos: what the stubbed checks pass must not outlive them.
+        monkeypatch.setattr(module, "_CHECKED", {})
 
 
 def _paged_op_args(return_lse=True):
@@ -82,7 +84,7 @@ def test_the_ops_return_what_the_fakes_say(stubbed):
 
 def test_no_backward_through_the_ops(stubbed):
     """There is no backward pass: with an input that requires grad, the op
-    raises, at the call or at backward()."""
+    raises, at the call or at backward() (never a silent None grad)."""
     args = list(_paged_op_args())
     args[0] = args[0].clone().requires_grad_()
     with pytest.raises(RuntimeError, match="backward"):
@@ -104,3 +106,19 @@ def test_torch_compile_fullgraph_through_the_op(stubbed):
     compiled = torch.compile(layer, fullgraph=True, backend="aot_eager")
     got, got_lse = compiled(q, k_cache, v_cache, table, cu_q, used)
     assert torch.equal(got, torch.ones(12, 4)) and not got_lse.any()
+
+
+def test_no_backward_under_torch_compile(stubbed):
+    """Compiled with an input that requires grad: an error, at the trace,
+    the call or backward(), and never a gradient left None in silence."""
+    args = _paged_op_args()
+    q = args[0].clone().requires_grad_()
+
+    def layer(q, k_cache, v_cache, table, cu_q, used):
+        o, _ = torch.ops.attnjit.paged_attention(q, k_cache, v_cache, table, cu_q, used,
+                                                 *args[6:])
+        return o.float().sum()
+
+    compiled = torch.compile(layer, fullgraph=True, backend="aot_eager")
+    with pytest.raises(Exception, match="backward|autograd"):
+        compiled(q, *args[1:6]).backward()

@@ -209,6 +209,8 @@ def no_device(monkeypatch):
                             lambda device, key, method, args, user_args=():
                             launched.append((key, method, args,
                                              list(user_args))))
+        # Fresh memos: what the stubbed checks pass must not outlive them.
+        monkeypatch.setattr(module, "_CHECKED", {})
     return launched
 
 
