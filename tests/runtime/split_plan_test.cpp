@@ -5,6 +5,8 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <map>
+#include <string>
 
 #include "attnjit/attention.h"
 #include "attnjit/cache.h"
@@ -38,8 +40,9 @@ AttentionFlags split_flags(int d) {
 class SplitPlanTest : public ::testing::Test {
  protected:
   SplitPlanTest() : cache_(CacheConfig{}), target_(parse_target("sm_90a")) {}
-  std::shared_ptr<AttentionKernel> kernel(AttentionFlags flags) {
-    return AttentionKernel::get(flags, cache_, &target_);
+  std::shared_ptr<AttentionKernel> kernel(AttentionFlags flags,
+                                          const std::map<std::string, int64_t>& tuning = {}) {
+    return AttentionKernel::get(flags, cache_, &target_, tuning);
   }
   KernelCache cache_;
   Target target_;
@@ -100,13 +103,13 @@ TEST_F(SplitPlanTest, DecodeSplitsWhereTheGpuWouldIdleAndNowhereElse) {
   EXPECT_EQ(k->split_plan(forced, kSms).num_splits, 1);
 }
 
-// The fp8 rules' swapped decode block (8-row tiles): GQA 16 or two queries
-// at GQA 8 take two tiles per kv head, and each splits, with a counter per
-// tile.
+// The swapped decode block at 8-row tiles: GQA 16 or two queries at GQA 8
+// take two tiles per kv head, and each splits, with a counter per tile.
 TEST_F(SplitPlanTest, TheSwappedBlocksTilesEachSplit) {
   AttentionFlags flags = split_flags(128);
   flags.kv_dtype = KvDType::kFp8E4M3;
-  auto k = kernel(flags);
+  auto k = kernel(flags, {{"block_m", 8}});
+  ASSERT_EQ(k->block_m(), 8);
   // 32 sequences x 4 kv heads x 2 tiles (64/4 heads) = 256 blocks before
   // splitting, on 264 slots: little to gain.
   const SplitPlan gqa16 = k->split_plan(decode_args(32, 8192, 64, 4), kSms);
@@ -127,6 +130,28 @@ TEST_F(SplitPlanTest, TheSwappedBlocksTilesEachSplit) {
   two_queries.num_heads_q = 64;                   // GQA 8 x 2 queries: two
   EXPECT_EQ(k->split_plan(two_queries, kSms).lse_offset, 64u * 8 * 2 * 4);
   EXPECT_LE(gqa16.num_splits, 2);
+}
+
+// The fp8 rules' swapped block takes 32-row tiles (four groups of 8): GQA
+// 16 and two queries at GQA 8 are one tile per kv head, so a kv head's K/V
+// is read once, and the tile splits as a GQA-8 decode's does.
+TEST_F(SplitPlanTest, TheRulesSwappedTilesHoldAKvHeadsRows) {
+  AttentionFlags flags = split_flags(128);
+  flags.kv_dtype = KvDType::kFp8E4M3;
+  auto k = kernel(flags);
+  ASSERT_EQ(k->block_m(), 32);
+  // 8 x 4 kv heads x 1 tile = 32 slots: split to fill most of a wave.
+  const SplitPlan gqa16 = k->split_plan(decode_args(8, 8192, 64, 4), kSms);
+  EXPECT_GT(gqa16.num_splits, 1);
+  EXPECT_GE(32 * gqa16.num_splits, 0.8 * 2 * kSms * 0.85);
+  AttentionArgs two_queries = decode_args(64, 8192, 64, 8);  // GQA 8 x 2 queries
+  two_queries.max_seqlen_q = 2;
+  two_queries.total_q = 128;
+  two_queries.num_splits = 2;
+  EXPECT_EQ(k->split_plan(two_queries, kSms).lse_offset, 64u * 8 * 1 * 4);  // one tile
+  two_queries.max_seqlen_q = 5;  // 40 rows: two 32-row tiles
+  two_queries.total_q = 320;
+  EXPECT_EQ(k->split_plan(two_queries, kSms).lse_offset, 64u * 8 * 2 * 4);
 }
 
 TEST_F(SplitPlanTest, AWindowBoundsTheKeysThatCountForSplitting) {
