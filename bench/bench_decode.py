@@ -55,6 +55,7 @@ import json
 import math
 import os
 import sys
+import time
 
 import torch
 import triton
@@ -213,10 +214,26 @@ def gpu_builders():
 
 # --- one row --------------------------------------------------------------------
 
+def host_us(fn, reps=100):
+    """The host's time per call of fn, not waiting for the GPU. The timer
+    clears L2 before each repetition, which hides a call's host time only
+    while the host is faster than the clearing: a latency-bound row whose
+    host time passes its timed one may be partly the host's (NOTES.md)."""
+    fn()
+    torch.cuda.synchronize()
+    start = time.perf_counter()
+    for _ in range(reps):
+        fn()
+    elapsed = time.perf_counter() - start
+    torch.cuda.synchronize()
+    return elapsed / reps * 1e6
+
+
 def bench_problem(pr, peers, read_bw, builders, device="cuda", timer=None, dtype=torch.bfloat16):
     """bench_paged.bench_problem's steps (build, check against the reference
     with the output poisoned, time) for one decode problem; the row is
-    judged by its K/V bytes against the measured read bandwidth."""
+    judged by its K/V bytes against the measured read bandwidth. On the
+    GPU each latency-bound row also records the host's time per call."""
     timer = timer or ba.time_ms
     size = kv_bytes(pr)
     read_us = size / read_bw * 1e6
@@ -226,7 +243,7 @@ def bench_problem(pr, peers, read_bw, builders, device="cuda", timer=None, dtype
            "kv_bytes": size, "kv_read_us": read_us,
            "regime": "bandwidth" if read_us >= BANDWIDTH_BOUND_US else "latency",
            "target_ms": pr.target_ms, "beat_cudnn": pr.beat_cudnn,
-           "ms": {}, "gbs": {}, "pct_read_bw": {}, "rel_err": {}, "notes": {}}
+           "ms": {}, "gbs": {}, "pct_read_bw": {}, "rel_err": {}, "notes": {}, "host_us": {}}
     print(f"\n{pr.name}: {pr.shape()}; K/V {size / 1e6:.1f} MB, {read_us:.1f} us at the "
           f"read bandwidth", flush=True)
     try:
@@ -268,14 +285,17 @@ def bench_problem(pr, peers, read_bw, builders, device="cuda", timer=None, dtype
             continue
         t = timer(run)
         row["rel_err"][name], row["ms"][name] = err, t
+        host = host_us(run) if device == "cuda" and row["regime"] == "latency" else None
+        row["host_us"][name] = host
         if t:
             read = peer_kv_bytes(size, name)
             row["gbs"][name] = read / (t * 1e-3) / 1e9
             row["pct_read_bw"][name] = 100.0 * read / (t * 1e-3) / read_bw
         flag = "  CHECK FAILED" if not err <= ERROR_BOUND else ""
         pct = f"{row['pct_read_bw'][name]:5.1f}%" if t else "    -"
+        host_note = f"  host {host:.1f} us/call" if host else ""
         print(f"  {name:<22} {t if t else float('nan'):8.3f} ms {pct} of read bw  "
-              f"rel err {err:.2e}{flag}  ({note})", flush=True)
+              f"rel err {err:.2e}{flag}{host_note}  ({note})", flush=True)
         del run, packed, out, built
     row["verdicts"] = verdicts(row)
     del x, want
