@@ -105,7 +105,8 @@ def _pair(x):
 
 def _validated(memo, key, validate):
     """validate()'s result, kept in `memo` under key() (a tuple of _layout,
-    _scalar and _pair values of everything validate reads)."""
+    _scalar and _pair values of everything validate reads but the lengths,
+    which the callers, _checked, check again at every call)."""
     try:
         k = key()
     except _Unkeyed:
@@ -181,6 +182,9 @@ def _tensor(t, name, dtype=None, op=_OP):
     if not isinstance(t, torch.Tensor):
         _fail(TypeError, f"`{name}` must be a torch.Tensor, got "
                          f"{type(t).__name__}", op)
+    if t.layout is not torch.strided:
+        _fail(TypeError, f"`{name}` must be a dense (strided) tensor, got "
+                         f"layout {t.layout}", op)
     if dtype is not None and t.dtype != dtype:
         _fail(TypeError, f"`{name}` must be {dtype}, got {t.dtype}", op)
 

@@ -184,7 +184,8 @@ def test_unkeyed_arguments_are_checked_every_call(paged_checks):
         call(_paged_args(softmax_scale=scale))
     assert count[0] == 5 and not memo
     sparse = torch.zeros(1, 3, dtype=torch.int32).to_sparse()  # not strided
-    call(_paged_args(mm_prefix_ranges=sparse))
+    with pytest.raises(TypeError, match="`mm_prefix_ranges` must be a dense"):
+        call(_paged_args(mm_prefix_ranges=sparse))
     assert count[0] == 6 and not memo
 
 
@@ -272,8 +273,10 @@ def test_varlen_bad_calls_after_a_good_one_are_checked(varlen_checks):
         checked = call(_varlen_args(**change))
         assert len(memo) == n, name
         assert call(_varlen_args(**change)) == checked, name
-    checked = call(_varlen_args(max_seqlen_k=15))  # a length: same key, checked anew
-    assert checked[9] == 15 and len(memo) == 1 + len(VARLEN_VALID)
+    for change in (dict(max_seqlen_k=15), dict(max_seqlen_q=9)):  # lengths: one key
+        checked = call(_varlen_args(**change))
+        assert checked == _varlen._validate(**_varlen_args(**change), pointers=True), change
+        assert len(memo) == 1 + len(VARLEN_VALID), change
 
 
 @pytest.mark.parametrize("module", ["paged", "varlen"])
@@ -284,6 +287,6 @@ def test_the_sinks_tensor_is_keyed(module, paged_checks, varlen_checks):
     args_of = _paged_args if module == "paged" else _varlen_args
     call(args_of(sinks=torch.zeros(4), sinks_mode="null_logit"))
     for bad in (torch.zeros(4, dtype=torch.float16), torch.zeros(3)):
-        with pytest.raises((TypeError, ValueError)):
+        with pytest.raises((TypeError, ValueError), match="^(paged|varlen)_attention: .*sinks"):
             call(args_of(sinks=bad, sinks_mode="null_logit"))
     assert len(memo) == 1

@@ -120,5 +120,5 @@ def test_no_backward_under_torch_compile(stubbed):
         return o.float().sum()
 
     compiled = torch.compile(layer, fullgraph=True, backend="aot_eager")
-    with pytest.raises(Exception, match="backward|autograd"):
+    with pytest.raises(Exception, match="no autograd formula|no backward pass"):
         compiled(q, *args[1:6]).backward()
