@@ -19,9 +19,9 @@ from ._varlen import (_DTYPE_NAMES, _GRID_MAX, _INT32_MAX, _check_aligned,
                       _check_device,
                       _check_dtypes, _check_heads, _check_lengths,
                       _check_modes, _check_out, _fail, _fake_outputs, _index,
-                      _launch_on, _layout, _no_backward, _op_result, _pair,
-                      _returned, _scalar, _span_pointers, _strides, _tensor,
-                      _traced, _validated)
+                      _launch_on, _no_backward, _op_result, _returned,
+                      _span_pointers, _strides, _tensor, _traced)
+from ._memo import _layout, _pair, _scalar, _validated
 
 _OP = "paged_attention"
 PAGE_SIZE_MULTIPLE = 16
@@ -208,7 +208,7 @@ def _validate(q, k_cache, v_cache, block_table, cu_seqlens_q, seqused_k,
                     k_strides, v_strides, o_strides, table_stride, fp8)
 
 
-_CHECKED = {}  # paged_attention's memo of checked layouts (_varlen._validated)
+_CHECKED = {}  # paged_attention's memo of checked layouts (_memo._validated)
 
 
 def _checks_key(q, k_cache, v_cache, block_table, cu_seqlens_q, seqused_k,

@@ -15,6 +15,7 @@ from typing import Optional, Tuple
 import torch
 
 from . import _C
+from ._memo import _layout, _pair, _scalar, _validated
 
 HEAD_DIMS = (64, 80, 96, 128, 192, 256)
 SINK_MODES = ("none", "null_logit", "bias_key0")
@@ -58,68 +59,6 @@ def _kernel(key):
     return kernel
 
 
-# ---- the checks' memo (eager calls) ----
-#
-# An engine calls with the same layouts over and over: the checks of a call
-# depend only on its tensors' dtypes, shapes, strides, device indices and
-# 16-byte alignment and on its scalar arguments (types included:
-# max_seqlen_q=1.0 is an error that 1 is not), so their result is kept
-# under a key of those, less max_seqlen_q and max_seqlen_k: a decode's
-# max_seqlen_k grows at every step, so the lengths (and what depends on
-# them) are checked at every call instead (_checked). A failed check
-# stores nothing; a tensor subclass, a tensor of another layout than
-# strided, or a scalar of another type goes through the checks every time.
-# The key costs ~5 attribute reads per tensor against the checks' ~50
-# function calls.
-
-_MEMO_MAX = 256  # entries per memo; a full memo starts over
-
-
-class _Unkeyed(Exception):
-    """An argument the memo does not key (it is checked every call)."""
-
-
-def _layout(t):
-    """What the checks read of a tensor argument (None stays None)."""
-    if t is None:
-        return None
-    if type(t) is not torch.Tensor or t.layout is not torch.strided:
-        raise _Unkeyed
-    return (t.dtype, t.shape, t.stride(), t.get_device(), t.data_ptr() & 15)
-
-
-_PLAIN = (int, float, bool, str, type(None))
-
-
-def _scalar(x):
-    if type(x) not in _PLAIN:
-        raise _Unkeyed
-    return (type(x), x)
-
-
-def _pair(x):
-    if type(x) not in (tuple, list) or len(x) != 2:
-        raise _Unkeyed
-    return (type(x), _scalar(x[0]), _scalar(x[1]))
-
-
-def _validated(memo, key, validate):
-    """validate()'s result, kept in `memo` under key() (a tuple of _layout,
-    _scalar and _pair values of everything validate reads but the lengths,
-    which the callers, _checked, check again at every call)."""
-    try:
-        k = key()
-    except _Unkeyed:
-        return validate()
-    checked = memo.get(k)
-    if checked is None:
-        checked = validate()  # raises on a bad call: nothing is kept
-        if len(memo) >= _MEMO_MAX:
-            memo.clear()
-        memo[k] = checked
-    return checked
-
-
 _CHECKED = {}  # varlen_attention's memo
 
 
@@ -152,9 +91,14 @@ def _checked(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seqlen_k,
                           max_seqlen_k, softmax_scale, window_size, sinks,
                           sinks_mode, mm_prefix_ranges, mm_prefix_clamp,
                           softcap, return_lse, out, True))
-    max_q = _index(max_seqlen_q, "max_seqlen_q", 0, "")
-    max_k = _index(max_seqlen_k, "max_seqlen_k", 0, "")
-    return c[:8] + (max_q, max_k) + c[10:]
+    return c[:8] + _lengths(max_seqlen_q, max_seqlen_k) + c[10:]
+
+
+def _lengths(max_seqlen_q, max_seqlen_k):
+    """(max_q, max_k) after their checks (every call makes them, memo or
+    not)."""
+    return (_index(max_seqlen_q, "max_seqlen_q", 0, ""),
+            _index(max_seqlen_k, "max_seqlen_k", 0, ""))
 
 
 # ---- checks shared with attnjit._paged (op: the name in the messages) ----
@@ -468,8 +412,7 @@ def _validate(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seqlen_k,
     if ((num_seqs and cu_seqlens_q.stride(0) != 1)
             or (num_seqs and cu_seqlens_k.stride(0) != 1)):
         _fail(ValueError, "cu_seqlens_q and cu_seqlens_k must be contiguous")
-    max_q = _index(max_seqlen_q, "max_seqlen_q", 0, "")
-    max_k = _index(max_seqlen_k, "max_seqlen_k", 0, "")
+    max_q, max_k = _lengths(max_seqlen_q, max_seqlen_k)
 
     scale, window_left, window_right, softcap = _check_modes(
         heads_q, softmax_scale, window_size, softcap, sinks, sinks_mode,

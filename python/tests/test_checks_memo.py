@@ -1,4 +1,4 @@
-"""The argument checks' memo (attnjit._varlen._validated, through each
+"""The argument checks' memo (attnjit._memo._validated, through each
 module's _checked): an eager call whose key matches an earlier checked
 call's skips the checks, so the key must change with everything the checks
 read but the lengths, which every call checks; and a failed check must keep
@@ -9,7 +9,7 @@ Run: python -m pytest python/tests.
 
 import pytest
 
-from paged_support import _cu, _paged, _varlen
+from paged_support import _cu, _paged, _varlen, attnjit
 
 torch = pytest.importorskip("torch")
 FP8 = getattr(torch, "float8_e4m3fn", None)
@@ -106,18 +106,34 @@ def _key_args(args):
     return {n: a for n, a in args.items() if n not in LENGTH_NAMES}
 
 
-@pytest.fixture
-def paged_checks(monkeypatch):
-    """(call, count): call(args) runs _paged._checked on a memo of its own
-    with the device check stubbed (device 0); count[0] counts _validate."""
-    monkeypatch.setattr(_paged, "_check_device", _stub_device)
-    count, validate, memo = [0], _paged._validate, {}
+def _counting_checks(monkeypatch, module):
+    """(call, count, memo): call(args) runs module._checked on a memo of its
+    own with the device check stubbed (device 0); count[0] counts
+    module._validate."""
+    monkeypatch.setattr(module, "_check_device", _stub_device)
+    count, validate, memo = [0], module._validate, {}
 
     def counted(*a, **k):
         count[0] += 1
         return validate(*a, **k)
-    monkeypatch.setattr(_paged, "_validate", counted)
-    return (lambda args: _paged._checked(**args, memo=memo)), count, memo
+    monkeypatch.setattr(module, "_validate", counted)
+    return (lambda args: module._checked(**args, memo=memo)), count, memo
+
+
+def _assert_the_key_changes(module, args_of, mutations):
+    """module._checks_key of args_of(**change) differs from args_of()'s for
+    each change that is not of the lengths alone."""
+    base = module._checks_key(**_key_args(args_of()))
+    assert base == module._checks_key(**_key_args(args_of()))  # fresh tensors
+    for name, change in mutations.items():
+        if set(change) <= set(LENGTH_NAMES):
+            continue
+        assert module._checks_key(**_key_args(args_of(**change))) != base, name
+
+
+@pytest.fixture
+def paged_checks(monkeypatch):
+    return _counting_checks(monkeypatch, _paged)
 
 
 def _stub_device(q, named, mm_prefix_ranges, op):
@@ -130,12 +146,7 @@ def _stub_device(q, named, mm_prefix_ranges, op):
 
 
 def test_the_key_changes_with_everything_the_checks_read():
-    base = _paged._checks_key(**_key_args(_paged_args()))
-    assert base == _paged._checks_key(**_key_args(_paged_args()))  # fresh tensors
-    for name, change in {**PAGED_ERRORS, **PAGED_VALID}.items():
-        if set(change) <= set(LENGTH_NAMES):
-            continue
-        assert _paged._checks_key(**_key_args(_paged_args(**change))) != base, name
+    _assert_the_key_changes(_paged, _paged_args, {**PAGED_ERRORS, **PAGED_VALID})
 
 
 def test_a_bad_call_after_a_good_one_is_still_checked(paged_checks):
@@ -191,10 +202,10 @@ def test_unkeyed_arguments_are_checked_every_call(paged_checks):
 
 def test_a_full_memo_starts_over(paged_checks):
     call, count, memo = paged_checks
-    for n in range(_varlen._MEMO_MAX + 3):  # softmax scales: each its own key
+    for n in range(attnjit._memo._MEMO_MAX + 3):  # softmax scales: each its own key
         call(_paged_args(softmax_scale=1.0 + n))
-    assert count[0] == _varlen._MEMO_MAX + 3
-    assert 1 <= len(memo) <= _varlen._MEMO_MAX
+    assert count[0] == attnjit._memo._MEMO_MAX + 3
+    assert 1 <= len(memo) <= attnjit._memo._MEMO_MAX
 
 
 # ---- varlen_attention ---------------------------------------------------------
@@ -243,22 +254,11 @@ VARLEN_VALID = {
 
 @pytest.fixture
 def varlen_checks(monkeypatch):
-    monkeypatch.setattr(_varlen, "_check_device", _stub_device)
-    count, validate, memo = [0], _varlen._validate, {}
-
-    def counted(*a, **k):
-        count[0] += 1
-        return validate(*a, **k)
-    monkeypatch.setattr(_varlen, "_validate", counted)
-    return (lambda args: _varlen._checked(**args, memo=memo)), count, memo
+    return _counting_checks(monkeypatch, _varlen)
 
 
 def test_varlen_key_changes_with_everything_the_checks_read():
-    base = _varlen._checks_key(**_key_args(_varlen_args()))
-    for name, change in {**VARLEN_ERRORS, **VARLEN_VALID}.items():
-        if set(change) <= set(LENGTH_NAMES):
-            continue
-        assert _varlen._checks_key(**_key_args(_varlen_args(**change))) != base, name
+    _assert_the_key_changes(_varlen, _varlen_args, {**VARLEN_ERRORS, **VARLEN_VALID})
 
 
 def test_varlen_bad_calls_after_a_good_one_are_checked(varlen_checks):

@@ -1,0 +1,64 @@
+"""The argument checks' memo of the eager calls (attnjit._varlen and
+attnjit._paged each keep one, keyed by their own _checks_key).
+
+An engine calls with the same layouts over and over: the checks of a call
+depend only on its tensors' dtypes, shapes, strides, device indices and
+16-byte alignment and on its scalar arguments (types included:
+max_seqlen_q=1.0 is an error that 1 is not), so their result is kept under
+a key of those, less max_seqlen_q and max_seqlen_k: a decode's
+max_seqlen_k grows at every step, so the lengths (and what depends on
+them) are checked at every call instead (each module's _checked). A failed
+check stores nothing; a tensor subclass, a tensor of another layout than
+strided, or a scalar of another type goes through the checks every time.
+The key costs ~5 attribute reads per tensor against the checks' ~50
+function calls.
+"""
+
+import torch
+
+_MEMO_MAX = 256  # entries per memo; a full memo starts over
+
+
+class _Unkeyed(Exception):
+    """An argument the memo does not key (it is checked every call)."""
+
+
+def _layout(t):
+    """What the checks read of a tensor argument (None stays None)."""
+    if t is None:
+        return None
+    if type(t) is not torch.Tensor or t.layout is not torch.strided:
+        raise _Unkeyed
+    return (t.dtype, t.shape, t.stride(), t.get_device(), t.data_ptr() & 15)
+
+
+_PLAIN = (int, float, bool, str, type(None))
+
+
+def _scalar(x):
+    if type(x) not in _PLAIN:
+        raise _Unkeyed
+    return (type(x), x)
+
+
+def _pair(x):
+    if type(x) not in (tuple, list) or len(x) != 2:
+        raise _Unkeyed
+    return (type(x), _scalar(x[0]), _scalar(x[1]))
+
+
+def _validated(memo, key, validate):
+    """validate()'s result, kept in `memo` under key() (a tuple of _layout,
+    _scalar and _pair values of everything validate reads but the lengths,
+    which the callers, _checked, check again at every call)."""
+    try:
+        k = key()
+    except _Unkeyed:
+        return validate()
+    checked = memo.get(k)
+    if checked is None:
+        checked = validate()  # raises on a bad call: nothing is kept
+        if len(memo) >= _MEMO_MAX:
+            memo.clear()
+        memo[k] = checked
+    return checked
