@@ -12,7 +12,6 @@ the kernels one call launches with their GPU times (torch.profiler).
 """
 
 import argparse
-import time
 
 import torch
 
@@ -32,16 +31,6 @@ def warm_ms(fn, reps=200):
     end.record()
     torch.cuda.synchronize()
     return start.elapsed_time(end) / reps
-
-
-def host_us(fn, reps=200):
-    torch.cuda.synchronize()
-    t0 = time.perf_counter()
-    for _ in range(reps):
-        fn()
-    t1 = time.perf_counter()
-    torch.cuda.synchronize()
-    return (t1 - t0) / reps * 1e6
 
 
 def kernels(fn):
@@ -76,7 +65,7 @@ def main():
         run, packed, out, note = build(pr, x)
         err = bp.check_peer(run, packed, out, want)
         print(f"  {name:<18} timer {ba.time_ms(run) * 1e3:8.1f} us   back-to-back {warm_ms(run) * 1e3:8.1f} us"
-              f"   host {host_us(run):6.1f} us/call   rel err {err:.1e}  ({note})")
+              f"   host {bd.host_us(run, reps=200):6.1f} us/call   rel err {err:.1e}  ({note})")
         for kname, us in kernels(run):
             print(f"      {us:8.1f} us  {kname}")
 
