@@ -37,7 +37,7 @@ attention::TileConfig tile_config_of(const Signature& sig) {
       sig.options.max_registers != 0, sig.flags.get_name("kv_dtype") == "fp8_e4m3",
       sig.flags.get_bool("split_kv"), attention::smem_per_sm(sig.options.target.sm),
       param("pingpong") != 0, param("persistent") != 0, param("decode_mma") != 0,
-      param("decode_mma") == 2});
+      param("decode_mma") == 2, sig.flags.get_bool("small_pages")});
 }
 
 // The kernel ABI: the struct generated from the spec's `args`, filled by
@@ -125,7 +125,8 @@ std::map<std::string, FlagValue> AttentionFlags::to_flag_map() const {
           {"return_lse", return_lse},
           {"kv_layout", std::string(to_string(kv_layout))},
           {"kv_dtype", std::string(to_string(kv_dtype))},
-          {"split_kv", split_kv}};
+          {"split_kv", split_kv},
+          {"small_pages", small_pages}};
 }
 
 FlagSet AttentionFlags::to_flag_set() const {
@@ -149,6 +150,7 @@ AttentionFlags AttentionFlags::from_flag_set(const FlagSet& flags) {
   f.kv_layout = flags.get_name("kv_layout") == "paged" ? KvLayout::kPaged : KvLayout::kContiguous;
   f.kv_dtype = flags.get_name("kv_dtype") == "fp8_e4m3" ? KvDType::kFp8E4M3 : KvDType::kSame;
   f.split_kv = flags.get_bool("split_kv");
+  f.small_pages = flags.get_bool("small_pages");
   return f;
 }
 
@@ -186,11 +188,11 @@ uint64_t pack_flags(const AttentionFlags& f) {
   put(static_cast<uint64_t>(f.sinks), 4);
   put(static_cast<uint64_t>(f.kv_layout), 2);
   put(static_cast<uint64_t>(f.kv_dtype), 2);
-  for (bool b : {f.causal, f.window, f.mm_prefix, f.mm_clamp, f.softcap, f.return_lse,
-                 f.split_kv}) {
+  for (bool b : {f.causal, f.window, f.mm_prefix, f.mm_clamp, f.softcap, f.return_lse, f.split_kv,
+                 f.small_pages}) {
     put(b ? 1 : 0, 1);
   }
-  return bits;  // 32 + 19 bits
+  return bits;  // 32 + 20 bits
 }
 
 struct RecentHit {
@@ -243,9 +245,9 @@ std::shared_ptr<AttentionKernel> memo_find(const std::string& key) {
 std::string AttentionFlags::canonical_text() const {
   return fmt::format(
       "dtype={},head_dim={},causal={},window={},sinks={},mm_prefix={},mm_clamp={},softcap={},"
-      "return_lse={},kv_layout={},kv_dtype={},split_kv={}",
+      "return_lse={},kv_layout={},kv_dtype={},split_kv={},small_pages={}",
       to_string(dtype), head_dim, causal, window, to_string(sinks), mm_prefix, mm_clamp, softcap,
-      return_lse, to_string(kv_layout), to_string(kv_dtype), split_kv);
+      return_lse, to_string(kv_layout), to_string(kv_dtype), split_kv, small_pages);
 }
 
 namespace {
@@ -407,6 +409,11 @@ void AttentionKernel::init_from(const Signature& sig, const LookupResult& found,
   persistent_ = tile.persistent;
   tma_box_ = TmaBox{tile.tma_chunk, tile.tma_box_rows, tile.swizzle_bytes, tile.mma_decode};
   block_n_ = tile.shape.block_n;
+  if (tile.v_block_rows < block_n_) tma_box_.v_block_rows = tile.v_block_rows;
+  attention::TileShape small = tile.shape;
+  small.small_pages = true;
+  small_pages_serves_ = flags_.kv_layout == KvLayout::kPaged &&
+                        attention::make_tile_config(small).v_block_rows < block_n_;
   // Blocks per SM: the binary's own launch bound where the entry records
   // it, else the same rule's (what the shared memory allows).
   const int recorded = found.entry->kernel.resources.min_blocks;

@@ -408,7 +408,7 @@ void Driver::encode_tensor_map(TensorMapBytes& map, const TiledTensor& t) {
     case 32: swizzle = CU_TENSOR_MAP_SWIZZLE_32B; break;
     default: break;
   }
-  const cuuint32_t element_strides[4] = {1, 1, 1, 1};
+  const cuuint32_t element_strides[5] = {1, 1, 1, 1, 1};
   const CUresult result = impl_->api.tensor_map_encode_tiled(
       reinterpret_cast<CUtensorMap*>(&map),
       t.element == TiledElement::kBF16  ? CU_TENSOR_MAP_DATA_TYPE_BFLOAT16

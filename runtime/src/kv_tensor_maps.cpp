@@ -23,8 +23,8 @@ namespace {
 // and re-encodes only when a tensor changed.
 bool same_tensor(const TiledTensor& x, const TiledTensor& y) {
   return x.base == y.base && x.element == y.element && x.rank == y.rank &&
-         std::equal(x.dims, x.dims + 4, y.dims) &&
-         std::equal(x.strides, x.strides + 3, y.strides) && std::equal(x.box, x.box + 4, y.box) &&
+         std::equal(x.dims, x.dims + 5, y.dims) &&
+         std::equal(x.strides, x.strides + 4, y.strides) && std::equal(x.box, x.box + 5, y.box) &&
          x.swizzle_bytes == y.swizzle_bytes;
 }
 
@@ -77,6 +77,30 @@ void kv_tensor_maps(const AttentionFlags& flags, const AttentionArgs& a, const T
       t.strides[2] = uint64_t(page_strides[i]) * element_bytes;
       t.box[2] = uint32_t(attention::paged_box_rows(box.rows, a.page_size));
       t.box[3] = 1;
+      if (i == 1 && box.v_block_rows > 0 && !fp8) {
+        // small_pages' V: [pages, heads, chunks of D, rows of a page, chunk
+        // columns], a box of v_block_rows rows and every chunk, so that one
+        // box writes a block of the tile's layout (BlockedRows). The chunk
+        // stride (its bytes) lies below the row stride: the map's strides
+        // need not grow outwards.
+        const uint64_t chunks = uint64_t(d / box.chunk);
+        t.rank = 5;
+        t.dims[0] = uint64_t(box.chunk);
+        t.dims[1] = uint64_t(a.page_size);
+        t.dims[2] = chunks;
+        t.dims[3] = uint64_t(a.num_heads_kv);
+        t.dims[4] = uint64_t(a.num_pages);
+        const uint64_t head_stride = t.strides[0];
+        t.strides[0] = uint64_t(row_strides[i]) * element_bytes;
+        t.strides[1] = uint64_t(box.chunk) * element_bytes;
+        t.strides[2] = head_stride;
+        t.strides[3] = uint64_t(page_strides[i]) * element_bytes;
+        t.box[0] = uint32_t(box.chunk);
+        t.box[1] = uint32_t(box.v_block_rows);
+        t.box[2] = uint32_t(chunks);
+        t.box[3] = 1;
+        t.box[4] = 1;
+      }
     } else {
       t.dims[2] = uint64_t(a.total_k > 0 ? a.total_k : 1);
       t.box[2] = uint32_t(box.rows);

@@ -12,6 +12,7 @@
 
 #include "attention/tile_config.h"
 #include "attnjit/attention.h"
+#include "attnjit/env.h"
 #include "attnjit/error.h"
 #include "launch_scratch.h"
 
@@ -107,38 +108,54 @@ SplitPlan AttentionKernel::split_plan(const AttentionArgs& a, int sm_count) cons
 
 AttentionKernel& AttentionKernel::for_args(const AttentionArgs& a) {
   if (generic_) return current().for_args(a);
-  if (flags_.split_kv || a.num_splits == 1) return *this;
-  if (a.num_splits == 0) {
+  AttentionKernel* runs = this;
+  if (!flags_.split_kv && a.num_splits != 1) {
     // Decode-shaped: every sequence within 64 packed rows (one query tile
     // of most split rules; the swapped decode block's 8-row tiles split
     // each of their up to eight).
     constexpr int64_t kSplitRows = 64;
     const int64_t group = a.num_heads_kv > 0 ? a.num_heads_q / a.num_heads_kv : 1;
-    if (a.max_seqlen_q <= 0 || int64_t(a.max_seqlen_q) * group > kSplitRows) return *this;
+    const bool decode = a.max_seqlen_q > 0 && int64_t(a.max_seqlen_q) * group <= kSplitRows;
+    if (a.num_splits > 1 || decode) {
+      AttentionFlags flags = flags_;
+      flags.split_kv = true;
+      runs = &sibling(split_sibling_, flags);
+    }
   }
-  if (AttentionKernel* ready = split_ready_.load(std::memory_order_acquire)) return *ready;
-  std::lock_guard<std::mutex> lock(split_mutex_);
-  if (!split_sibling_) {
-    AttentionFlags flags = flags_;
-    flags.split_kv = true;
-    std::shared_ptr<AttentionKernel> sibling;
+  // Pages of 16 keys (16 mod 32: the tile's boxes are 16 rows each): V as
+  // a box per 16 keys and all of D, a third of the boxes at D 128.
+  static const bool small_pages_on = env_bool("ATTNJIT_SMALL_PAGES", true);
+  if (runs->small_pages_serves_ && !runs->flags_.small_pages && small_pages_on &&
+      a.page_size % 32 == 16) {
+    AttentionFlags flags = runs->flags_;
+    flags.small_pages = true;
+    runs = &runs->sibling(runs->small_pages_sibling_, flags);
+  }
+  return *runs;
+}
+
+AttentionKernel& AttentionKernel::sibling(Sibling& s, const AttentionFlags& flags) {
+  if (AttentionKernel* ready = s.ready.load(std::memory_order_acquire)) return *ready;
+  std::lock_guard<std::mutex> lock(s.mutex);
+  if (!s.kernel) {
+    std::shared_ptr<AttentionKernel> kernel;
     if (user_spec_) {
       std::map<std::string, FlagValue> values = flags.to_flag_map();
-      sibling = AttentionKernel::get_user(user_spec_, resolve_flags(*user_spec_, values), *cache_,
-                                          &target_);
+      kernel = AttentionKernel::get_user(user_spec_, resolve_flags(*user_spec_, values), *cache_,
+                                         &target_);
     } else {
-      sibling = AttentionKernel::get(flags, *cache_, &target_);
+      kernel = AttentionKernel::get(flags, *cache_, &target_);
     }
     // A tier may answer for the sibling (docs/tiers.md), and a tier's
     // kernel launches only through its own dispatch (its tier's args): the
-    // split launch waits for the sibling's own kernel, as it did when get()
+    // launch waits for the sibling's own kernel, as it did when get()
     // compiled it. A failed compile throws here and keeps nothing, so the
     // next launch tries again.
-    sibling->wait_specialized();
-    split_sibling_ = std::move(sibling);
-    split_ready_.store(&split_sibling_->current(), std::memory_order_release);
+    kernel->wait_specialized();
+    s.kernel = std::move(kernel);
+    s.ready.store(&s.kernel->current(), std::memory_order_release);
   }
-  return *split_ready_.load(std::memory_order_acquire);
+  return *s.ready.load(std::memory_order_acquire);
 }
 
 namespace {

@@ -207,8 +207,10 @@ struct PagedKV {
   int page_size;
   int n_k, hk;
   int n_pages;  // the pages that hold the sequence's keys (the table's entries read)
-  const TensorMap *k_map, *v_map;  // [pages, rows of a page, heads, D]
-  const unsigned char *k8, *v8;    // fp8: head hk of page 0, in bytes
+  // [pages, heads, rows of a page, D] (D innermost); small_pages' v_map:
+  // [pages, heads, swizzle chunks of D, rows of a page, chunk columns].
+  const TensorMap *k_map, *v_map;
+  const unsigned char *k8, *v8;  // fp8: head hk of page 0, in bytes
 
   template <class Work>
   __device__ __forceinline__ PagedKV(const Params<T>& prm, const Work& work)
@@ -273,9 +275,27 @@ struct PagedKV {
                                              Pages& pages) const {
     tma_load(k_map, tile, full, kt, lane, pages);
   }
+  // small_pages (TileConfig::v_block_rows below block_n): V in blocks of
+  // v_block_rows keys (BlockedRows, smem_sm90.cuh), each one box of all of
+  // D through the 5-D map [pages, heads, swizzle chunks, rows of a page,
+  // chunk columns], a lane per block. Every page size is a multiple of the
+  // block's 16 rows, so a block lies inside one page.
   __device__ __forceinline__ void tma_load_v(unsigned tile, unsigned full, int kt, int lane,
                                              Pages& pages) const {
-    tma_load(v_map, tile, full, kt, lane, pages);
+    constexpr TileConfig kTile = tile_config<C>();
+    if constexpr (kTile.v_block_rows < BN) {
+      constexpr int kRows = kTile.v_block_rows;
+      const int j0 = kt * BN;
+      const int left = (n_k - j0 + kRows - 1) / kRows;
+      const TileBoxes blocks{kRows, BN / kRows < left ? BN / kRows : left};
+      for_each_box(full, 2u * unsigned(D), j0, blocks, lane, pages,
+                   [&](int row, int in_page, int page) {
+                     ptx::tma_load_5d(tile + static_cast<unsigned>(row * D * 2), v_map, full, 0,
+                                      in_page, 0, hk, page);
+                   });
+    } else {
+      tma_load(v_map, tile, full, kt, lane, pages);
+    }
   }
 
   // fp8: TMA of key tile kt of K and of V as raw rows of D bytes, a box
@@ -310,9 +330,17 @@ struct PagedKV {
   template <class Issue>
   __device__ __forceinline__ void for_each_page(unsigned bar, unsigned row_bytes, int kt, int lane,
                                                 Pages& pages, Issue issue) const {
-    static_assert(BN / 16 <= 32, "a tile's boxes, a lane each");
     const int j0 = kt * BN;
-    const TileBoxes t = tile_boxes(BN, page_size, j0, n_k);
+    for_each_box(bar, row_bytes, j0, tile_boxes(BN, page_size, j0, n_k), lane, pages, issue);
+  }
+
+  // The same for the boxes `t` of the tile whose first key is j0 (each
+  // inside one page).
+  template <class Issue>
+  __device__ __forceinline__ void for_each_box(unsigned bar, unsigned row_bytes, int j0,
+                                               const TileBoxes& t, int lane, Pages& pages,
+                                               Issue issue) const {
+    static_assert(BN / 16 <= 32, "a tile's boxes, a lane each");
     window_to(pages, j0 / page_size, lane, n_pages, [this](int i) { return table[i]; });
     if (lane == 0) {
       ptx::mbarrier_arrive_expect_tx(bar, static_cast<unsigned>(t.boxes * t.rows) * row_bytes);

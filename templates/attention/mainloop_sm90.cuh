@@ -107,6 +107,8 @@ struct MainloopSm90 {
   static constexpr bool kBF16 = element<T>::is_bf16;
   using Rows = SwizzledRows<D>;
   static_assert(Rows::kChunk == kTile.tma_chunk, "the TMA box is one swizzle chunk wide");
+  // V's layout: Rows', or blocks of 16 keys (small_pages; TileConfig::v_block_rows).
+  using VRows = BlockedRows<D, kTile.v_block_rows>;
   using Ring = TileRing<kStages>;
   using Softmax =
       OnlineSoftmax<kScoreBlocks, kOutBlocks, slack_max_pays(D, BN, C::split_kv != 0)>;
@@ -508,7 +510,7 @@ struct MainloopSm90 {
     // replaced.
     template <class Work>
     __device__ __forceinline__ void zero_v_tail(const Work& work, int kt) const {
-      Rows::template zero_rows<BN, kConsumerThreads>(v_tile(kt), work.n_k - kt * BN, tid);
+      VRows::template zero_rows<BN, kConsumerThreads>(v_tile(kt), work.n_k - kt * BN, tid);
       ptx::fence_proxy_async_shared();
       ptx::named_barrier_sync(1, kConsumerThreads);
     }
@@ -527,10 +529,10 @@ struct MainloopSm90 {
     // O += P V of tile kt, issued.
     __device__ __forceinline__ void issue_pv(float (&o)[kOutBlocks][4],
                                              const unsigned (&a)[BN / 16][4], int kt) const {
-      const unsigned long long v0 = Rows::template mn_major_first<BN>(v_tile(kt));
+      const unsigned long long v0 = VRows::template mn_major_first<BN>(v_tile(kt));
 #pragma unroll
       for (int kk = 0; kk < BN / 16; ++kk) {
-        ptx::WarpgroupMma<D>::template rs<kBF16>(o, a[kk], Rows::mn_major_step(v0, kk), 1);
+        ptx::WarpgroupMma<D>::template rs<kBF16>(o, a[kk], VRows::mn_major_step(v0, kk), 1);
       }
     }
 

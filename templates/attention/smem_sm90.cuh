@@ -85,5 +85,66 @@ struct SwizzledRows {
   }
 };
 
+// The V tile of a small-pages variant (TileConfig::v_block_rows): blocks
+// of kBlockRows key rows one after the other, each laid out as a
+// SwizzledRows tile of kBlockRows rows, which is what one TMA box of
+// kBlockRows rows and all of D writes (kv_source.cuh, PagedKV). A k-step
+// of the MN-major product (16 keys) lies inside one block, so its
+// descriptor is that block's, with the block's rows as the leading offset
+// between swizzle chunks. With kBlockRows = the tile's rows this is
+// SwizzledRows' layout, addressed by the same code.
+template <int kHeadDim, int kBlockRows>
+struct BlockedRows {
+  using Rows = SwizzledRows<kHeadDim>;
+  static constexpr int kSwizzleBytes = Rows::kSwizzleBytes;
+  static constexpr int kUnitsPerRow = Rows::kUnitsPerRow;
+  static constexpr unsigned kBlockBytes = unsigned(kBlockRows * kHeadDim * 2);
+  static_assert(kBlockRows % 16 == 0, "a block holds whole k-steps (16 keys) of P V");
+  static_assert(kBlockBytes % 1024 == 0, "every block starts on a swizzle atom (1024 bytes)");
+
+  // Byte offset of 16-byte unit u of row r in a tile of kRows rows.
+  template <int kRows>
+  static __device__ __forceinline__ unsigned offset(int r, int u) {
+    if constexpr (kBlockRows == kRows) {
+      return Rows::template offset<kRows>(r, u);
+    } else {
+      return blocked_swizzled_offset(kBlockRows, kSwizzleBytes, kHeadDim, r, u);
+    }
+  }
+
+  // MN-major operand (B = V for O += P V): keys 16 kk .. 16 kk + 15 of a
+  // kRows tile, all D columns; first is kk = 0's, step moves it to kk (a
+  // constant add).
+  template <int kRows>
+  static __device__ __forceinline__ unsigned long long mn_major_first(unsigned tile) {
+    static_assert(kRows % kBlockRows == 0, "a tile of whole blocks");
+    return Rows::template mn_major_first<kBlockRows>(tile);
+  }
+  static __device__ __forceinline__ unsigned long long mn_major_step(unsigned long long first,
+                                                                     int kk) {
+    const int key = 16 * kk;
+    return ptx::descriptor_advance(
+        first, (key / kBlockRows) * kBlockBytes + unsigned((key % kBlockRows) * kSwizzleBytes));
+  }
+  template <int kRows>
+  static __device__ __forceinline__ unsigned long long mn_major(unsigned tile, int kk) {
+    return mn_major_step(mn_major_first<kRows>(tile), kk);
+  }
+
+  // Zeros rows [first_row, kRows) of a tile, spread over kThreads threads.
+  template <int kRows, int kThreads>
+  static __device__ __forceinline__ void zero_rows(unsigned tile, int first_row, int tid) {
+    if constexpr (kBlockRows == kRows) {
+      Rows::template zero_rows<kRows, kThreads>(tile, first_row, tid);
+    } else {
+      const int units = (kRows - first_row) * kUnitsPerRow;
+#pragma unroll 1
+      for (int c = tid; c < units; c += kThreads) {
+        ptx::st_shared_zero16(tile + offset<kRows>(first_row + c / kUnitsPerRow, c % kUnitsPerRow));
+      }
+    }
+  }
+};
+
 }  // namespace attention
 }  // namespace attnjit

@@ -24,6 +24,17 @@ ATTNJIT_SWIZZLE_FN unsigned swizzled_offset(int rows, int swizzle_bytes, int r, 
   return static_cast<unsigned>((u / units) * rows * swizzle_bytes + r * swizzle_bytes + unit * 16);
 }
 
+// The same for a tile stored as blocks of `block_rows` rows one after the
+// other (BlockedRows, smem_sm90.cuh), each laid out as a tile of that many
+// rows: what one TMA box per block writes when the box holds all of a
+// row's `head_dim` elements (16-bit), its swizzle chunks as the box's third
+// dimension.
+ATTNJIT_SWIZZLE_FN unsigned blocked_swizzled_offset(int block_rows, int swizzle_bytes, int head_dim,
+                                                    int r, int u) {
+  return static_cast<unsigned>((r / block_rows) * block_rows * head_dim * 2) +
+         swizzled_offset(block_rows, swizzle_bytes, r % block_rows, u);
+}
+
 }  // namespace attention
 }  // namespace attnjit
 

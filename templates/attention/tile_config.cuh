@@ -40,6 +40,9 @@ struct TileShape {
   bool decode_mma = false;
   // Its products swapped (decode_mma 2: DecodeSwapLayout, block_m 8).
   bool decode_swap = false;
+  // V tiles in blocks of 16 key rows, each one TMA box of all of D (the
+  // small_pages flag; TileConfig::v_block_rows says where it applies).
+  bool small_pages = false;
 };
 
 // Shared memory of one SM that blocks can have, by compute capability
@@ -75,6 +78,16 @@ struct TileConfig {
   int swizzle_bytes;        // bytes of one swizzled row: 2 * tma_chunk
   int tma_box_rows;         // rows of a TMA box (one head): block_n
   unsigned tma_box_bytes;   // one box, tma_box_rows x swizzle_bytes
+  // The V tile in shared memory as blocks of this many key rows, one after
+  // the other, each laid out as a whole tile of that many rows is (its
+  // swizzle chunks one after the other): block_n (one block, the layout
+  // of every other tile), or 16 with small_pages on the warpgroup path of
+  // a paged cache where D spans two or more swizzle chunks of 32, 64 or
+  // 128 bytes (D 96, 128, 192, 256; not with fp8 K/V, whose producer
+  // converts into the usual layout, nor in the decode block). Then a page
+  // of 16 keys is one TMA box of 16 rows x D instead of D / tma_chunk
+  // boxes (smem_sm90.cuh, BlockedRows; kv_source.cuh, PagedKV).
+  int v_block_rows;
   // Registers per thread: the launch bound's share, and those of the
   // producer and consumer warpgroups after setmaxnreg when rebalancing
   // (the launch share otherwise; producer 0 on the mma.sync path).
@@ -327,6 +340,11 @@ ATTNJIT_TILE_CONSTEXPR TileConfig make_tile_config(const TileShape& shape) {
     }
   }
   c.tma_box_bytes = unsigned(shape.block_n * c.swizzle_bytes);
+  constexpr int kSmallPageRows = 16;
+  const bool small_pages = shape.small_pages && shape.wgmma && !shape.kv_fp8 && !c.mma_decode &&
+                           shape.head_dim % 32 == 0 && shape.head_dim / c.tma_chunk >= 2 &&
+                           shape.block_n > kSmallPageRows;
+  c.v_block_rows = small_pages ? kSmallPageRows : shape.block_n;
   tile_detail::set_shared_memory(c);
   tile_detail::set_blocks_per_sm(c);
   tile_detail::set_registers(c);
@@ -429,6 +447,17 @@ struct DecodeMma<C, decltype(void(C::decode_mma))> {
   static constexpr bool swap = C::decode_mma == 2;
 };
 
+// Whether a generated Config asks for V in blocks of 16 keys (its
+// small_pages flag; false for a Config without one, as the host tests').
+template <class C, class = void>
+struct SmallPages {
+  static constexpr bool value = false;
+};
+template <class C>
+struct SmallPages<C, decltype(void(C::small_pages))> {
+  static constexpr bool value = C::small_pages;
+};
+
 // The device side: a generated Config's configuration, from its tuning
 // params and the register cap the compile options announce
 // (ATTNJIT_MAX_REGISTERS is defined when one is set).
@@ -444,11 +473,10 @@ ATTNJIT_TILE_CONSTEXPR TileConfig tile_config() {
 #else
   constexpr int kSmemPerSm = 0;  // compiled for the host: the caller's shape says
 #endif
-  return make_tile_config(TileShape{C::head_dim, C::block_m, C::block_n, C::warps, C::stages,
-                                    C::min_blocks, C::pack_gqa != 0, C::wgmma != 0, kRegisterCap,
-                                    KvFp8<C>::value, C::split_kv, kSmemPerSm, C::pingpong != 0,
-                                    C::persistent != 0, DecodeMma<C>::value,
-                                    DecodeMma<C>::swap});
+  return make_tile_config(TileShape{
+      C::head_dim, C::block_m, C::block_n, C::warps, C::stages, C::min_blocks, C::pack_gqa != 0,
+      C::wgmma != 0, kRegisterCap, KvFp8<C>::value, C::split_kv, kSmemPerSm, C::pingpong != 0,
+      C::persistent != 0, DecodeMma<C>::value, DecodeMma<C>::swap, SmallPages<C>::value});
 }
 
 }  // namespace attention

@@ -74,6 +74,18 @@ __device__ __forceinline__ void tma_load_4d(unsigned dst, const TensorMap* map, 
       : "memory");
 }
 
+// The same for a 5-D tensor map (a paged cache's V with D as swizzle
+// chunks: chunk columns, rows of a page, chunks, heads, pages).
+__device__ __forceinline__ void tma_load_5d(unsigned dst, const TensorMap* map, unsigned bar,
+                                            int c0, int c1, int c2, int c3, int c4) {
+  asm volatile(
+      "cp.async.bulk.tensor.5d.shared::cluster.global.tile.mbarrier::complete_tx::bytes"
+      " [%0], [%1, {%2, %3, %4, %5, %6}], [%7];" ::"r"(dst),
+      "l"(reinterpret_cast<unsigned long long>(map)), "r"(c0), "r"(c1), "r"(c2), "r"(c3), "r"(c4),
+      "r"(bar)
+      : "memory");
+}
+
 // Warpgroup-collective register reallocation: this warpgroup's per-thread
 // register count becomes N (a multiple of 8 in [24, 256]); inc waits until
 // the block's pool has the registers that dec calls released.

@@ -51,6 +51,7 @@ inline std::string flags_name(const AttentionFlags& f) {
   if (f.kv_layout == KvLayout::kPaged) name += "_paged";
   if (f.kv_dtype == KvDType::kFp8E4M3) name += "_fp8";
   if (f.split_kv) name += "_split";
+  if (f.small_pages) name += "_smallpages";
   return name;
 }
 

@@ -98,5 +98,86 @@ TEST(DeviceSwizzle, TilesAreTheHardwareSwizzleOfTheChunkedLayout) {
   check_heights<256>();
 }
 
+// The address of 16-byte unit u of the MN-major operand's key k (0..15) in
+// the k-step that `desc` describes, as wgmma reads it: the start, the
+// leading offset per swizzle chunk of the N (D) units, the stride offset
+// per 8 keys, a swizzled row per key, then the hardware's swizzle of the
+// address (1024-byte aligned atoms).
+template <class Rows>
+unsigned mn_major_address(unsigned long long desc, int k, int u) {
+  constexpr int kBits = Rows::kUnits == 8 ? 3 : Rows::kUnits == 4 ? 2 : 1;
+  const unsigned start = unsigned(desc & 0x3FFF) << 4;
+  const unsigned lbo = unsigned((desc >> 16) & 0x3FFF) << 4;
+  const unsigned sbo = unsigned((desc >> 32) & 0x3FFF) << 4;
+  const unsigned plain = start + unsigned(u / Rows::kUnits) * lbo + unsigned(k / 8) * sbo +
+                         unsigned(k % 8) * Rows::kSwizzleBytes + unsigned(u % Rows::kUnits) * 16;
+  return plain ^ (((plain >> 7) & ((1u << kBits) - 1)) << 4);
+}
+
+// small_pages' V tile (BlockedRows): blocks of kBlockRows rows, each what
+// one TMA box of kBlockRows rows x D writes (its swizzle chunks as the
+// box's third dimension, innermost the chunk's columns, then rows, then
+// chunks), and every k-step's descriptor reads the rows the tile holds
+// there, by the model of wgmma's MN-major addressing that SwizzledRows'
+// tiles (checked on the tensor cores by WgmmaLayout) satisfy too.
+template <int D, int kBlockRows, int kRows>
+void check_blocked_layout() {
+  using Blocked = attention::BlockedRows<D, kBlockRows>;
+  using Rows = attention::SwizzledRows<D>;
+  SCOPED_TRACE(testing::Message() << "D=" << D << " block=" << kBlockRows << " rows=" << kRows);
+  constexpr int kBits = Rows::kUnits == 8 ? 3 : Rows::kUnits == 4 ? 2 : 1;
+  constexpr unsigned kBlockBytes = unsigned(kBlockRows * D * 2);
+  std::set<unsigned> slots;
+  for (int r = 0; r < kRows; ++r) {
+    for (int u = 0; u < Rows::kUnitsPerRow; ++u) {
+      const unsigned got = Blocked::template offset<kRows>(r, u);
+      // The box of block r / kBlockRows, written densely from the block's
+      // (1024-aligned) start, then swizzled by the address.
+      const int in_block = r % kBlockRows;
+      const unsigned dense =
+          unsigned(((u / Rows::kUnits) * kBlockRows + in_block) * Rows::kSwizzleBytes +
+                   (u % Rows::kUnits) * 16);
+      const unsigned want = unsigned(r / kBlockRows) * kBlockBytes +
+                            (dense ^ (((dense >> 7) & ((1u << kBits) - 1)) << 4));
+      ASSERT_EQ(got, want) << "r=" << r << " u=" << u;
+      ASSERT_LT(got, unsigned(kRows * D * 2));
+      ASSERT_TRUE(slots.insert(got).second) << "r=" << r << " u=" << u;
+      if constexpr (kBlockRows == kRows) ASSERT_EQ(got, (Rows::template offset<kRows>(r, u)));
+    }
+  }
+  for (const unsigned tile : {0u, 4096u, 100u * 1024u}) {
+    for (int kk = 0; kk < kRows / 16; ++kk) {
+      const unsigned long long desc = Blocked::template mn_major<kRows>(tile, kk);
+      ASSERT_EQ(desc, (Blocked::mn_major_step(Blocked::template mn_major_first<kRows>(tile), kk)));
+      if constexpr (kBlockRows == kRows)
+        ASSERT_EQ(desc, (Rows::template mn_major<kRows>(tile, kk)));
+      for (int k = 0; k < 16; ++k) {
+        for (int u = 0; u < Rows::kUnitsPerRow; ++u) {
+          ASSERT_EQ(mn_major_address<Rows>(desc, k, u),
+                    tile + Blocked::template offset<kRows>(16 * kk + k, u))
+              << "tile " << tile << " kk " << kk << " k " << k << " u " << u;
+        }
+      }
+    }
+  }
+}
+
+TEST(DeviceSwizzle, SmallPagesBlocksAreWhatOneBoxPerBlockWritesAndWgmmaReads) {
+  // The small_pages head dims (two or more swizzle chunks of 32, 64 or
+  // 128 bytes), their 16-key blocks in the tiles of the rules' block_n.
+  check_blocked_layout<96, 16, 64>();
+  check_blocked_layout<128, 16, 64>();
+  check_blocked_layout<128, 16, 128>();
+  check_blocked_layout<192, 16, 64>();
+  check_blocked_layout<256, 16, 64>();
+  check_blocked_layout<256, 16, 128>();
+  // One block: SwizzledRows' layout and descriptors, which the model above
+  // reads as the tensor cores do.
+  check_blocked_layout<64, 64, 64>();
+  check_blocked_layout<128, 128, 128>();
+  check_blocked_layout<96, 64, 64>();
+  check_blocked_layout<80, 64, 64>();
+}
+
 }  // namespace
 }  // namespace attnjit

@@ -341,6 +341,35 @@ TEST(TileConfig, PersistentBlocksStageTheOutputApartFromTheRing) {
   EXPECT_EQ(attention::persistent_blocks({0, 8, 4}, 132), 1u);
 }
 
+// small_pages' V in blocks of 16 keys: on the warpgroup path where D spans
+// two or more swizzle chunks (a box per block then replaces D / chunk
+// boxes), and nowhere else; the rest of the configuration is unchanged.
+TEST(TileConfig, SmallPagesBlockVWhereDSpansSeveralChunks) {
+  const auto with = [](TileShape s) {
+    s.small_pages = true;
+    return make_tile_config(s);
+  };
+  for (const int d : {96, 128, 192, 256}) {
+    const TileShape s{d, 128, 64, 8, 2, 1, true, true, false};
+    const TileConfig plain = make_tile_config(s), small = with(s);
+    EXPECT_EQ(plain.v_block_rows, 64) << "D " << d;
+    EXPECT_EQ(small.v_block_rows, 16) << "D " << d;
+    EXPECT_EQ(small.smem_bytes, plain.smem_bytes) << "D " << d;
+    EXPECT_EQ(small.tma_box_rows, plain.tma_box_rows) << "D " << d;
+    EXPECT_EQ(small.consumer_registers, plain.consumer_registers) << "D " << d;
+  }
+  for (const auto& [what, s] : std::vector<std::pair<const char*, TileShape>>{
+           {"D 64, one chunk", {64, 128, 128, 8, 2, 1, true, true, false}},
+           {"D 80, chunks of 16", {80, 128, 128, 8, 2, 1, false, true, false}},
+           {"mma.sync", {128, 128, 64, 4, 2, 1, false, false, false}},
+           {"fp8 K/V", {128, 192, 64, 12, 3, 1, true, true, false, true}},
+           {"16-key tiles", {128, 64, 16, 4, 2, 1, true, true, false}},
+           {"decode block",
+            {128, 32, 64, 4, 4, 2, true, true, false, true, true, 0, false, false, true, true}}}) {
+    EXPECT_EQ(with(s).v_block_rows, s.block_n) << what;
+  }
+}
+
 // A paged tile's TMA boxes (paged_box_rows): for every key tile and page
 // size the kernels may meet (multiples of 16), the boxes cover the tile's
 // rows exactly, and each lies inside one page, wherever the tile starts.

@@ -55,6 +55,11 @@ struct AttentionFlags {
   // picks a split variant by itself for decode-shaped batches (see
   // AttentionArgs::num_splits); set it to ask for one directly.
   bool split_kv = false;
+  // A schedule too: on sm_90a, V copied as one TMA box per 16 keys of a
+  // page (all of D) instead of one per page and swizzle chunk. launch()
+  // picks it by itself for pages of 16 keys (page_size % 32 == 16; off
+  // with ATTNJIT_SMALL_PAGES=0); needs kv_layout paged.
+  bool small_pages = false;
 
   // The typed view of the spec's flags. The canonical form, which keys the
   // memo and the cache, is the spec's FlagSet: to_flag_set() resolves
@@ -199,6 +204,10 @@ struct TmaBox {
   // decode block's layout, TileConfig::mma_decode), instead of unswizzled
   // rows of D bytes for a converting producer.
   bool fp8_swizzled = false;
+  // small_pages (TileConfig::v_block_rows < block_n): V's boxes are this
+  // many rows of a page and all of D (a 5-D map: the swizzle chunks as a
+  // dimension of their own); 0: V's boxes are K's.
+  int v_block_rows = 0;
 };
 
 // The value of one of a user spec's own args (a spec that extends the
@@ -273,11 +282,22 @@ class AttentionKernel {
   // The split schedule this variant (a split_kv one) would use for `args`
   // on a GPU of `sm_count` SMs (0: the current device's).
   SplitPlan split_plan(const AttentionArgs& args, int sm_count = 0) const;
-  // The kernel a launch with `args` runs: this one, or the split sibling
-  // (fetched, and compiled if needed, on first use).
+  // The kernel a launch with `args` runs: this one, its split sibling for
+  // a decode-shaped batch, and (of either) the small_pages sibling for
+  // pages of 16 keys where that changes the kernel (fetched, and compiled
+  // if needed, on first use).
   AttentionKernel& for_args(const AttentionArgs& args);
 
  private:
+  // A sibling variant (the same flags but a schedule flag), fetched once.
+  struct Sibling {
+    std::mutex mutex;
+    std::shared_ptr<AttentionKernel> kernel;
+    std::atomic<AttentionKernel*> ready{nullptr};
+  };
+  // `sibling`'s kernel, fetched through this variant's cache and target
+  // (and its user spec) with `flags` on its first use.
+  AttentionKernel& sibling(Sibling& sibling, const AttentionFlags& flags);
   void launch_this(const AttentionArgs& args, CuStream stream,
                    const std::vector<UserArg>& user_args);
   // A user spec's variant (user_kernel.cpp): its args checked by name and
@@ -335,13 +355,14 @@ class AttentionKernel {
   bool persistent_ = false;  // a block per resident slot, walking the grid's tiles
   TmaBox tma_box_;
   int block_n_ = 0, min_blocks_ = 1, split_keys_ = 0;
+  // Whether this variant's small_pages sibling is another kernel (its V
+  // in blocks of 16 keys: TileConfig::v_block_rows).
+  bool small_pages_serves_ = false;
   EntrySource source_ = EntrySource::kCompiled;
-  // Where the split sibling comes from: this variant's cache and target.
+  // Where the siblings come from: this variant's cache and target.
   KernelCache* cache_ = nullptr;
   Target target_;
-  std::mutex split_mutex_;
-  std::shared_ptr<AttentionKernel> split_sibling_;
-  std::atomic<AttentionKernel*> split_ready_{nullptr};
+  Sibling split_sibling_, small_pages_sibling_;
   // A user spec's variant: the spec, its own args' places in the params
   // struct (after the inherited ones), and the struct's size.
   struct UserField {

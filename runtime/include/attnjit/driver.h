@@ -48,10 +48,10 @@ enum class TiledElement { kBF16, kF16, kByte };
 struct TiledTensor {
   const void* base = nullptr;
   TiledElement element = TiledElement::kBF16;
-  int rank = 3;
-  uint64_t dims[4] = {};
-  uint64_t strides[3] = {};
-  uint32_t box[4] = {};
+  int rank = 3;  // at most 5
+  uint64_t dims[5] = {};
+  uint64_t strides[4] = {};
+  uint32_t box[5] = {};
   int swizzle_bytes = 0;  // 128, 64, 32 or 0 (none)
 };
 

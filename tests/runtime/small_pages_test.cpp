@@ -1,0 +1,92 @@
+// Which paged launches go to the small_pages sibling (runtime/src/
+// split_kv.cpp, AttentionKernel::for_args), no GPU: pages of 16 keys on
+// the variants whose V it changes (TileConfig::v_block_rows), from the
+// prefill variant and from its split sibling alike. The kernels compile
+// through NVRTC for sm_90a into a memory-only cache; nothing is launched.
+#include <gtest/gtest.h>
+
+#include "attnjit/attention.h"
+#include "attnjit/cache.h"
+#include "attnjit/error.h"
+#include "attnjit/target.h"
+
+namespace attnjit {
+namespace {
+
+AttentionArgs paged_args(int batch, int queries, int keys, int page_size) {
+  AttentionArgs a;
+  a.num_seqs = batch;
+  a.num_heads_q = 32;
+  a.num_heads_kv = 8;
+  a.total_q = batch * queries;
+  a.max_seqlen_q = queries;
+  a.max_seqlen_k = keys;
+  a.page_size = page_size;
+  return a;
+}
+
+AttentionFlags paged_flags(int d) {
+  AttentionFlags flags;
+  flags.head_dim = d;
+  flags.causal = true;
+  flags.kv_layout = KvLayout::kPaged;
+  return flags;
+}
+
+class SmallPagesTest : public ::testing::Test {
+ protected:
+  SmallPagesTest() : cache_(CacheConfig{}), target_(parse_target("sm_90a")) {}
+  std::shared_ptr<AttentionKernel> kernel(const AttentionFlags& flags) {
+    return AttentionKernel::get(flags, cache_, &target_);
+  }
+  KernelCache cache_;
+  Target target_;
+};
+
+TEST_F(SmallPagesTest, PagesOfSixteenKeysGoToTheSibling) {
+  auto k = kernel(paged_flags(128));
+  AttentionArgs chunk = paged_args(4, 512, 8192, 16);
+  AttentionKernel& small = k->for_args(chunk);
+  ASSERT_NE(&small, k.get());
+  EXPECT_TRUE(small.flags().small_pages);
+  EXPECT_FALSE(small.flags().split_kv);
+  EXPECT_EQ(small.block_m(), k->block_m());
+  EXPECT_EQ(&k->for_args(chunk), &small);  // fetched once
+  // Tiles of 16-row boxes: 16 mod 32.
+  chunk.page_size = 48;
+  EXPECT_EQ(&k->for_args(chunk), &small);
+  // Boxes of 32 rows or more: V's boxes are as few already.
+  for (const int page : {32, 64, 256}) {
+    chunk.page_size = page;
+    EXPECT_EQ(&k->for_args(chunk), k.get()) << "page " << page;
+  }
+  // A decode at page 16: the split sibling's own small_pages sibling.
+  AttentionArgs decode = paged_args(64, 1, 8192, 16);
+  AttentionKernel& runs = k->for_args(decode);
+  EXPECT_TRUE(runs.flags().split_kv);
+  EXPECT_TRUE(runs.flags().small_pages);
+  decode.page_size = 64;
+  EXPECT_TRUE(k->for_args(decode).flags().split_kv);
+  EXPECT_FALSE(k->for_args(decode).flags().small_pages);
+  // The sibling itself launches as it is.
+  EXPECT_EQ(&small.for_args(paged_args(4, 512, 8192, 16)), &small);
+}
+
+TEST_F(SmallPagesTest, VariantsItWouldNotChangeKeepTheirOwnKernel) {
+  // D 64 is one swizzle chunk: a page of 16 keys is one box of V already.
+  auto d64 = kernel(paged_flags(64));
+  EXPECT_EQ(&d64->for_args(paged_args(4, 512, 8192, 16)), d64.get());
+  // The contiguous layout has no pages (page_size 0 there).
+  AttentionFlags contiguous = paged_flags(128);
+  contiguous.kv_layout = KvLayout::kContiguous;
+  auto c = kernel(contiguous);
+  AttentionArgs a = paged_args(4, 512, 8192, 0);
+  EXPECT_EQ(&c->for_args(a), c.get());
+  // small_pages needs the paged layout.
+  AttentionFlags bad = contiguous;
+  bad.small_pages = true;
+  EXPECT_THROW(kernel(bad), Error);
+}
+
+}  // namespace
+}  // namespace attnjit
