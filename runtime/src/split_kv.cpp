@@ -15,6 +15,7 @@
 #include "attnjit/env.h"
 #include "attnjit/error.h"
 #include "launch_scratch.h"
+#include "log.h"
 
 namespace attnjit {
 namespace {
@@ -124,12 +125,26 @@ AttentionKernel& AttentionKernel::for_args(const AttentionArgs& a) {
   }
   // Pages of 16 keys (16 mod 32: the tile's boxes are 16 rows each): V as
   // a box per 16 keys and all of D, a third of the boxes at D 128.
+  // Only a schedule: where no cache holds it and the JIT is off
+  // (ATTNJIT_NO_JIT, a cache built without it), this variant serves every
+  // page size, and is asked for it from then on.
   static const bool small_pages_on = env_bool("ATTNJIT_SMALL_PAGES", true);
   if (runs->small_pages_serves_ && !runs->flags_.small_pages && small_pages_on &&
-      a.page_size % 32 == 16) {
+      a.page_size % 32 == 16 && !runs->small_pages_missing_.load(std::memory_order_relaxed)) {
     AttentionFlags flags = runs->flags_;
     flags.small_pages = true;
-    runs = &runs->sibling(runs->small_pages_sibling_, flags);
+    try {
+      runs = &runs->sibling(runs->small_pages_sibling_, flags);
+    } catch (const Error& e) {
+      if (e.kind() != ErrorKind::kNoJit) throw;
+      runs->small_pages_missing_.store(true, std::memory_order_relaxed);
+      if (runs->cache_->config().log) {
+        log_line(
+            fmt::format("attnjit: no cache holds the small_pages sibling of {} and the JIT "
+                        "is off; it serves pages of {} keys itself",
+                        runs->kernel_->name(), a.page_size));
+      }
+    }
   }
   return *runs;
 }

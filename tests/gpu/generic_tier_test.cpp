@@ -26,8 +26,9 @@ const std::string& generic_dir() {
   return dir;
 }
 
-// The generic variant of `flags` and its split sibling, compiled into the
-// shared directory once.
+// The generic variant of `flags` and its split sibling (and on a paged
+// cache the small_pages siblings of both), compiled into the shared
+// directory once.
 void build_generic(const AttentionFlags& flags) {
   static std::mutex mutex;
   std::lock_guard<std::mutex> lock(mutex);
@@ -36,8 +37,12 @@ void build_generic(const AttentionFlags& flags) {
   KernelCache builder(config);
   AttentionFlags generic = generic_flags(flags);
   for (bool split : {false, true}) {
-    generic.split_kv = split;
-    AttentionKernel::get(generic, builder);
+    for (bool small : {false, true}) {
+      if (small && generic.kv_layout != KvLayout::kPaged) continue;
+      generic.split_kv = split;
+      generic.small_pages = small || flags.small_pages;
+      AttentionKernel::get(generic, builder);
+    }
   }
 }
 

@@ -5,6 +5,9 @@
 // through NVRTC for sm_90a into a memory-only cache; nothing is launched.
 #include <gtest/gtest.h>
 
+#include <cstdlib>
+#include <filesystem>
+
 #include "attnjit/attention.h"
 #include "attnjit/cache.h"
 #include "attnjit/error.h"
@@ -86,6 +89,40 @@ TEST_F(SmallPagesTest, VariantsItWouldNotChangeKeepTheirOwnKernel) {
   AttentionFlags bad = contiguous;
   bad.small_pages = true;
   EXPECT_THROW(kernel(bad), Error);
+}
+
+// Only a schedule: with the JIT off and no cache holding the sibling, the
+// variant serves pages of 16 itself (it is correct at every page size),
+// and does not look for the sibling again.
+TEST_F(SmallPagesTest, WithoutTheJitAMissingSiblingLeavesTheVariantServing) {
+  char path[] = "/tmp/attnjit-small-pages-XXXXXX";
+  ASSERT_NE(mkdtemp(path), nullptr);
+  CacheConfig config;
+  config.user_dir = path;
+  {
+    KernelCache builder(config);
+    AttentionKernel::get(paged_flags(128), builder, &target_);
+  }
+  config.no_jit = true;
+  KernelCache cache(config);
+  auto k = AttentionKernel::get(paged_flags(128), cache, &target_);
+  const AttentionArgs chunk = paged_args(4, 512, 8192, 16);
+  EXPECT_EQ(&k->for_args(chunk), k.get());
+  EXPECT_EQ(&k->for_args(chunk), k.get());
+  EXPECT_EQ(cache.stats().compiles, 0u);
+  // Its sibling compiled into the directory: a variant got afresh finds it.
+  AttentionFlags small = paged_flags(128);
+  small.small_pages = true;
+  {
+    config.no_jit = false;
+    KernelCache builder(config);
+    AttentionKernel::get(small, builder, &target_);
+  }
+  config.no_jit = true;
+  KernelCache later(config);
+  auto again = AttentionKernel::get(paged_flags(128), later, &target_);
+  EXPECT_TRUE(again->for_args(chunk).flags().small_pages);
+  std::filesystem::remove_all(path);
 }
 
 }  // namespace

@@ -358,6 +358,8 @@ class AttentionKernel {
   // Whether this variant's small_pages sibling is another kernel (its V
   // in blocks of 16 keys: TileConfig::v_block_rows).
   bool small_pages_serves_ = false;
+  // No cache holds that sibling and the JIT is off: this one serves.
+  std::atomic<bool> small_pages_missing_{false};
   EntrySource source_ = EntrySource::kCompiled;
   // Where the siblings come from: this variant's cache and target.
   KernelCache* cache_ = nullptr;
