@@ -100,7 +100,9 @@ struct BlockedRows {
   static constexpr int kUnitsPerRow = Rows::kUnitsPerRow;
   static constexpr unsigned kBlockBytes = unsigned(kBlockRows * kHeadDim * 2);
   static_assert(kBlockRows % 16 == 0, "a block holds whole k-steps (16 keys) of P V");
-  static_assert(kBlockBytes % 1024 == 0, "every block starts on a swizzle atom (1024 bytes)");
+  // A tile of blocks (kRows > kBlockRows): each block on a swizzle atom.
+  template <int kRows>
+  static constexpr bool kBlocksAligned = kRows == kBlockRows || kBlockBytes % 1024 == 0;
 
   // Byte offset of 16-byte unit u of row r in a tile of kRows rows.
   template <int kRows>
@@ -108,6 +110,7 @@ struct BlockedRows {
     if constexpr (kBlockRows == kRows) {
       return Rows::template offset<kRows>(r, u);
     } else {
+      static_assert(kBlocksAligned<kRows>, "every block starts on a swizzle atom (1024 bytes)");
       return blocked_swizzled_offset(kBlockRows, kSwizzleBytes, kHeadDim, r, u);
     }
   }
@@ -118,6 +121,7 @@ struct BlockedRows {
   template <int kRows>
   static __device__ __forceinline__ unsigned long long mn_major_first(unsigned tile) {
     static_assert(kRows % kBlockRows == 0, "a tile of whole blocks");
+    static_assert(kBlocksAligned<kRows>, "every block starts on a swizzle atom (1024 bytes)");
     return Rows::template mn_major_first<kBlockRows>(tile);
   }
   static __device__ __forceinline__ unsigned long long mn_major_step(unsigned long long first,

@@ -177,6 +177,7 @@ TEST(DeviceSwizzle, SmallPagesBlocksAreWhatOneBoxPerBlockWritesAndWgmmaReads) {
   check_blocked_layout<128, 128, 128>();
   check_blocked_layout<96, 64, 64>();
   check_blocked_layout<80, 64, 64>();
+  check_blocked_layout<80, 16, 16>();  // 2560-byte tiles of 16 keys (one block)
 }
 
 }  // namespace
