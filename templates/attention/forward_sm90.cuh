@@ -1,7 +1,8 @@
 // The warpgroup path's block (sm_90a): the scheduler's work tile, then two
 // roles. The producer warpgroup gives most of its registers to the
-// consumers (setmaxnreg, tile_config.cuh) and one of its lanes streams K
-// and V through the TMA; the consumer warpgroups run the MMAs and the
+// consumers (setmaxnreg, tile_config.cuh) and its first warp streams K
+// and V through the TMA (or, with producer_warps 2, its first warp K and
+// its second V); the consumer warpgroups run the MMAs and the
 // epilogue. The only block-wide barrier is the one after the mbarriers are
 // initialized; the consumers meet on named barrier 1. A persistent block
 // (PersistentTileScheduler) does the same for one work tile after another:
@@ -101,6 +102,18 @@ __device__ void forward_sm90(const Params<typename C::dtype>& prm) {
         base += key_tiles_of(work);
         __syncwarp();
       } while (Scheduler::next(prm, work, cursor));
+    } else if constexpr (kTile.producer_warps == 2) {
+      // K from the first producer warp, V from the second, each with the
+      // source's copying lanes of its own warp.
+      using Producer = typename Mainloop::Producer;
+      const int first = work.range.first_tile, last = work.range.last_tile;
+      if (ptid < 64 && KV::issues_copies(lane)) {
+        if (ptid < 32) {
+          Producer::template run<Mainloop::kKeys>(smem, KV(prm, work), first, last, lane);
+        } else {
+          Producer::template run<Mainloop::kValues>(smem, KV(prm, work), first, last, lane);
+        }
+      }
     } else if (KV::issues_copies(ptid)) {
       Mainloop::Producer::run(smem, KV(prm, work), work.range.first_tile, work.range.last_tile,
                               lane);

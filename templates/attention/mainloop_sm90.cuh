@@ -158,8 +158,12 @@ struct MainloopSm90 {
   // P V (contiguous K/V: lane 0 alone; pages: a lane per page the tile
   // spans, so the block-table lookups overlap). `base` is the ring index
   // of key tile `first`: 0, or in a persistent block the tiles its earlier
-  // work tiles took.
+  // work tiles took. kCopies: what this warp copies, K and V (one
+  // producer warp), or K alone or V alone (kTile.producer_warps 2: a warp
+  // for each, walking the tiles apart, each ring with its own barriers).
+  enum Copies { kKeysAndValues, kKeys, kValues };
   struct Producer {
+    template <Copies kCopies = kKeysAndValues>
     static __device__ __forceinline__ void run(const SharedTiles& smem, const KV& kv, int first,
                                                int last, int lane, int base = 0) {
       if (lane == 0 && base == 0) kv.prefetch_maps();
@@ -168,10 +172,14 @@ struct MainloopSm90 {
       for (int kt = first; kt <= last; ++kt) {
         const int i = base + kt - first;
         const unsigned tile = Ring::stage(i) * kTile.kv_tile_bytes;  // in either ring
-        if (i >= kStages) Ring::wait_empty(smem.ring.empty_k, i);
-        kv.tma_load_k(smem.k + tile, Ring::at(smem.ring.full_k, i), kt, lane, pages);
-        if (i >= kStages) Ring::wait_empty(smem.ring.empty_v, i);
-        kv.tma_load_v(smem.v + tile, Ring::at(smem.ring.full_v, i), kt, lane, pages);
+        if constexpr (kCopies != kValues) {
+          if (i >= kStages) Ring::wait_empty(smem.ring.empty_k, i);
+          kv.tma_load_k(smem.k + tile, Ring::at(smem.ring.full_k, i), kt, lane, pages);
+        }
+        if constexpr (kCopies != kKeys) {
+          if (i >= kStages) Ring::wait_empty(smem.ring.empty_v, i);
+          kv.tma_load_v(smem.v + tile, Ring::at(smem.ring.full_v, i), kt, lane, pages);
+        }
       }
     }
   };

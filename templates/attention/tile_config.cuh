@@ -43,6 +43,9 @@ struct TileShape {
   // V tiles in blocks of 16 key rows, each one TMA box of all of D (the
   // small_pages flag; TileConfig::v_block_rows says where it applies).
   bool small_pages = false;
+  // The producer's warps issuing copies (tuning param producer_warps;
+  // TileConfig::producer_warps says where it applies).
+  int producer_warps = 1;
 };
 
 // Shared memory of one SM that blocks can have, by compute capability
@@ -88,6 +91,11 @@ struct TileConfig {
   // of 16 keys is one TMA box of 16 rows x D instead of D / tma_chunk
   // boxes (smem_sm90.cuh, BlockedRows; kv_source.cuh, PagedKV).
   int v_block_rows;
+  // Producer warps that issue the TMA copies of K and V: 1 (one warp
+  // copies both), or 2 where the tuning asks for it on the warpgroup path
+  // without fp8 K/V, persistent blocks or the decode block: the first
+  // warp copies K, the second V (mainloop_sm90.cuh, Producer).
+  int producer_warps;
   // Registers per thread: the launch bound's share, and those of the
   // producer and consumer warpgroups after setmaxnreg when rebalancing
   // (the launch share otherwise; producer 0 on the mma.sync path).
@@ -345,6 +353,10 @@ ATTNJIT_TILE_CONSTEXPR TileConfig make_tile_config(const TileShape& shape) {
                            shape.head_dim % 32 == 0 && shape.head_dim / c.tma_chunk >= 2 &&
                            shape.block_n > kSmallPageRows;
   c.v_block_rows = small_pages ? kSmallPageRows : shape.block_n;
+  c.producer_warps =
+      shape.producer_warps == 2 && shape.wgmma && !shape.kv_fp8 && !c.mma_decode && !c.persistent
+          ? 2
+          : 1;
   tile_detail::set_shared_memory(c);
   tile_detail::set_blocks_per_sm(c);
   tile_detail::set_registers(c);
@@ -458,6 +470,17 @@ struct SmallPages<C, decltype(void(C::small_pages))> {
   static constexpr bool value = C::small_pages;
 };
 
+// The producer warps a generated Config asks for (its tuning param
+// producer_warps; 1 for a Config without one).
+template <class C, class = void>
+struct ProducerWarps {
+  static constexpr int value = 1;
+};
+template <class C>
+struct ProducerWarps<C, decltype(void(C::producer_warps))> {
+  static constexpr int value = C::producer_warps;
+};
+
 // The device side: a generated Config's configuration, from its tuning
 // params and the register cap the compile options announce
 // (ATTNJIT_MAX_REGISTERS is defined when one is set).
@@ -473,10 +496,11 @@ ATTNJIT_TILE_CONSTEXPR TileConfig tile_config() {
 #else
   constexpr int kSmemPerSm = 0;  // compiled for the host: the caller's shape says
 #endif
-  return make_tile_config(TileShape{
-      C::head_dim, C::block_m, C::block_n, C::warps, C::stages, C::min_blocks, C::pack_gqa != 0,
-      C::wgmma != 0, kRegisterCap, KvFp8<C>::value, C::split_kv, kSmemPerSm, C::pingpong != 0,
-      C::persistent != 0, DecodeMma<C>::value, DecodeMma<C>::swap, SmallPages<C>::value});
+  return make_tile_config(TileShape{C::head_dim, C::block_m, C::block_n, C::warps, C::stages,
+                                    C::min_blocks, C::pack_gqa != 0, C::wgmma != 0, kRegisterCap,
+                                    KvFp8<C>::value, C::split_kv, kSmemPerSm, C::pingpong != 0,
+                                    C::persistent != 0, DecodeMma<C>::value, DecodeMma<C>::swap,
+                                    SmallPages<C>::value, ProducerWarps<C>::value});
 }
 
 }  // namespace attention

@@ -48,6 +48,9 @@ std::vector<Case> cases() {
   paged.head_dim = 128;
   paged.causal = paged.return_lse = true;
   paged.kv_layout = KvLayout::kPaged;
+  // ... V in blocks of 16 keys (small_pages), every page size of the shapes.
+  AttentionFlags paged_small = paged;
+  paged_small.small_pages = true;
   AttentionFlags paged_fp8 = paged;
   paged_fp8.head_dim = 64;
   paged_fp8.kv_dtype = KvDType::kFp8E4M3;
@@ -81,17 +84,45 @@ std::vector<Case> cases() {
     t["persistent"] = 1;
     return t;
   };
-  std::vector<Case> hopper = {
-      {oss, wg(64, 128, 3, 1)},  {oss, wg(192, 64, 2, 0)}, {mimo, wg(192, 32, 2, 0)},
-      {mimo, wg(128, 16, 3, 0)}, {cap, wg(128, 96, 3, 0)}, {spans, wg(128, 176, 2, 0)},
-      {spans, wg(64, 64, 2, 1)}, {wide, wg(64, 32, 2, 0)}, {wide, wg(128, 64, 2, 1)},
-      {oss, wg(64, 32, 6, 1)},   {mimo, wg(64, 16, 8, 0)},   {spans, turns(128, 128, 2, 0)},
-      {oss, turns(192, 64, 2, 1)}, {cap, turns(128, 96, 3, 0)}, {mimo, turns(192, 80, 2, 0)},
-      {wide, turns(128, 64, 2, 1)}, {oss, turns(256, 32, 2, 0)}, {paged, turns(192, 64, 2, 1)},
-      {paged, turns(128, 128, 2, 0)}, {paged_fp8, turns(128, 64, 2, 0)},
-      {spans, persistent(wg(128, 128, 2, 0))}, {oss, persistent(wg(64, 32, 2, 0))},
-      {mimo, persistent(turns(192, 80, 2, 0))}, {paged, persistent(wg(128, 128, 2, 1))},
-      {cap, persistent(wg(128, 96, 3, 0))}, {oss, persistent(wg(64, 64, 3, 1))}};
+  // ... and K and V copied by two producer warps (producer_warps 2).
+  auto two_producers = [&](std::map<std::string, int64_t> t) {
+    t["producer_warps"] = 2;
+    return t;
+  };
+  std::vector<Case> hopper = {{oss, wg(64, 128, 3, 1)},
+                              {oss, wg(192, 64, 2, 0)},
+                              {mimo, wg(192, 32, 2, 0)},
+                              {mimo, wg(128, 16, 3, 0)},
+                              {cap, wg(128, 96, 3, 0)},
+                              {spans, wg(128, 176, 2, 0)},
+                              {spans, wg(64, 64, 2, 1)},
+                              {wide, wg(64, 32, 2, 0)},
+                              {wide, wg(128, 64, 2, 1)},
+                              {oss, wg(64, 32, 6, 1)},
+                              {mimo, wg(64, 16, 8, 0)},
+                              {spans, turns(128, 128, 2, 0)},
+                              {oss, turns(192, 64, 2, 1)},
+                              {cap, turns(128, 96, 3, 0)},
+                              {mimo, turns(192, 80, 2, 0)},
+                              {wide, turns(128, 64, 2, 1)},
+                              {oss, turns(256, 32, 2, 0)},
+                              {paged, turns(192, 64, 2, 1)},
+                              {paged, turns(128, 128, 2, 0)},
+                              {paged_fp8, turns(128, 64, 2, 0)},
+                              {spans, persistent(wg(128, 128, 2, 0))},
+                              {oss, persistent(wg(64, 32, 2, 0))},
+                              {mimo, persistent(turns(192, 80, 2, 0))},
+                              {paged, persistent(wg(128, 128, 2, 1))},
+                              {cap, persistent(wg(128, 96, 3, 0))},
+                              {oss, persistent(wg(64, 64, 3, 1))},
+                              {paged_small, wg(128, 64, 4, 1)},
+                              {paged_small, turns(192, 64, 2, 1)},
+                              {paged_small, wg(64, 32, 2, 1)},
+                              {paged_small, two_producers(wg(128, 128, 3, 1))},
+                              {paged, two_producers(wg(128, 128, 2, 1))},
+                              {oss, two_producers(wg(64, 64, 3, 1))},
+                              {spans, two_producers(turns(128, 128, 2, 0))},
+                              {mimo, two_producers(wg(192, 32, 2, 0))}};
   std::vector<Case> all = {{oss, packed64},
                            {oss, packed128},
                            {mimo, packed64},

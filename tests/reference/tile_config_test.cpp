@@ -370,6 +370,32 @@ TEST(TileConfig, SmallPagesBlockVWhereDSpansSeveralChunks) {
   }
 }
 
+// Two producer warps (K from one, V from the other) where the tuning asks
+// on the warpgroup path, except with fp8 K/V, persistent blocks and the
+// decode block, which keep one; nothing else of the configuration moves.
+TEST(TileConfig, TwoProducerWarpsOnlyWhereTheyApply) {
+  const auto with = [](TileShape s, int warps) {
+    s.producer_warps = warps;
+    return make_tile_config(s);
+  };
+  const TileShape wgmma{128, 128, 128, 8, 2, 1, true, true, false};
+  EXPECT_EQ(make_tile_config(wgmma).producer_warps, 1);
+  EXPECT_EQ(with(wgmma, 2).producer_warps, 2);
+  EXPECT_EQ(with(wgmma, 2).threads, make_tile_config(wgmma).threads);
+  EXPECT_EQ(with(wgmma, 2).producer_registers, make_tile_config(wgmma).producer_registers);
+  EXPECT_EQ(with(wgmma, 2).smem_bytes, make_tile_config(wgmma).smem_bytes);
+  TileShape persistent = wgmma;
+  persistent.persistent = true;
+  for (const auto& [what, s] : std::vector<std::pair<const char*, TileShape>>{
+           {"mma.sync", {128, 128, 64, 4, 2, 1, false, false, false}},
+           {"fp8 K/V", {128, 192, 64, 12, 3, 1, true, true, false, true}},
+           {"persistent", persistent},
+           {"decode block",
+            {128, 32, 64, 4, 4, 2, true, true, false, true, true, 0, false, false, true, true}}}) {
+    EXPECT_EQ(with(s, 2).producer_warps, 1) << what;
+  }
+}
+
 // A paged tile's TMA boxes (paged_box_rows): for every key tile and page
 // size the kernels may meet (multiples of 16), the boxes cover the tile's
 // rows exactly, and each lies inside one page, wherever the tile starts.
