@@ -392,6 +392,7 @@ std::shared_ptr<AttentionKernel> AttentionKernel::get(
   LookupResult found = cache.get(spec, sig);
   auto kernel = std::shared_ptr<AttentionKernel>(new AttentionKernel());
   kernel->init_from(sig, found, cache, t);
+  kernel->tuning_overrides_ = tuning_overrides;
   if (!memoize) return kernel;
   KernelMemo& memo = kernel_memo();
   std::lock_guard<std::mutex> lock(memo.mutex);

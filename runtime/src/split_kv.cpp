@@ -124,21 +124,26 @@ AttentionKernel& AttentionKernel::for_args(const AttentionArgs& a) {
     }
   }
   // Pages of 16 keys (16 mod 32: the tile's boxes are 16 rows each): V as
-  // a box per 16 keys and all of D, a third of the boxes at D 128.
-  // Only a schedule: where no cache holds it and the JIT is off
-  // (ATTNJIT_NO_JIT, a cache built without it), this variant serves every
-  // page size, and is asked for it from then on.
-  static const bool small_pages_on = env_bool("ATTNJIT_SMALL_PAGES", true);
-  if (runs->small_pages_serves_ && !runs->flags_.small_pages && small_pages_on &&
-      a.page_size % 32 == 16 && !runs->small_pages_missing_.load(std::memory_order_relaxed)) {
+  // a box per 16 keys and all of D (at D 128 a 128-key tile's 32 boxes
+  // become 24). Only a schedule, and this variant is correct at every page
+  // size: where the sibling cannot be had (no cache holds it and the JIT
+  // is off, or it fails to build) this one serves, from then on.
+  // ATTNJIT_SMALL_PAGES=0 turns it off (read at each such launch).
+  if (runs->small_pages_serves_ && !runs->flags_.small_pages && a.page_size % 32 == 16 &&
+      !runs->small_pages_missing_.load(std::memory_order_relaxed) &&
+      env_bool("ATTNJIT_SMALL_PAGES", true)) {
     AttentionFlags flags = runs->flags_;
     flags.small_pages = true;
     try {
-      runs = &runs->sibling(runs->small_pages_sibling_, flags);
+      runs = &runs->sibling(runs->small_pages_sibling_, flags, runs->tuning_overrides_);
     } catch (const Error& e) {
-      if (e.kind() != ErrorKind::kNoJit) throw;
       runs->small_pages_missing_.store(true, std::memory_order_relaxed);
-      if (runs->cache_->config().log) {
+      if (e.kind() != ErrorKind::kNoJit) {
+        log_line(
+            fmt::format("attnjit: the small_pages sibling of {} failed ({}); it serves "
+                        "pages of {} keys itself: {}",
+                        runs->kernel_->name(), to_string(e.kind()), a.page_size, e.what()));
+      } else if (runs->cache_->config().log) {
         log_line(
             fmt::format("attnjit: no cache holds the small_pages sibling of {} and the JIT "
                         "is off; it serves pages of {} keys itself",
@@ -149,7 +154,8 @@ AttentionKernel& AttentionKernel::for_args(const AttentionArgs& a) {
   return *runs;
 }
 
-AttentionKernel& AttentionKernel::sibling(Sibling& s, const AttentionFlags& flags) {
+AttentionKernel& AttentionKernel::sibling(Sibling& s, const AttentionFlags& flags,
+                                          const std::map<std::string, int64_t>& tuning) {
   if (AttentionKernel* ready = s.ready.load(std::memory_order_acquire)) return *ready;
   std::lock_guard<std::mutex> lock(s.mutex);
   if (!s.kernel) {
@@ -157,9 +163,9 @@ AttentionKernel& AttentionKernel::sibling(Sibling& s, const AttentionFlags& flag
     if (user_spec_) {
       std::map<std::string, FlagValue> values = flags.to_flag_map();
       kernel = AttentionKernel::get_user(user_spec_, resolve_flags(*user_spec_, values), *cache_,
-                                         &target_);
+                                         &target_, tuning);
     } else {
-      kernel = AttentionKernel::get(flags, *cache_, &target_);
+      kernel = AttentionKernel::get(flags, *cache_, &target_, tuning);
     }
     // A tier may answer for the sibling (docs/tiers.md), and a tier's
     // kernel launches only through its own dispatch (its tier's args): the

@@ -84,7 +84,9 @@ std::shared_ptr<AttentionKernel> AttentionKernel::get_user(
     if (auto tiered = user_tiered(spec, sig, cache, t)) return tiered;
   }
   const LookupResult found = cache.get(*spec, sig);
-  return make_user_kernel(std::move(spec), sig, found, cache, t);
+  auto kernel = make_user_kernel(std::move(spec), sig, found, cache, t);
+  kernel->tuning_overrides_ = tuning_overrides;
+  return kernel;
 }
 
 std::shared_ptr<AttentionKernel> AttentionKernel::make_user_kernel(

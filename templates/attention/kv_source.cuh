@@ -81,6 +81,9 @@ struct VarlenKV {
   using T = typename C::dtype;
   static constexpr int D = C::head_dim;
   static constexpr int BN = C::block_n;
+  // Its V boxes are whole tiles' chunks: V's tile is one block (small_pages
+  // is for a paged cache, as the spec's constraint says too).
+  static_assert(tile_config<C>().v_block_rows == BN, "small_pages needs kv_layout paged");
   // Whether producer thread `ptid` (of the producer warpgroups) issues the
   // TMA copies: the first alone (a tile is D / tma_chunk boxes at one
   // address).
@@ -207,7 +210,7 @@ struct PagedKV {
   int page_size;
   int n_k, hk;
   int n_pages;  // the pages that hold the sequence's keys (the table's entries read)
-  // [pages, heads, rows of a page, D] (D innermost); small_pages' v_map:
+  // [pages, rows of a page, heads, D] (D innermost); small_pages' v_map:
   // [pages, heads, swizzle chunks of D, rows of a page, chunk columns].
   const TensorMap *k_map, *v_map;
   const unsigned char *k8, *v8;  // fp8: head hk of page 0, in bytes

@@ -118,6 +118,7 @@ std::vector<Case> cases() {
                               {paged_small, wg(128, 64, 4, 1)},
                               {paged_small, turns(192, 64, 2, 1)},
                               {paged_small, wg(64, 32, 2, 1)},
+                              {paged_small, persistent(wg(128, 128, 2, 1))},
                               {paged_small, two_producers(wg(128, 128, 3, 1))},
                               {paged, two_producers(wg(128, 128, 2, 1))},
                               {oss, two_producers(wg(64, 64, 3, 1))},
@@ -183,6 +184,29 @@ TEST(TileConfigs, EveryConfigMatchesTheReference) {
     }
     unsetenv("ATTNJIT_PERSISTENT_BLOCKS");
   }
+}
+
+// With ATTNJIT_SMALL_PAGES=0 a paged launch at pages of 16 keys runs the
+// variant itself (its per-page-and-chunk boxes), which is also what serves
+// where the small_pages sibling cannot be had: the matrix's paged variants
+// run their siblings at those pages, so these cases keep the variants'
+// own page-16 path checked.
+TEST(TileConfigs, PagesOfSixteenWithoutTheSmallPagesSibling) {
+  ATTNJIT_REQUIRE_GPU();
+  setenv("ATTNJIT_SMALL_PAGES", "0", 1);
+  AttentionFlags paged;
+  paged.head_dim = 128;
+  paged.causal = paged.return_lse = true;
+  paged.kv_layout = KvLayout::kPaged;
+  AttentionFlags spans;
+  spans.head_dim = 256;
+  spans.causal = spans.window = spans.mm_prefix = spans.mm_clamp = true;
+  spans.kv_layout = KvLayout::kPaged;
+  for (const AttentionFlags& flags : {paged, spans}) {
+    testing::expect_matches_reference_on_every_shape(flags, KernelCache::global(),
+                                                     " without small_pages");
+  }
+  unsetenv("ATTNJIT_SMALL_PAGES");
 }
 
 }  // namespace

@@ -7,10 +7,14 @@
 
 #include <cstdlib>
 #include <filesystem>
+#include <map>
+#include <memory>
+#include <string>
 
 #include "attnjit/attention.h"
 #include "attnjit/cache.h"
 #include "attnjit/error.h"
+#include "attnjit/spec.h"
 #include "attnjit/target.h"
 
 namespace attnjit {
@@ -89,6 +93,36 @@ TEST_F(SmallPagesTest, VariantsItWouldNotChangeKeepTheirOwnKernel) {
   AttentionFlags bad = contiguous;
   bad.small_pages = true;
   EXPECT_THROW(kernel(bad), Error);
+}
+
+// A variant got with tuning overrides (the autotuner's, the tile-config
+// tests') has its sibling run the same tiles, not the rule's; a user
+// spec's variant gets its sibling from its own spec; ATTNJIT_SMALL_PAGES=0
+// keeps every launch on the variant itself.
+TEST_F(SmallPagesTest, TheSiblingKeepsTheOverridesAndTheUserSpec) {
+  const std::map<std::string, int64_t> tiles = {
+      {"block_m", 64}, {"warps", 4}, {"block_n", 64}, {"stages", 4}, {"pack_gqa", 1}};
+  auto k = AttentionKernel::get(paged_flags(128), cache_, &target_, tiles);
+  const AttentionArgs chunk = paged_args(4, 512, 8192, 16);
+  AttentionKernel& small = k->for_args(chunk);
+  ASSERT_NE(&small, k.get());
+  EXPECT_TRUE(small.flags().small_pages);
+  EXPECT_EQ(small.block_m(), 64);  // the rule's is 128
+  setenv("ATTNJIT_SMALL_PAGES", "0", 1);
+  auto other = kernel(paged_flags(128));
+  EXPECT_EQ(&other->for_args(chunk), other.get());
+  unsetenv("ATTNJIT_SMALL_PAGES");
+  EXPECT_TRUE(other->for_args(chunk).flags().small_pages);
+
+  const auto spec = std::make_shared<const Spec>(
+      load_spec_file(std::string(ATTNJIT_SOURCE_DIR) + "/specs/examples/causal_expr.yaml"));
+  const FlagSet flags = resolve_flags(*spec, {{"head_dim", FlagValue(int64_t{128})},
+                                              {"kv_layout", FlagValue(std::string("paged"))}});
+  auto user = AttentionKernel::get_user(spec, flags, cache_, &target_);
+  AttentionKernel& user_small = user->for_args(chunk);
+  ASSERT_NE(&user_small, user.get());
+  EXPECT_TRUE(user_small.flags().small_pages);
+  EXPECT_EQ(user_small.user_spec(), spec.get());
 }
 
 // Only a schedule: with the JIT off and no cache holding the sibling, the

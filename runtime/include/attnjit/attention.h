@@ -296,8 +296,9 @@ class AttentionKernel {
     std::atomic<AttentionKernel*> ready{nullptr};
   };
   // `sibling`'s kernel, fetched through this variant's cache and target
-  // (and its user spec) with `flags` on its first use.
-  AttentionKernel& sibling(Sibling& sibling, const AttentionFlags& flags);
+  // (and its user spec) with `flags` and `tuning` on its first use.
+  AttentionKernel& sibling(Sibling& sibling, const AttentionFlags& flags,
+                           const std::map<std::string, int64_t>& tuning = {});
   void launch_this(const AttentionArgs& args, CuStream stream,
                    const std::vector<UserArg>& user_args);
   // A user spec's variant (user_kernel.cpp): its args checked by name and
@@ -358,8 +359,13 @@ class AttentionKernel {
   // Whether this variant's small_pages sibling is another kernel (its V
   // in blocks of 16 keys: TileConfig::v_block_rows).
   bool small_pages_serves_ = false;
-  // No cache holds that sibling and the JIT is off: this one serves.
+  // That sibling could not be had (no cache holds it and the JIT is off,
+  // or it failed to build): this one serves.
   std::atomic<bool> small_pages_missing_{false};
+  // The tuning overrides this variant was got with (the autotuner's, the
+  // tile-config tests'): its small_pages sibling takes them too, so that
+  // it runs the same tiles.
+  std::map<std::string, int64_t> tuning_overrides_;
   EntrySource source_ = EntrySource::kCompiled;
   // Where the siblings come from: this variant's cache and target.
   KernelCache* cache_ = nullptr;
