@@ -324,12 +324,24 @@ struct PagedKV {
     return slot.in_next ? in_next : in_cur;
   }
 
-  // The boxes of key tile kt, a lane of the producer warp each (every lane
-  // calls it): lane 0 first sets the bytes the barrier `bar` expects
-  // (`row_bytes` per row issued), then lane b takes the page of the tile's
-  // box b from the window and calls issue(first row of the box in the
-  // tile, its row in the page, the page). The table's entries past the
-  // sequence's pages are never read (its row may end there).
+  // The page of page index `index`, the same in every lane (`index` is):
+  // one shuffle from the lane that holds it, of the entry chosen first.
+  static __device__ __forceinline__ int window_page_uniform(const Pages& w, int index) {
+    const WindowSlot slot = window_slot(w.base, index);
+    return __shfl_sync(0xffffffffu, slot.in_next ? w.next : w.cur, slot.lane);
+  }
+
+  // The boxes of key tile kt (every lane of the producer warp calls it):
+  // one lane first sets the bytes the barrier `bar` expects (`row_bytes`
+  // per row issued), then each box b is issued as issue(first row of the
+  // box in the tile, its row in the page, the page), the page from the
+  // window. Either lane b issues box b (uniform_boxes 0), or one elected
+  // lane issues them all (uniform_boxes 1): then a box's page comes by a
+  // shuffle from a lane every lane agrees on, so the TMA's coordinates are
+  // warp-uniform and ptxas issues each box as it is, not as a loop over
+  // the lanes that hold different pages (ELECT, R2UR, UTMALDG, BRA.U.ANY
+  // per lane). The table's entries past the sequence's pages are never
+  // read (its row may end there).
   template <class Issue>
   __device__ __forceinline__ void for_each_page(unsigned bar, unsigned row_bytes, int kt, int lane,
                                                 Pages& pages, Issue issue) const {
@@ -344,6 +356,40 @@ struct PagedKV {
                                                const TileBoxes& t, int lane, Pages& pages,
                                                Issue issue) const {
     static_assert(BN / 16 <= 32, "a tile's boxes, a lane each");
+    if constexpr (UniformBoxes<C>::value) {
+      // The divisions by the page size and the box rows are shifts where
+      // those are powers of two (the box rows always are with a key tile
+      // that is one; page sizes mostly are).
+      const int page_shift = (page_size & (page_size - 1)) == 0 ? __ffs(page_size) - 1 : -1;
+      int index = page_shift >= 0 ? j0 >> page_shift : j0 / page_size;
+      int in_page = j0 - index * page_size;
+      window_to(pages, index, lane, n_pages, [this](int i) { return table[i]; });
+      int boxes = t.boxes;
+      if constexpr ((BN & (BN - 1)) == 0) {
+        const int left = (n_k - j0 + t.rows - 1) >> (__ffs(t.rows) - 1);
+        boxes = BN / t.rows < left ? BN / t.rows : left;
+      }
+      const bool leader = ptx::elect_one_sync();
+      if (leader) {
+        ptx::mbarrier_arrive_expect_tx(bar, static_cast<unsigned>(boxes * t.rows) * row_bytes);
+      }
+      // Box b's key is box_key(t, j0, b), the one lane b would take; its
+      // page index and row in the page step on from the first box's (the
+      // boxes' rows divide the page size), with no division per box.
+#pragma unroll
+      for (int b = 0; b < BN / 16; ++b) {
+        if (b < boxes) {
+          const int page = window_page_uniform(pages, index);
+          if (leader) issue(b * t.rows, in_page, page);
+          in_page += t.rows;
+          if (in_page == page_size) {
+            in_page = 0;
+            ++index;
+          }
+        }
+      }
+      return;
+    }
     window_to(pages, j0 / page_size, lane, n_pages, [this](int i) { return table[i]; });
     if (lane == 0) {
       ptx::mbarrier_arrive_expect_tx(bar, static_cast<unsigned>(t.boxes * t.rows) * row_bytes);

@@ -45,6 +45,21 @@ __device__ __forceinline__ void mbarrier_wait(unsigned bar, unsigned parity) {
       : "memory");
 }
 
+// One lane of the (converged, whole) warp: true there, false in the
+// others. Unlike `lane == 0` it tells ptxas that one lane runs what it
+// guards, so warp-uniform operands of a TMA copy stay uniform registers.
+__device__ __forceinline__ bool elect_one_sync() {
+  unsigned elected = 0;
+  asm volatile(
+      "{\n"
+      "  .reg .pred p;\n"
+      "  elect.sync _|p, 0xffffffff;\n"
+      "  selp.u32 %0, 1, 0, p;\n"
+      "}\n"
+      : "=r"(elected));
+  return elected != 0;
+}
+
 __device__ __forceinline__ void prefetch_tensor_map(const TensorMap* map) {
   asm volatile("prefetch.tensormap [%0];" ::"l"(reinterpret_cast<unsigned long long>(map))
                : "memory");

@@ -111,6 +111,24 @@ std::vector<DecodeCase> decode_cases() {
                       {"stages", 8},
                       {"min_blocks", 1}}});
   }
+  // The paged swapped block with its boxes from one elected lane
+  // (uniform_boxes 1), fp8 and 16-bit, at the rules' 32-row tiles.
+  for (const KvDType kv : {KvDType::kFp8E4M3, KvDType::kSame}) {
+    AttentionFlags f;
+    f.head_dim = 128;
+    f.causal = f.window = true;
+    f.sinks = SinkMode::kNullLogit;
+    f.kv_dtype = kv;
+    f.kv_layout = KvLayout::kPaged;
+    f.split_kv = true;
+    cases.push_back({f,
+                     {{"decode_mma", 2},
+                      {"block_m", 32},
+                      {"block_n", 64},
+                      {"stages", 4},
+                      {"min_blocks", 2},
+                      {"uniform_boxes", 1}}});
+  }
   return cases;
 }
 
@@ -157,7 +175,8 @@ INSTANTIATE_TEST_SUITE_P(Kv, DecodeBlock, ::testing::ValuesIn(decode_cases()),
                                   (t.at("decode_mma") == 2 ? "_swapped" : "") +
                                   (t.at("decode_mma") == 2 && t.at("block_m") > 8
                                        ? "_m" + std::to_string(t.at("block_m"))
-                                       : "");
+                                       : "") +
+                                  (t.count("uniform_boxes") != 0 ? "_uniform" : "");
                          });
 
 }  // namespace

@@ -89,6 +89,11 @@ std::vector<Case> cases() {
     t["producer_warps"] = 2;
     return t;
   };
+  // ... and a paged cache's boxes issued by one elected lane (uniform_boxes 1).
+  auto uniform = [&](std::map<std::string, int64_t> t) {
+    t["uniform_boxes"] = 1;
+    return t;
+  };
   std::vector<Case> hopper = {{oss, wg(64, 128, 3, 1)},
                               {oss, wg(192, 64, 2, 0)},
                               {mimo, wg(192, 32, 2, 0)},
@@ -120,6 +125,11 @@ std::vector<Case> cases() {
                               {paged_small, wg(64, 32, 2, 1)},
                               {paged_small, persistent(wg(128, 128, 2, 1))},
                               {paged_small, two_producers(wg(128, 128, 3, 1))},
+                              {paged, uniform(wg(128, 128, 2, 1))},
+                              {paged_small, uniform(wg(128, 128, 3, 1))},
+                              {paged_small, uniform(two_producers(wg(128, 64, 4, 1)))},
+                              {paged, uniform(persistent(wg(128, 128, 2, 1)))},
+                              {paged_fp8, uniform(wg(128, 64, 2, 0))},
                               {paged, two_producers(wg(128, 128, 2, 1))},
                               {oss, two_producers(wg(64, 64, 3, 1))},
                               {spans, two_producers(turns(128, 128, 2, 0))},
