@@ -127,7 +127,8 @@ AttentionKernel& AttentionKernel::for_args(const AttentionArgs& a) {
   // a box per 16 keys and all of D (at D 128 a 128-key tile's 32 boxes
   // become 24). Only a schedule, and this variant is correct at every page
   // size: where the sibling cannot be had (no cache holds it and the JIT
-  // is off, or it fails to build) this one serves, from then on.
+  // is off, or it fails to build) this one serves, from then on (after a
+  // passing error, such as the cache's or the driver's, for that launch).
   // ATTNJIT_SMALL_PAGES=0 turns it off (read at each such launch).
   if (runs->small_pages_serves_ && !runs->flags_.small_pages && a.page_size % 32 == 16 &&
       !runs->small_pages_missing_.load(std::memory_order_relaxed) &&
@@ -137,8 +138,13 @@ AttentionKernel& AttentionKernel::for_args(const AttentionArgs& a) {
     try {
       runs = &runs->sibling(runs->small_pages_sibling_, flags, runs->tuning_overrides_);
     } catch (const Error& e) {
-      runs->small_pages_missing_.store(true, std::memory_order_relaxed);
-      if (e.kind() != ErrorKind::kNoJit) {
+      // What will fail again (no JIT, a failed build) is not asked for
+      // again; a passing cache or driver error is, at the next launch.
+      const bool lasting = e.kind() == ErrorKind::kNoJit || e.kind() == ErrorKind::kCompile ||
+                           e.kind() == ErrorKind::kCodegen || e.kind() == ErrorKind::kSpec ||
+                           e.kind() == ErrorKind::kFlags;
+      if (lasting) runs->small_pages_missing_.store(true, std::memory_order_relaxed);
+      if (e.kind() != ErrorKind::kNoJit && (lasting || runs->cache_->config().log)) {
         log_line(
             fmt::format("attnjit: the small_pages sibling of {} failed ({}); it serves "
                         "pages of {} keys itself: {}",

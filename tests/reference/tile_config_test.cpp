@@ -365,9 +365,13 @@ TEST(TileConfig, SmallPagesBlockVWhereDSpansSeveralChunks) {
            {"fp8 K/V", {128, 192, 64, 12, 3, 1, true, true, false, true}},
            {"16-key tiles", {128, 64, 16, 4, 2, 1, true, true, false}},
            {"decode block",
-            {128, 32, 64, 4, 4, 2, true, true, false, true, true, 0, false, false, true, true}}}) {
+            {128, 32, 64, 4, 4, 2, true, true, false, false, true, 0, false, false, true, true}}}) {
     EXPECT_EQ(with(s).v_block_rows, s.block_n) << what;
   }
+  // (That case is the decode block, with 16-bit K/V.)
+  EXPECT_TRUE(make_tile_config({128, 32, 64, 4, 4, 2, true, true, false, false, true, 0, false,
+                                false, true, true})
+                  .mma_decode);
 }
 
 // Two producer warps (K from one, V from the other) where the tuning asks
@@ -386,12 +390,16 @@ TEST(TileConfig, TwoProducerWarpsOnlyWhereTheyApply) {
   EXPECT_EQ(with(wgmma, 2).smem_bytes, make_tile_config(wgmma).smem_bytes);
   TileShape persistent = wgmma;
   persistent.persistent = true;
+  ASSERT_TRUE(make_tile_config(persistent).persistent);
+  // The decode block with 16-bit K/V (fp8 is refused on its own account).
+  const TileShape decode{128,   32,    64,   4, 4,     2,     true, true,
+                         false, false, true, 0, false, false, true, true};
+  ASSERT_TRUE(make_tile_config(decode).mma_decode);
   for (const auto& [what, s] : std::vector<std::pair<const char*, TileShape>>{
            {"mma.sync", {128, 128, 64, 4, 2, 1, false, false, false}},
            {"fp8 K/V", {128, 192, 64, 12, 3, 1, true, true, false, true}},
            {"persistent", persistent},
-           {"decode block",
-            {128, 32, 64, 4, 4, 2, true, true, false, true, true, 0, false, false, true, true}}}) {
+           {"decode block", decode}}) {
     EXPECT_EQ(with(s, 2).producer_warps, 1) << what;
   }
 }
