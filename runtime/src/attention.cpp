@@ -413,8 +413,9 @@ void AttentionKernel::init_from(const Signature& sig, const LookupResult& found,
   if (tile.v_block_rows < block_n_) tma_box_.v_block_rows = tile.v_block_rows;
   attention::TileShape small = tile.shape;
   small.small_pages = true;
-  small_pages_serves_ = flags_.kv_layout == KvLayout::kPaged &&
-                        attention::make_tile_config(small).v_block_rows < block_n_;
+  const int small_rows = attention::make_tile_config(small).v_block_rows;
+  small_pages_rows_ =
+      flags_.kv_layout == KvLayout::kPaged && small_rows < block_n_ ? small_rows : 0;
   // Blocks per SM: the binary's own launch bound where the entry records
   // it, else the same rule's (what the shared memory allows).
   const int recorded = found.entry->kernel.resources.min_blocks;

@@ -123,14 +123,15 @@ AttentionKernel& AttentionKernel::for_args(const AttentionArgs& a) {
       runs = &sibling(split_sibling_, flags);
     }
   }
-  // Pages of 16 keys (16 mod 32: the tile's boxes are 16 rows each): V as
-  // a box per 16 keys and all of D (at D 128 a 128-key tile's 32 boxes
-  // become 24). Only a schedule, and this variant is correct at every page
+  // Pages whose boxes are the sibling's V blocks (16 rows: pages of 16 mod
+  // 32 keys): V as a box per 16 keys and all of D (at D 128 a 128-key
+  // tile's 32 boxes become 24). Only a schedule, and this variant is correct at every page
   // size: where the sibling cannot be had (no cache holds it and the JIT
   // is off, or it fails to build) this one serves, from then on (after a
   // passing error, such as the cache's or the driver's, for that launch).
   // ATTNJIT_SMALL_PAGES=0 turns it off (read at each such launch).
-  if (runs->small_pages_serves_ && !runs->flags_.small_pages && a.page_size % 32 == 16 &&
+  if (runs->small_pages_rows_ > 0 && !runs->flags_.small_pages &&
+      attention::paged_box_rows(runs->block_n_, a.page_size) == runs->small_pages_rows_ &&
       !runs->small_pages_missing_.load(std::memory_order_relaxed) &&
       env_bool("ATTNJIT_SMALL_PAGES", true)) {
     AttentionFlags flags = runs->flags_;

@@ -356,9 +356,10 @@ class AttentionKernel {
   bool persistent_ = false;  // a block per resident slot, walking the grid's tiles
   TmaBox tma_box_;
   int block_n_ = 0, min_blocks_ = 1, split_keys_ = 0;
-  // Whether this variant's small_pages sibling is another kernel (its V
-  // in blocks of 16 keys: TileConfig::v_block_rows).
-  bool small_pages_serves_ = false;
+  // The rows of V's blocks in this variant's small_pages sibling where that
+  // is another kernel (TileConfig::v_block_rows below block_n), else 0: a
+  // paged launch whose boxes are that many rows goes to the sibling.
+  int small_pages_rows_ = 0;
   // That sibling could not be had (no cache holds it and the JIT is off,
   // or it failed to build): this one serves.
   std::atomic<bool> small_pages_missing_{false};
