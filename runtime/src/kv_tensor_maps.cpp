@@ -56,54 +56,52 @@ void kv_tensor_maps(const AttentionFlags& flags, const AttentionArgs& a, const T
     t.element = fp8                           ? TiledElement::kByte
                 : flags.dtype == DType::kBF16 ? TiledElement::kBF16
                                               : TiledElement::kF16;
-    t.dims[0] = uint64_t(d);
-    t.dims[1] = uint64_t(a.num_heads_kv);
     // One head: its coordinate is always 0, so the head stride is never
     // stepped; keep it at least a row of D so the strides nest.
-    t.strides[0] =
+    const uint64_t head_stride =
         uint64_t(a.num_heads_kv == 1 ? std::max<int64_t>(head_strides[i], d) : head_strides[i]) *
         element_bytes;
-    t.strides[1] = uint64_t(row_strides[i]) * element_bytes;
-    t.box[0] = uint32_t(raw_rows ? d : box.chunk);
-    t.box[1] = 1;
+    const uint64_t row_stride = uint64_t(row_strides[i]) * element_bytes;
+    const uint64_t page_stride = uint64_t(page_strides[i]) * element_bytes;
     t.swizzle_bytes = raw_rows ? 0 : box.swizzle_bytes;
-    if (paged) {
-      // [pages, rows of a page, heads, D]; a box never crosses a page: a
-      // tile of block_n keys is boxes of gcd(block_n, page_size) rows
-      // (attention::paged_box_rows, which the kernels use too).
-      t.rank = 4;
-      t.dims[2] = uint64_t(a.page_size);
-      t.dims[3] = uint64_t(a.num_pages);
-      t.strides[2] = uint64_t(page_strides[i]) * element_bytes;
-      t.box[2] = uint32_t(attention::paged_box_rows(box.rows, a.page_size));
-      t.box[3] = 1;
-      if (i == 1 && box.v_block_rows > 0 && !fp8) {
-        // small_pages' V: [pages, heads, chunks of D, rows of a page, chunk
-        // columns], a box of v_block_rows rows and every chunk, so that one
-        // box writes a block of the tile's layout (BlockedRows). The chunk
-        // stride (its bytes) lies below the row stride: the map's strides
-        // need not grow outwards.
-        const uint64_t chunks = uint64_t(d / box.chunk);
-        t.rank = 5;
-        t.dims[0] = uint64_t(box.chunk);
-        t.dims[1] = uint64_t(a.page_size);
-        t.dims[2] = chunks;
-        t.dims[3] = uint64_t(a.num_heads_kv);
-        t.dims[4] = uint64_t(a.num_pages);
-        const uint64_t head_stride = t.strides[0];
-        t.strides[0] = uint64_t(row_strides[i]) * element_bytes;
-        t.strides[1] = uint64_t(box.chunk) * element_bytes;
-        t.strides[2] = head_stride;
-        t.strides[3] = uint64_t(page_strides[i]) * element_bytes;
-        t.box[0] = uint32_t(box.chunk);
-        t.box[1] = uint32_t(box.v_block_rows);
-        t.box[2] = uint32_t(chunks);
-        t.box[3] = 1;
-        t.box[4] = 1;
-      }
+    if (paged && i == 1 && box.v_block_rows > 0 && !fp8) {
+      // small_pages' V: [pages, heads, chunks of D, rows of a page, chunk
+      // columns], a box of v_block_rows rows and every chunk, so that one
+      // box writes a block of the tile's layout (BlockedRows). The chunk
+      // stride (its bytes) lies below the row stride: the map's strides
+      // need not grow outwards.
+      const uint64_t chunks = uint64_t(d / box.chunk);
+      t.rank = 5;
+      const uint64_t dims[5] = {uint64_t(box.chunk), uint64_t(a.page_size), chunks,
+                                uint64_t(a.num_heads_kv), uint64_t(a.num_pages)};
+      const uint64_t strides[4] = {row_stride, uint64_t(box.chunk) * element_bytes, head_stride,
+                                   page_stride};
+      const uint32_t boxes[5] = {uint32_t(box.chunk), uint32_t(box.v_block_rows), uint32_t(chunks),
+                                 1, 1};
+      std::copy(dims, dims + 5, t.dims);
+      std::copy(strides, strides + 4, t.strides);
+      std::copy(boxes, boxes + 5, t.box);
     } else {
-      t.dims[2] = uint64_t(a.total_k > 0 ? a.total_k : 1);
-      t.box[2] = uint32_t(box.rows);
+      t.dims[0] = uint64_t(d);
+      t.dims[1] = uint64_t(a.num_heads_kv);
+      t.strides[0] = head_stride;
+      t.strides[1] = row_stride;
+      t.box[0] = uint32_t(raw_rows ? d : box.chunk);
+      t.box[1] = 1;
+      if (paged) {
+        // [pages, rows of a page, heads, D]; a box never crosses a page: a
+        // tile of block_n keys is boxes of gcd(block_n, page_size) rows
+        // (attention::paged_box_rows, which the kernels use too).
+        t.rank = 4;
+        t.dims[2] = uint64_t(a.page_size);
+        t.dims[3] = uint64_t(a.num_pages);
+        t.strides[2] = page_stride;
+        t.box[2] = uint32_t(attention::paged_box_rows(box.rows, a.page_size));
+        t.box[3] = 1;
+      } else {
+        t.dims[2] = uint64_t(a.total_k > 0 ? a.total_k : 1);
+        t.box[2] = uint32_t(box.rows);
+      }
     }
     Cached& c = cached[i];
     if (!same_tensor(c.tensor, t)) {
