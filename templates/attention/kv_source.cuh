@@ -208,6 +208,7 @@ struct PagedKV {
   long long k_row_stride, v_row_stride, k_page_stride, v_page_stride;
   const int* table;  // the sequence's row of the block table
   int page_size;
+  int page_shift;  // log2 of a page size that is a power of two, else -1 (uniform_boxes)
   int n_k, hk;
   int n_pages;  // the pages that hold the sequence's keys (the table's entries read)
   // [pages, rows of a page, heads, D] (D innermost); small_pages' v_map:
@@ -225,6 +226,7 @@ struct PagedKV {
         v_page_stride(prm.v_page_stride),
         table(prm.block_table + work.seq * prm.block_table_stride),
         page_size(prm.page_size),
+        page_shift((prm.page_size & (prm.page_size - 1)) == 0 ? __ffs(prm.page_size) - 1 : -1),
         n_k(work.n_k),
         hk(work.hk),
         n_pages((work.n_k + prm.page_size - 1) / prm.page_size),
@@ -287,12 +289,9 @@ struct PagedKV {
                                              Pages& pages) const {
     constexpr TileConfig kTile = tile_config<C>();
     if constexpr (kTile.v_block_rows < BN) {
-      constexpr int kRows = kTile.v_block_rows;
       const int j0 = kt * BN;
-      const int left = (n_k - j0 + kRows - 1) / kRows;
-      const TileBoxes blocks{kRows, BN / kRows < left ? BN / kRows : left};
-      for_each_box(full, 2u * unsigned(D), j0, blocks, lane, pages,
-                   [&](int row, int in_page, int page) {
+      for_each_box(full, 2u * unsigned(D), j0, tile_boxes_of(BN, kTile.v_block_rows, j0, n_k), lane,
+                   pages, [&](int row, int in_page, int page) {
                      ptx::tma_load_5d(tile + static_cast<unsigned>(row * D * 2), v_map, full, 0,
                                       in_page, 0, hk, page);
                    });
@@ -360,7 +359,6 @@ struct PagedKV {
       // The divisions by the page size and the box rows are shifts where
       // those are powers of two (the box rows always are with a key tile
       // that is one; page sizes mostly are).
-      const int page_shift = (page_size & (page_size - 1)) == 0 ? __ffs(page_size) - 1 : -1;
       int index = page_shift >= 0 ? j0 >> page_shift : j0 / page_size;
       int in_page = j0 - index * page_size;
       window_to(pages, index, lane, n_pages, [this](int i) { return table[i]; });

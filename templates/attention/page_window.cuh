@@ -43,10 +43,14 @@ struct TileBoxes {
   int boxes;
 };
 
-ATTNJIT_WINDOW_FN TileBoxes tile_boxes(int block_n, int page_size, int j0, int n_k) {
-  const int rows = paged_box_rows(block_n, page_size);
+// The same for boxes of a given `rows` (dividing block_n and the page size).
+ATTNJIT_WINDOW_FN TileBoxes tile_boxes_of(int block_n, int rows, int j0, int n_k) {
   const int left = (n_k - j0 + rows - 1) / rows;
   return TileBoxes{rows, block_n / rows < left ? block_n / rows : left};
+}
+
+ATTNJIT_WINDOW_FN TileBoxes tile_boxes(int block_n, int page_size, int j0, int n_k) {
+  return tile_boxes_of(block_n, paged_box_rows(block_n, page_size), j0, n_k);
 }
 
 // The first key of the box lane `lane` copies (lanes past the tile's boxes
