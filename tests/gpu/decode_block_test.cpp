@@ -94,7 +94,6 @@ std::vector<DecodeCase> decode_cases() {
       }
     }
   }
-  // Eight warps (128 rows of 16 per warp): the block takes them too.
   for (const KvDType kv : {KvDType::kFp8E4M3, KvDType::kSame}) {
     AttentionFlags f;
     f.head_dim = 128;
@@ -103,6 +102,7 @@ std::vector<DecodeCase> decode_cases() {
     f.kv_dtype = kv;
     f.kv_layout = KvLayout::kPaged;
     f.split_kv = true;
+    // Eight warps (128 rows of 16 per warp): the block takes them too.
     cases.push_back({f,
                      {{"decode_mma", 1},
                       {"block_m", 128},
@@ -110,17 +110,8 @@ std::vector<DecodeCase> decode_cases() {
                       {"block_n", 32},
                       {"stages", 8},
                       {"min_blocks", 1}}});
-  }
-  // The paged swapped block with its boxes from one elected lane
-  // (uniform_boxes 1), fp8 and 16-bit, at the rules' 32-row tiles.
-  for (const KvDType kv : {KvDType::kFp8E4M3, KvDType::kSame}) {
-    AttentionFlags f;
-    f.head_dim = 128;
-    f.causal = f.window = true;
-    f.sinks = SinkMode::kNullLogit;
-    f.kv_dtype = kv;
-    f.kv_layout = KvLayout::kPaged;
-    f.split_kv = true;
+    // The paged swapped block with its boxes from one elected lane
+    // (uniform_boxes 1) at the rules' 32-row tiles.
     cases.push_back({f,
                      {{"decode_mma", 2},
                       {"block_m", 32},

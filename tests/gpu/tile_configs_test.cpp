@@ -78,22 +78,19 @@ std::vector<Case> cases() {
     t["pingpong"] = 1;
     return t;
   };
-  // ... and persistent blocks walking the grid's tiles (with and without
-  // turns, packed and not, paged).
-  auto persistent = [&](std::map<std::string, int64_t> t) {
-    t["persistent"] = 1;
-    return t;
+  // A configuration with one more tuning value set.
+  auto with = [](const char* param, int64_t value) {
+    return [=](std::map<std::string, int64_t> t) {
+      t[param] = value;
+      return t;
+    };
   };
-  // ... and K and V copied by two producer warps (producer_warps 2).
-  auto two_producers = [&](std::map<std::string, int64_t> t) {
-    t["producer_warps"] = 2;
-    return t;
-  };
-  // ... and a paged cache's boxes issued by one elected lane (uniform_boxes 1).
-  auto uniform = [&](std::map<std::string, int64_t> t) {
-    t["uniform_boxes"] = 1;
-    return t;
-  };
+  // ... persistent blocks walking the grid's tiles (with and without
+  // turns, packed and not, paged), K and V copied by two producer warps,
+  // and a paged cache's boxes issued by one elected lane.
+  const auto persistent = with("persistent", 1);
+  const auto two_producers = with("producer_warps", 2);
+  const auto uniform = with("uniform_boxes", 1);
   std::vector<Case> hopper = {{oss, wg(64, 128, 3, 1)},
                               {oss, wg(192, 64, 2, 0)},
                               {mimo, wg(192, 32, 2, 0)},
