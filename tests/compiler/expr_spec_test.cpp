@@ -230,7 +230,7 @@ TEST(ExprSpec, OwnTuningRulesComeFirst) {
   std::vector<std::pair<std::string, int64_t>> expected = kEveryParamValues;
   expected.emplace_back("decode_mma", 0);
   expected.emplace_back("producer_warps", 1);
-  expected.emplace_back("uniform_boxes", 0);
+  expected.emplace_back("uniform_boxes", 1);
   EXPECT_EQ(tiles(own, {{"head_dim", int64_t{128}}}), expected);
   // Not matched by its rule: the extended spec's, as for the built-in flags.
   for (const auto& given : std::vector<std::map<std::string, FlagValue>>{
