@@ -33,7 +33,7 @@ attention::TileConfig tile_config_of(const Signature& sig) {
   const auto param = [&](const char* name) { return int(sig.tuning_value(name)); };
   return attention::make_tile_config(attention::TileShape{
       int(sig.flags.get_int("head_dim")), param("block_m"), param("block_n"), param("warps"),
-      param("stages"), param("min_blocks"), param("pack_gqa") != 0, param("wgmma") != 0,
+      param("stages"), param("min_blocks"), param("pack_gqa"), param("wgmma") != 0,
       sig.options.max_registers != 0, sig.flags.get_name("kv_dtype") == "fp8_e4m3",
       sig.flags.get_bool("split_kv"), attention::smem_per_sm(sig.options.target.sm),
       param("pingpong") != 0, param("persistent") != 0, param("decode_mma") != 0,
@@ -405,7 +405,7 @@ void AttentionKernel::init_from(const Signature& sig, const LookupResult& found,
   kernel_ = std::make_unique<Kernel>(found.entry);
   const attention::TileConfig tile = tile_config_of(sig);
   block_m_ = tile.shape.block_m;
-  pack_gqa_ = tile.shape.pack_gqa;
+  pack_gqa_ = tile.unpack_long ? 2 : tile.shape.pack_gqa != 0 ? 1 : 0;
   tma_ = tile.shape.wgmma;  // fp8 K/V: raw byte tiles, which the producer converts
   persistent_ = tile.persistent;
   tma_box_ = TmaBox{tile.tma_chunk, tile.tma_box_rows, tile.swizzle_bytes, tile.mma_decode};
@@ -529,10 +529,11 @@ void AttentionKernel::launch_this(const AttentionArgs& a, CuStream stream,
   kernel_->launch(grid.x, grid.y, grid.z, stream, args);
 }
 
-LaunchGrid attention_grid(const AttentionArgs& a, int block_m, bool pack_gqa, int num_splits) {
+LaunchGrid attention_grid(const AttentionArgs& a, int block_m, int pack_gqa, int num_splits) {
   attention::TileConfig tile{};
   tile.shape.block_m = block_m;
   tile.shape.pack_gqa = pack_gqa;
+  tile.unpack_long = pack_gqa == 2;
   const attention::GridShape grid = attention::grid_shape(tile, a.max_seqlen_q, a.num_heads_q,
                                                           a.num_heads_kv, a.num_seqs, num_splits);
   return LaunchGrid{grid.x, grid.y, grid.z};

@@ -10,9 +10,22 @@
 namespace attnjit {
 namespace attention {
 
+// pack_gqa 2 (TileConfig::unpack_long): each sequence decides. One that
+// fills whole tiles of one head runs unpacked (group 1 in its PackedRows),
+// as a prefill without packing does; one whose unpacked tiles would be
+// more than an eighth more than its packed ones (decodes, short chunks
+// beside them in a mixed batch) keeps packing, so each K/V tile still
+// serves the whole group. The launch grid has group x ceil(max_q /
+// block_m) query cells per kv head, enough for either (grid_shape).
+__device__ __forceinline__ bool runs_unpacked(int n_q, int group, int block_m) {
+  const long long packed = (static_cast<long long>(n_q) * group + block_m - 1) / block_m;
+  const long long unpacked = static_cast<long long>(group) * ((n_q + block_m - 1) / block_m);
+  return group > 1 && n_q > 0 && 8 * unpacked <= 9 * packed;
+}
+
 template <bool kPack>
 struct PackedRows {
-  int group;  // heads interleaved per position (1 without packing)
+  int group;  // heads interleaved per position (1 without packing, or unpacked)
   int head0;  // the head of member 0 of each group
   int rows;   // valid rows of this sequence: n_q * group
 

@@ -23,7 +23,10 @@ namespace attention {
 // whether the compile options cap the registers per thread.
 struct TileShape {
   int head_dim, block_m, block_n, warps, stages, min_blocks;
-  bool pack_gqa, wgmma, register_cap;
+  // pack_gqa: 0 a tile holds one query head, 1 the heads of a kv head
+  // interleaved, 2 each sequence as suits it (TileConfig::unpack_long).
+  int pack_gqa;
+  bool wgmma, register_cap;
   bool kv_fp8 = false;  // K/V stored as fp8 (kv_dtype), converted on the way in
   bool split_kv = false;  // the split-KV epilogue (its flag in shared memory)
   // Shared memory of one SM on the target (smem_per_sm(); 0: unknown, then
@@ -119,6 +122,11 @@ struct TileConfig {
   // keeps counting across tiles, so the producer loads the next tile's K
   // and V while the consumers store the last one's output.
   bool persistent;
+  // pack_gqa 2 without split-KV: the grid's y is the kv heads, as with
+  // packing, and each sequence is packed or runs one query head per tile
+  // as suits its length (gqa_rows.cuh, runs_unpacked; its cells per kv
+  // head: grid_shape). Split-KV variants (decodes) pack as with 1.
+  bool unpack_long;
   // wgmma with split-KV at D 64 or 128, tuning param decode_mma 1 (a
   // decode block, decode_sm90.cuh): no warpgroup MMAs, and with fp8 K/V no
   // converting producer. One producer warp copies the K/V tiles by TMA
@@ -144,6 +152,12 @@ struct TileConfig {
 // the driver's reserve (227 KiB).
 constexpr unsigned kMaxSmemPerBlockSm90 = unsigned(smem_per_sm(90) - kReservedSmemPerBlock);
 static_assert(kMaxSmemPerBlockSm90 == 227 * 1024, "sm_90's block limit");
+
+// TileConfig::unpack_long from the tuning values (also the kernels' own
+// test, tile_scheduler.cuh).
+ATTNJIT_TILE_CONSTEXPR bool unpacks_long(int pack_gqa, bool split_kv) {
+  return pack_gqa == 2 && !split_kv;
+}
 
 // Rows of a paged TMA box: the greatest common divisor of the key tile and
 // the page size (both multiples of 16), so that every box of a tile starts
@@ -304,6 +318,7 @@ ATTNJIT_TILE_CONSTEXPR TileConfig make_tile_config(const TileShape& shape) {
   c.warpgroups = shape.wgmma ? shape.warps / 4 : 0;
   c.pingpong = shape.pingpong && c.warpgroups > 1;
   c.persistent = shape.persistent && shape.wgmma && !shape.split_kv && !shape.kv_fp8;
+  c.unpack_long = unpacks_long(shape.pack_gqa, shape.split_kv);
   // (4 or 8 warps of 16 rows each: the phases, warps / groups of rows,
   // then divide the ring's stages for every group count; decode_sm90.cuh.)
   // (Swapped, decode_mma 2: row groups of 8, at most one per warp, so
@@ -388,11 +403,13 @@ struct GridShape {
 ATTNJIT_TILE_CONSTEXPR GridShape grid_shape(const TileConfig& tile, long long max_seqlen_q,
                                             int heads_q, int heads_kv, int num_seqs,
                                             int num_splits = 1) {
-  const bool pack = tile.shape.pack_gqa;
+  const bool pack = tile.shape.pack_gqa != 0;
   const long long group = pack ? heads_q / heads_kv : 1;
-  const long long rows = max_seqlen_q * group;
   const long long block_m = tile.shape.block_m;
-  const long long m_tiles = (rows + block_m - 1) / block_m;
+  // (unpack_long: a sequence's cells are enough for it unpacked, which
+  // needs at least as many as packed.)
+  const long long m_tiles = tile.unpack_long ? group * ((max_seqlen_q + block_m - 1) / block_m)
+                                             : (max_seqlen_q * group + block_m - 1) / block_m;
   const long long x = num_splits > 1 ? m_tiles * num_splits : m_tiles;
   return GridShape{unsigned(x), unsigned(pack ? heads_kv : heads_q), unsigned(num_seqs)};
 }
@@ -510,7 +527,7 @@ ATTNJIT_TILE_CONSTEXPR TileConfig tile_config() {
   constexpr int kSmemPerSm = 0;  // compiled for the host: the caller's shape says
 #endif
   return make_tile_config(TileShape{C::head_dim, C::block_m, C::block_n, C::warps, C::stages,
-                                    C::min_blocks, C::pack_gqa != 0, C::wgmma != 0, kRegisterCap,
+                                    C::min_blocks, C::pack_gqa, C::wgmma != 0, kRegisterCap,
                                     KvFp8<C>::value, C::split_kv, kSmemPerSm, C::pingpong != 0,
                                     C::persistent != 0, DecodeMma<C>::value, DecodeMma<C>::swap,
                                     SmallPages<C>::value, ProducerWarps<C>::value});

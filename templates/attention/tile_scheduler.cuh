@@ -333,6 +333,16 @@ __device__ __forceinline__ bool tile_at(const Params<typename C::dtype>& prm,
   const int group = prm.num_heads_q / prm.num_heads_kv;
   const int hk = kPack ? y : y / group;
   work.set_sequence(prm, b, hk, group, y);
+  if constexpr (unpacks_long(C::pack_gqa, C::split_kv)) {
+    // A sequence that runs unpacked: cell x is query head x % group of
+    // the kv head, its tile x / group from the last (so the group's last
+    // tiles, the longest with a causal mask, still come first).
+    if (runs_unpacked(work.n_q, group, kBlockM)) {
+      const int member = x % group;
+      x /= group;
+      work.map = PackedRows<true>{1, hk * group + member, work.n_q};
+    }
+  }
   if constexpr (C::split_kv) {
     // Each query tile is split over its keys: cell x is part
     // x % num_splits of tile x / num_splits from the last.

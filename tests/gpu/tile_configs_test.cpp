@@ -1,5 +1,5 @@
 // Tile configurations the spec's rules may not pick today but the autotuner
-// can: GQA packing, two m16 tiles per warp, narrow and wide key tiles,
+// can: GQA packing (by sequence too), two m16 tiles per warp, narrow and wide key tiles,
 // three pipeline stages, and on sm_90a the warpgroup path's shapes. Each runs the standard shapes
 // against the reference, so a tuning-table change can never select an untested path.
 #include <gtest/gtest.h>
@@ -130,7 +130,15 @@ std::vector<Case> cases() {
                               {paged, two_producers(wg(128, 128, 2, 1))},
                               {oss, two_producers(wg(64, 64, 3, 1))},
                               {spans, two_producers(turns(128, 128, 2, 0))},
-                              {mimo, two_producers(wg(192, 32, 2, 0))}};
+                              {mimo, two_producers(wg(192, 32, 2, 0))},
+                              // GQA packed by sequence (pack_gqa 2).
+                              {spans, wg(128, 128, 2, 2)},
+                              {paged, wg(128, 128, 2, 2)},
+                              {paged_small, two_producers(wg(128, 128, 3, 2))},
+                              {paged_fp8, wg(128, 64, 2, 2)},
+                              {oss, wg(64, 64, 3, 2)},
+                              {wide, wg(128, 64, 2, 2)},
+                              {spans, persistent(wg(128, 128, 2, 2))}};
   std::vector<Case> all = {{oss, packed64},
                            {oss, packed128},
                            {mimo, packed64},
@@ -142,16 +150,31 @@ std::vector<Case> cases() {
                            {wide, tiles(64, 4, 32, 2, 1, 0)},
                            // The Ampere/Ada rules of the spec (no such GPU to run them on).
                            {wide, tiles(64, 4, 16, 2, 0, 0)},
-                           {spans, tiles(64, 4, 32, 2, 0, 0)}};
+                           {spans, tiles(64, 4, 32, 2, 0, 0)},
+                           {mimo, tiles(64, 4, 32, 2, 2, 0)},
+                           {spans, tiles(128, 4, 64, 3, 2, 0)}};
   if (current_device_target() == parse_target("sm_90a")) {
     all.insert(all.end(), hopper.begin(), hopper.end());
   }
   return all;
 }
 
+// GQA packed by sequence (pack_gqa 2): whole tiles of queries (unpacked
+// at block_m 64 and 128; 384 at 192 too) beside a decode, a short chunk
+// and one just past two tiles (both kept packed), GQA 4.
+CheckShape pack_by_sequence_shape() {
+  CheckShape shape{
+      "pack_by_sequence", {256, 1, 40, 384, 130}, {300, 900, 40, 384, 1000}, 8, 2, 100, 0, {}, 2.f};
+  shape.spans = {{{10, 80}}, {}, {}, {{0, 383}}, {{500, 700}}};
+  return shape;
+}
+
 // Every check shape of one case, the output checked against the reference.
 void check_case(const Case& c, const std::string& config) {
-  for (const CheckShape& shape : standard_check_shapes(c.flags)) {
+  std::vector<CheckShape> shapes = standard_check_shapes(c.flags);
+  const auto pack = c.tuning.find("pack_gqa");
+  if (pack != c.tuning.end() && pack->second == 2) shapes.push_back(pack_by_sequence_shape());
+  for (const CheckShape& shape : shapes) {
     const uint64_t seed = testing::fresh_seed();
     // Written before the launch and flushed: a kernel that hangs (a
     // barrier protocol bug) leaves its config and shape as the log's

@@ -193,8 +193,9 @@ AttentionArgs generic_args(const AttentionFlags& requested, const AttentionArgs&
 struct LaunchGrid {
   unsigned x = 0, y = 0, z = 0;
 };
-LaunchGrid attention_grid(const AttentionArgs& args, int block_m, bool pack_gqa,
-                          int num_splits = 1);
+// pack_gqa: 0 one query head per tile, 1 packed GQA, 2 packed or unpacked
+// by sequence (a variant's tuning pack_gqa 2 without split-KV).
+LaunchGrid attention_grid(const AttentionArgs& args, int block_m, int pack_gqa, int num_splits = 1);
 
 // A TMA box of k or v: `chunk` elements of D (one swizzle chunk), one
 // head, `rows` keys; rows of `swizzle_bytes` in shared memory.
@@ -241,7 +242,9 @@ class AttentionKernel {
   const AttentionFlags& flags() const { return flags_; }
   Kernel& kernel() { return *current().kernel_; }
   int block_m() const { return current().block_m_; }
-  bool pack_gqa() const { return current().pack_gqa_; }
+  // GQA packing: 0 none, 1 packed, 2 each sequence as suits it
+  // (TileConfig::unpack_long).
+  int pack_gqa() const { return current().pack_gqa_; }
   EntrySource source() const { return current().source_; }
 
   // Tiers (docs/tiers.md). Unless ATTNJIT_TIERED=0, get() of a variant that
@@ -351,7 +354,7 @@ class AttentionKernel {
   // What the launch needs of the tile configuration (computed once, by the
   // kernels' own rule: templates/attention/tile_config.cuh).
   int block_m_ = 0;
-  bool pack_gqa_ = false;
+  int pack_gqa_ = 0;  // as pack_gqa()
   bool tma_ = false;  // the sm_90a warpgroup path: k and v through TMA maps
   bool persistent_ = false;  // a block per resident slot, walking the grid's tiles
   TmaBox tma_box_;
