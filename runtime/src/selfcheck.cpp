@@ -257,9 +257,11 @@ std::vector<CheckShape> standard_check_shapes(const AttentionFlags& flags) {
       {}, {{0, 0}}, {{0, 9}, {60, 70}}, {{0, 9}, {60, 70}, {100, 190}, {191, 195}, {196, 199}}};
   shapes.push_back(ragged);
   // q shorter than k (bottom-right), GQA 8, a window of 0 on the left and
-  // unbounded on the right, a span longer than the window.
-  CheckShape chunked{"q_shorter_gqa8", {17, 64}, {150, 194}, 8, 1, 0, -1, {}, 2.f};
-  chunked.spans = {{{120, 149}}, {{0, 3}, {130, 193}}};
+  // unbounded on the right, a span longer than the window; a chunk of 128
+  // queries (whole 64- and 128-row tiles of one head: pack_gqa 2 runs it
+  // unpacked).
+  CheckShape chunked{"q_shorter_gqa8", {17, 64, 128}, {150, 194, 300}, 8, 1, 0, -1, {}, 2.f};
+  chunked.spans = {{{120, 149}}, {{0, 3}, {130, 193}}, {{150, 200}, {240, 299}}};
   shapes.push_back(chunked);
   // MHA, one long sequence, windows larger than the sequence, the right one
   // INT_MAX (position + window must not wrap in the kernel's tile range).

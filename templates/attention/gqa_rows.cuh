@@ -10,12 +10,13 @@
 namespace attnjit {
 namespace attention {
 
-// pack_gqa 2 (TileConfig::unpack_long): each sequence decides. One that
-// fills whole tiles of one head runs unpacked (group 1 in its PackedRows),
-// as a prefill without packing does; one whose unpacked tiles would be
-// more than an eighth more than its packed ones (decodes, short chunks
-// beside them in a mixed batch) keeps packing, so each K/V tile still
-// serves the whole group. The launch grid has group x ceil(max_q /
+// pack_gqa 2 (TileConfig::unpack_long): each sequence decides. It runs
+// unpacked (group 1 in its PackedRows: a query head per tile, as a prefill
+// without packing does) where its unpacked tiles U are at most 9/8 of its
+// packed ones P (8 U <= 9 P): always for whole tiles of one head or from 8
+// x block_m queries on, never where its packed rows fit one tile (a
+// decode), so the decodes beside chunks in a mixed batch keep packing and
+// each of their K/V tiles serves the whole group. The launch grid has group x ceil(max_q /
 // block_m) query cells per kv head, enough for either (grid_shape).
 __device__ __forceinline__ bool runs_unpacked(int n_q, int group, int block_m) {
   const long long packed = (static_cast<long long>(n_q) * group + block_m - 1) / block_m;

@@ -388,9 +388,9 @@ ATTNJIT_TILE_CONSTEXPR TileConfig make_tile_config(const TileShape& shape) {
 }
 
 // The launch grid: x query tiles of block_m (packed) rows over the longest
-// sequence, y heads (kv heads when packing GQA: a block holds the Hq / Hkv
-// query heads of one, else query heads), z sequences. The kernels' tile
-// scheduler maps each block back to its rows.
+// sequence (unpack_long: enough cells for it a query head per tile), y heads (kv heads when packing
+// GQA: a block holds the Hq / Hkv query heads of one, else query heads), z sequences. The kernels'
+// tile scheduler maps each block back to its rows.
 struct GridShape {
   unsigned x, y, z;
 };

@@ -159,21 +159,31 @@ std::vector<Case> cases() {
   return all;
 }
 
-// GQA packed by sequence (pack_gqa 2): whole tiles of queries (unpacked
-// at block_m 64 and 128; 384 at 192 too) beside a decode, a short chunk
-// and one just past two tiles (both kept packed), GQA 4.
-CheckShape pack_by_sequence_shape() {
+// GQA packed by sequence (pack_gqa 2), GQA 4: 256 queries (whole tiles,
+// unpacked at block_m 64 and 128) and 376 (unpacked at 64, 128 and 192,
+// its last tile partial) beside a decode and chunks of 40 and 130 (kept
+// packed at 64 and 128); a paged variant at pages of 16 (where a D128
+// launch runs the small_pages sibling) and of 64.
+std::vector<CheckShape> pack_by_sequence_shapes(const AttentionFlags& flags) {
   CheckShape shape{
-      "pack_by_sequence", {256, 1, 40, 384, 130}, {300, 900, 40, 384, 1000}, 8, 2, 100, 0, {}, 2.f};
+      "pack_by_sequence", {256, 1, 40, 376, 130}, {300, 900, 40, 384, 1000}, 8, 2, 100, 0, {}, 2.f};
   shape.spans = {{{10, 80}}, {}, {}, {{0, 383}}, {{500, 700}}};
-  return shape;
+  std::vector<CheckShape> shapes{shape};
+  if (flags.kv_layout == KvLayout::kPaged) {
+    shape.name = "pack_by_sequence_p64";
+    shape.page_size = 64;
+    shapes.push_back(shape);
+  }
+  return shapes;
 }
 
 // Every check shape of one case, the output checked against the reference.
 void check_case(const Case& c, const std::string& config) {
   std::vector<CheckShape> shapes = standard_check_shapes(c.flags);
   const auto pack = c.tuning.find("pack_gqa");
-  if (pack != c.tuning.end() && pack->second == 2) shapes.push_back(pack_by_sequence_shape());
+  if (pack != c.tuning.end() && pack->second == 2) {
+    for (const CheckShape& s : pack_by_sequence_shapes(c.flags)) shapes.push_back(s);
+  }
   for (const CheckShape& shape : shapes) {
     const uint64_t seed = testing::fresh_seed();
     // Written before the launch and flushed: a kernel that hangs (a

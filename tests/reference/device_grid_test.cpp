@@ -170,7 +170,9 @@ void check_split(std::mt19937_64& rng) {
     using Config = decltype(config);
     using Scheduler = attention::TileScheduler<Config, kBlockM, kBlockN>;
     // (pack_gqa 2 packs every sequence of a split-KV variant.)
-    const int pack = attention::unpacks_long(kPack, Config::split_kv) ? 2 : kPack != 0;
+    const int pack = attention::unpacks_long(Config::pack_gqa, Config::split_kv) ? 2
+                     : Config::pack_gqa != 0                                     ? 1
+                                                                                 : 0;
     const LaunchGrid grid = attention_grid(args, kBlockM, pack, splits);
     gridDim = HostDim3{grid.x, grid.y, grid.z};
     for (blockIdx.z = 0; blockIdx.z < grid.z; ++blockIdx.z) {
