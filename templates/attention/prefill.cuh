@@ -35,6 +35,18 @@ namespace attnjit {
 template <class C>
 struct attention_prefill_traits {
   static_assert(ATTNJIT_HAS_WGMMA || C::wgmma == 0, "wgmma = 1 needs the sm_90a target");
+  // The tuning params that choose among ways, each one of its values (a
+  // value the kernels do not know is an error, not one of the others).
+  static_assert(C::wgmma == 0 || C::wgmma == 1, "tuning param wgmma is 0 or 1");
+  static_assert(C::pack_gqa >= 0 && C::pack_gqa <= 2,
+                "tuning param pack_gqa is 0 (a query head per tile), 1 (GQA packed) or 2 (by "
+                "sequence)");
+  static_assert(C::pingpong == 0 || C::pingpong == 1, "tuning param pingpong is 0 or 1");
+  static_assert(C::persistent == 0 || C::persistent == 1, "tuning param persistent is 0 or 1");
+  static_assert(attention::DecodeMma<C>::known, "tuning param decode_mma is 0, 1 or 2");
+  static_assert(attention::ProducerWarps<C>::value == 1 || attention::ProducerWarps<C>::value == 2,
+                "tuning param producer_warps is 1 or 2");
+  static_assert(attention::UniformBoxes<C>::known, "tuning param uniform_boxes is 0 or 1");
   static constexpr unsigned threads = attention::tile_config<C>().threads;
   static constexpr unsigned smem_bytes = attention::tile_config<C>().smem_bytes;
   // Blocks per SM to fit: the tuning's min_blocks, fewer where the shared

@@ -469,11 +469,13 @@ template <class C, class = void>
 struct DecodeMma {
   static constexpr bool value = false;
   static constexpr bool swap = false;
+  static constexpr bool known = true;  // (a value the kernels know)
 };
 template <class C>
 struct DecodeMma<C, decltype(void(C::decode_mma))> {
   static constexpr bool value = C::decode_mma != 0;
   static constexpr bool swap = C::decode_mma == 2;
+  static constexpr bool known = C::decode_mma >= 0 && C::decode_mma <= 2;
 };
 
 // Whether a generated Config asks for V in blocks of 16 keys (its
@@ -505,10 +507,12 @@ struct ProducerWarps<C, decltype(void(C::producer_warps))> {
 template <class C, class = void>
 struct UniformBoxes {
   static constexpr bool value = false;
+  static constexpr bool known = true;  // (a value the kernels know)
 };
 template <class C>
 struct UniformBoxes<C, decltype(void(C::uniform_boxes))> {
   static constexpr bool value = C::uniform_boxes != 0;
+  static constexpr bool known = C::uniform_boxes == 0 || C::uniform_boxes == 1;
 };
 
 // The device side: a generated Config's configuration, from its tuning
