@@ -405,7 +405,7 @@ void AttentionKernel::init_from(const Signature& sig, const LookupResult& found,
   kernel_ = std::make_unique<Kernel>(found.entry);
   const attention::TileConfig tile = tile_config_of(sig);
   block_m_ = tile.shape.block_m;
-  pack_gqa_ = tile.unpack_long ? 2 : tile.shape.pack_gqa != 0 ? 1 : 0;
+  pack_gqa_ = attention::pack_mode(tile.shape.pack_gqa, tile.shape.split_kv);
   tma_ = tile.shape.wgmma;  // fp8 K/V: raw byte tiles, which the producer converts
   persistent_ = tile.persistent;
   tma_box_ = TmaBox{tile.tma_chunk, tile.tma_box_rows, tile.swizzle_bytes, tile.mma_decode};

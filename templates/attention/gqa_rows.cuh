@@ -16,8 +16,9 @@ namespace attention {
 // packed ones P (8 U <= 9 P): always for whole tiles of one head or from 8
 // x block_m queries on, never where its packed rows fit one tile (a
 // decode), so the decodes beside chunks in a mixed batch keep packing and
-// each of their K/V tiles serves the whole group. The launch grid has group x ceil(max_q /
-// block_m) query cells per kv head, enough for either (grid_shape).
+// each of their K/V tiles serves the whole group. The launch grid has
+// group x ceil(max_q / block_m) query cells per kv head, enough for either
+// (grid_shape).
 __device__ __forceinline__ bool runs_unpacked(int n_q, int group, int block_m) {
   const long long packed = (static_cast<long long>(n_q) * group + block_m - 1) / block_m;
   const long long unpacked = static_cast<long long>(group) * ((n_q + block_m - 1) / block_m);

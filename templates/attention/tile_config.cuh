@@ -158,6 +158,11 @@ static_assert(kMaxSmemPerBlockSm90 == 227 * 1024, "sm_90's block limit");
 ATTNJIT_TILE_CONSTEXPR bool unpacks_long(int pack_gqa, bool split_kv) {
   return pack_gqa == 2 && !split_kv;
 }
+// The packing a variant launches with (attention_grid's pack_gqa): 0 none,
+// 1 packed, 2 by sequence (a split-KV variant's 2 packs: 1).
+ATTNJIT_TILE_CONSTEXPR int pack_mode(int pack_gqa, bool split_kv) {
+  return unpacks_long(pack_gqa, split_kv) ? 2 : pack_gqa != 0 ? 1 : 0;
+}
 
 // Rows of a paged TMA box: the greatest common divisor of the key tile and
 // the page size (both multiples of 16), so that every box of a tile starts
@@ -388,9 +393,10 @@ ATTNJIT_TILE_CONSTEXPR TileConfig make_tile_config(const TileShape& shape) {
 }
 
 // The launch grid: x query tiles of block_m (packed) rows over the longest
-// sequence (unpack_long: enough cells for it a query head per tile), y heads (kv heads when packing
-// GQA: a block holds the Hq / Hkv query heads of one, else query heads), z sequences. The kernels'
-// tile scheduler maps each block back to its rows.
+// sequence (unpack_long: enough cells for it a query head per tile), y
+// heads (kv heads when packing GQA: a block holds the Hq / Hkv query heads
+// of one, else query heads), z sequences. The kernels' tile scheduler maps
+// each block back to its rows.
 struct GridShape {
   unsigned x, y, z;
 };

@@ -5,11 +5,10 @@
 // over query heads. blockIdx.x counts query tiles from the last (pack_gqa
 // 2, a sequence run unpacked: (tile, head of the group) cells, the
 // group's last tiles first), so with a causal mask the tiles with the most
-// keys go in the first wave. Another
-// order is another scheduler type, as PersistentTileScheduler's blocks that
-// walk the same grid's tiles in turn; the mainloops and the epilogue only
-// see the work tile. With split-KV each query tile has its key range split
-// over blocks (set_split); the epilogue combines the parts.
+// keys go in the first wave. Another order is another scheduler type, as PersistentTileScheduler's
+// blocks that walk the same grid's tiles in turn; the mainloops and the epilogue only see the work
+// tile. With split-KV each query tile has its key range split over blocks (set_split); the epilogue
+// combines the parts.
 #pragma once
 
 #include "attention/gqa_rows.cuh"
@@ -326,8 +325,8 @@ struct WorkTile {
 // The tile of cell (x, y, b) of the launch grid (grid_shape): x counts
 // query tiles from the last (with split-KV, num_splits cells per tile, one
 // per part of its keys; pack_gqa 2 on an unpacked sequence, group cells
-// per tile, one per query head), y is a head slot (a kv head when packing GQA, else a query
-// head), b the sequence. False when the cell has no tile (the grid covers
+// per tile, one per query head), y is a head slot (a kv head when packing
+// GQA, else a query head), b the sequence. False when the cell has no tile (the grid covers
 // the longest sequence).
 template <class C, int kBlockM, int kBlockN>
 __device__ __forceinline__ bool tile_at(const Params<typename C::dtype>& prm,

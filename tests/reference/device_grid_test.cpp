@@ -86,7 +86,9 @@ void check_grid(std::mt19937_64& rng) {
   for (blockIdx.z = 0; blockIdx.z < grid.z; ++blockIdx.z) {
     const int n_q = cu_q[blockIdx.z + 1] - cu_q[blockIdx.z];
     // pack_gqa 2: unpacked where that takes at most 9/8 of the packed
-    // tiles (so a sequence of whole tiles always, a decode never).
+    // tiles (so a sequence of whole tiles always, a decode never); the
+    // test's own statement of runs_unpacked' rule, so a change to either
+    // shows.
     const int packed_tiles = (n_q * group + kBlockM - 1) / kBlockM;
     const int unpacked_tiles = group * ((n_q + kBlockM - 1) / kBlockM);
     const bool unpacked = kPack == 2 && group > 1 && 8 * unpacked_tiles <= 9 * packed_tiles;
@@ -170,9 +172,7 @@ void check_split(std::mt19937_64& rng) {
     using Config = decltype(config);
     using Scheduler = attention::TileScheduler<Config, kBlockM, kBlockN>;
     // (pack_gqa 2 packs every sequence of a split-KV variant.)
-    const int pack = attention::unpacks_long(Config::pack_gqa, Config::split_kv) ? 2
-                     : Config::pack_gqa != 0                                     ? 1
-                                                                                 : 0;
+    const int pack = attention::pack_mode(Config::pack_gqa, Config::split_kv);
     const LaunchGrid grid = attention_grid(args, kBlockM, pack, splits);
     gridDim = HostDim3{grid.x, grid.y, grid.z};
     for (blockIdx.z = 0; blockIdx.z < grid.z; ++blockIdx.z) {
