@@ -324,8 +324,8 @@ struct WorkTile {
 
 // The tile of cell (x, y, b) of the launch grid (grid_shape): x counts
 // query tiles from the last (with split-KV, num_splits cells per tile, one
-// per part of its keys; pack_gqa 2 on an unpacked sequence, group cells
-// per tile, one per query head), y is a head slot (a kv head when packing
+// per part of its keys; pack_gqa 2 on an unpacked sequence, the tiles of
+// each query head of the kv head in turn), y is a head slot (a kv head when packing
 // GQA, else a query head), b the sequence. False when the cell has no tile (the grid covers
 // the longest sequence).
 template <class C, int kBlockM, int kBlockN>
@@ -336,12 +336,14 @@ __device__ __forceinline__ bool tile_at(const Params<typename C::dtype>& prm,
   const int hk = kPack ? y : y / group;
   work.set_sequence(prm, b, hk, group, y);
   if constexpr (unpacks_long(C::pack_gqa, C::split_kv)) {
-    // A sequence that runs unpacked: cell x is query head x % group of
-    // the kv head, its tile x / group from the last (so the group's last
-    // tiles, the longest with a causal mask, still come first).
+    // A sequence that runs unpacked: the grid's group * T cells in x
+    // are T tiles (from the last, so the longest with a causal mask come
+    // first) for each query head of the kv head in turn, head-major: the
+    // order of an unpacked launch's (tile, query head) cells.
     if (runs_unpacked(work.n_q, group, kBlockM)) {
-      const int member = x % group;
-      x /= group;
+      const int tiles = prm.tiles_x / group;
+      const int member = x / tiles;
+      x -= member * tiles;
       work.map = PackedRows<true>{1, hk * group + member, work.n_q};
     }
   }
