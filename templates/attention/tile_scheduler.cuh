@@ -115,8 +115,8 @@ struct WorkTile {
       k_begin = prm.cu_seqlens_k[b];
       n_k = prm.cu_seqlens_k[b + 1] - k_begin;
     }
-    map =
-        PackedRows<kPack>{kPack ? group : 1, kPack ? hk * group : head, kPack ? n_q * group : n_q};
+    map = PackedRows<kPack>{kPack ? group : 1, kPack ? hk * group : head, kPack ? n_q * group : n_q,
+                            kPack ? row_divisor(group) : RowDivisor{}};
   }
 
   // Query tiles of the sequence (set_sequence first).
@@ -344,7 +344,7 @@ __device__ __forceinline__ bool tile_at(const Params<typename C::dtype>& prm,
       const int tiles = prm.tiles_x / group;
       const int member = x / tiles;
       x -= member * tiles;
-      work.map = PackedRows<true>{1, hk * group + member, work.n_q};
+      work.map = PackedRows<true>{1, hk * group + member, work.n_q, RowDivisor{1u << 31, 31}};
     }
   }
   if constexpr (C::split_kv) {

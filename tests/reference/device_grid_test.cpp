@@ -81,7 +81,8 @@ void check_grid(std::mt19937_64& rng) {
   const AttentionArgs args = batch_args(num_seqs, hq, hkv, max_q);
   const LaunchGrid grid = attention_grid(args, kBlockM, kPack);
 
-  const attention::Params<unsigned short> prm = batch_params(cu_q, cu_k, hq, hkv);
+  attention::Params<unsigned short> prm = batch_params(cu_q, cu_k, hq, hkv);
+  prm.tiles_x = int(grid.x);                  // (pack_gqa 2 splits the cells in x by it)
   std::map<std::pair<int, int>, int> writes;  // (token, head) -> blocks
   for (blockIdx.z = 0; blockIdx.z < grid.z; ++blockIdx.z) {
     const int n_q = cu_q[blockIdx.z + 1] - cu_q[blockIdx.z];
@@ -106,11 +107,14 @@ void check_grid(std::mt19937_64& rng) {
         ++tiles;
         if (kPack == 2) {
           ASSERT_EQ(work.map.group, unpacked ? 1 : group) << what << " n_q " << n_q;
-          // Unpacked, the group's last tiles (the most keys, causal) take
-          // its first cells.
-          if (unpacked && blockIdx.x < unsigned(group)) {
-            ASSERT_EQ(work.row0, (unpacked_tiles / group - 1) * kBlockM) << what;
-            ASSERT_EQ(work.map.head0, int(blockIdx.y) * group + int(blockIdx.x)) << what;
+          // Unpacked, the cells in x are each query head's tiles in turn
+          // (head-major), each head's from its last (the most keys, causal).
+          if (unpacked) {
+            const int per_head = int(grid.x) / group;
+            const int member = int(blockIdx.x) / per_head;
+            const int from_last = int(blockIdx.x) % per_head;
+            ASSERT_EQ(work.row0, (unpacked_tiles / group - 1 - from_last) * kBlockM) << what;
+            ASSERT_EQ(work.map.head0, int(blockIdx.y) * group + member) << what;
           }
         }
         for (int row = work.row0; row < work.row_end; ++row) {
