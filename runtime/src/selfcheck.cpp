@@ -268,8 +268,9 @@ std::vector<CheckShape> standard_check_shapes(const AttentionFlags& flags) {
   CheckShape mha{"mha_long_window", {257}, {257}, 2, 2, 300, INT_MAX, {}, 2.f};
   mha.spans = {{{31, 33}, {64, 127}, {128, 200}}};
   shapes.push_back(mha);
-  // Windows of a few tiles on both sides; a sequence with no keys.
-  CheckShape mixed{"window_tiles_empty_k", {5, 140}, {0, 300}, 4, 2, 70, 20, {}, 2.f};
+  // Windows of a few tiles on both sides; a sequence with no keys; a
+  // group of 3 (no power of two: packed rows split by a true multiply).
+  CheckShape mixed{"window_tiles_empty_k", {5, 140}, {0, 300}, 6, 2, 70, 20, {}, 2.f};
   mixed.spans = {{}, {{10, 150}, {290, 299}}};
   shapes.push_back(mixed);
   if (!flags.window) {

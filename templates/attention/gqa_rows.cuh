@@ -53,9 +53,9 @@ __host__ __device__ __forceinline__ RowDivisor row_divisor(int d) {
 
 template <bool kPack>
 struct PackedRows {
-  int group;  // heads interleaved per position (1 without packing, or unpacked)
-  int head0;  // the head of member 0 of each group
-  int rows;   // valid rows of this sequence: n_q * group
+  int group;            // heads interleaved per position (1 without packing, or unpacked)
+  int head0;            // the head of member 0 of each group
+  int rows;             // valid rows of this sequence: n_q * group
   RowDivisor by_group;  // row_divisor(group) (packing only)
   __device__ __forceinline__ int position(int row) const {
     if constexpr (kPack) {

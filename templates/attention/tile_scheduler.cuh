@@ -3,8 +3,8 @@
 // block per tile over the grid of grid_shape (tile_config.cuh): (query
 // tiles, heads, sequences), grid.y over kv heads when packing GQA, else
 // over query heads. blockIdx.x counts query tiles from the last (pack_gqa
-// 2, a sequence run unpacked: (tile, head of the group) cells, the
-// group's last tiles first), so with a causal mask the tiles with the most
+// 2, a sequence run unpacked: each query head of the group's tiles in
+// turn, each from its last), so with a causal mask the tiles with the most
 // keys go in the first wave. Another order is another scheduler type, as PersistentTileScheduler's
 // blocks that walk the same grid's tiles in turn; the mainloops and the epilogue only see the work
 // tile. With split-KV each query tile has its key range split over blocks (set_split); the epilogue
@@ -344,7 +344,7 @@ __device__ __forceinline__ bool tile_at(const Params<typename C::dtype>& prm,
       const int tiles = prm.tiles_x / group;
       const int member = x / tiles;
       x -= member * tiles;
-      work.map = PackedRows<true>{1, hk * group + member, work.n_q, RowDivisor{1u << 31, 31}};
+      work.map = PackedRows<true>{1, hk * group + member, work.n_q, row_divisor(1)};
     }
   }
   if constexpr (C::split_kv) {
