@@ -7,6 +7,8 @@
 // epilogue all go through this one mapping.
 #pragma once
 
+#include "common/int_divisor.cuh"
+
 namespace attnjit {
 namespace attention {
 
@@ -25,41 +27,16 @@ __device__ __forceinline__ bool runs_unpacked(int n_q, int group, int block_m) {
   return group > 1 && n_q > 0 && 8 * unpacked <= 9 * packed;
 }
 
-// floor(n / d) for 0 <= n < 2^31 and 1 <= d < 2^31 by a multiply and a
-// shift, exact (Granlund and Montgomery's round-up method for 31-bit
-// numerators): with l = ceil(log2 d), magic = ceil(2^(31 + l) / d) lies in
-// [2^31, 2^32) and magic * d - 2^(31 + l) < d <= 2^l, which makes
-// (n * magic) >> (31 + l) the quotient for every such n. A packed tile's
-// rows are divided by the group at every Q load, output store and row
-// setup; a hardware-less integer division costs ~20 dependent
-// instructions, this costs two.
-struct RowDivisor {
-  unsigned magic;
-  int shift;
-  __host__ __device__ __forceinline__ int div(int n) const {
-    return static_cast<int>((static_cast<unsigned long long>(static_cast<unsigned>(n)) * magic) >>
-                            shift);
-  }
-};
-
-__host__ __device__ __forceinline__ RowDivisor row_divisor(int d) {
-  int l = 0;
-  while ((1LL << l) < d) ++l;
-  const unsigned long long top = 1ULL << (31 + l);
-  return RowDivisor{static_cast<unsigned>((top + static_cast<unsigned long long>(d) - 1) /
-                                          static_cast<unsigned long long>(d)),
-                    31 + l};
-}
-
 template <bool kPack>
 struct PackedRows {
-  int group;            // heads interleaved per position (1 without packing, or unpacked)
-  int head0;            // the head of member 0 of each group
-  int rows;             // valid rows of this sequence: n_q * group
-  RowDivisor by_group;  // row_divisor(group) (packing only)
+  int group;           // heads interleaved per position (1 without packing, or unpacked)
+  int head0;           // the head of member 0 of each group
+  int rows;            // valid rows of this sequence: n_q * group
+  long long by_group;  // divisor_magic(group) (packing only): a packed tile's rows
+                       // are split at every Q load, output store and row setup
   __device__ __forceinline__ int position(int row) const {
     if constexpr (kPack) {
-      return by_group.div(row);
+      return static_cast<int>(divide_by_magic(static_cast<unsigned>(row), by_group));
     } else {
       return row;
     }

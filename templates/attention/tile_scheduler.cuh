@@ -116,7 +116,7 @@ struct WorkTile {
       n_k = prm.cu_seqlens_k[b + 1] - k_begin;
     }
     map = PackedRows<kPack>{kPack ? group : 1, kPack ? hk * group : head, kPack ? n_q * group : n_q,
-                            kPack ? row_divisor(group) : RowDivisor{}};
+                            kPack ? divisor_magic(group) : 0LL};
   }
 
   // Query tiles of the sequence (set_sequence first).
@@ -344,14 +344,15 @@ __device__ __forceinline__ bool tile_at(const Params<typename C::dtype>& prm,
       const int tiles = prm.tiles_x / group;
       const int member = x / tiles;
       x -= member * tiles;
-      work.map = PackedRows<true>{1, hk * group + member, work.n_q, row_divisor(1)};
+      work.map = PackedRows<true>{1, hk * group + member, work.n_q, divisor_magic(1)};
     }
   }
   if constexpr (C::split_kv) {
     // Each query tile is split over its keys: cell x is part
     // x % num_splits of tile x / num_splits from the last.
     if (prm.num_splits > 1) {
-      constexpr int kMinTiles = C::split_keys > kBlockN ? (C::split_keys + kBlockN - 1) / kBlockN : 1;
+      constexpr int kMinTiles =
+          C::split_keys > kBlockN ? (C::split_keys + kBlockN - 1) / kBlockN : 1;
       const int from_last = x / prm.num_splits;
       const int m_tile = work.m_tiles() - 1 - from_last;
       if (m_tile < 0) return false;

@@ -9,6 +9,8 @@
 // host_device.h. It includes no CUDA toolkit header.
 #pragma once
 
+#include "common/int_divisor.cuh"
+
 #if defined(__CUDACC_RTC__) || defined(__CUDACC__)
 #define ATTNJIT_EXPR_FN __device__ __forceinline__
 #define ATTNJIT_EXPR_COLD __device__ __noinline__
@@ -59,34 +61,18 @@ ATTNJIT_EXPR_FN int mod(int a, int b) {
 
 // Division by a runtime int32 arg d (a chunk size) without the hardware-less
 // division routine: the runtime computes `magic` once per launch
-// (divisor_magic) into a hidden params field, and each quotient is a
-// multiply-high and a shift. For d >= 1 with l = ceil(log2 d) and
-// m = ceil(2^(31 + l) / d) < 2^32, floor(u * m / 2^(31 + l)) =
-// floor(u / d) for every u < 2^31: m * d - 2^(31 + l) < d <= 2^l, so the
-// error u * (m * d - 2^(31 + l)) / (d * 2^(31 + l)) stays below 1/d. As
-// 2u < 2^32, that is the high word of 2u * m shifted right by l. A
-// negative a divides as ~(~a / d) (floored). d <= 0 (magic 0) takes div()
-// and mod(). magic: m in the low word, l in the high one.
-ATTNJIT_EXPR_FN long long divisor_magic(int d) {
-  if (d <= 0) return 0;
-  int l = 0;
-  while ((1ll << l) < d) ++l;
-  const unsigned long long m = ((1ull << (31 + l)) + static_cast<unsigned long long>(d) - 1ull) /
-                               static_cast<unsigned long long>(d);
-  return static_cast<long long>(m | (static_cast<unsigned long long>(l) << 32));
-}
+// (divisor_magic, common/int_divisor.cuh) into a hidden params field, and
+// each quotient is a multiply-high and a shift. A negative a divides as
+// ~(~a / d) (floored). d <= 0 (magic 0) takes div() and mod().
+using ::attnjit::divisor_magic;
 // The divisions by d <= 0 that div_by and mod_by leave to div() and mod(),
 // compiled once (a chunk size is positive; the branch is not taken).
 ATTNJIT_EXPR_COLD int div_cold(int a, int d) { return div(a, d); }
 ATTNJIT_EXPR_COLD int mod_cold(int a, int d) { return mod(a, d); }
 ATTNJIT_EXPR_FN int div_by(int a, int d, long long magic) {
   if (d <= 0) return div_cold(a, d);
-  const unsigned m = static_cast<unsigned>(magic);
-  const unsigned l = static_cast<unsigned>(static_cast<unsigned long long>(magic) >> 32);
   const unsigned u = a >= 0 ? static_cast<unsigned>(a) : ~static_cast<unsigned>(a);
-  const unsigned hi =
-      static_cast<unsigned>((static_cast<unsigned long long>(u << 1) * m) >> 32);
-  const unsigned q = hi >> l;
+  const unsigned q = divide_by_magic(u, magic);
   return a >= 0 ? static_cast<int>(q) : static_cast<int>(~q);
 }
 ATTNJIT_EXPR_FN int mod_by(int a, int d, long long magic) {

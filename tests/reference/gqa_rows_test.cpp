@@ -1,8 +1,9 @@
 // GQA packing's row arithmetic (templates/attention/gqa_rows.cuh, compiled
-// for the host): the multiply-and-shift division a packed tile uses to
-// split a row into (position, head) agrees with integer division for every
-// row a launch can have (0 <= row < 2^31) and every group; and a packed
-// map's rows cover each (position, head) of the sequence once. No GPU.
+// for the host): the multiply-and-shift division (common/int_divisor.cuh)
+// a packed tile uses to split a row into (position, head) agrees with
+// integer division for every row a launch can have (0 <= row < 2^31) and
+// every divisor; and a packed map's rows cover each (position, head) of
+// the sequence once. No GPU.
 #include <gtest/gtest.h>
 
 #include <cstdint>
@@ -17,8 +18,6 @@
 
 namespace attnjit {
 namespace {
-
-using attention::row_divisor;
 
 // The rows where a wrong multiplier shows first: around every multiple of
 // d near 0 and near the top of the range, and random ones.
@@ -38,7 +37,7 @@ std::vector<int64_t> probe_rows(int64_t d, std::mt19937_64& rng) {
   return rows;
 }
 
-TEST(GqaRows, RowDivisorIsExactOverTheWholeRowRange) {
+TEST(GqaRows, DivisorMagicIsExactOverTheWholeRowRange) {
   std::mt19937_64 rng(7);
   std::vector<int64_t> divisors;
   for (int64_t d = 1; d <= 300; ++d) divisors.push_back(d);
@@ -47,23 +46,25 @@ TEST(GqaRows, RowDivisorIsExactOverTheWholeRowRange) {
     divisors.push_back(d);
   }
   for (int64_t d : divisors) {
-    const auto div = row_divisor(int(d));
-    ASSERT_GE(div.magic, 1u << 31) << "d " << d;  // the method's range: [2^31, 2^32)
+    const long long magic = divisor_magic(int(d));
+    ASSERT_GE(uint32_t(magic), 1u << 31) << "d " << d;  // the method's range: [2^31, 2^32)
     for (int64_t n : probe_rows(d, rng)) {
-      ASSERT_EQ(div.div(int(n)), n / d) << "d " << d << " n " << n;
+      ASSERT_EQ(int64_t(divide_by_magic(uint32_t(n), magic)), n / d) << "d " << d << " n " << n;
     }
   }
   // Small groups, every row of a large launch.
   for (int d : {3, 5, 6, 7, 12}) {
-    const auto div = row_divisor(d);
-    for (int n = 0; n < (1 << 22); ++n) ASSERT_EQ(div.div(n), n / d) << "d " << d << " n " << n;
+    const long long magic = divisor_magic(d);
+    for (int n = 0; n < (1 << 22); ++n) {
+      ASSERT_EQ(int(divide_by_magic(unsigned(n), magic)), n / d) << "d " << d << " n " << n;
+    }
   }
 }
 
 TEST(GqaRows, PackedRowsCoverEveryPositionAndHeadOnce) {
   for (int group : {1, 2, 3, 4, 6, 8, 16}) {
     const int n_q = 37, head0 = 5 * group;
-    attention::PackedRows<true> map{group, head0, n_q * group, row_divisor(group)};
+    attention::PackedRows<true> map{group, head0, n_q * group, divisor_magic(group)};
     std::vector<int> seen(n_q * group, 0);
     for (int row = 0; row < map.rows; ++row) {
       const int p = map.position(row), h = map.head(row);
