@@ -29,8 +29,9 @@ its own, docs/expressions.md), compiled and cached like the built-in ones:
 """
 
 from . import _C
-from ._varlen import (HEAD_DIMS, SINK_MODES, check_mm_prefix_ranges,
-                      mm_prefix_spans, varlen_attention)
+from ._checks import HEAD_DIMS, SINK_MODES
+from ._varlen import (check_mm_prefix_ranges, mm_prefix_spans,
+                      varlen_attention)
 from ._paged import paged_attention
 from ._user import UserAttention, load_spec
 

@@ -15,12 +15,12 @@ from typing import NamedTuple, Optional, Tuple
 
 import torch
 
-from ._varlen import (_DTYPE_NAMES, _GRID_MAX, _INT32_MAX, _check_aligned,
-                      _check_device,
-                      _check_dtypes, _check_heads, _check_lengths,
-                      _check_modes, _check_out, _fail, _fake_outputs, _index,
-                      _launch_on, _no_backward, _op_result, _returned,
-                      _span_pointers, _strides, _tensor, _traced)
+from ._checks import (_DTYPE_NAMES, _GRID_MAX, _INT32_MAX, _check_aligned,
+                      _check_device, _check_dtypes, _check_heads,
+                      _check_lengths, _check_modes, _check_out, _fail, _index,
+                      _no_backward, _strides, _tensor)
+from ._varlen import (_fake_outputs, _launch_on, _op_result, _returned,
+                      _span_pointers, _traced)
 from ._memo import _layout, _pair, _scalar, _validated
 
 _OP = "paged_attention"

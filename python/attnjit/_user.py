@@ -25,8 +25,8 @@ import torch
 
 from . import _C
 from . import _paged, _varlen
-from ._varlen import (_INT32_MAX, _fail, _fake_outputs, _op_result,
-                      _returned, _tensor, _traced)
+from ._checks import _INT32_MAX, _fail, _tensor
+from ._varlen import _fake_outputs, _op_result, _returned, _traced
 
 # spec id -> UserAttention: how the custom ops find the spec they run.
 _SPECS = {}
