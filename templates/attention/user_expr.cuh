@@ -62,7 +62,7 @@ ATTNJIT_EXPR_FN int mod(int a, int b) {
 // Division by a runtime int32 arg d (a chunk size) without the hardware-less
 // division routine: the runtime computes `magic` once per launch
 // (divisor_magic, common/int_divisor.cuh) into a hidden params field, and
-// each quotient is a multiply-high and a shift. A negative a divides as
+// each quotient is a multiply and two shifts. A negative a divides as
 // ~(~a / d) (floored). d <= 0 (magic 0) takes div() and mod().
 using ::attnjit::divisor_magic;
 // The divisions by d <= 0 that div_by and mod_by leave to div() and mod(),

@@ -253,7 +253,7 @@ std::string emit_user_struct(const Expr* mask, const Expr* score);
 
 // Division by a runtime int32 arg: an int `/` or `%` whose divisor is an
 // int32 scalar arg divides through a multiplier the runtime computes per
-// launch (user_expr.cuh divisor_magic) into a hidden int64 params field,
+// launch (divisor_magic, templates/common/int_divisor.cuh) into a hidden int64 params field,
 // divisor_field(arg), which parse_spec appends to the spec's args.
 std::string divisor_field(const std::string& arg);  // "attnjit_div_<arg>"
 // The int32 arg that node n of expr (an int `/` or `%`) divides by, or
