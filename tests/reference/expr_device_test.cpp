@@ -124,7 +124,8 @@ bool close(double host, float device) {
   return std::fabs(host - double(device)) <= 1e-4 * (1 + std::fabs(host));
 }
 
-// Division by a runtime divisor through the runtime's multiplier equals the
+// Division by a runtime divisor through the runtime's multiplier
+// (common/int_divisor.cuh, also the packed GQA rows' quotient) equals the
 // floored division it replaces: every divisor up to 4096 and powers of two
 // and their neighbours up to INT_MAX, against numerators at the ends of
 // int32, around multiples of the divisor and at random.
