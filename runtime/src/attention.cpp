@@ -17,6 +17,7 @@
 
 #include "attention/tile_config.h"
 #include "attention_prefill_params.h"
+#include "common/int_divisor.cuh"
 #include "attnjit/env.h"
 #include "attnjit/error.h"
 #include "attnjit/record.h"
@@ -67,6 +68,9 @@ KernelParams kernel_params(const AttentionFlags& flags, const AttentionArgs& a) 
   p.o_head_stride = a.o_head_stride;
   p.num_heads_q = a.num_heads_q;
   p.num_heads_kv = a.num_heads_kv;
+  // Once per launch, not per tile in the kernel (validate: Hkv divides Hq).
+  p.gqa_group = a.num_heads_kv > 0 ? a.num_heads_q / a.num_heads_kv : 1;
+  p.gqa_group_magic = ::attnjit::divisor_magic(p.gqa_group);
   p.total_q = a.total_q;
   p.scale = a.scale > 0 ? a.scale : 1.f / std::sqrt(float(flags.head_dim));
   p.softcap = flags.softcap ? a.softcap : 0.f;

@@ -32,8 +32,9 @@ struct PackedRows {
   int group;           // heads interleaved per position (1 without packing, or unpacked)
   int head0;           // the head of member 0 of each group
   int rows;            // valid rows of this sequence: n_q * group
-  long long by_group;  // divisor_magic(group) (packing only): a packed tile's rows
-                       // are split at every Q load, output store and row setup
+  long long by_group;  // divisor_magic(group) (packing only; the launch's, computed on the
+                       // host): a packed tile's rows are split at every Q load, output
+                       // store and row setup
   __device__ __forceinline__ int position(int row) const {
     if constexpr (kPack) {
       return static_cast<int>(divide_by_magic(static_cast<unsigned>(row), by_group));

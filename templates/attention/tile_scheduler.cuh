@@ -101,8 +101,7 @@ struct WorkTile {
 
   // Sequence b, kv head kv_head and its group = Hq / Hkv query heads when
   // packing GQA, else query head `head` alone.
-  __device__ __forceinline__ void set_sequence(const Params<T>& prm, int b, int kv_head, int group,
-                                               int head) {
+  __device__ __forceinline__ void set_sequence(const Params<T>& prm, int b, int kv_head, int head) {
     constexpr bool kPack = C::pack_gqa != 0;
     seq = b;
     hk = kv_head;
@@ -115,8 +114,9 @@ struct WorkTile {
       k_begin = prm.cu_seqlens_k[b];
       n_k = prm.cu_seqlens_k[b + 1] - k_begin;
     }
+    const int group = prm.gqa_group;
     map = PackedRows<kPack>{kPack ? group : 1, kPack ? hk * group : head, kPack ? n_q * group : n_q,
-                            kPack ? divisor_magic(group) : 0LL};
+                            kPack ? prm.gqa_group_magic : 0LL};
   }
 
   // Query tiles of the sequence (set_sequence first).
@@ -332,9 +332,10 @@ template <class C, int kBlockM, int kBlockN>
 __device__ __forceinline__ bool tile_at(const Params<typename C::dtype>& prm,
                                         WorkTile<C, kBlockM, kBlockN>& work, int x, int y, int b) {
   constexpr bool kPack = C::pack_gqa != 0;
-  const int group = prm.num_heads_q / prm.num_heads_kv;
-  const int hk = kPack ? y : y / group;
-  work.set_sequence(prm, b, hk, group, y);
+  const int group = prm.gqa_group;
+  const int hk =
+      kPack ? y : static_cast<int>(divide_by_magic(static_cast<unsigned>(y), prm.gqa_group_magic));
+  work.set_sequence(prm, b, hk, y);
   if constexpr (unpacks_long(C::pack_gqa, C::split_kv)) {
     // A sequence that runs unpacked: the grid's group * T cells in x
     // are T tiles (from the last, so the longest with a causal mask come

@@ -61,6 +61,8 @@ attention::Params<unsigned short> batch_params(const std::vector<int>& cu_q,
   prm.cu_seqlens_k = cu_k.data();
   prm.num_heads_q = hq;
   prm.num_heads_kv = hkv;
+  prm.gqa_group = hq / hkv;  // as the runtime fills them (attention.cpp, kernel_params)
+  prm.gqa_group_magic = ::attnjit::divisor_magic(prm.gqa_group);
   prm.q_row_stride = hq;
   prm.k_row_stride = prm.v_row_stride = hkv;
   prm.k_head_stride = prm.v_head_stride = 1;
