@@ -201,7 +201,7 @@ int64_t launch_or_plan(AttentionKernel& kernel, AttentionArgs& a, uintptr_t stre
     validate_attention_args(kernel.flags(), a);
     if (a.num_seqs == 0 || a.max_seqlen_q == 0) return 0;
     AttentionKernel& runs = kernel.for_args(a);
-    return runs.flags().split_kv ? int64_t(runs.split_plan(a).workspace_bytes) : 0;
+    return int64_t(runs.split_plan(a).workspace_bytes);  // (split-KV parts, persistent counters)
   }
   if (kernel.user_spec() != nullptr || !user_args.empty()) {
     kernel.launch(a, reinterpret_cast<CuStream>(stream), to_user_args(user_args));

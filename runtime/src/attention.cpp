@@ -488,6 +488,9 @@ void AttentionKernel::launch_this(const AttentionArgs& a, CuStream stream,
       params.lse_partial = ws.lse;
       params.o_partial = ws.o;
     }
+  } else if (persistent_) {
+    plan = split_plan(a);
+    params.tile_counter = split_workspace(a, plan, stream).counters;
   }
   // The warpgroup kernels copy k and v tiles through TMA maps; the others
   // ignore the (zeroed) fields.

@@ -53,6 +53,13 @@ WorkspaceCache& workspace_cache() {
 SplitPlan AttentionKernel::split_plan(const AttentionArgs& a, int sm_count) const {
   if (generic_) return current().split_plan(a, sm_count);
   SplitPlan plan;
+  if (persistent_) {
+    // The cell counters (tile_scheduler.cuh, PersistentTileScheduler): the
+    // first 8 of 256 counter bytes, no parts. (A persistent variant never
+    // splits.)
+    plan.lse_offset = plan.o_offset = plan.workspace_bytes = 256;
+    return plan;
+  }
   if (!flags_.split_kv || a.num_splits == 1 || a.num_seqs <= 0 || a.max_seqlen_q <= 0) {
     return plan;
   }
@@ -214,10 +221,13 @@ SplitScratch place_split(WorkspaceCache& cache, CuDevicePtr buffer, size_t capac
 SplitScratch split_workspace(const AttentionArgs& a, const SplitPlan& plan, CuStream stream) {
   if (a.workspace != nullptr) {
     if (a.workspace_bytes < plan.workspace_bytes) {
-      throw Error(ErrorKind::kArgument,
-                  fmt::format("attention: the workspace has {} bytes; this split-KV launch ({} "
-                              "splits) needs {}",
-                              a.workspace_bytes, plan.num_splits, plan.workspace_bytes));
+      throw Error(
+          ErrorKind::kArgument,
+          fmt::format("attention: the workspace has {} bytes; this launch ({}) needs {}",
+                      a.workspace_bytes,
+                      plan.num_splits > 1 ? fmt::format("split-KV, {} splits", plan.num_splits)
+                                          : "persistent blocks' counters",
+                      plan.workspace_bytes));
     }
     if ((reinterpret_cast<uintptr_t>(a.workspace) & 255) != 0) {
       throw Error(ErrorKind::kArgument, "attention: the workspace must be 256-byte aligned");
@@ -237,7 +247,8 @@ SplitScratch split_workspace(const AttentionArgs& a, const SplitPlan& plan, CuSt
   if (bytes < plan.workspace_bytes) {
     if (driver.stream_capturing(stream)) {
       throw Error(ErrorKind::kArgument,
-                  fmt::format("attention: a split-KV launch needs {} bytes of workspace while "
+                  fmt::format("attention: a launch needs {} bytes of workspace (split-KV parts "
+                              "or persistent blocks' counters) while "
                               "the stream is being captured into a CUDA graph; launch once with "
                               "the largest shape before capturing, or pass a workspace",
                               plan.workspace_bytes));

@@ -124,6 +124,10 @@ struct MainloopSm90 {
     unsigned q, k, v;
     unsigned staging;  // fp8 K/V: the raw tiles, K then V per stage
     Ring ring;
+    // A persistent block's cell ring (forward_sm90.cuh, CellRing), past the
+    // ring's barriers, from q.
+    static constexpr unsigned kCellRingOffset =
+        kTile.barrier_offset + unsigned((4 * kStages + kTile.raw_stages) * 8);
 
     __device__ __forceinline__ explicit SharedTiles(unsigned char* smem, unsigned raw_address)
         : raw(smem),

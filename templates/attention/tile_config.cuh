@@ -117,10 +117,11 @@ struct TileConfig {
   bool pingpong;
   // wgmma without split-KV or fp8 K/V: the launch has a block per resident
   // slot (the host's persistent_blocks), each walking the tiles of the
-  // grid a non-persistent launch would have (grid_shape), in its order,
-  // from its own index by the block count (tile_scheduler.cuh). Its ring
-  // keeps counting across tiles, so the producer loads the next tile's K
-  // and V while the consumers store the last one's output.
+  // grid a non-persistent launch would have (grid_shape), in its order:
+  // each block's next from a counter in global memory, as the hardware
+  // hands out blocks (tile_scheduler.cuh). Its ring keeps counting across
+  // tiles, so the producer loads the next tile's K and V while the
+  // consumers store the last one's output.
   bool persistent;
   // pack_gqa 2 without split-KV: the grid's y is the kv heads, as with
   // packing, and each sequence is packed or runs one query head per tile
@@ -250,7 +251,9 @@ ATTNJIT_TILE_CONSTEXPR void set_shared_memory(TileConfig& c) {
     c.output_offset = 0;
     c.barrier_offset = used > staged_output ? used : staged_output;
   }
-  c.smem_bytes = 1024u + c.barrier_offset + unsigned((4 * s.stages + c.raw_stages) * 8);
+  // (A persistent block's cell ring follows the barriers: 48 bytes.)
+  c.smem_bytes = 1024u + c.barrier_offset + unsigned((4 * s.stages + c.raw_stages) * 8) +
+                 (c.persistent ? 48u : 0u);
 }
 
 // Every warpgroup starts with the launch bound's share; on the wgmma path

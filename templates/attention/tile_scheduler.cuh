@@ -382,41 +382,95 @@ struct TileScheduler {
 };
 
 // Persistent blocks (TileConfig::persistent; the launch is one row of
-// persistent_blocks()): each walks the cells of the grid a non-persistent
-// launch would have (prm.tiles_x, head slots, prm.num_seqs), in that
-// launch's order with x the fastest, from its own index in steps of the
-// block count: first() and then next() until either is false, `cursor`
-// being the cell last taken. Cells without a tile are passed over. Every
-// thread that calls them gets the same tiles in the same order.
+// persistent_blocks()): the blocks share out the cells of the grid a
+// non-persistent launch would have (prm.tiles_x, head slots, prm.num_seqs;
+// x the fastest) as the hardware hands out a grid's blocks: block b starts
+// with cell b, and each block that is done with a cell takes the next one
+// nobody has, from a counter (prm.tile_counter[0], counting from the block
+// count). So the cells go in the grid's order, the longest causal tiles
+// first, neighbouring cells (which read the same K/V, from L2) run at the
+// same time, and a block whose cells were short takes more. (Cells walked
+// in fixed steps of the block count drift apart across a causal grid,
+// each block at its own pace, until the K/V the blocks read at one time
+// outgrow L2.) One producer warp takes the cells (take, every lane of it:
+// a spec's mask classifies tiles by warp ballots) and hands them to the
+// block's other warps through shared memory (forward_sm90.cuh, CellRing);
+// the last block to run out zeroes the counters for the next launch
+// (done). The same launch on two streams at once needs two counters: the
+// runtime keeps them per stream (its split-KV workspace).
 template <class C, int kBlockM, int kBlockN>
 struct PersistentTileScheduler {
   using Work = WorkTile<C, kBlockM, kBlockN>;
   static constexpr bool kPersistent = true;
   static_assert(!C::split_kv, "persistent blocks: split-KV has a block per part");
 
-  static __device__ __forceinline__ bool first(const Params<typename C::dtype>& prm, Work& work,
-                                               int& cursor) {
-    cursor = static_cast<int>(blockIdx.x);
-    return seek(prm, work, cursor);
+  // The next cell this block takes that holds a tile (set into `work`), or
+  // -1 past the grid's last cell; `takes` counts this block's takes so far
+  // (0 before the first). Every lane of the calling warp calls it.
+  static __device__ __forceinline__ int take(const Params<typename C::dtype>& prm, Work& work,
+                                             int& takes) {
+    const long long cells = cell_count(prm);
+    for (;;) {
+      const long long cell =
+          takes++ == 0 ? static_cast<long long>(blockIdx.x) : counter_take(prm.tile_counter);
+      if (cell >= cells) return -1;
+      if (at(prm, work, static_cast<int>(cell))) return static_cast<int>(cell);
+    }
   }
-  static __device__ __forceinline__ bool next(const Params<typename C::dtype>& prm, Work& work,
-                                              int& cursor) {
-    cursor += static_cast<int>(gridDim.x);
-    return seek(prm, work, cursor);
+
+  // The work tile of cell `cell` (one that take returned), for the warps
+  // that did not take it.
+  static __device__ __forceinline__ void set(const Params<typename C::dtype>& prm, Work& work,
+                                             int cell) {
+    at(prm, work, cell);
+  }
+
+  // By the taking warp once take returned -1: counts the block out; the
+  // last block zeroes the counters (every block has taken its last cell
+  // by then).
+  static __device__ __forceinline__ void done(const Params<typename C::dtype>& prm) {
+    if (lane_id() != 0) return;
+    int* counter = prm.tile_counter;
+#ifdef __CUDA_ARCH__
+    __threadfence();
+    if (atomicAdd(counter + 1, 1) == static_cast<int>(gridDim.x) - 1) {
+      atomicExch(counter, 0);
+      atomicExch(counter + 1, 0);
+    }
+#else
+    if (counter[1]++ == static_cast<int>(gridDim.x) - 1) counter[0] = counter[1] = 0;
+#endif
   }
 
  private:
-  // The first cell from `cursor` on (in steps of the block count) that
-  // holds a tile; false past the grid's last cell.
-  static __device__ __forceinline__ bool seek(const Params<typename C::dtype>& prm, Work& work,
-                                              int& cursor) {
+  static __device__ __forceinline__ long long cell_count(const Params<typename C::dtype>& prm) {
     const int slots = C::pack_gqa != 0 ? prm.num_heads_kv : prm.num_heads_q;
-    const long long cells = static_cast<long long>(prm.tiles_x) * slots * prm.num_seqs;
-    for (; cursor < cells; cursor += static_cast<int>(gridDim.x)) {
-      const int rest = cursor / prm.tiles_x;
-      if (tile_at(prm, work, cursor % prm.tiles_x, rest % slots, rest / slots)) return true;
-    }
-    return false;
+    return static_cast<long long>(prm.tiles_x) * slots * prm.num_seqs;
+  }
+  static __device__ __forceinline__ bool at(const Params<typename C::dtype>& prm, Work& work,
+                                            int cell) {
+    const int slots = C::pack_gqa != 0 ? prm.num_heads_kv : prm.num_heads_q;
+    const int rest = cell / prm.tiles_x;
+    return tile_at(prm, work, cell - rest * prm.tiles_x, rest % slots, rest / slots);
+  }
+  static __device__ __forceinline__ int lane_id() {
+#ifdef __CUDA_ARCH__
+    return static_cast<int>(threadIdx.x & 31);
+#else
+    return 0;
+#endif
+  }
+  // The counter's next cell, the same in every lane of the warp (lane 0
+  // takes it). The host build (tests) runs one lane.
+  static __device__ __forceinline__ long long counter_take(int* counter) {
+#ifdef __CUDA_ARCH__
+    int taken = 0;
+    if (lane_id() == 0) taken = atomicAdd(counter, 1);
+    taken = __shfl_sync(0xffffffffu, taken, 0);
+#else
+    const int taken = (*counter)++;
+#endif
+    return static_cast<long long>(gridDim.x) + taken;
   }
 };
 

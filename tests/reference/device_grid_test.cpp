@@ -255,10 +255,14 @@ TEST(DeviceGrid, SplitKvVisitsEveryKeyTileOnce) {
 }
 
 // Persistent blocks: for random batches and block counts (from one block
-// to more blocks than tiles), the blocks' walks (first, then next) take
-// exactly the tiles of the non-persistent grid, each once, every block in
-// that grid's order, and a block's walk is the same whoever repeats it
-// (every thread of a block takes the same tiles).
+// to more blocks than tiles), blocks taking cells in a random interleaving
+// (one block's take, then any other's) take exactly the tiles of the
+// non-persistent grid, each once: block b's first is cell b's tile where it
+// has one, each block's in the grid's order, and the counter's in the
+// grid's order over all blocks (so the blocks running at one time hold
+// neighbouring cells); set() gives the consumers the tile take() found;
+// the last block to count itself out leaves the counters at zero, and a
+// second launch from there takes every tile again.
 template <int kPack, int kBlockM>
 void check_persistent(std::mt19937_64& rng) {
   constexpr int kBlockN = 64;
@@ -279,15 +283,19 @@ void check_persistent(std::mt19937_64& rng) {
   attention::Params<unsigned short> prm = batch_params(cu_q, cu_k, hq, hkv);
   prm.tiles_x = int(grid.x);
   prm.num_seqs = num_seqs;
+  int counters[2] = {0, 0};
+  prm.tile_counter = counters;
   // (sequence, first query head, first row) of a tile.
   using Tile = std::tuple<int, int, int>;
-  std::vector<Tile> cells;  // the non-persistent grid's tiles, in its order
+  std::vector<Tile> cells;      // the non-persistent grid's tiles, in its order
+  std::map<Tile, int> cell_of;  // ... and their cells (x fastest)
   for (blockIdx.z = 0; blockIdx.z < grid.z; ++blockIdx.z) {
     for (blockIdx.y = 0; blockIdx.y < grid.y; ++blockIdx.y) {
       for (blockIdx.x = 0; blockIdx.x < grid.x; ++blockIdx.x) {
         typename attention::TileScheduler<Config<kPack>, kBlockM, kBlockN>::Work work;
         if (attention::TileScheduler<Config<kPack>, kBlockM, kBlockN>::get(prm, work)) {
           cells.emplace_back(work.seq, work.map.head0, work.row0);
+          cell_of[cells.back()] = int((blockIdx.z * grid.y + blockIdx.y) * grid.x + blockIdx.x);
         }
       }
     }
@@ -299,28 +307,46 @@ void check_persistent(std::mt19937_64& rng) {
   const std::string what = fmt::format("pack={} block_m={} B={} Hq={} Hkv={} max_q={} blocks={}",
                                        kPack, kBlockM, num_seqs, hq, hkv, max_q, gridDim.x);
   ASSERT_EQ(gridDim.x, unsigned(std::max(1LL, std::min(total, resident)))) << what;
-  std::map<Tile, int> taken;
-  for (blockIdx.x = 0; blockIdx.x < gridDim.x; ++blockIdx.x) {
-    std::vector<Tile> walk, again;
-    for (std::vector<Tile>* out : {&walk, &again}) {
-      typename Persistent::Work work;
-      int cursor = -1;
-      for (bool more = Persistent::first(prm, work, cursor); more;
-           more = Persistent::next(prm, work, cursor)) {
-        ASSERT_LT(work.row0, work.row_end) << what;
-        out->emplace_back(work.seq, work.map.head0, work.row0);
+  for (int launch = 0; launch < 2; ++launch) {
+    std::vector<int> takes(gridDim.x, 0), last(gridDim.x, -1);
+    std::vector<int> running;  // blocks not yet out of cells
+    for (unsigned b = 0; b < gridDim.x; ++b) running.push_back(int(b));
+    std::map<Tile, int> taken;
+    int counter_last = -1;  // the last cell any block took from the counter
+    while (!running.empty()) {
+      const size_t pick = rng() % running.size();
+      const int b = running[pick];
+      blockIdx = {unsigned(b), 0, 0};
+      typename Persistent::Work work, consumers;
+      const bool first = takes[b] == 0;
+      const int cell = Persistent::take(prm, work, takes[b]);
+      if (cell < 0) {
+        Persistent::done(prm);
+        running.erase(running.begin() + long(pick));
+        continue;
       }
-    }
-    ASSERT_EQ(walk, again) << what;
-    size_t at = 0;  // the walk keeps the grid's order
-    for (const Tile& t : walk) {
+      ASSERT_LT(work.row0, work.row_end) << what;
+      const Tile t(work.seq, work.map.head0, work.row0);
+      ASSERT_EQ(cell_of.count(t), 1u) << what << ": not a tile of the grid";
+      ASSERT_EQ(cell_of[t], cell) << what;
+      Persistent::set(prm, consumers, cell);
+      ASSERT_EQ(Tile(consumers.seq, consumers.map.head0, consumers.row0), t) << what;
+      ASSERT_EQ(consumers.range.first_tile, work.range.first_tile) << what;
+      ASSERT_EQ(consumers.range.last_tile, work.range.last_tile) << what;
+      if (first) ASSERT_GE(cell, b) << what << ": block " << b << " starts at its own cell";
+      if (!first || cell != b) {  // from the counter
+        ASSERT_GT(cell, counter_last) << what << ": the counter out of the grid's order";
+        counter_last = cell;
+      }
+      ASSERT_GT(cell, last[b]) << what << ": block " << b << " out of order";
+      last[b] = cell;
       ++taken[t];
-      while (at < cells.size() && cells[at] != t) ++at;
-      ASSERT_LT(at, cells.size()) << what << ": block " << blockIdx.x << " out of order";
     }
+    ASSERT_EQ(taken.size(), cells.size()) << what << " (launch " << launch << ")";
+    for (const auto& [tile, count] : taken) ASSERT_EQ(count, 1) << what;
+    ASSERT_EQ(counters[0], 0) << what << ": the last block leaves the counters at zero";
+    ASSERT_EQ(counters[1], 0) << what;
   }
-  ASSERT_EQ(taken.size(), cells.size()) << what;
-  for (const auto& [tile, count] : taken) ASSERT_EQ(count, 1) << what;
   blockIdx = {0, 0, 0};
   gridDim = {0, 0, 0};
 }

@@ -134,7 +134,8 @@ struct AttentionArgs {
   // on host-known sizes (num_seqs, heads, max_seqlen_q/k, window), so one
   // CUDA graph serves a batch-size bucket.
   int num_splits = 0;
-  // Scratch for the parts (attention_split_plan says how many bytes).
+  // Scratch for the parts, or a persistent variant's cell counters
+  // (split_plan says how many bytes).
   // Null: the library keeps one per (context, stream), allocated zeroed on
   // first need outside a CUDA-graph capture. A caller's must be zeroed
   // once before first use and used by one stream at a time; the kernels
@@ -146,7 +147,9 @@ struct AttentionArgs {
 // The split schedule of one launch of a split variant: the split count and
 // the workspace it needs (0 bytes for one split): counters [query tiles,
 // B, grid.y] int32, then lse parts [splits, total_q, Hq] and output parts
-// [splits, total_q, Hq, D] fp32, each 256-byte aligned.
+// [splits, total_q, Hq, D] fp32, each 256-byte aligned. A persistent
+// variant's launch needs 256 bytes of counters (its blocks take the
+// grid's cells from them) and no parts.
 struct SplitPlan {
   int num_splits = 1;
   size_t counters_offset = 0, lse_offset = 0, o_offset = 0;

@@ -259,8 +259,9 @@ ATTNJIT_API attnjit_status attnjit_attention_launch(attnjit_kernel* kernel,
                                                     const attnjit_attention_args* args,
                                                     void* stream);
 
-/* Since API version 3: the split-KV workspace bytes a launch with `args`
- * needs (0: it does not split), into *bytes. Checks the arguments as the
+/* Since API version 3: the workspace bytes a launch with `args` needs
+ * (split-KV parts; 256 for a persistent variant's counters; 0: none), into
+ * *bytes. Checks the arguments as the
  * launch does; launches nothing. Reads the current context's SM count. */
 ATTNJIT_API attnjit_status attnjit_split_workspace_bytes(attnjit_kernel* kernel,
                                                          const attnjit_attention_args* args,
