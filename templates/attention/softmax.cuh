@@ -51,9 +51,9 @@ struct OnlineSoftmax {
   // x reduced over the lanes that hold the same row.
   static __device__ __forceinline__ float row_max_of(float x) {
     if constexpr (kSwapped) {
-      x = ptx::max(x, __shfl_xor_sync(0xffffffffu, x, 4));
-      x = ptx::max(x, __shfl_xor_sync(0xffffffffu, x, 8));
-      return ptx::max(x, __shfl_xor_sync(0xffffffffu, x, 16));
+      x = ptx::max_num(x, __shfl_xor_sync(0xffffffffu, x, 4));
+      x = ptx::max_num(x, __shfl_xor_sync(0xffffffffu, x, 8));
+      return ptx::max_num(x, __shfl_xor_sync(0xffffffffu, x, 16));
     } else {
       return ptx::quad_max(x);
     }
@@ -117,11 +117,21 @@ struct OnlineSoftmax {
     [[maybe_unused]] bool moved = false;
 #pragma unroll
     for (int r = 0; r < 2; ++r) {
-      float tile_max = s[0][elem(r, 0)];
+      // A tree over the row's scores (depth log2, not a chain of one
+      // max per score: the max is on the path from Q K^T to P V).
+      float part[kScoreBlocks];
 #pragma unroll
       for (int nb = 0; nb < kScoreBlocks; ++nb) {
-        tile_max = ptx::max(tile_max, ptx::max(s[nb][elem(r, 0)], s[nb][elem(r, 1)]));
+        part[nb] = ptx::max_num(s[nb][elem(r, 0)], s[nb][elem(r, 1)]);
       }
+#pragma unroll
+      for (int stride = 1; stride < kScoreBlocks; stride *= 2) {
+#pragma unroll
+        for (int nb = 0; nb + stride < kScoreBlocks; nb += 2 * stride) {
+          part[nb] = ptx::max_num(part[nb], part[nb + stride]);
+        }
+      }
+      const float tile_max = part[0];
       // multiplier > 0, so the max of the logits is the logit of the max.
       const float tile_max2 = row_max_of(tile_max) * multiplier;
       float new_max;

@@ -51,12 +51,24 @@ __device__ __forceinline__ float fma(float a, float b, float c) {
 }
 
 __device__ __forceinline__ float max(float a, float b) { return a > b ? a : b; }
+// The larger of a and b in one instruction (max() above takes a compare
+// and a select); where one is NaN, the other (IEEE maxNum). For the
+// softmax's running max over scores: a NaN score still makes its row's
+// output NaN, through its probability in the sum.
+__device__ __forceinline__ float max_num(float a, float b) {
+#ifdef __CUDA_ARCH__
+  return fmaxf(a, b);
+#else
+  return __builtin_fmaxf(a, b);  // (the host tests' build, without <cmath>)
+#endif
+}
 __device__ __forceinline__ int imin(int a, int b) { return a < b ? a : b; }
 __device__ __forceinline__ int imax(int a, int b) { return a > b ? a : b; }
 
+// The max over a quad of lanes (max_num: of scores).
 __device__ __forceinline__ float quad_max(float x) {
-  x = max(x, __shfl_xor_sync(0xffffffffu, x, 1));
-  return max(x, __shfl_xor_sync(0xffffffffu, x, 2));
+  x = max_num(x, __shfl_xor_sync(0xffffffffu, x, 1));
+  return max_num(x, __shfl_xor_sync(0xffffffffu, x, 2));
 }
 
 __device__ __forceinline__ float quad_sum(float x) {
