@@ -114,10 +114,6 @@ struct MainloopSm90 {
       OnlineSoftmax<kScoreBlocks, kOutBlocks, slack_max_pays(D, BN, C::split_kv != 0)>;
   using RowKeys = typename Mask<C>::RowKeys;
   using KvSource = KV;
-  // Register buffers of P (key_loop): two where the registers allow them,
-  // so that the softmax overlaps the previous tile's P V; with D 256's
-  // output accumulators, or a persistent block's state, they spill.
-  static constexpr int kPBuffers = D <= 192 && !kTile.persistent ? 2 : 1;
 
   // Shared memory from a 1024-byte aligned base: Q, the K ring, the V ring
   // (swizzled), the ring's barriers past them (tile_config.cuh). The
@@ -400,26 +396,14 @@ struct MainloopSm90 {
     }
 
     // The key tiles: wait for K (and V), issue the MMAs, release buffers.
-    // Q K^T of tile t and P V of tile t - 1 are in flight together, and
-    // the softmax of tile t overlaps P V (t - 1). With two P buffers
-    // (kPBuffers) nothing after the softmax waits for that product: P (t)
-    // goes to the other register buffer (the steps alternate, the loop
-    // unrolled by two), the wait for P V (t - 1) and its V buffer's
-    // release come in the next step, after its Q K^T is issued (a loop
-    // iteration later, where ptxas cannot hoist them over the softmax),
-    // and the output is rescaled for tile t's max there, before P V (t)
-    // is issued (FlashAttention 3's order). With one, P (t) overwrites
-    // the registers P V (t - 1) reads, so it waits for it after the
-    // softmax, and ptxas moves that wait (and the release after it) above
-    // the softmax: the two no longer overlap.
     template <class Work>
     __device__ __forceinline__ void key_loop(const Work& work, const RowState& rows,
                                              Softmax& softmax, float (&o)[kOutBlocks][4]) {
-      unsigned a[kPBuffers][BN / 16][4];
-      float correction[2];
-      bool moved = false;  // o needs `correction` before the next P V
-      if (first > last) return;
-      {  // the first tile's Q K^T alone (o is still 0)
+      // Q K^T of tile t and P V of tile t - 1 are in flight together, and
+      // the softmax of tile t overlaps P V (t - 1); the output is rescaled
+      // once that has landed.
+      unsigned a[BN / 16][4];
+      if (first <= last) {  // the first tile's Q K^T alone (o is still 0)
         wait_k(first);
         float s[kScoreBlocks][4];
         ptx::warpgroup_arrive();
@@ -428,75 +412,37 @@ struct MainloopSm90 {
         ptx::warpgroup_wait<0>();
         ptx::fence_operands(s);
         release_k(first);
+        float correction[2];
         softmax_tile(work, rows, softmax, s, first, correction);
-        pack_p(a[0], s);
+        pack_p(a, s);
       }
-      int kt = first + 1;
-      if constexpr (kPBuffers == 2) {
 #pragma unroll 1
-        for (; kt + 1 <= last; kt += 2) {
-          step<1>(work, rows, softmax, o, a, correction, moved, kt);
-          step<0>(work, rows, softmax, o, a, correction, moved, kt + 1);
-        }
-        if (kt <= last) {  // one more tile: its P in a[1]
-          step<1>(work, rows, softmax, o, a, correction, moved, kt);
-          last_pv(work, o, a[1], correction, moved);
-          return;
-        }
-      } else {
-#pragma unroll 1
-        for (; kt <= last; ++kt) step<0>(work, rows, softmax, o, a, correction, moved, kt);
-      }
-      last_pv(work, o, a[0], correction, moved);
-    }
-
-    // Key tile kt of the loop. Two buffers: P (kt - 1) is in a[1 - kBuf],
-    // P (kt) goes to a[kBuf]; P V (kt - 2) may still be in flight at the
-    // start, P V (kt - 1) is at the end; `moved` and `correction` come in
-    // as the rescale o needs before P V (kt - 1), and leave as the one it
-    // needs before P V (kt). One buffer (kBuf 0): every product of the
-    // step has landed at its end, and o is rescaled for tile kt there.
-    template <int kBuf, class Work>
-    __device__ __forceinline__ void step(const Work& work, const RowState& rows, Softmax& softmax,
-                                         float (&o)[kOutBlocks][4],
-                                         unsigned (&a)[kPBuffers][BN / 16][4],
-                                         float (&correction)[2], bool& moved, int kt) const {
-      constexpr int kPrev = kPBuffers == 2 ? 1 - kBuf : 0;  // P (kt - 1)'s buffer
-      wait_k(kt);
-      wait_v(work, kt - 1);
-      float s[kScoreBlocks][4];
-      ptx::fence_operands(o);
-      ptx::fence_operands(a[kPrev]);
-      turns.take(kt, first);
-      ptx::warpgroup_arrive();
-      issue_scores(s, kt);
-      ptx::warpgroup_commit();
-      if constexpr (kPBuffers == 2) {
-        ptx::warpgroup_wait<1>();  // P V (kt - 2)
+      for (int kt = first + 1; kt <= last; ++kt) {
+        wait_k(kt);
+        wait_v(work, kt - 1);
+        float s[kScoreBlocks][4];
         ptx::fence_operands(o);
-        ptx::fence_operands(a[kBuf]);
-        if (kt - 2 >= first) release_v(kt - 2);
-        if (moved) Softmax::rescale(o, correction);
+        ptx::fence_operands(a);
+        turns.take(kt, first);
+        ptx::warpgroup_arrive();
+        issue_scores(s, kt);
+        ptx::warpgroup_commit();
+        issue_pv(o, a, kt - 1);
+        ptx::warpgroup_commit();
+        turns.hand_on(kt, last);
+        ptx::warpgroup_wait<1>();
+        ptx::fence_operands(s);
+        release_k(kt);
+        float correction[2];
+        const bool moved = softmax_tile(work, rows, softmax, s, kt, correction);
+        ptx::warpgroup_wait<0>();
         ptx::fence_operands(o);
-      }
-      issue_pv(o, a[kPrev], kt - 1);
-      ptx::warpgroup_commit();
-      turns.hand_on(kt, last);
-      ptx::warpgroup_wait<1>();  // Q K^T (kt)
-      ptx::fence_operands(s);
-      release_k(kt);
-      moved = softmax_tile(work, rows, softmax, s, kt, correction);
-      if constexpr (kPBuffers == 2) {
-        pack_p(a[kBuf], s);
-      } else {
-        ptx::warpgroup_wait<0>();  // P V (kt - 1)
-        ptx::fence_operands(o);
-        ptx::fence_operands(a[0]);
+        ptx::fence_operands(a);
         release_v(kt - 1);
         if (moved) Softmax::rescale(o, correction);
-        moved = false;
-        pack_p(a[0], s);
+        pack_p(a, s);
       }
+      if (first <= last) last_pv(work, o, a);
     }
 
     // cp.async by every consumer thread, one commit group.
@@ -624,18 +570,8 @@ struct MainloopSm90 {
     // The last tile's P V.
     template <class Work>
     __device__ __forceinline__ void last_pv(const Work& work, float (&o)[kOutBlocks][4],
-                                            unsigned (&a)[BN / 16][4], const float (&correction)[2],
-                                            bool moved) {
-      // P V (last - 1) may be in flight (the key loop's last step): its
-      // wait after V's (a loop of its own, so ptxas keeps the wait after
-      // that step's softmax).
+                                            unsigned (&a)[BN / 16][4]) {
       wait_v(work, last);
-      if constexpr (kPBuffers == 2) {
-        ptx::warpgroup_wait<0>();
-        ptx::fence_operands(o);
-        if (last - 1 >= first) release_v(last - 1);
-        if (moved) Softmax::rescale(o, correction);
-      }
       ptx::fence_operands(o);
       ptx::fence_operands(a);
       ptx::warpgroup_arrive();
