@@ -305,7 +305,8 @@ TEST(TileConfig, RegisterCapTurnsRebalancingOff) {
 
 // Persistent blocks apply to the warpgroup path without split-KV or fp8
 // K/V; there the output is staged in an area of its own past the tiles
-// (the producer refills the ring meanwhile), and the barriers follow it.
+// (the producer refills the ring meanwhile), the barriers follow it, and
+// the cell ring (48 bytes) follows them.
 TEST(TileConfig, PersistentBlocksStageTheOutputApartFromTheRing) {
   TileShape shape{128, 128, 128, 8, 2, 1, true, true, false};
   const TileConfig plain = make_tile_config(shape);
@@ -317,8 +318,8 @@ TEST(TileConfig, PersistentBlocksStageTheOutputApartFromTheRing) {
   const unsigned tiles = c.q_tile_bytes + 2u * 2u * c.kv_tile_bytes;
   EXPECT_EQ(c.output_offset, tiles);
   EXPECT_EQ(c.barrier_offset, tiles + 128u * (128 + 8) * 2);
-  EXPECT_EQ(c.smem_bytes, 1024 + c.barrier_offset + 32u * 2);
-  EXPECT_EQ(c.smem_bytes, 199744u);  // what `attnjit compile --tuning persistent=1` reports
+  EXPECT_EQ(c.smem_bytes, 1024 + c.barrier_offset + 32u * 2 + 48u);
+  EXPECT_EQ(c.smem_bytes, 199792u);  // what `attnjit compile --tuning persistent=1` reports
   EXPECT_LE(c.smem_bytes, attention::kMaxSmemPerBlockSm90);
   EXPECT_EQ(c.threads, plain.threads);
   // Its producer warp walks the tiles too: 32 registers, not 24.
