@@ -186,9 +186,10 @@ std::vector<UserArg> to_user_args(
   return args;
 }
 
-// The launch, or with plan_only the split-KV workspace bytes it would
-// need (0: none), so that a caller capturing a CUDA graph can pass a
-// workspace from its own allocator.
+// The launch, or with plan_only the workspace bytes it would need (the
+// split-KV parts, a persistent variant's counters; 0: none), so that a
+// caller capturing a CUDA graph can pass a workspace from its own
+// allocator.
 using UserArgTriples = std::vector<std::tuple<std::string, std::string, nb::object>>;
 
 int64_t launch_or_plan(AttentionKernel& kernel, AttentionArgs& a, uintptr_t stream,
@@ -379,21 +380,21 @@ NB_MODULE(_C, m) {
            "workspace_bytes"_a = 0, "plan_only"_a = false, "user_args"_a = UserArgTriples{},
            "Checks the arguments on the host and launches on `stream` in the "
            "calling thread's current CUDA context (no sync; a decode-shaped "
-           "launch goes to the split-KV sibling, whose scratch is `workspace` "
-           "or the library's for this stream). plan_only: launch nothing, "
+           "launch goes to the split-KV sibling, whose scratch, like a "
+           "persistent variant's counters, is `workspace` or the library's for "
+           "this stream). plan_only: launch nothing, "
            "return the workspace bytes the launch needs (0: none). user_args: "
            "a user spec's own args as (name, 'int32' | 'float' | 'ptr', value).")
       .def("launch_paged", &launch_paged, "q"_a, "k_cache"_a, "v_cache"_a, "o"_a, "lse"_a,
            "sinks"_a, "cu_seqlens_q"_a, "seqused_k"_a, "block_table"_a, "mm_span_offsets"_a,
-           "mm_spans"_a, "q_row_stride"_a, "q_head_stride"_a, "k_page_stride"_a,
-           "k_row_stride"_a, "k_head_stride"_a, "v_page_stride"_a, "v_row_stride"_a,
-           "v_head_stride"_a, "o_row_stride"_a, "o_head_stride"_a, "block_table_stride"_a,
-           "num_seqs"_a, "num_heads_q"_a, "num_heads_kv"_a, "total_q"_a, "max_seqlen_q"_a,
-           "max_seqlen_k"_a, "page_size"_a, "num_pages"_a, "scale"_a, "softcap"_a,
-           "window_left"_a, "window_right"_a, "k_scale"_a, "v_scale"_a, "cu_seqlens_k"_a,
-           "stream"_a,
-           "num_splits"_a = 0, "workspace"_a = 0,
-           "workspace_bytes"_a = 0, "plan_only"_a = false, "user_args"_a = UserArgTriples{},
+           "mm_spans"_a, "q_row_stride"_a, "q_head_stride"_a, "k_page_stride"_a, "k_row_stride"_a,
+           "k_head_stride"_a, "v_page_stride"_a, "v_row_stride"_a, "v_head_stride"_a,
+           "o_row_stride"_a, "o_head_stride"_a, "block_table_stride"_a, "num_seqs"_a,
+           "num_heads_q"_a, "num_heads_kv"_a, "total_q"_a, "max_seqlen_q"_a, "max_seqlen_k"_a,
+           "page_size"_a, "num_pages"_a, "scale"_a, "softcap"_a, "window_left"_a, "window_right"_a,
+           "k_scale"_a, "v_scale"_a, "cu_seqlens_k"_a, "stream"_a, "num_splits"_a = 0,
+           "workspace"_a = 0, "workspace_bytes"_a = 0, "plan_only"_a = false,
+           "user_args"_a = UserArgTriples{},
            "The same over a paged K/V cache (a kv_layout=paged variant).");
 
   m.def("get_kernel", &get_kernel, "flags"_a, "target"_a = nb::none(),

@@ -504,9 +504,10 @@ void AttentionKernel::launch_this(const AttentionArgs& a, CuStream stream,
   params.tiles_x = int32_t(grid.x);
   params.num_seqs = a.num_seqs;
   if (persistent_) {
-    // A block per resident slot, each walking the grid's cells
-    // (tile_scheduler.cuh, PersistentTileScheduler), whose int index steps
-    // by the block count past the last cell. Resident slots are what the
+    // A block per resident slot, the blocks taking the grid's cells from
+    // the workspace's counter (tile_scheduler.cuh, PersistentTileScheduler),
+    // which counts from the block count: the cells it hands out stay below
+    // cells + blocks, an int. Resident slots are what the
     // driver says an SM holds (registers and shared memory, which a launch
     // bound of one block per SM does not describe), else the launch bound.
     // ATTNJIT_PERSISTENT_BLOCKS caps them: the tests' small shapes then

@@ -434,6 +434,7 @@ struct PersistentTileScheduler {
 #ifdef __CUDA_ARCH__
     __threadfence();
     if (atomicAdd(counter + 1, 1) == static_cast<int>(gridDim.x) - 1) {
+      __threadfence();  // (acquire: every block's last take comes before the reset)
       atomicExch(counter, 0);
       atomicExch(counter + 1, 0);
     }

@@ -65,7 +65,8 @@ __device__ __forceinline__ float max_num(float a, float b) {
 __device__ __forceinline__ int imin(int a, int b) { return a < b ? a : b; }
 __device__ __forceinline__ int imax(int a, int b) { return a > b ? a : b; }
 
-// The max over a quad of lanes (max_num: of scores).
+// The max over a quad of lanes (max_num: of scores, and the decode
+// block's |q| for its fp16 Q scale).
 __device__ __forceinline__ float quad_max(float x) {
   x = max_num(x, __shfl_xor_sync(0xffffffffu, x, 1));
   return max_num(x, __shfl_xor_sync(0xffffffffu, x, 2));

@@ -167,6 +167,28 @@ TEST_F(SplitPlanTest, AWindowBoundsTheKeysThatCountForSplitting) {
   EXPECT_GT(k->split_plan(a, kSms).num_splits, 1);
 }
 
+// A persistent variant (tuning persistent=1) never splits, but its blocks
+// take the grid's cells from a counter in the workspace: 256 bytes of
+// counters, no parts, for a prefill and for any other shape alike; the
+// plain variant needs none.
+TEST_F(SplitPlanTest, PersistentBlocksNeedTheCountersAlone) {
+  AttentionFlags flags;
+  flags.head_dim = 128;
+  flags.causal = true;
+  auto persistent = kernel(flags, {{"persistent", 1}});
+  ASSERT_TRUE(persistent->persistent());
+  AttentionArgs a = decode_args(8, 2048, 32, 8);
+  a.max_seqlen_q = a.max_seqlen_k = 2048;
+  a.total_q = 8 * 2048;
+  const SplitPlan plan = persistent->split_plan(a, kSms);
+  EXPECT_EQ(plan.num_splits, 1);
+  EXPECT_EQ(plan.counters_offset, 0u);
+  EXPECT_EQ(plan.workspace_bytes, 256u);
+  EXPECT_EQ(plan.lse_offset, 256u);  // (the counters' end: no parts past them)
+  EXPECT_EQ(plan.o_offset, 256u);
+  EXPECT_EQ(kernel(flags)->split_plan(a, kSms).workspace_bytes, 0u);
+}
+
 TEST_F(SplitPlanTest, DecodeShapedLaunchesGoToTheSplitSibling) {
   AttentionFlags flags;
   flags.head_dim = 128;

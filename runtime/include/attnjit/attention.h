@@ -248,6 +248,10 @@ class AttentionKernel {
   // GQA packing: 0 none, 1 packed, 2 each sequence as suits it
   // (TileConfig::unpack_long).
   int pack_gqa() const { return current().pack_gqa_; }
+  // Persistent blocks (tuning param persistent): a block per resident
+  // slot, the blocks taking the grid's cells from a counter in the
+  // workspace (split_plan).
+  bool persistent() const { return current().persistent_; }
   EntrySource source() const { return current().source_; }
 
   // Tiers (docs/tiers.md). Unless ATTNJIT_TIERED=0, get() of a variant that
@@ -286,7 +290,9 @@ class AttentionKernel {
   const Spec* user_spec() const { return user_spec_.get(); }
 
   // The split schedule this variant (a split_kv one) would use for `args`
-  // on a GPU of `sm_count` SMs (0: the current device's).
+  // on a GPU of `sm_count` SMs (0: the current device's), and the
+  // workspace the launch needs: the parts, or a persistent variant's 256
+  // bytes of cell counters.
   SplitPlan split_plan(const AttentionArgs& args, int sm_count = 0) const;
   // The kernel a launch with `args` runs: this one, its split sibling for
   // a decode-shaped batch, and (of either) the small_pages sibling for
@@ -359,7 +365,7 @@ class AttentionKernel {
   int block_m_ = 0;
   int pack_gqa_ = 0;  // as pack_gqa()
   bool tma_ = false;  // the sm_90a warpgroup path: k and v through TMA maps
-  bool persistent_ = false;  // a block per resident slot, walking the grid's tiles
+  bool persistent_ = false;  // a block per resident slot, taking the grid's cells from a counter
   TmaBox tma_box_;
   int block_n_ = 0, min_blocks_ = 1, split_keys_ = 0;
   // The rows of V's blocks in this variant's small_pages sibling where that

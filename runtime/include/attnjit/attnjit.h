@@ -215,7 +215,8 @@ typedef struct attnjit_attention_args {
    * decode"). A decode-shaped launch (every sequence's new tokens times
    * Hq / Hkv within 64 rows) splits its keys over blocks where the GPU
    * would otherwise idle. num_splits: 0 the library's choice, 1 never, n
-   * at most n. workspace: scratch for the parts, zeroed before its first
+   * at most n. workspace: scratch for the parts (and a persistent
+   * variant's cell counters), zeroed before its first
    * use and used by one stream at a time (the kernels leave it zeroed);
    * attnjit_split_workspace_bytes says how much a launch needs. Null: the
    * library keeps one per (context, stream), allocated outside any CUDA
