@@ -432,23 +432,32 @@ struct MainloopSm90 {
       }
     }
 
+    // The first key tile's Q K^T alone (o is still 0), its softmax, and
+    // its P packed into `a`.
+    template <class Work>
+    __device__ __forceinline__ void first_tile(const Work& work, const RowState& rows,
+                                               Softmax& softmax, unsigned (&a)[BN / 16][4],
+                                               float (&correction)[2]) const {
+      wait_k(first);
+      float s[kScoreBlocks][4];
+      ptx::warpgroup_arrive();
+      issue_scores(s, first);
+      ptx::warpgroup_commit();
+      ptx::warpgroup_wait<0>();
+      ptx::fence_operands(s);
+      release_k(first);
+      softmax_tile(work, rows, softmax, s, first, correction);
+      pack_p(a, s);
+    }
+
     template <class Work>
     __device__ __forceinline__ void key_loop_one_buffer(const Work& work, const RowState& rows,
                                                         Softmax& softmax,
                                                         float (&o)[kOutBlocks][4]) {
       unsigned a[BN / 16][4];
-      if (first <= last) {  // the first tile's Q K^T alone (o is still 0)
-        wait_k(first);
-        float s[kScoreBlocks][4];
-        ptx::warpgroup_arrive();
-        issue_scores(s, first);
-        ptx::warpgroup_commit();
-        ptx::warpgroup_wait<0>();
-        ptx::fence_operands(s);
-        release_k(first);
+      if (first <= last) {
         float correction[2];
-        softmax_tile(work, rows, softmax, s, first, correction);
-        pack_p(a, s);
+        first_tile(work, rows, softmax, a, correction);
       }
 #pragma unroll 1
       for (int kt = first + 1; kt <= last; ++kt) {
@@ -487,18 +496,7 @@ struct MainloopSm90 {
       float correction[2];
       bool moved = false;  // o needs `correction` before the next P V
       if (first > last) return;
-      {  // the first tile's Q K^T alone (o is still 0)
-        wait_k(first);
-        float s[kScoreBlocks][4];
-        ptx::warpgroup_arrive();
-        issue_scores(s, first);
-        ptx::warpgroup_commit();
-        ptx::warpgroup_wait<0>();
-        ptx::fence_operands(s);
-        release_k(first);
-        softmax_tile(work, rows, softmax, s, first, correction);
-        pack_p(a[0], s);
-      }
+      first_tile(work, rows, softmax, a[0], correction);
       int kt = first + 1;
 #pragma unroll 1
       for (; kt + 1 <= last; kt += 2) {
