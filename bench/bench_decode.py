@@ -36,6 +36,16 @@ cleared before each repetition):
   triton_splitkv_contig  bench/triton_decode_peer.py on the contiguous K/V
   sdpa_cudnn             PyTorch SDPA, cuDNN backend, contiguous equivalent
                          (K/V repeated per query head if it refuses GQA)
+  The K/V layout in memory, as its own question (not run by default):
+  attnjit_paged_hnd      attnjit_paged over pages stored [pages, Hkv, page, D]
+                         (each page's rows of one kv head contiguous), passed
+                         as the strided [pages, page, Hkv, D] view
+  attnjit_contig_hnd     attnjit_contig over K/V stored [Hkv, tokens, D] (each
+                         kv head's keys one contiguous run, as SDPA's [B, H,
+                         S, D] tensors are), passed as the strided view
+  sdpa_cudnn_nhd         sdpa_cudnn over the token-major K/V attnjit_contig
+                         reads ([B, S, H, D] storage as a strided [B, H, S, D]
+                         view, no copy): the layout attnjit_contig reads
   flex                   FlexAttention (compiled), contiguous equivalent
 A peer that cannot run a problem shows "-" and why. With attnjit_paged_fp8
 among the peers, K and V are first rounded to e4m3 times a power-of-two
@@ -76,13 +86,16 @@ attnjit, ATTNJIT_MISSING = bp.attnjit, bp.ATTNJIT_MISSING
 
 # Paged-layout peers first: the page pool is dropped before the contiguous
 # ones run (cuDNN's batched copies of the largest sweep points need the room).
-PEERS = ["attnjit_paged", "attnjit_paged_fp8", "triton_splitkv_paged", "attnjit_contig",
-         "triton_splitkv_contig", "sdpa_cudnn", "flex"]
-PAGED_PEERS = ("attnjit_paged", "attnjit_paged_fp8", "triton_splitkv_paged")
+PEERS = ["attnjit_paged", "attnjit_paged_hnd", "attnjit_paged_fp8", "triton_splitkv_paged",
+         "attnjit_contig", "attnjit_contig_hnd", "triton_splitkv_contig", "sdpa_cudnn",
+         "sdpa_cudnn_nhd", "flex"]
+DEFAULT_PEERS = [p for p in PEERS if not p.endswith(("_hnd", "_nhd"))]
+PAGED_PEERS = ("attnjit_paged", "attnjit_paged_hnd", "attnjit_paged_fp8", "triton_splitkv_paged")
 SWEEP_PEERS = ["attnjit_paged", "attnjit_contig", "sdpa_cudnn"]
-OWN = ("attnjit_paged", "attnjit_paged_fp8", "attnjit_contig", "triton_splitkv_paged",
-       "triton_splitkv_contig")
-ATTNJIT_ROWS = ("attnjit_contig", "attnjit_paged", "attnjit_paged_fp8")
+OWN = ("attnjit_paged", "attnjit_paged_hnd", "attnjit_paged_fp8", "attnjit_contig",
+       "attnjit_contig_hnd", "triton_splitkv_paged", "triton_splitkv_contig")
+ATTNJIT_ROWS = ("attnjit_contig", "attnjit_contig_hnd", "attnjit_paged", "attnjit_paged_hnd",
+                "attnjit_paged_fp8")
 FP8_PEER = "attnjit_paged_fp8"
 FP8_TARGET_RATIO = 0.55      # issue 13: fp8 paged decode at most 0.55x bf16 paged
 ERROR_BOUND = bp.ERROR_BOUND
@@ -203,8 +216,72 @@ def attnjit_fp8_peer(pr, x):
     return run, lambda r: out, out, f"page {pr.page_size}, e4m3 K/V"
 
 
+def head_major(t, head_dim):
+    """t's values stored with its head dimension (head_dim) moved in front of
+    the token one before it, returned as a strided view of t's shape: the
+    same tensor to an op, another walk through memory."""
+    return t.transpose(head_dim - 1, head_dim).contiguous().transpose(head_dim - 1, head_dim)
+
+
+def attnjit_contig_hnd_peer(pr, x):
+    if not hasattr(attnjit, "varlen_attention"):
+        return None, f"attnjit unavailable ({ATTNJIT_MISSING})"
+    out = torch.empty_like(x.q)
+    k, v = head_major(x.k, 1), head_major(x.v, 1)
+
+    def run():
+        return attnjit.varlen_attention(
+            x.q, k, v, x.cu_q, x.cu_k, x.max_q, x.max_k, causal=pr.causal,
+            window_size=pr.window, sinks=x.sinks, sinks_mode=pr.sinks, out=out)
+    return run, lambda r: out, out, "K/V stored [Hkv, tokens, D] (strided view)"
+
+
+def attnjit_paged_hnd_peer(pr, x):
+    if not hasattr(attnjit, "paged_attention"):
+        return None, f"attnjit unavailable ({ATTNJIT_MISSING})"
+    out = torch.empty_like(x.q)
+    k_cache, v_cache = head_major(x.k_cache, 2), head_major(x.v_cache, 2)
+
+    def run():
+        return attnjit.paged_attention(
+            x.q, k_cache, v_cache, x.table, x.cu_q, x.used_k, x.max_q, x.max_k,
+            causal=pr.causal, window_size=pr.window, sinks=x.sinks, sinks_mode=pr.sinks,
+            out=out)
+    return run, lambda r: out, out, f"page {pr.page_size}, pages stored [Hkv, page, D]"
+
+
+def sdpa_nhd_peer(pr, x, backend="cudnn"):
+    """SDPA over views of the token-major K/V (no copy): one launch, so
+    every sequence must have the same lengths, and one query each (no mask)."""
+    from torch.nn.attention import SDPBackend, sdpa_kernel
+    if pr.window != (-1, -1) or pr.sinks != "none" or pr.spans:
+        return None, "window, sinks and spans are not expressible"
+    if len(set(pr.n_q)) != 1 or len(set(pr.n_k)) != 1 or pr.n_q[0] != 1:
+        return None, "one launch needs equal lengths and one query per sequence"
+    b, nk = pr.batch, pr.n_k[0]
+    q4 = x.q.view(b, 1, pr.hq, pr.d).transpose(1, 2)
+    k4 = x.k.view(b, nk, pr.hkv, pr.d).transpose(1, 2)
+    v4 = x.v.view(b, nk, pr.hkv, pr.d).transpose(1, 2)
+
+    def call():
+        return torch.nn.functional.scaled_dot_product_attention(
+            q4, k4, v4, enable_gqa=pr.hq != pr.hkv)
+
+    def run():
+        if backend is None:
+            return call()
+        with sdpa_kernel(SDPBackend.CUDNN_ATTENTION):
+            return call()
+    run()  # refused here (no GQA, a stride it will not take): the row says why
+    return (run, lambda o: o.transpose(1, 2).reshape(-1, pr.hq, pr.d), None,
+            "K/V token-major [B, S, Hkv, D] as a strided view")
+
+
 def gpu_builders():
     return {"attnjit_paged": bp.attnjit_paged_peer, FP8_PEER: attnjit_fp8_peer,
+            "attnjit_paged_hnd": attnjit_paged_hnd_peer,
+            "attnjit_contig_hnd": attnjit_contig_hnd_peer,
+            "sdpa_cudnn_nhd": sdpa_nhd_peer,
             "attnjit_contig": bp.attnjit_contig_peer,
             "triton_splitkv_paged": triton_paged_peer,
             "triton_splitkv_contig": triton_contig_peer,
@@ -445,7 +522,9 @@ def main():
     ap.add_argument("--out", default=None)
     ap.add_argument("--commit", default=os.environ.get("ATTNJIT_COMMIT", "unknown"))
     ap.add_argument("--only", default=None, help="comma-separated problem names")
-    ap.add_argument("--peers", default=",".join(PEERS), help="comma-separated peers")
+    ap.add_argument("--peers", default=",".join(DEFAULT_PEERS),
+                    help=f"comma-separated peers (default {','.join(DEFAULT_PEERS)}; "
+                         f"known {','.join(PEERS)})")
     ap.add_argument("--sweep-peers", default=",".join(SWEEP_PEERS),
                     help="peers of the sweep (also limited to --peers)")
     ap.add_argument("--quick", action="store_true", help="one small problem of each kind")

@@ -20,8 +20,9 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from bench_decode import (BANDWIDTH_BOUND_US, ELEM, FP8_PEER,  # noqa: E402
                           GPT_OSS_TARGET_MS, PEERS, bench_problem, bp, build_data,
                           decode_problem, issue_problems, issue_targets, kv_bytes,
-                          peer_kv_bytes, print_rows, print_sweep_grid, print_targets,
-                          quantize_kv, sweep_problems, triton_contig_peer,
+                          head_major, peer_kv_bytes, print_rows, print_sweep_grid,
+                          print_targets, quantize_kv, sdpa_nhd_peer, sweep_problems,
+                          triton_contig_peer,
                           triton_paged_peer, verdicts)
 from paged_problems import Problem  # noqa: E402
 from read_bandwidth import read_sum  # noqa: E402
@@ -31,6 +32,7 @@ def cpu_builders(interpret):
     """The self-test's: SDPA's math path, eager FlexAttention, the Triton
     kernel in the interpreter; attnjit needs a GPU."""
     builders = {"sdpa_cudnn": lambda pr, x: bp.sdpa_peer(pr, x, backend=None),
+                "sdpa_cudnn_nhd": lambda pr, x: sdpa_nhd_peer(pr, x, backend=None),
                 "flex": lambda pr, x: bp.flex_peer(pr, x, compile=False)}
     if interpret:
         builders["triton_splitkv_paged"] = triton_paged_peer
@@ -136,6 +138,15 @@ def self_test():
     rel = float((x.k.float() - k_before).norm() / k_before.norm())
     expect(0 < rel < 0.05, f"rounding error {rel:.3f} (e4m3: 3 mantissa bits)")
 
+    print("head-major storage (the _hnd peers):")
+    t = torch.randn(5, 3, 4, 8)
+    h = head_major(t, 2)
+    expect(torch.equal(h, t) and h.stride() == (96, 8, 40, 1),
+           f"[pages, page, heads, D] values, stored [pages, heads, page, D]: strides {h.stride()}")
+    h = head_major(t[0], 1)
+    expect(torch.equal(h, t[0]) and h.stride() == (8, 24, 1),
+           f"[tokens, heads, D] values, stored [heads, tokens, D]: strides {h.stride()}")
+
     print("the peers on small decodes (CPU, fp32; times are placeholders):")
     interpret = os.environ.get("TRITON_INTERPRET") == "1"
     if interpret:
@@ -161,8 +172,10 @@ def self_test():
     errs = [(r["problem"], p, e) for r in rows for p, e in r["rel_err"].items()]
     expect(errs and all(e <= 1e-5 for _, _, e in errs),
            f"{len(errs)} checked rows within 1e-5 of the reference")
-    expected_rows = sum(1 + (pr.window == (-1, -1) and pr.sinks == "none")
-                        + (2 if interpret else 0) for pr in small_probs)
+    plain = [pr.window == (-1, -1) and pr.sinks == "none" for pr in small_probs]
+    one_launch = [len(set(pr.n_k)) == 1 and set(pr.n_q) == {1} for pr in small_probs]
+    expected_rows = sum(1 + p + (p and o) + (2 if interpret else 0)
+                        for p, o in zip(plain, one_launch))
     expect(len(errs) == expected_rows, f"every peer ran ({len(errs)} of {expected_rows})")
     print_rows(rows, PEERS)
     print_sweep_grid(rows, PEERS)
