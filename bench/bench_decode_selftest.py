@@ -141,7 +141,7 @@ def self_test():
     print("head-major storage (the _hnd peers):")
     t = torch.randn(5, 3, 4, 8)
     h = head_major(t, 2)
-    expect(torch.equal(h, t) and h.stride() == (96, 8, 40, 1),
+    expect(torch.equal(h, t) and h.stride() == (96, 8, 24, 1),
            f"[pages, page, heads, D] values, stored [pages, heads, page, D]: strides {h.stride()}")
     h = head_major(t[0], 1)
     expect(torch.equal(h, t[0]) and h.stride() == (8, 24, 1),
