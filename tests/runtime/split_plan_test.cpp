@@ -103,6 +103,20 @@ TEST_F(SplitPlanTest, DecodeSplitsWhereTheGpuWouldIdleAndNowhereElse) {
   EXPECT_EQ(k->split_plan(forced, kSms).num_splits, 1);
 }
 
+// A decode is bound by the bytes its resident blocks pull: the split count
+// leaves at most 5% of a wave's slots idle where a count up to the most
+// allowed fills them all. One query over 131072 keys at 32/8 heads (8
+// blocks before splitting, 264 slots): 32 splits (256 blocks), not the 29
+// (232 blocks, 12% idle) an 85% bar took.
+TEST_F(SplitPlanTest, ALongDecodeLeavesFewSlotsIdle) {
+  auto k = kernel(split_flags(128));
+  EXPECT_EQ(k->split_plan(decode_args(1, 131072, 32, 8), kSms).num_splits, 32);
+  // 4 x 8 = 32 blocks: 8 splits fill 256 of 264 (7 took 224).
+  EXPECT_EQ(k->split_plan(decode_args(4, 32768, 32, 8), kSms).num_splits, 8);
+  // 16 x 8 = 128: 2 (256 of 264), as before.
+  EXPECT_EQ(k->split_plan(decode_args(16, 8192, 32, 8), kSms).num_splits, 2);
+}
+
 // The swapped decode block at 8-row tiles: GQA 16 or two queries at GQA 8
 // take two tiles per kv head, and each splits, with a counter per tile.
 TEST_F(SplitPlanTest, TheSwappedBlocksTilesEachSplit) {
