@@ -114,20 +114,6 @@ struct MainloopSm90 {
       OnlineSoftmax<kScoreBlocks, kOutBlocks, slack_max_pays(D, BN, C::split_kv != 0)>;
   using RowKeys = typename Mask<C>::RowKeys;
   using KvSource = KV;
-  // Register buffers of P (key_loop; tuning param p_buffers): two where
-  // asked for and the registers allow them, so that the softmax overlaps
-  // the previous tile's P V; one otherwise. Where two spilled (attnjit
-  // build-cache over the matrix): D 256's output accumulators, a
-  // persistent block's state, the fp8 variants' smaller consumer shares
-  // (112-144 registers), and the paged D80 rule's two producer warps at 24
-  // registers each. (An enumerator: a static constexpr member became a
-  // global of the PTX.)
-  enum : int {
-    kPBuffers = PBuffers<C>::value == 2 && D <= 192 && !kTile.persistent && !fp8_kv<C>() &&
-                        kTile.producer_warps == 1 && kTile.consumer_registers >= 160
-                    ? 2
-                    : 1
-  };
 
   // Shared memory from a 1024-byte aligned base: Q, the K ring, the V ring
   // (swizzled), the ring's barriers past them (tile_config.cuh). The
@@ -409,29 +395,6 @@ struct MainloopSm90 {
       }
     }
 
-    // The key tiles: wait for K (and V), issue the MMAs, release buffers.
-    // Q K^T of tile t and P V of tile t - 1 are in flight together, and
-    // the softmax of tile t overlaps P V (t - 1). With two P buffers
-    // (kPBuffers) nothing after the softmax waits for that product: P (t)
-    // goes to the other register buffer (the steps alternate, the loop
-    // unrolled by two), the wait for P V (t - 1) and its V buffer's
-    // release come in the next step, after its Q K^T is issued (a loop
-    // iteration later, where ptxas cannot hoist them over the softmax),
-    // and the output is rescaled for tile t's max there, before P V (t)
-    // is issued (FlashAttention 3's order). With one, P (t) overwrites
-    // the registers P V (t - 1) reads, so it waits for it after the
-    // softmax, and ptxas moves that wait (and the release after it) above
-    // the softmax: the two no longer overlap.
-    template <class Work>
-    __device__ __forceinline__ void key_loop(const Work& work, const RowState& rows,
-                                             Softmax& softmax, float (&o)[kOutBlocks][4]) {
-      if constexpr (kPBuffers == 2) {
-        key_loop_two_buffers(work, rows, softmax, o);
-      } else {
-        key_loop_one_buffer(work, rows, softmax, o);
-      }
-    }
-
     // The first key tile's Q K^T alone (o is still 0), its softmax, and
     // its P packed into `a`.
     template <class Work>
@@ -450,10 +413,13 @@ struct MainloopSm90 {
       pack_p(a, s);
     }
 
+    // The key tiles: wait for K (and V), issue the MMAs, release buffers.
     template <class Work>
-    __device__ __forceinline__ void key_loop_one_buffer(const Work& work, const RowState& rows,
-                                                        Softmax& softmax,
-                                                        float (&o)[kOutBlocks][4]) {
+    __device__ __forceinline__ void key_loop(const Work& work, const RowState& rows,
+                                             Softmax& softmax, float (&o)[kOutBlocks][4]) {
+      // Q K^T of tile t and P V of tile t - 1 are in flight together, and
+      // the softmax of tile t overlaps P V (t - 1); the output is rescaled
+      // once that has landed.
       unsigned a[BN / 16][4];
       if (first <= last) {
         float correction[2];
@@ -486,79 +452,6 @@ struct MainloopSm90 {
         pack_p(a, s);
       }
       if (first <= last) last_pv(work, o, a);
-    }
-
-    template <class Work>
-    __device__ __forceinline__ void key_loop_two_buffers(const Work& work, const RowState& rows,
-                                                         Softmax& softmax,
-                                                         float (&o)[kOutBlocks][4]) {
-      unsigned a[2][BN / 16][4];
-      float correction[2];
-      bool moved = false;  // o needs `correction` before the next P V
-      if (first > last) return;
-      first_tile(work, rows, softmax, a[0], correction);
-      int kt = first + 1;
-#pragma unroll 1
-      for (; kt + 1 <= last; kt += 2) {
-        step<1>(work, rows, softmax, o, a, correction, moved, kt);
-        step<0>(work, rows, softmax, o, a, correction, moved, kt + 1);
-      }
-      if (kt <= last) {  // one more tile: its P in a[1]
-        step<1>(work, rows, softmax, o, a, correction, moved, kt);
-        finish_two_buffers(work, o, a[1], correction, moved);
-      } else {
-        finish_two_buffers(work, o, a[0], correction, moved);
-      }
-    }
-
-    // Key tile kt of the two-buffer loop: P (kt - 1) is in a[1 - kBuf],
-    // P (kt) goes to a[kBuf]; P V (kt - 2) may still be in flight at the
-    // start, P V (kt - 1) is at the end; `moved` and `correction` come in
-    // as the rescale o needs before P V (kt - 1), and leave as the one it
-    // needs before P V (kt).
-    template <int kBuf, class Work>
-    __device__ __forceinline__ void step(const Work& work, const RowState& rows, Softmax& softmax,
-                                         float (&o)[kOutBlocks][4], unsigned (&a)[2][BN / 16][4],
-                                         float (&correction)[2], bool& moved, int kt) const {
-      wait_k(kt);
-      wait_v(work, kt - 1);
-      float s[kScoreBlocks][4];
-      ptx::fence_operands(o);
-      ptx::fence_operands(a[1 - kBuf]);
-      turns.take(kt, first);
-      ptx::warpgroup_arrive();
-      issue_scores(s, kt);
-      ptx::warpgroup_commit();
-      ptx::warpgroup_wait<1>();  // P V (kt - 2)
-      ptx::fence_operands(o);
-      ptx::fence_operands(a[kBuf]);
-      if (kt - 2 >= first) release_v(kt - 2);
-      if (moved) Softmax::rescale(o, correction);
-      ptx::fence_operands(o);
-      issue_pv(o, a[1 - kBuf], kt - 1);
-      ptx::warpgroup_commit();
-      turns.hand_on(kt, last);
-      ptx::warpgroup_wait<1>();  // Q K^T (kt)
-      ptx::fence_operands(s);
-      release_k(kt);
-      moved = softmax_tile(work, rows, softmax, s, kt, correction);
-      pack_p(a[kBuf], s);
-    }
-
-    // The two-buffer loop's end: P V (last - 1) may be in flight (its last
-    // step), waited for after V (last) (a loop of its own, so ptxas keeps
-    // the wait after that step's softmax); then the rescale and the last
-    // tile's P V.
-    template <class Work>
-    __device__ __forceinline__ void finish_two_buffers(const Work& work, float (&o)[kOutBlocks][4],
-                                                       unsigned (&a)[BN / 16][4],
-                                                       const float (&correction)[2], bool moved) {
-      wait_v(work, last);
-      ptx::warpgroup_wait<0>();
-      ptx::fence_operands(o);
-      if (last - 1 >= first) release_v(last - 1);
-      if (moved) Softmax::rescale(o, correction);
-      last_pv<true>(work, o, a);
     }
 
     // cp.async by every consumer thread, one commit group.
@@ -683,11 +576,11 @@ struct MainloopSm90 {
       for (int kk = 0; kk < BN / 16; ++kk) pack_p_fragment<T>(a[kk], s, kk);
     }
 
-    // The last tile's P V (kVWaited: the caller has waited for V (last)).
-    template <bool kVWaited = false, class Work>
+    // The last tile's P V.
+    template <class Work>
     __device__ __forceinline__ void last_pv(const Work& work, float (&o)[kOutBlocks][4],
                                             unsigned (&a)[BN / 16][4]) {
-      if constexpr (!kVWaited) wait_v(work, last);
+      wait_v(work, last);
       ptx::fence_operands(o);
       ptx::fence_operands(a);
       ptx::warpgroup_arrive();

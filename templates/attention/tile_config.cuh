@@ -524,18 +524,6 @@ struct UniformBoxes<C, decltype(void(C::uniform_boxes))> {
   static constexpr bool known = C::uniform_boxes == 0 || C::uniform_boxes == 1;
 };
 
-// The P register buffers of the warpgroup key loop a generated Config asks
-// for (its tuning param p_buffers; mainloop_sm90.cuh, kPBuffers, says where
-// 2 applies); 1 for a Config without one. Device code alone.
-template <class C, class = void>
-struct PBuffers {
-  static constexpr int value = 1;
-};
-template <class C>
-struct PBuffers<C, decltype(void(C::p_buffers))> {
-  static constexpr int value = C::p_buffers;
-};
-
 // The device side: a generated Config's configuration, from its tuning
 // params and the register cap the compile options announce
 // (ATTNJIT_MAX_REGISTERS is defined when one is set).

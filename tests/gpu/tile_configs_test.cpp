@@ -87,11 +87,8 @@ std::vector<Case> cases() {
   };
   // ... persistent blocks walking the grid's tiles (with and without
   // turns, packed and not, paged), K and V copied by two producer warps,
-  // a paged cache's boxes issued by one elected lane, and the key loop's
-  // two P buffers (p_buffers 2: one and three warpgroups, turns, paged and
-  // small pages, a key count that is odd and one that is even per tile).
+  // and a paged cache's boxes issued by one elected lane.
   const auto persistent = with("persistent", 1);
-  const auto p_buffers = with("p_buffers", 2);
   const auto two_producers = with("producer_warps", 2);
   const auto uniform = with("uniform_boxes", 1);
   std::vector<Case> hopper = {{oss, wg(64, 128, 3, 1)},
@@ -141,12 +138,7 @@ std::vector<Case> cases() {
                               {paged_fp8, wg(128, 64, 2, 2)},
                               {oss, wg(64, 64, 3, 2)},
                               {wide, wg(128, 64, 2, 2)},
-                              {spans, persistent(wg(128, 128, 2, 2))},
-                              {paged, p_buffers(wg(128, 128, 3, 1))},
-                              {paged_small, p_buffers(wg(128, 128, 3, 1))},
-                              {cap, p_buffers(wg(128, 96, 3, 0))},
-                              {oss, p_buffers(turns(192, 64, 2, 1))},
-                              {mimo, p_buffers(wg(64, 16, 8, 0))}};
+                              {spans, persistent(wg(128, 128, 2, 2))}};
   std::vector<Case> all = {{oss, packed64},
                            {oss, packed128},
                            {mimo, packed64},
