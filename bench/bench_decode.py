@@ -36,6 +36,7 @@ cleared before each repetition):
   triton_splitkv_contig  bench/triton_decode_peer.py on the contiguous K/V
   sdpa_cudnn             PyTorch SDPA, cuDNN backend, contiguous equivalent
                          (K/V repeated per query head if it refuses GQA)
+  flex                   FlexAttention (compiled), contiguous equivalent
   The K/V layout in memory, as its own question (not run by default):
   attnjit_paged_hnd      attnjit_paged over pages stored [pages, Hkv, page, D]
                          (each page's rows of one kv head contiguous), passed
@@ -46,7 +47,6 @@ cleared before each repetition):
   sdpa_cudnn_nhd         sdpa_cudnn over the token-major K/V attnjit_contig
                          reads ([B, S, H, D] storage as a strided [B, H, S, D]
                          view, no copy): the layout attnjit_contig reads
-  flex                   FlexAttention (compiled), contiguous equivalent
 A peer that cannot run a problem shows "-" and why. With attnjit_paged_fp8
 among the peers, K and V are first rounded to e4m3 times a power-of-two
 scale in every copy, so that all peers attend over the same values and one
@@ -216,11 +216,11 @@ def attnjit_fp8_peer(pr, x):
     return run, lambda r: out, out, f"page {pr.page_size}, e4m3 K/V"
 
 
-def head_major(t, head_dim):
-    """t's values stored with its head dimension (head_dim) moved in front of
-    the token one before it, returned as a strided view of t's shape: the
-    same tensor to an op, another walk through memory."""
-    return t.transpose(head_dim - 1, head_dim).contiguous().transpose(head_dim - 1, head_dim)
+def head_major(t, head_axis):
+    """t's values stored with its head axis moved in front of the token
+    axis before it, returned as a strided view of t's shape: the same
+    tensor to an op, another walk through memory."""
+    return t.transpose(head_axis - 1, head_axis).contiguous().transpose(head_axis - 1, head_axis)
 
 
 def attnjit_contig_hnd_peer(pr, x):
@@ -498,7 +498,7 @@ def print_sweep_grid(rows, peers):
         for p in shown:
             t = r["ms"].get(p)
             cells.append(f"{'-':>22}" if not t else f"{t:10.4f} ms {r['pct_read_bw'][p]:5.1f}% ")
-        v = " ".join(f"{p.split('_')[1]}:{_state(x['met'])}"
+        v = " ".join(f"{p.removeprefix('attnjit_')}:{_state(x['met'])}"
                      for p, x in r.get("verdicts", {}).items())
         print(f"{r['batch']:>6}{r['context']:>8}{r['kv_bytes'] / 1e6:9.1f}"
               f"{r['kv_read_us']:9.1f}" + "".join(cells) + f"  {v}")

@@ -54,7 +54,7 @@ TEST_F(SplitPlanTest, DecodeSplitsWhereTheGpuWouldIdleAndNowhereElse) {
   // fill most of a wave, each part at least split_keys long.
   const SplitPlan few = k->split_plan(decode_args(8, 32768, 64, 8), kSms);
   EXPECT_GT(few.num_splits, 1);
-  EXPECT_GE(64 * few.num_splits, 0.8 * 2 * kSms * 0.85);
+  EXPECT_GE(64 * few.num_splits, 0.8 * 2 * kSms * 0.95);
   EXPECT_LE(few.num_splits, 32768 / 512);
   // The workspace: counters [B, Hkv], then lse and o parts, 256-aligned.
   const size_t parts = size_t(few.num_splits) * 8 * 64;
@@ -74,7 +74,7 @@ TEST_F(SplitPlanTest, DecodeSplitsWhereTheGpuWouldIdleAndNowhereElse) {
   chunk.total_q = 16;
   const SplitPlan two_tiles = k->split_plan(chunk, kSms);
   EXPECT_GT(two_tiles.num_splits, 1);
-  EXPECT_GE(16 * two_tiles.num_splits, 0.8 * 2 * kSms * 0.85);
+  EXPECT_GE(16 * two_tiles.num_splits, 0.8 * 2 * kSms * 0.95);
   EXPECT_EQ(two_tiles.lse_offset, 256u);  // 1 x 8 x 2 counters
   // A prefill chunk's tiles fill the GPU (1024 x 8 / 64 x 8 = 1024 blocks): no split.
   chunk.max_seqlen_q = chunk.total_q = 1024;
@@ -111,7 +111,7 @@ TEST_F(SplitPlanTest, DecodeSplitsWhereTheGpuWouldIdleAndNowhereElse) {
 TEST_F(SplitPlanTest, ALongDecodeLeavesFewSlotsIdle) {
   auto k = kernel(split_flags(128));
   EXPECT_EQ(k->split_plan(decode_args(1, 131072, 32, 8), kSms).num_splits, 32);
-  // 4 x 8 = 32 blocks: 8 splits fill 256 of 264 (7 took 224).
+  // 4 x 8 = 32 blocks: 8 splits fill 256 of 264.
   EXPECT_EQ(k->split_plan(decode_args(4, 32768, 32, 8), kSms).num_splits, 8);
   // 16 x 8 = 128: 2 (256 of 264), as before.
   EXPECT_EQ(k->split_plan(decode_args(16, 8192, 32, 8), kSms).num_splits, 2);
@@ -130,7 +130,7 @@ TEST_F(SplitPlanTest, TheSwappedBlocksTilesEachSplit) {
   // 8 x 4 x 2 = 64: split, counters 8 x 4 x 2 x 4 B = 256 B.
   const SplitPlan few = k->split_plan(decode_args(8, 8192, 64, 4), kSms);
   EXPECT_GT(few.num_splits, 1);
-  EXPECT_GE(64 * few.num_splits, 0.8 * 2 * kSms * 0.85);
+  EXPECT_GE(64 * few.num_splits, 0.8 * 2 * kSms * 0.95);
   EXPECT_EQ(few.lse_offset, 256u);
   // Two queries per sequence, 64 sequences over 8 kv heads, forced to 2
   // splits: the counters are 64 x 8 x the tiles.
@@ -157,7 +157,7 @@ TEST_F(SplitPlanTest, TheRulesSwappedTilesHoldAKvHeadsRows) {
   // 8 x 4 kv heads x 1 tile = 32 slots: split to fill most of a wave.
   const SplitPlan gqa16 = k->split_plan(decode_args(8, 8192, 64, 4), kSms);
   EXPECT_GT(gqa16.num_splits, 1);
-  EXPECT_GE(32 * gqa16.num_splits, 0.8 * 2 * kSms * 0.85);
+  EXPECT_GE(32 * gqa16.num_splits, 0.8 * 2 * kSms * 0.95);
   AttentionArgs two_queries = decode_args(64, 8192, 64, 8);  // GQA 8 x 2 queries
   two_queries.max_seqlen_q = 2;
   two_queries.total_q = 128;
