@@ -60,6 +60,7 @@ reference checks them all.
 """
 
 import argparse
+import copy
 import datetime
 import json
 import math
@@ -223,31 +224,23 @@ def head_major(t, head_axis):
     return t.transpose(head_axis - 1, head_axis).contiguous().transpose(head_axis - 1, head_axis)
 
 
-def attnjit_contig_hnd_peer(pr, x):
-    if not hasattr(attnjit, "varlen_attention"):
-        return None, f"attnjit unavailable ({ATTNJIT_MISSING})"
-    out = torch.empty_like(x.q)
-    k, v = head_major(x.k, 1), head_major(x.v, 1)
+def _with_head_major(builder, names, axis, note):
+    """builder (bench_paged's attnjit peer) over a copy of the inputs whose
+    `names` tensors are stored head-major (head_major), the rest shared."""
+    def build(pr, x):
+        y = copy.copy(x)
+        for name in names:
+            setattr(y, name, head_major(getattr(x, name), axis))
+        built = builder(pr, y)
+        return built if built[0] is None else (*built[:3], note(pr))
+    return build
 
-    def run():
-        return attnjit.varlen_attention(
-            x.q, k, v, x.cu_q, x.cu_k, x.max_q, x.max_k, causal=pr.causal,
-            window_size=pr.window, sinks=x.sinks, sinks_mode=pr.sinks, out=out)
-    return run, lambda r: out, out, "K/V stored [Hkv, tokens, D] (strided view)"
 
-
-def attnjit_paged_hnd_peer(pr, x):
-    if not hasattr(attnjit, "paged_attention"):
-        return None, f"attnjit unavailable ({ATTNJIT_MISSING})"
-    out = torch.empty_like(x.q)
-    k_cache, v_cache = head_major(x.k_cache, 2), head_major(x.v_cache, 2)
-
-    def run():
-        return attnjit.paged_attention(
-            x.q, k_cache, v_cache, x.table, x.cu_q, x.used_k, x.max_q, x.max_k,
-            causal=pr.causal, window_size=pr.window, sinks=x.sinks, sinks_mode=pr.sinks,
-            out=out)
-    return run, lambda r: out, out, f"page {pr.page_size}, pages stored [Hkv, page, D]"
+attnjit_contig_hnd_peer = _with_head_major(
+    bp.attnjit_contig_peer, ("k", "v"), 1, lambda pr: "K/V stored [Hkv, tokens, D] (strided view)")
+attnjit_paged_hnd_peer = _with_head_major(
+    bp.attnjit_paged_peer, ("k_cache", "v_cache"), 2,
+    lambda pr: f"page {pr.page_size}, pages stored [Hkv, page, D]")
 
 
 def sdpa_nhd_peer(pr, x, backend="cudnn"):
