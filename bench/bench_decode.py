@@ -44,9 +44,9 @@ cleared before each repetition):
   attnjit_contig_hnd     attnjit_contig over K/V stored [Hkv, tokens, D] (each
                          kv head's keys one contiguous run, as SDPA's [B, H,
                          S, D] tensors are), passed as the strided view
-  sdpa_cudnn_nhd         sdpa_cudnn over the token-major K/V attnjit_contig
-                         reads ([B, S, H, D] storage as a strided [B, H, S, D]
-                         view, no copy): the layout attnjit_contig reads
+  sdpa_cudnn_nhd         sdpa_cudnn over token-major K/V ([B, S, H, D] storage
+                         as a strided [B, H, S, D] view): the layout
+                         attnjit_contig reads
 A peer that cannot run a problem shows "-" and why. With attnjit_paged_fp8
 among the peers, K and V are first rounded to e4m3 times a power-of-two
 scale in every copy, so that all peers attend over the same values and one
@@ -243,38 +243,11 @@ attnjit_paged_hnd_peer = _with_head_major(
     lambda pr: f"page {pr.page_size}, pages stored [Hkv, page, D]")
 
 
-def sdpa_nhd_peer(pr, x, backend="cudnn"):
-    """SDPA over views of the token-major K/V (no copy): one launch, so
-    every sequence must have the same lengths, and one query each (no mask)."""
-    from torch.nn.attention import SDPBackend, sdpa_kernel
-    if pr.window != (-1, -1) or pr.sinks != "none" or pr.spans:
-        return None, "window, sinks and spans are not expressible"
-    if len(set(pr.n_q)) != 1 or len(set(pr.n_k)) != 1 or pr.n_q[0] != 1:
-        return None, "one launch needs equal lengths and one query per sequence"
-    b, nk = pr.batch, pr.n_k[0]
-    q4 = x.q.view(b, 1, pr.hq, pr.d).transpose(1, 2)
-    k4 = x.k.view(b, nk, pr.hkv, pr.d).transpose(1, 2)
-    v4 = x.v.view(b, nk, pr.hkv, pr.d).transpose(1, 2)
-
-    def call():
-        return torch.nn.functional.scaled_dot_product_attention(
-            q4, k4, v4, enable_gqa=pr.hq != pr.hkv)
-
-    def run():
-        if backend is None:
-            return call()
-        with sdpa_kernel(SDPBackend.CUDNN_ATTENTION):
-            return call()
-    run()  # refused here (no GQA, a stride it will not take): the row says why
-    return (run, lambda o: o.transpose(1, 2).reshape(-1, pr.hq, pr.d), None,
-            "K/V token-major [B, S, Hkv, D] as a strided view")
-
-
 def gpu_builders():
     return {"attnjit_paged": bp.attnjit_paged_peer, FP8_PEER: attnjit_fp8_peer,
             "attnjit_paged_hnd": attnjit_paged_hnd_peer,
             "attnjit_contig_hnd": attnjit_contig_hnd_peer,
-            "sdpa_cudnn_nhd": sdpa_nhd_peer,
+            "sdpa_cudnn_nhd": lambda pr, x: bp.sdpa_peer(pr, x, backend="cudnn", token_major=True),
             "attnjit_contig": bp.attnjit_contig_peer,
             "triton_splitkv_paged": triton_paged_peer,
             "triton_splitkv_contig": triton_contig_peer,

@@ -21,7 +21,7 @@ from bench_decode import (BANDWIDTH_BOUND_US, ELEM, FP8_PEER,  # noqa: E402
                           GPT_OSS_TARGET_MS, PEERS, bench_problem, bp, build_data,
                           decode_problem, issue_problems, issue_targets, kv_bytes,
                           head_major, peer_kv_bytes, print_rows, print_sweep_grid,
-                          print_targets, quantize_kv, sdpa_nhd_peer, sweep_problems,
+                          print_targets, quantize_kv, sweep_problems,
                           triton_contig_peer,
                           triton_paged_peer, verdicts)
 from paged_problems import Problem  # noqa: E402
@@ -32,7 +32,8 @@ def cpu_builders(interpret):
     """The self-test's: SDPA's math path, eager FlexAttention, the Triton
     kernel in the interpreter; attnjit needs a GPU."""
     builders = {"sdpa_cudnn": lambda pr, x: bp.sdpa_peer(pr, x, backend=None),
-                "sdpa_cudnn_nhd": lambda pr, x: sdpa_nhd_peer(pr, x, backend=None),
+                "sdpa_cudnn_nhd": lambda pr, x: bp.sdpa_peer(pr, x, backend=None,
+                                                             token_major=True),
                 "flex": lambda pr, x: bp.flex_peer(pr, x, compile=False)}
     if interpret:
         builders["triton_splitkv_paged"] = triton_paged_peer
@@ -172,10 +173,8 @@ def self_test():
     errs = [(r["problem"], p, e) for r in rows for p, e in r["rel_err"].items()]
     expect(errs and all(e <= 1e-5 for _, _, e in errs),
            f"{len(errs)} checked rows within 1e-5 of the reference")
-    plain = [pr.window == (-1, -1) and pr.sinks == "none" for pr in small_probs]
-    one_launch = [len(set(pr.n_k)) == 1 and set(pr.n_q) == {1} for pr in small_probs]
-    expected_rows = sum(1 + p + (p and o) + (2 if interpret else 0)
-                        for p, o in zip(plain, one_launch))
+    expected_rows = sum(1 + 2 * (pr.window == (-1, -1) and pr.sinks == "none")
+                        + (2 if interpret else 0) for pr in small_probs)
     expect(len(errs) == expected_rows, f"every peer ran ({len(errs)} of {expected_rows})")
     print_rows(rows, PEERS)
     print_sweep_grid(rows, PEERS)

@@ -128,9 +128,11 @@ def triton_paged_peer(pr, x):
     return run, lambda r: out, out, f"page {pr.page_size}"
 
 
-def _batched(t, count, length):
-    """[count * length, H, D] packed rows -> [count, H, length, D]."""
-    return t.view(count, length, t.shape[1], t.shape[2]).transpose(1, 2).contiguous()
+def _batched(t, count, length, copy=True):
+    """[count * length, H, D] packed rows -> [count, H, length, D], stored
+    so (copy), or as a strided view of the token-major rows."""
+    view = t.view(count, length, t.shape[1], t.shape[2]).transpose(1, 2)
+    return view.contiguous() if copy else view
 
 
 def _groups(pr):
@@ -145,15 +147,17 @@ def _rows(cu, seqs, device):
     return torch.cat([torch.arange(int(cu[b]), int(cu[b + 1])) for b in seqs]).to(device)
 
 
-def sdpa_peer(pr, x, backend="cudnn"):
+def sdpa_peer(pr, x, backend="cudnn", token_major=False):
     """SDPA on the contiguous equivalent: one call per group of equal-shaped
     sequences ([G, H, n_q, D] against [G, H, n_k, D]). Bottom-right causal
     for 1 < n_q < n_k is an explicit boolean mask (SDPA's is_causal is
-    top-left). backend None: whatever SDPA picks (the CPU self-test)."""
+    top-left). backend None: whatever SDPA picks (the CPU self-test).
+    token_major: the [G, H, n, D] tensors are strided views of token-major
+    rows ([G, n, H, D] storage, the layout attnjit's K/V have), not copies."""
     from torch.nn.attention import SDPBackend, sdpa_kernel
     if pr.window != (-1, -1) or pr.sinks != "none" or pr.spans:
         return None, "window, sinks and spans are not expressible"
-    if pr.base is not None and backend is not None:
+    if pr.base is not None and backend is not None and not token_major:
         # A bench/problems.py problem: exactly bench_attention.py's peer.
         _, batch, seqlen = pr.base[:3]
         fn = ba.sdpa_peer(pr.base, _batched(x.q, batch, seqlen), _batched(x.k, batch, seqlen),
@@ -163,12 +167,13 @@ def sdpa_peer(pr, x, backend="cudnn"):
         note = "contiguous" + ("; K/V repeated per query head" if pr.hq != pr.hkv else "")
         return fn, lambda o: o.transpose(1, 2).reshape(-1, pr.hq, pr.d), None, note
     cu_q, cu_k = x.cu_q.tolist(), x.cu_k.tolist()
-    calls, notes = [], ["contiguous equivalent"]
+    calls, notes = [], ["token-major strided views" if token_major else "contiguous equivalent"]
     for (nq, nk), seqs in _groups(pr):
         rq, rk = _rows(cu_q, seqs, x.q.device), _rows(cu_k, seqs, x.q.device)
-        q4 = _batched(x.q.index_select(0, rq), len(seqs), nq)
-        k4 = _batched(x.k.index_select(0, rk), len(seqs), nk)
-        v4 = _batched(x.v.index_select(0, rk), len(seqs), nk)
+        copy = not token_major
+        q4 = _batched(x.q.index_select(0, rq), len(seqs), nq, copy)
+        k4 = _batched(x.k.index_select(0, rk), len(seqs), nk, copy)
+        v4 = _batched(x.v.index_select(0, rk), len(seqs), nk, copy)
         mask, is_causal = None, False
         if pr.causal and nq == nk:
             is_causal = nq > 1
