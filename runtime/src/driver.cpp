@@ -410,12 +410,8 @@ void Driver::encode_tensor_map(TensorMapBytes& map, const TiledTensor& t) {
   }
   const cuuint32_t element_strides[5] = {1, 1, 1, 1, 1};
   // L2 promotion of 128 bytes, one box row (a swizzle chunk of at most 128
-  // bytes), not 256. With 256 the decodes were L2-bound (ncu on the H200:
-  // L2 throughput 95-96% with DRAM at 85-91% of peak, and the SMs' L2
-  // reads 1.25x the K/V bytes, the extra all hits); with 128 they ran
-  // 2-8% faster (64 x 8192 D128 0.506 -> 0.483 ms contiguous, 0.526 ->
-  // 0.485 paged; 8 x 32768 D64 paged 0.154 -> 0.147), prefills level (64
-  // and none measured like 128). Why 256 costs is not profiled yet.
+  // bytes): with 256 the decodes were L2-bound and 2-8% slower on the
+  // H200, prefills level (docs/tuning.md, "Chosen by the runtime").
   const CUresult result = impl_->api.tensor_map_encode_tiled(
       reinterpret_cast<CUtensorMap*>(&map),
       t.element == TiledElement::kBF16  ? CU_TENSOR_MAP_DATA_TYPE_BFLOAT16

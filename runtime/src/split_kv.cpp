@@ -21,9 +21,7 @@ namespace attnjit {
 namespace {
 
 // A split count is taken once its waves fill the GPU this well relative
-// to the best count allowed. 0.85 left up to 15% of the slots idle (one
-// query over 131072 keys at 32/8 heads: 29 splits, 232 of 264 blocks);
-// 0.95 takes 32 (256 blocks).
+// to the best count allowed (docs/tuning.md, "Chosen by the runtime").
 constexpr double kSplitSlack = 0.95;
 
 // The most keys one query of a batch can see: all of the longest

@@ -417,9 +417,12 @@ struct MainloopSm90 {
     template <class Work>
     __device__ __forceinline__ void key_loop(const Work& work, const RowState& rows,
                                              Softmax& softmax, float (&o)[kOutBlocks][4]) {
-      // Q K^T of tile t and P V of tile t - 1 are in flight together, and
-      // the softmax of tile t overlaps P V (t - 1); the output is rescaled
-      // once that has landed.
+      // Q K^T of tile t and P V of tile t - 1 are issued together; the
+      // softmax of tile t is meant to run while P V (t - 1) is in flight,
+      // and the output is rescaled once that has landed. (ptxas moves the
+      // wait for P V (t - 1), and the V release after it, above the
+      // softmax, so in the SASS the two do not overlap; docs/tuning.md has
+      // the two-buffer loop that fixed the order and measured slower.)
       unsigned a[BN / 16][4];
       if (first <= last) {
         float correction[2];
