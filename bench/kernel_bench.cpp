@@ -41,6 +41,30 @@ using EventRecord = int (*)(void*, CuStream);
 using EventSync = int (*)(void*);
 using EventElapsed = int (*)(float*, void*, void*);
 
+// Random inputs for the timed launches: q, k and v each draw their
+// elements independently, element i of tensor `stream` being a table of
+// 2^20 normal values read at a hash of (stream, i). Every tensor needs its
+// own draws: with q's values reused as k's, each query's own key
+// dominates its row of scores, P is nearly one-hot, and the products'
+// data is easier than a model's (the tensor cores' power, hence their
+// clock, depends on the data).
+class RandomNormals {
+ public:
+  explicit RandomNormals(std::mt19937& rng) : table_(size_t(1) << 20) {
+    std::normal_distribution<float> normal;
+    for (float& x : table_) x = normal(rng);
+  }
+  float at(uint64_t stream, uint64_t i) const {
+    uint64_t z = i + (stream + 1) * 0x9E3779B97F4A7C15ull;  // splitmix64
+    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+    return table_[(z ^ (z >> 31)) & (table_.size() - 1)];
+  }
+
+ private:
+  std::vector<float> table_;
+};
+
 // Visible keys of query position p (docs/semantics.md), as a count.
 long long visible_count(const bench::Problem& pr, int p, int n,
                         const std::vector<std::pair<int, int>>& spans) {
@@ -390,29 +414,29 @@ int main(int argc, char** argv) {
     const int total_q = pr.batch * n_q;
     const size_t q_elems = size_t(total_q) * pr.heads_q * pr.head_dim;
     const size_t kv_elems = size_t(total) * pr.heads_kv * pr.head_dim;
-    std::vector<uint16_t> host(std::max(q_elems, kv_elems));
     std::mt19937 rng(1);
-    std::normal_distribution<float> normal;
-    for (auto& h : host) h = float_to_bf16(normal(rng));
-    // fp8 K/V: e4m3 bytes of normal values, scales of 1.
+    const RandomNormals normals(rng);
+    // q, k and v drawn apart (RandomNormals); fp8 K/V: e4m3 bytes of
+    // normal values, scales of 1. One host buffer, filled for each in turn.
     const size_t kv_bytes = kv_elems * (pr.kv_fp8 ? 1 : 2);
-    std::vector<uint8_t> host8;
-    if (pr.kv_fp8) {
-      host8.resize(kv_elems + 8);
-      for (auto& b : host8) b = uint8_t(float_to_e4m3(normal(rng)));
-    }
+    std::vector<uint16_t> host(std::max(q_elems, pr.kv_fp8 ? kv_elems / 2 + 1 : kv_elems));
+    const auto upload = [&](CuDevicePtr dst, uint64_t stream, size_t elems, bool fp8) {
+      if (fp8) {
+        auto* bytes = reinterpret_cast<uint8_t*>(host.data());
+        for (size_t i = 0; i < elems; ++i) bytes[i] = uint8_t(float_to_e4m3(normals.at(stream, i)));
+        d.copy_to_device(dst, bytes, elems);
+      } else {
+        for (size_t i = 0; i < elems; ++i) host[i] = float_to_bf16(normals.at(stream, i));
+        d.copy_to_device(dst, host.data(), elems * 2);
+      }
+    };
     DeviceBuffers buffers(d);
     const CuDevicePtr q = buffers.alloc(q_elems * 2), k = buffers.alloc(kv_bytes),
                       v = buffers.alloc(kv_bytes), o = buffers.alloc(q_elems * 2),
                       scales = buffers.alloc(2 * sizeof(float));
-    d.copy_to_device(q, host.data(), q_elems * 2);
-    if (pr.kv_fp8) {
-      d.copy_to_device(k, host8.data(), kv_bytes);
-      d.copy_to_device(v, host8.data() + 7, kv_bytes);
-    } else {
-      d.copy_to_device(k, host.data(), kv_bytes);
-      d.copy_to_device(v, host.data() + 7, kv_bytes - 14);
-    }
+    upload(q, 0, q_elems, false);
+    upload(k, 1, kv_elems, pr.kv_fp8);
+    upload(v, 2, kv_elems, pr.kv_fp8);
     const float ones[2] = {1.f, 1.f};
     d.copy_to_device(scales, ones, sizeof ones);
     std::vector<int32_t> cu(pr.batch + 1), cu_q(pr.batch + 1), offsets(pr.batch + 1, 0), spans;
