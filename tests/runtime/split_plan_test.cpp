@@ -117,6 +117,18 @@ TEST_F(SplitPlanTest, ALongDecodeLeavesFewSlotsIdle) {
   EXPECT_EQ(k->split_plan(decode_args(16, 8192, 32, 8), kSms).num_splits, 2);
 }
 
+// A short decode is bound by one block's chain of key tiles: D128's rules
+// split down to 128 keys a part (4 key tiles of 32), so one query over
+// 2048 keys at 32/8 heads runs 16 parts per kv head, and over 512 keys 4
+// (at 512 keys a part: 4 and 1).
+TEST_F(SplitPlanTest, AShortDecodeSplitsIntoShortChains) {
+  auto k = kernel(split_flags(128));
+  EXPECT_EQ(k->split_plan(decode_args(1, 2048, 32, 8), kSms).num_splits, 16);
+  EXPECT_EQ(k->split_plan(decode_args(1, 512, 32, 8), kSms).num_splits, 4);
+  // Fewer keys than two parts: none.
+  EXPECT_EQ(k->split_plan(decode_args(1, 200, 32, 8), kSms).num_splits, 1);
+}
+
 // The swapped decode block at 8-row tiles: GQA 16 or two queries at GQA 8
 // take two tiles per kv head, and each splits, with a counter per tile.
 TEST_F(SplitPlanTest, TheSwappedBlocksTilesEachSplit) {

@@ -1,0 +1,120 @@
+"""Why one kernel times differently in two benchmarks: the same attnjit
+launch timed the ways bench_attention.py (triton's do_bench: L2 cleared
+before each repetition, median) and kernel_bench (events around single
+launches, warm L2, median of 20) do, on independent and on correlated
+inputs (k = q, as kernel_bench's inputs were before 966bfa2), with the
+GPU's SM clock, power and temperature sampled by nvidia-smi every 100 ms
+and summarized per phase.
+
+  python3 bench/clock_probe.py [--only causal_long_d128,causal_gqa_d128] [--out F.json]
+"""
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+import threading
+import time
+
+import torch
+import triton
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import bench_attention as ba  # noqa: E402
+from problems import PROBLEMS  # noqa: E402
+
+
+class Sampler:
+    """nvidia-smi's SM clock (MHz), power (W) and temperature (C), 10 a second."""
+
+    def __init__(self):
+        self.rows = []
+        self.proc = subprocess.Popen(
+            ["nvidia-smi", "--query-gpu=clocks.sm,power.draw,temperature.gpu",
+             "--format=csv,noheader,nounits", "-lms", "100"],
+            stdout=subprocess.PIPE, text=True)
+        self.thread = threading.Thread(target=self._read, daemon=True)
+        self.thread.start()
+
+    def _read(self):
+        for line in self.proc.stdout:
+            try:
+                clock, power, temp = (float(x) for x in line.split(","))
+            except ValueError:
+                continue
+            self.rows.append((time.time(), clock, power, temp))
+
+    def between(self, t0, t1):
+        got = [r for r in self.rows if t0 <= r[0] <= t1]
+        if not got:
+            return {}
+        return {"samples": len(got), "sm_mhz": statistics.median(r[1] for r in got),
+                "power_w": statistics.median(r[2] for r in got),
+                "temp_c": max(r[3] for r in got)}
+
+    def stop(self):
+        self.proc.terminate()
+
+
+def single_launches(fn, n=20):
+    """kernel_bench's way: events around each launch, synchronized, median."""
+    for _ in range(3):
+        fn()
+    times = []
+    for _ in range(n):
+        e0, e1 = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        e0.record()
+        fn()
+        e1.record()
+        e1.synchronize()
+        times.append(e0.elapsed_time(e1))
+    return statistics.median(times)
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--only", default="causal_long_d128,causal_gqa_d128")
+    ap.add_argument("--out", default=None)
+    args = ap.parse_args()
+    sampler = Sampler()
+    time.sleep(0.5)
+    results = []
+    for pr in PROBLEMS:
+        name, batch, seqlen, hq, hkv, d, causal, window, sinks_mode, spans = pr
+        if name not in args.only.split(","):
+            continue
+        span_list = ba.image_spans(seqlen) if spans else []
+        q, k, v, cu, sinks, ranges = ba.make_inputs(batch, seqlen, hq, hkv, d, span_list)
+        kq = q[:, :hkv].contiguous()  # correlated: each kv head's keys are a query head's rows
+        phases = [("do_bench, independent", lambda: ba.time_ms(
+                       lambda: ba.attnjit_call(pr, q, k, v, cu, sinks, ranges, seqlen))),
+                  ("single launches, independent", lambda: single_launches(
+                       lambda: ba.attnjit_call(pr, q, k, v, cu, sinks, ranges, seqlen))),
+                  ("do_bench, k = q", lambda: ba.time_ms(
+                       lambda: ba.attnjit_call(pr, q, kq, v, cu, sinks, ranges, seqlen))),
+                  ("single launches, k = q", lambda: single_launches(
+                       lambda: ba.attnjit_call(pr, q, kq, v, cu, sinks, ranges, seqlen))),
+                  ("do_bench, independent, again", lambda: ba.time_ms(
+                       lambda: ba.attnjit_call(pr, q, k, v, cu, sinks, ranges, seqlen)))]
+        for label, run in phases:
+            t0 = time.time()
+            ms = run()
+            t1 = time.time()
+            row = {"problem": name, "phase": label, "ms": ms, **sampler.between(t0, t1)}
+            results.append(row)
+            print(f"{name:<18} {label:<30} {ms:8.3f} ms  "
+                  f"{row.get('sm_mhz', float('nan')):6.0f} MHz  "
+                  f"{row.get('power_w', float('nan')):5.0f} W  "
+                  f"{row.get('temp_c', float('nan')):3.0f} C  ({row.get('samples', 0)} samples)",
+                  flush=True)
+    sampler.stop()
+    if args.out:
+        with open(args.out, "w") as f:
+            json.dump({"gpu": torch.cuda.get_device_name(), "torch": torch.__version__,
+                       "triton": triton.__version__, "rows": results}, f, indent=2)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
