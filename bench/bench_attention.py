@@ -2,7 +2,9 @@
 """attnjit against its peers on the benchmark problems (docs/device.md), side
 by side in one run.
 
-For each problem: median time (triton.testing.do_bench), useful TFLOP/s
+For each problem: median time (triton.testing.do_bench, L2 cleared before
+each repetition; the median of three rounds in which the peers take turns,
+as the GPU's clock drifts with its temperature), useful TFLOP/s
 (4 * unmasked pairs * D, pairs counted exactly), the memory floor (q, k, v
 read once and o written once at the measured copy bandwidth), and attnjit's
 relative error against the fp32 PyTorch reference on a reduced instance of
@@ -20,6 +22,7 @@ import argparse
 import datetime
 import json
 import os
+import statistics
 import sys
 
 import torch
@@ -41,6 +44,7 @@ from attnjit.reference import varlen_attention_reference, relative_error  # noqa
 
 COPY_BW = 4.24e12    # bytes/s, measured device copy (docs/device.md)
 MATMUL = 793e12      # bf16 FLOP/s, measured matmul (docs/device.md)
+ROUNDS = 3           # interleaved rounds of every peer (time_in_rounds)
 
 
 def image_spans(seqlen):
@@ -205,10 +209,32 @@ def time_ms(fn):
     try:
         fn()
         torch.cuda.synchronize()
-        return triton.testing.do_bench(fn, warmup=25, rep=100, return_mode="median")
+        return triton.testing.do_bench(fn, warmup=25, rep=60, return_mode="median")
     except Exception as e:  # a peer that cannot run this problem
         print(f"    ({type(e).__name__}: {str(e).splitlines()[0][:100]})")
         return None
+
+
+def time_in_rounds(fns, rounds=ROUNDS):
+    """Each peer's median time in each of `rounds` rounds, the peers taking
+    turns within a round and each round starting one peer later: the GPU's
+    clock falls as it heats (1.98 -> 1.68 GHz within a minute of causal
+    attention on the H200, bench/clock_probe.py), so peers timed one after
+    another would each meet a different clock. A peer whose call fails in
+    any round has no time."""
+    names = [p for p, fn in fns.items() if fn is not None]
+    out = {p: [] for p in fns}
+    for r in range(rounds):
+        for i in range(len(names)):
+            p = names[(i + r) % len(names)]
+            if out[p] is None:
+                continue
+            t = time_ms(fns[p])
+            if t is None:
+                out[p] = None
+            else:
+                out[p].append(t)
+    return {p: (ts or None) for p, ts in out.items()}
 
 
 def main():
@@ -230,24 +256,24 @@ def main():
         bytes_ = 2.0 * (2 * q.numel() + k.numel() + v.numel())
         floor_ms = max(bytes_ / COPY_BW, flops / MATMUL) * 1e3
         out = torch.empty_like(q)
-        times = {"attnjit": time_ms(lambda: attnjit_call(pr, q, k, v, cu, sinks, ranges, seqlen, out=out))}
+        fns = {"attnjit": lambda: attnjit_call(pr, q, k, v, cu, sinks, ranges, seqlen, out=out)}
         q4 = q.view(batch, seqlen, hq, d).transpose(1, 2).contiguous()
         k4 = k.view(batch, seqlen, hkv, d).transpose(1, 2).contiguous()
         v4 = v.view(batch, seqlen, hkv, d).transpose(1, 2).contiguous()
         for peer in ("flash", "cudnn"):
-            fn = sdpa_peer(pr, q4, k4, v4, peer)
-            times["sdpa_" + peer] = time_ms(fn) if fn else None
+            fns["sdpa_" + peer] = sdpa_peer(pr, q4, k4, v4, peer)
         try:
-            times["flex"] = time_ms(flex_peer(pr, q4, k4, v4, sinks, spans))
+            fns["flex"] = flex_peer(pr, q4, k4, v4, sinks, spans)
         except Exception as e:
             print(f"    (flex: {type(e).__name__}: {str(e).splitlines()[0][:100]})")
-            times["flex"] = None
-        fn = triton_peer(pr, q, k, v, sinks)
-        times["triton"] = time_ms(fn) if fn else None
+            fns["flex"] = None
+        fns["triton"] = triton_peer(pr, q, k, v, sinks)
+        rounds = time_in_rounds(fns)
+        times = {p: (statistics.median(ts) if ts else None) for p, ts in rounds.items()}
         err = check_error(pr)
         row = {"problem": name, "shape": f"{batch}x{seqlen} Hq{hq}/Hkv{hkv} D{d}",
                "useful_pairs": pairs, "useful_flops": flops, "bytes": bytes_,
-               "floor_ms": floor_ms, "attnjit_rel_err": err, "ms": times,
+               "floor_ms": floor_ms, "attnjit_rel_err": err, "ms": times, "ms_rounds": rounds,
                "tflops": {k_: (flops / (t * 1e-3) / 1e12 if t else None) for k_, t in times.items()}}
         rows.append(row)
         del q, k, v, q4, k4, v4, out
