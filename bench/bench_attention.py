@@ -4,7 +4,8 @@ by side in one run.
 
 For each problem: median time (triton.testing.do_bench, L2 cleared before
 each repetition; the median of three rounds in which the peers take turns,
-as the GPU's clock drifts with its temperature), useful TFLOP/s
+after 1.5 s of untimed calls of them all, as the GPU's clock under
+sustained load is lower than from idle), useful TFLOP/s
 (4 * unmasked pairs * D, pairs counted exactly), the memory floor (q, k, v
 read once and o written once at the measured copy bandwidth), and attnjit's
 relative error against the fp32 PyTorch reference on a reduced instance of
@@ -24,6 +25,7 @@ import json
 import os
 import statistics
 import sys
+import time
 
 import torch
 import triton.testing
@@ -45,6 +47,7 @@ from attnjit.reference import varlen_attention_reference, relative_error  # noqa
 COPY_BW = 4.24e12    # bytes/s, measured device copy (docs/device.md)
 MATMUL = 793e12      # bf16 FLOP/s, measured matmul (docs/device.md)
 ROUNDS = 3           # interleaved rounds of every peer (time_in_rounds)
+HEAT_S = 1.5         # seconds of untimed calls before a problem's rounds (heat)
 
 
 def image_spans(seqlen):
@@ -215,13 +218,30 @@ def time_ms(fn):
         return None
 
 
+def heat(fns, seconds=HEAT_S):
+    """Untimed calls of every peer in turn for `seconds`. From idle the GPU
+    runs its first dense attention at a higher clock than it holds under
+    sustained load (H200, 68b93e2: attnjit's full D80 read 0.702, 0.761 and
+    0.857 ms in three rounds where it went first after an idle GPU, cuDNN's
+    0.863, 0.857, 0.868), so a peer timed first would get a clock the
+    others do not."""
+    names = [p for p, fn in fns.items() if fn is not None]
+    end = time.perf_counter() + seconds
+    while names and time.perf_counter() < end:
+        for p in list(names):
+            try:
+                fns[p]()
+            except Exception:  # time_ms reports it
+                names.remove(p)
+        torch.cuda.synchronize()
+
+
 def time_in_rounds(fns, rounds=ROUNDS):
-    """Each peer's median time in each of `rounds` rounds, the peers taking
-    turns within a round and each round starting one peer later: the GPU's
-    clock falls as it heats (1.98 -> 1.68 GHz within a minute of causal
-    attention on the H200, bench/clock_probe.py), so peers timed one after
-    another would each meet a different clock. A peer whose call fails in
-    any round has no time."""
+    """Each peer's median time in each of `rounds` rounds, after `heat`,
+    the peers taking turns within a round and each round starting one peer
+    later, so that none is always timed first or last. A peer whose call
+    fails in any round has no time."""
+    heat(fns)
     names = [p for p, fn in fns.items() if fn is not None]
     out = {p: [] for p in fns}
     for r in range(rounds):
