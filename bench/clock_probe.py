@@ -9,6 +9,7 @@ and summarized per phase.
   python3 bench/clock_probe.py [--only causal_long_d128,causal_gqa_d128] [--out F.json]
 """
 import argparse
+import datetime
 import json
 import os
 import statistics
@@ -31,7 +32,7 @@ class Sampler:
     def __init__(self):
         self.rows = []
         self.proc = subprocess.Popen(
-            ["nvidia-smi", "--query-gpu=clocks.sm,power.draw,temperature.gpu",
+            ["nvidia-smi", "--query-gpu=timestamp,clocks.sm,power.draw,temperature.gpu",
              "--format=csv,noheader,nounits", "-lms", "100"],
             stdout=subprocess.PIPE, text=True)
         self.thread = threading.Thread(target=self._read, daemon=True)
@@ -39,11 +40,12 @@ class Sampler:
 
     def _read(self):
         for line in self.proc.stdout:
-            try:
-                clock, power, temp = (float(x) for x in line.split(","))
+            try:  # the sample's own time (local, as time.time() reads it)
+                stamp, clock, power, temp = (x.strip() for x in line.split(","))
+                when = datetime.datetime.strptime(stamp, "%Y/%m/%d %H:%M:%S.%f").timestamp()
+                self.rows.append((when, float(clock), float(power), float(temp)))
             except ValueError:
                 continue
-            self.rows.append((time.time(), clock, power, temp))
 
     def between(self, t0, t1):
         got = [r for r in self.rows if t0 <= r[0] <= t1]
@@ -58,7 +60,8 @@ class Sampler:
 
 
 def single_launches(fn, n=20):
-    """kernel_bench's way: events around each launch, synchronized, median."""
+    """kernel_bench's way: events around each launch, synchronized, median
+    (the host's time between the first event and the launch included)."""
     for _ in range(3):
         fn()
     times = []
@@ -86,7 +89,8 @@ def main():
             continue
         span_list = ba.image_spans(seqlen) if spans else []
         q, k, v, cu, sinks, ranges = ba.make_inputs(batch, seqlen, hq, hkv, d, span_list)
-        kq = q[:, :hkv].contiguous()  # correlated: each kv head's keys are a query head's rows
+        # correlated: kv head j's keys are the rows of its group's first query head
+        kq = q.view(-1, hkv, hq // hkv, d)[:, :, 0].contiguous()
         phases = [("do_bench, independent", lambda: ba.time_ms(
                        lambda: ba.attnjit_call(pr, q, k, v, cu, sinks, ranges, seqlen))),
                   ("single launches, independent", lambda: single_launches(
@@ -99,8 +103,14 @@ def main():
                        lambda: ba.attnjit_call(pr, q, k, v, cu, sinks, ranges, seqlen)))]
         for label, run in phases:
             t0 = time.time()
-            ms = run()
+            try:
+                ms = run()
+            except Exception as e:  # a phase that cannot run: reported, not timed
+                print(f"{name:<18} {label:<30} failed: {type(e).__name__}: {e}", flush=True)
+                continue
             t1 = time.time()
+            if ms is None:
+                continue
             row = {"problem": name, "phase": label, "ms": ms, **sampler.between(t0, t1)}
             results.append(row)
             print(f"{name:<18} {label:<30} {ms:8.3f} ms  "
