@@ -7,6 +7,13 @@ GPU's SM clock, power and temperature sampled by nvidia-smi every 100 ms
 and summarized per phase.
 
   python3 bench/clock_probe.py [--only causal_long_d128,causal_gqa_d128] [--out F.json]
+
+--sustained S runs each peer (attnjit, cuDNN, SDPA flash where they can
+run the problem) alone, back to back, for S seconds after the others, and
+reports its time per call over the second half with the median SM clock
+and power of that half, and energy per call (power x time): under
+sustained load the GPU holds its power limit, so energy per useful FLOP
+is what decides the time.
 """
 import argparse
 import datetime
@@ -75,10 +82,66 @@ def single_launches(fn, n=20):
     return statistics.median(times)
 
 
+def sustained(pr, q, k, v, cu, sinks, ranges, spans, sampler, seconds):
+    """Each peer alone, back to back for `seconds`; its time per call (CUDA
+    events around the second half's calls, over their count), and the SM
+    clock and power sampled in that half."""
+    name, batch, seqlen, hq, hkv, d = pr[:6]
+    q4 = q.view(batch, seqlen, hq, d).transpose(1, 2).contiguous()
+    k4 = k.view(batch, seqlen, hkv, d).transpose(1, 2).contiguous()
+    v4 = v.view(batch, seqlen, hkv, d).transpose(1, 2).contiguous()
+    out = torch.empty_like(q)
+    fns = {"attnjit": lambda: ba.attnjit_call(pr, q, k, v, cu, sinks, ranges, seqlen, out=out)}
+    for peer in ("cudnn", "flash"):
+        fn = ba.sdpa_peer(pr, q4, k4, v4, peer)
+        if fn is not None:
+            fns["sdpa_" + peer] = fn
+    flops = 4.0 * ba.useful_pairs(seqlen, pr[6], pr[7], spans) * batch * d * hq
+    rows = []
+    for peer, fn in fns.items():
+        try:
+            fn()
+            torch.cuda.synchronize()
+        except Exception as e:
+            print(f"{name:<18} {peer:<12} failed: {type(e).__name__}: {e}", flush=True)
+            continue
+        start = time.time()
+        while time.time() - start < seconds / 2:  # the first half: reach the steady state
+            for _ in range(16):
+                fn()
+            torch.cuda.synchronize()
+        e0, e1 = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        t0 = time.time()
+        calls = 0
+        e0.record()
+        while time.time() - t0 < seconds / 2:
+            for _ in range(16):  # (a synchronize every 16 calls: the queue stays short)
+                fn()
+            calls += 16
+            torch.cuda.synchronize()
+        e1.record()
+        e1.synchronize()
+        t1 = time.time()
+        ms = e0.elapsed_time(e1) / calls
+        row = {"problem": name, "phase": f"sustained {peer}", "peer": peer, "ms": ms,
+               "calls": calls, "tflops": flops / (ms * 1e-3) / 1e12, **sampler.between(t0, t1)}
+        if "power_w" in row:
+            row["joules_per_call"] = row["power_w"] * ms * 1e-3
+            row["gflop_per_joule"] = flops / 1e9 / row["joules_per_call"]
+        rows.append(row)
+        print(f"{name:<18} {peer:<12} {ms:8.3f} ms {row['tflops']:6.0f} TF  "
+              f"{row.get('sm_mhz', float('nan')):6.0f} MHz  {row.get('power_w', float('nan')):5.0f} W  "
+              f"{row.get('gflop_per_joule', float('nan')):6.0f} GFLOP/J  ({row.get('samples', 0)} samples)",
+              flush=True)
+    return rows
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--only", default="causal_long_d128,causal_gqa_d128")
     ap.add_argument("--out", default=None)
+    ap.add_argument("--sustained", type=float, default=0.0,
+                    help="seconds of back-to-back calls per peer (0: the timing-method phases)")
     args = ap.parse_args()
     sampler = Sampler()
     time.sleep(0.5)
@@ -90,6 +153,10 @@ def main():
         span_list = ba.image_spans(seqlen) if spans else []
         q, k, v, cu, sinks, ranges = ba.make_inputs(batch, seqlen, hq, hkv, d, span_list)
         # correlated: kv head j's keys are the rows of its group's first query head
+        if args.sustained > 0:
+            results += sustained(pr, q, k, v, cu, sinks, ranges, span_list, sampler,
+                                 args.sustained)
+            continue
         kq = q.view(-1, hkv, hq // hkv, d)[:, :, 0].contiguous()
         phases = [("do_bench, independent", lambda: ba.time_ms(
                        lambda: ba.attnjit_call(pr, q, k, v, cu, sinks, ranges, seqlen))),
