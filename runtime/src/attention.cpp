@@ -479,18 +479,18 @@ void AttentionKernel::launch_this(const AttentionArgs& a, CuStream stream,
                                   const std::vector<UserArg>& user_args) {
   KernelParams params = kernel_params(flags_, a);
   SplitPlan plan;
-  if (flags_.split_kv) {
+  if (flags_.split_kv || persistent_) {
     plan = split_plan(a);
-    params.num_splits = plan.num_splits;
-    if (plan.num_splits > 1) {
+    if (flags_.split_kv) params.num_splits = plan.num_splits;
+    if (plan.workspace_bytes > 0) {
       const SplitScratch ws = split_workspace(a, plan, stream);
-      params.split_counters = ws.counters;
-      params.lse_partial = ws.lse;
-      params.o_partial = ws.o;
+      if (plan.num_splits > 1) {
+        params.split_counters = ws.counters;
+        params.lse_partial = ws.lse;
+        params.o_partial = ws.o;
+      }
+      if (persistent_) params.tile_counter = ws.cell_counter;
     }
-  } else if (persistent_) {
-    plan = split_plan(a);
-    params.tile_counter = split_workspace(a, plan, stream).counters;
   }
   // The warpgroup kernels copy k and v tiles through TMA maps; the others
   // ignore the (zeroed) fields.

@@ -56,14 +56,22 @@ WorkspaceCache& workspace_cache() {
 
 SplitPlan AttentionKernel::split_plan(const AttentionArgs& a, int sm_count) const {
   if (generic_) return current().split_plan(a, sm_count);
-  SplitPlan plan;
+  SplitPlan plan = split_parts_plan(a, sm_count);
   if (persistent_) {
     // The cell counters (tile_scheduler.cuh, PersistentTileScheduler): the
-    // first 8 of 256 counter bytes, no parts. (A persistent variant never
-    // splits.)
-    plan.lse_offset = plan.o_offset = plan.workspace_bytes = 256;
-    return plan;
+    // first 8 of 256 counter bytes at the workspace's start; a split's own
+    // counters and parts after them.
+    constexpr size_t kCellCounterBytes = 256;
+    if (plan.num_splits > 1) plan.counters_offset += kCellCounterBytes;
+    plan.lse_offset += kCellCounterBytes;
+    plan.o_offset += kCellCounterBytes;
+    plan.workspace_bytes += kCellCounterBytes;
   }
+  return plan;
+}
+
+SplitPlan AttentionKernel::split_parts_plan(const AttentionArgs& a, int sm_count) const {
+  SplitPlan plan;
   if (!flags_.split_kv || a.num_splits == 1 || a.num_seqs <= 0 || a.max_seqlen_q <= 0) {
     return plan;
   }
@@ -218,7 +226,8 @@ SplitScratch place_split(WorkspaceCache& cache, CuDevicePtr buffer, size_t capac
   }
   char* base = reinterpret_cast<char*>(buffer);
   char* parts = base + (capacity - plan.workspace_bytes);
-  return SplitScratch{reinterpret_cast<int32_t*>(base + plan.counters_offset),
+  return SplitScratch{reinterpret_cast<int32_t*>(base),
+                      reinterpret_cast<int32_t*>(base + plan.counters_offset),
                       reinterpret_cast<float*>(parts + plan.lse_offset),
                       reinterpret_cast<float*>(parts + plan.o_offset)};
 }

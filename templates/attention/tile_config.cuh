@@ -115,9 +115,10 @@ struct TileConfig {
   // that the tensor cores run one warpgroup's products while the others
   // do their softmax. Off with one warpgroup (nobody to take turns with).
   bool pingpong;
-  // wgmma without split-KV or fp8 K/V: the launch has a block per resident
-  // slot (the host's persistent_blocks), each walking the tiles of the
-  // grid a non-persistent launch would have (grid_shape), in its order:
+  // wgmma without fp8 K/V or the decode block: the launch has a block per
+  // resident slot (the host's persistent_blocks), each walking the cells of
+  // the grid a non-persistent launch would have (grid_shape; with split-KV
+  // the parts of its tiles), in its order:
   // each block's next from a counter in global memory, as the hardware
   // hands out blocks (tile_scheduler.cuh). Its ring keeps counting across
   // tiles, so the producer loads the next tile's K and V while the
@@ -325,7 +326,6 @@ ATTNJIT_TILE_CONSTEXPR TileConfig make_tile_config(const TileShape& shape) {
   c.consumer_threads = shape.warps * 32;
   c.warpgroups = shape.wgmma ? shape.warps / 4 : 0;
   c.pingpong = shape.pingpong && c.warpgroups > 1;
-  c.persistent = shape.persistent && shape.wgmma && !shape.split_kv && !shape.kv_fp8;
   c.unpack_long = unpacks_long(shape.pack_gqa, shape.split_kv);
   // (4 or 8 warps of 16 rows each: the phases, warps / groups of rows,
   // then divide the ring's stages for every group count; decode_sm90.cuh.)
@@ -344,6 +344,9 @@ ATTNJIT_TILE_CONSTEXPR TileConfig make_tile_config(const TileShape& shape) {
   c.decode_rows_mismatch = decode_serves && !decode_rows_fit;
   c.mma_decode = decode_serves && decode_rows_fit;
   c.mma_decode_swap = c.mma_decode && shape.decode_swap;
+  // (Split-KV variants too, their cells the parts of the query tiles; not
+  // the decode block, whose kernel has no persistent loop.)
+  c.persistent = shape.persistent && shape.wgmma && !shape.kv_fp8 && !c.mma_decode;
   tile_detail::set_threads(c, 1);
   if (c.mma_decode) {
     c.producer_warpgroups = 0;
@@ -469,6 +472,19 @@ struct KvFp8 {
 template <class C>
 struct KvFp8<C, decltype(void(C::kv_dtype))> {
   static constexpr bool value = C::kv_dtype == C::kv_dtype_t::fp8_e4m3;
+};
+
+// Whether a generated Config asks for persistent blocks (its tuning param
+// persistent; false for a Config without one, as the host tests'). Where
+// TileConfig::persistent turns it off, the launch is a plain grid, for
+// which PersistentCells' arithmetic (the split counters) is the same.
+template <class C, class = void>
+struct PersistentCells {
+  static constexpr bool value = false;
+};
+template <class C>
+struct PersistentCells<C, decltype(void(C::persistent))> {
+  static constexpr bool value = C::persistent != 0;
 };
 
 // Whether a generated Config asks for the fp8 decode block (its tuning

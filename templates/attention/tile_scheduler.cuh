@@ -271,10 +271,19 @@ struct WorkTile {
   // Split-KV: the tile's counter in prm.split_counters, [query tile from
   // the last, sequence, head slot] over the grid (gridDim.x / num_splits
   // tiles; the host sizes them in split_plan). The blocks of one tile's
-  // parts count there (epilogue.cuh's last_part).
-  __device__ __forceinline__ int split_counter(const Params<T>&) const {
-    return (tile_x * static_cast<int>(gridDim.z) + seq) * static_cast<int>(gridDim.y) +
-           static_cast<int>(blockIdx.y);
+  // parts count there (epilogue.cuh's last_part). Persistent blocks walk
+  // that grid's cells in a one-row launch: the sequence count and the head
+  // slots come from the arguments, the tile's slot from its rows (the same
+  // counter a plain grid's block of the cell takes).
+  __device__ __forceinline__ int split_counter(const Params<T>& prm) const {
+    if constexpr (PersistentCells<C>::value) {
+      constexpr bool kPack = C::pack_gqa != 0;
+      const int slots = kPack ? prm.num_heads_kv : prm.num_heads_q;
+      return (tile_x * prm.num_seqs + seq) * slots + (kPack ? hk : map.head0);
+    } else {
+      return (tile_x * static_cast<int>(gridDim.z) + seq) * static_cast<int>(gridDim.y) +
+             static_cast<int>(blockIdx.y);
+    }
   }
 
   // Split-KV: this block takes part x of the tile's key range (set_tile
@@ -397,12 +406,16 @@ struct TileScheduler {
 // block's other warps through shared memory (forward_sm90.cuh, CellRing);
 // the last block to run out zeroes the counters for the next launch
 // (done). The same launch on two streams at once needs two counters: the
-// runtime keeps them per stream (its split-KV workspace).
+// runtime keeps them per stream (its split-KV workspace). With split-KV a
+// cell is one part of a query tile's keys (tile_at), so a decode's short
+// parts run one after another in resident blocks, each block's producer
+// loading the next part's first tiles while its consumers finish the last
+// (and the block of a tile's last part combines them, as a plain block
+// does).
 template <class C, int kBlockM, int kBlockN>
 struct PersistentTileScheduler {
   using Work = WorkTile<C, kBlockM, kBlockN>;
   static constexpr bool kPersistent = true;
-  static_assert(!C::split_kv, "persistent blocks: split-KV has a block per part");
 
   // The next cell this block takes that holds a tile (set into `work`), or
   // -1 past the grid's last cell; `takes` counts this block's takes so far

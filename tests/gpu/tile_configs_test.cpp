@@ -226,6 +226,49 @@ TEST(TileConfigs, EveryConfigMatchesTheReference) {
   }
 }
 
+// Persistent blocks in split-KV variants (their cells the parts of the
+// query tiles, the last part's block combining them): the decode shapes'
+// split counts (the library's, none, two, the most) and the prefill
+// shapes through the same variants, contiguous and paged, with sinks and
+// a window, blocks uncapped and capped at 1 and 5 (each block then walks
+// many parts, some of them its own tile's).
+TEST(TileConfigs, PersistentSplitDecodesMatchTheReference) {
+  ATTNJIT_REQUIRE_GPU();
+  if (current_device_target() != parse_target("sm_90a")) {
+    GTEST_SKIP() << "persistent blocks are a warpgroup-path (sm_90a) tuning";
+  }
+  AttentionFlags decode;
+  decode.head_dim = 128;
+  decode.causal = decode.return_lse = decode.split_kv = true;
+  decode.sinks = SinkMode::kNullLogit;
+  AttentionFlags paged = decode;
+  paged.kv_layout = KvLayout::kPaged;
+  paged.sinks = SinkMode::kNone;
+  AttentionFlags oss;
+  oss.head_dim = 64;
+  oss.causal = oss.window = oss.split_kv = true;
+  oss.sinks = SinkMode::kNullLogit;
+  oss.kv_layout = KvLayout::kPaged;
+  const auto tiles = [](int bn, int stages) {
+    return std::map<std::string, int64_t>{{"block_m", 64},  {"warps", 4},         {"block_n", bn},
+                                          {"stages", stages}, {"min_blocks", 2},  {"pack_gqa", 1},
+                                          {"wgmma", 1},       {"split_keys", 128}, {"persistent", 1}};
+  };
+  const std::vector<Case> persistent = {{decode, tiles(32, 2)}, {paged, tiles(64, 2)},
+                                        {oss, tiles(64, 4)}};
+  for (const Case& c : persistent) {
+    ASSERT_TRUE(AttentionKernel::get(c.flags, KernelCache::global(), nullptr, c.tuning)
+                    ->persistent());
+    std::string config;
+    for (const auto& [k, v] : c.tuning) config += fmt::format("{}={} ", k, v);
+    for (const char* cap : {"0", "1", "5"}) {
+      setenv("ATTNJIT_PERSISTENT_BLOCKS", cap, 1);
+      check_case(c, config + "blocks<=" + cap);
+    }
+    unsetenv("ATTNJIT_PERSISTENT_BLOCKS");
+  }
+}
+
 // With ATTNJIT_SMALL_PAGES=0 a paged launch at pages of 16 keys runs the
 // variant itself (its per-page-and-chunk boxes), which is also what serves
 // where the small_pages sibling cannot be had: the matrix's paged variants

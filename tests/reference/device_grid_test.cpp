@@ -26,9 +26,10 @@
 namespace attnjit {
 namespace {
 
-template <int kPack, bool kSplit = false, int kSplitKeys = 0>
+template <int kPack, bool kSplit = false, int kSplitKeys = 0, int kPersistent = 0>
 struct Config {
   using dtype = unsigned short;
+  static constexpr int persistent = kPersistent;
   static constexpr int pack_gqa = kPack;
   static constexpr bool split_kv = kSplit;
   static constexpr int split_keys = kSplitKeys;
@@ -174,6 +175,7 @@ void check_split(std::mt19937_64& rng) {
   const AttentionArgs args = batch_args(num_seqs, hq, hkv, max_q);
   attention::Params<unsigned short> prm = batch_params(cu_q, cu_k, hq, hkv);
   prm.num_splits = num_splits;
+  prm.num_seqs = num_seqs;
   using Key = std::tuple<int, int, int>;  // (token, head, key tile)
   // Visits of each key tile by each row, and the parts counted on each
   // split counter (with the tile each came from: sequence, head slot, row0).
@@ -198,6 +200,14 @@ void check_split(std::mt19937_64& rng) {
             EXPECT_GE(counter, 0) << what;
             EXPECT_LT(counter, attention::split_counter_count(grid.x, grid.y, grid.z, splits))
                 << what;
+            // Persistent blocks take the cell in a one-row launch and name
+            // its counter from the arguments: the same counter.
+            using Twin = ::attnjit::Config<Config::pack_gqa, true, Config::split_keys, 1>;
+            attention::WorkTile<Twin, kBlockM, kBlockN> twin;
+            EXPECT_TRUE(attention::tile_at(prm, twin, int(blockIdx.x), int(blockIdx.y),
+                                           int(blockIdx.z)))
+                << what;
+            EXPECT_EQ(twin.split_counter(prm), counter) << what;
           }
           parts[counter].push_back(
               {Tile{int(blockIdx.z), int(blockIdx.y), work.row0}, work.splits});

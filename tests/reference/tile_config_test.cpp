@@ -326,15 +326,25 @@ TEST(TileConfig, PersistentBlocksStageTheOutputApartFromTheRing) {
   EXPECT_EQ(plain.producer_registers, 24);
   EXPECT_EQ(c.producer_registers, 32);
   EXPECT_EQ(c.consumer_registers, 232);
+  TileShape block{128, 64, 32, 4, 4, 2, true, true, false, false, true};
+  block.decode_mma = true;  // the decode block: no persistent loop
   for (const auto& [what, s] : std::vector<std::pair<const char*, TileShape>>{
            {"mma.sync", {128, 128, 64, 4, 2, 1, false, false, false}},
-           {"split-KV", {128, 64, 64, 4, 2, 2, true, true, false, false, true}},
+           {"decode block", block},
            {"fp8 K/V", {128, 192, 64, 12, 3, 1, true, true, false, true}}}) {
     TileShape off = s;
     off.persistent = true;
     EXPECT_FALSE(make_tile_config(off).persistent) << what;
     EXPECT_EQ(make_tile_config(off).smem_bytes, make_tile_config(s).smem_bytes) << what;
   }
+  // Split-KV on the warpgroup path: persistent, its output staged apart
+  // from the ring (64 rows of D 128, padded) and the cell ring past the
+  // barriers (what `attnjit compile` reports for the decode rule's shape).
+  const TileShape split{128, 64, 32, 4, 2, 2, true, true, false, false, true};
+  TileShape split_on = split;
+  split_on.persistent = true;
+  ASSERT_TRUE(make_tile_config(split_on).persistent);
+  EXPECT_EQ(make_tile_config(split_on).smem_bytes, 67696u);
   // The launch: a block per resident slot, never more than the tiles and
   // never none.
   EXPECT_EQ(attention::persistent_blocks({32, 8, 4}, 132), 132u);

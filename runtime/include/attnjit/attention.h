@@ -291,8 +291,9 @@ class AttentionKernel {
 
   // The split schedule this variant (a split_kv one) would use for `args`
   // on a GPU of `sm_count` SMs (0: the current device's), and the
-  // workspace the launch needs: the parts, or a persistent variant's 256
-  // bytes of cell counters.
+  // workspace the launch needs: the parts and their counters, and a
+  // persistent variant's 256 bytes of cell counters at the start (before
+  // a split's own).
   SplitPlan split_plan(const AttentionArgs& args, int sm_count = 0) const;
   // The kernel a launch with `args` runs: this one, its split sibling for
   // a decode-shaped batch, and (of either) the small_pages sibling for
@@ -301,6 +302,8 @@ class AttentionKernel {
   AttentionKernel& for_args(const AttentionArgs& args);
 
  private:
+  // split_plan without a persistent variant's cell counters.
+  SplitPlan split_parts_plan(const AttentionArgs& args, int sm_count) const;
   // A sibling variant (the same flags but a schedule flag), fetched once.
   struct Sibling {
     std::mutex mutex;
