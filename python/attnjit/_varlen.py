@@ -156,7 +156,7 @@ def _launch_on(device, key, method, args, user_args=()):
 
     A decode-shaped launch may split its keys (split-KV) and needs scratch
     for the parts, and a persistent variant (tuning persistent=1) 256
-    bytes for the counter its blocks take cells from. Eagerly the library
+    bytes more, first, for the counter its blocks take cells from. Eagerly the library
     keeps it per stream; while a CUDA graph is being captured it comes from
     torch's allocator (the graph's pool), zeroed in the graph, so every
     replay starts from zeroed counters.

@@ -94,9 +94,12 @@ struct MainloopSm90 {
   static_assert(BM == 64 * kTile.warpgroups, "wgmma: block_m must be 64 rows per warpgroup");
   static_assert(BN % 16 == 0 && BN <= 256, "wgmma: block_n must be a multiple of 16, at most 256");
   static_assert(kStages >= 2, "the pipeline needs at least two stages");
-  static_assert(kTile.smem_bytes <= kMaxSmemPerBlockSm90,
+  // (A split variant's epilogue flag takes 1024 bytes of static shared
+  // memory, with alignment, beside the tiles: tile_config.cuh's
+  // set_blocks_per_sm counts it too.)
+  static_assert(kTile.smem_bytes + (C::split_kv ? 1024u : 0u) <= kMaxSmemPerBlockSm90,
                 "the tiles need more shared memory than a block may have (227 KiB; a persistent "
-                "block also stages its output apart)");
+                "block also stages its output apart, a split variant's epilogue takes 1 KiB)");
   // The MMA descriptors step by adding to their 14-bit start field (address
   // / 16, ptx::descriptor_advance), which cannot carry below 2^18 bytes.
   static_assert(kMaxSmemPerBlockSm90 + 1024u < (1u << 18),

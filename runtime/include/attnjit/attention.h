@@ -146,10 +146,12 @@ struct AttentionArgs {
 
 // The split schedule of one launch of a split variant: the split count and
 // the workspace it needs (0 bytes for one split): counters [query tiles,
-// B, grid.y] int32, then lse parts [splits, total_q, Hq] and output parts
-// [splits, total_q, Hq, D] fp32, each 256-byte aligned. A persistent
-// variant's launch needs 256 bytes of counters (its blocks take the
-// grid's cells from them) and no parts.
+// B, grid.y] int32 at counters_offset, then lse parts [splits, total_q,
+// Hq] and output parts [splits, total_q, Hq, D] fp32, each 256-byte
+// aligned. A persistent variant's launch also needs the 256 bytes of the
+// counter its blocks take the grid's cells from, first: a persistent
+// launch that does not split needs those alone; one that splits has its
+// split counters and parts after them (counters_offset 256).
 struct SplitPlan {
   int num_splits = 1;
   size_t counters_offset = 0, lse_offset = 0, o_offset = 0;
