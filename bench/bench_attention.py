@@ -38,6 +38,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 # record how many launches the generic tier answered (steady_state_check).
 os.environ.setdefault("ATTNJIT_TIERED", "0")
 from plot_results import write_chart_beside  # noqa: E402
+from flex_compile import compiled_flex  # noqa: E402
 from problems import PROBLEMS  # noqa: E402
 from triton_peer import triton_peer  # noqa: E402
 
@@ -124,7 +125,7 @@ def check_error(pr):
 
 
 def flex_peer(pr, q4, k4, v4, sinks, spans):
-    from torch.nn.attention.flex_attention import create_block_mask, flex_attention
+    from torch.nn.attention.flex_attention import create_block_mask
     name, batch, seqlen, hq, hkv, d, causal, window, sinks_mode, use_spans = pr
     wl, wr = window
     image = torch.full((seqlen,), -1, dtype=torch.int32, device="cuda")
@@ -153,7 +154,7 @@ def flex_peer(pr, q4, k4, v4, sinks, spans):
     if sinks_mode == "bias_key0":
         def score_mod(score, b, h, q_idx, kv_idx):
             return torch.where(kv_idx == 0, score + sinks[h], score)
-    flex = torch.compile(flex_attention, dynamic=False)
+    flex = compiled_flex()
     gqa = hq != hkv
 
     if sinks_mode == "null_logit":

@@ -293,7 +293,7 @@ def flex_peer(pr, x, compile=True):
         def key0_bias(score, b, h, q_idx, kv_idx):
             return torch.where(locate(q_idx, kv_idx)[2] == 0, score + sinks[h], score)
         score_mod = key0_bias
-    flex = torch.compile(flex_attention, dynamic=False) if compile else flex_attention
+    flex = ba.compiled_flex() if compile else flex_attention
     gqa = pr.hq != pr.hkv
     if pr.sinks == "null_logit":
         sink_col = x.sinks.view(1, pr.hq, 1)

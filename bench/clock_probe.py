@@ -188,7 +188,9 @@ def main():
     sampler.stop()
     if args.out:
         with open(args.out, "w") as f:
-            json.dump({"gpu": torch.cuda.get_device_name(), "torch": torch.__version__,
+            json.dump({"date": datetime.date.today().isoformat(),
+                       "commit": os.environ.get("ATTNJIT_COMMIT", "unknown"),
+                       "gpu": torch.cuda.get_device_name(), "torch": torch.__version__,
                        "triton": triton.__version__, "rows": results}, f, indent=2)
     return 0
 
