@@ -101,6 +101,54 @@ __device__ __forceinline__ void tma_load_5d(unsigned dst, const TensorMap* map, 
       : "memory");
 }
 
+// Thread block clusters (a launch with a cluster dimension; sm_90). The
+// calling block's rank in its cluster.
+__device__ __forceinline__ unsigned cluster_rank() {
+  unsigned rank;
+  asm volatile("mov.u32 %0, %%cluster_ctarank;" : "=r"(rank));
+  return rank;
+}
+
+// The shared address `address` of this block as the address of the same
+// byte in the shared memory of the cluster's block `rank`.
+__device__ __forceinline__ unsigned map_shared_rank(unsigned address, unsigned rank) {
+  unsigned mapped;
+  asm volatile("mapa.shared::cluster.u32 %0, %1, %2;" : "=r"(mapped) : "r"(address), "r"(rank));
+  return mapped;
+}
+
+// One arrival on an mbarrier of another block of the cluster (its address
+// from map_shared_rank), as a consumer hands a buffer back: its reads of
+// the buffer (MMAs) have completed, so the arrival orders nothing else and
+// keeps the default CTA-scope release. (A cluster-scope release compiles
+// to a GPU-wide memory barrier per arrival, which made a cluster kernel
+// 1.5-2.8x slower on the H200.)
+__device__ __forceinline__ void mbarrier_arrive_cluster(unsigned remote_bar) {
+  asm volatile("mbarrier.arrive.shared::cluster.b64 _, [%0];" ::"r"(remote_bar) : "memory");
+}
+
+// Every thread of every block of the cluster: arrive, then wait for every
+// other thread of the cluster that has not exited. The arrival is relaxed:
+// what must be seen across the blocks (the mbarriers' init) is released by
+// its own fence (fence_mbarrier_init).
+__device__ __forceinline__ void cluster_sync() {
+  asm volatile("barrier.cluster.arrive.relaxed;\n\tbarrier.cluster.wait;" ::: "memory");
+}
+
+// tma_load_3d into the same shared address of every block of the cluster
+// whose bit is set in `blocks` (rank r: bit r), completing `bar`'s bytes in
+// each of them (the mbarrier at the same address there).
+__device__ __forceinline__ void tma_load_3d_multicast(unsigned dst, const TensorMap* map,
+                                                      unsigned bar, int c0, int c1, int c2,
+                                                      unsigned short blocks) {
+  asm volatile(
+      "cp.async.bulk.tensor.3d.shared::cluster.global.tile.mbarrier::complete_tx::bytes"
+      ".multicast::cluster [%0], [%1, {%2, %3, %4}], [%5], %6;" ::"r"(dst),
+      "l"(reinterpret_cast<unsigned long long>(map)), "r"(c0), "r"(c1), "r"(c2), "r"(bar),
+      "h"(blocks)
+      : "memory");
+}
+
 // Warpgroup-collective register reallocation: this warpgroup's per-thread
 // register count becomes N (a multiple of 8 in [24, 256]); inc waits until
 // the block's pool has the registers that dec calls released.
