@@ -20,29 +20,35 @@ struct Case {
   std::map<std::string, int64_t> tuning;
 };
 
+// The flag sets the tile configurations run with: the GPT-OSS window,
+// MiMo's window with its key-0 bias, spans clamped to a window with LSE,
+// fp16 soft-cap with LSE and sinks, and D256 with spans and a window.
+struct Families {
+  AttentionFlags oss, mimo, spans, cap, wide;
+};
+
+Families families() {
+  Families f;
+  f.oss.head_dim = 64;
+  f.oss.causal = f.oss.window = true;
+  f.oss.sinks = SinkMode::kNullLogit;
+  f.mimo.head_dim = 80;
+  f.mimo.window = true;
+  f.mimo.sinks = SinkMode::kBiasKey0;
+  f.spans.head_dim = 128;
+  f.spans.causal = f.spans.window = f.spans.mm_prefix = f.spans.mm_clamp = true;
+  f.spans.return_lse = true;
+  f.cap.dtype = DType::kFP16;
+  f.cap.head_dim = 96;
+  f.cap.softcap = f.cap.return_lse = true;
+  f.cap.sinks = SinkMode::kNullLogit;
+  f.wide.head_dim = 256;
+  f.wide.causal = f.wide.mm_prefix = f.wide.window = true;
+  return f;
+}
+
 std::vector<Case> cases() {
-  AttentionFlags oss;
-  oss.head_dim = 64;
-  oss.causal = oss.window = true;
-  oss.sinks = SinkMode::kNullLogit;
-  AttentionFlags mimo;
-  mimo.head_dim = 80;
-  mimo.window = true;
-  mimo.sinks = SinkMode::kBiasKey0;
-  AttentionFlags spans;
-  spans.head_dim = 128;
-  spans.causal = spans.window = spans.mm_prefix = spans.mm_clamp = true;
-  spans.return_lse = true;
-  AttentionFlags cap;
-  cap.dtype = DType::kFP16;
-  cap.head_dim = 96;
-  cap.softcap = cap.return_lse = true;
-  cap.sinks = SinkMode::kNullLogit;
-  AttentionFlags wide;
-  wide.head_dim = 256;
-  wide.causal = true;
-  wide.mm_prefix = true;
-  wide.window = true;
+  const auto [oss, mimo, spans, cap, wide] = families();
   // A paged cache (mixed decodes and chunks among its shapes), bf16 and fp8.
   AttentionFlags paged;
   paged.head_dim = 128;
@@ -281,29 +287,10 @@ TEST(TileConfigs, ClustersMatchTheReference) {
   if (current_device_target() != parse_target("sm_90a")) {
     GTEST_SKIP() << "clusters are a warpgroup-path (sm_90a) tuning";
   }
-  AttentionFlags oss;
-  oss.head_dim = 64;
-  oss.causal = oss.window = true;
-  oss.sinks = SinkMode::kNullLogit;
-  AttentionFlags mimo;
-  mimo.head_dim = 80;
-  mimo.window = true;
-  mimo.sinks = SinkMode::kBiasKey0;
-  AttentionFlags spans;
-  spans.head_dim = 128;
-  spans.causal = spans.window = spans.mm_prefix = spans.mm_clamp = true;
-  spans.return_lse = true;
-  AttentionFlags cap;
-  cap.dtype = DType::kFP16;
-  cap.head_dim = 96;
-  cap.softcap = cap.return_lse = true;
-  cap.sinks = SinkMode::kNullLogit;
+  const auto [oss, mimo, spans, cap, wide] = families();
   AttentionFlags causal;
   causal.head_dim = 128;
   causal.causal = true;
-  AttentionFlags wide;
-  wide.head_dim = 256;
-  wide.causal = wide.window = wide.mm_prefix = true;
   const auto wg = [](int bm, int bn, int stages, int pack, int pingpong = 0) {
     return std::map<std::string, int64_t>{
         {"block_m", bm},    {"warps", bm / 16},     {"block_n", bn},
