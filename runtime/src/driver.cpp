@@ -433,6 +433,11 @@ void Driver::encode_tensor_map(TensorMapBytes& map, const TiledTensor& t) {
 void Driver::launch(CuFunction fn, unsigned grid_x, unsigned grid_y, unsigned grid_z,
                     unsigned block_x, unsigned smem_bytes, CuStream stream, void** args,
                     unsigned cluster_x) {
+  if (cluster_x == 0 || grid_x % cluster_x != 0) {
+    throw Error(ErrorKind::kDriver,
+                fmt::format("cuLaunchKernelEx: grid x {} is not a whole number of clusters of {}",
+                            grid_x, cluster_x));
+  }
   CUlaunchConfig config{};
   config.gridDimX = grid_x;
   config.gridDimY = grid_y;

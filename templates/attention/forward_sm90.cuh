@@ -4,8 +4,10 @@
 // and V through the TMA (or, with producer_warps 2, its first warp K and
 // its second V); the consumer warpgroups run the MMAs and the
 // epilogue. The only block-wide barrier is the one after the mbarriers are
-// initialized; the consumers meet on named barrier 1. A persistent block
-// (PersistentTileScheduler) does the same for one work tile after another:
+// initialized (a cluster of two, forward_sm90_pair, meets at a cluster
+// barrier there and at one before exiting); the consumers meet on named
+// barrier 1. A persistent block (PersistentTileScheduler) does the same for
+// one work tile after another:
 // its producer warp takes each tile's cell and hands it to the consumers
 // (CellRing) before it streams that tile's K and V, the ring's indices
 // counting on across tiles, so the producer streams the next tile's K and V
@@ -107,6 +109,8 @@ __device__ __forceinline__ CellRing cells(const SharedTiles& smem) {
 // A block of a cluster of two (TileConfig::cluster): cells x and x ^ 1 of
 // the grid, neighbouring query tiles of one sequence and head slot, whose
 // key ranges overlap (a window's, a causal mask's) or agree (no mask).
+// (With pack_gqa 2 over a sequence run unpacked the pair may straddle two
+// query heads of the kv head, tile_at: still one K/V, a wider union.)
 // Both blocks walk the union of the two ranges through their rings, the
 // first block's producer copying K and the second's V of every tile into
 // both blocks' buffers (PairProducer), so a K/V row both tiles read leaves
@@ -143,8 +147,11 @@ __device__ void forward_sm90_pair(const Params<typename C::dtype>& prm) {
   const int tid = threadIdx.x;
   const int warp = tid / 32;
   const int lane = tid % 32;
+  // A launch without clusters of two would leave a block waiting for
+  // copies and hand-backs that never come: stop it at once.
+  if (ptx::cluster_blocks() != 2) __trap();
   if (tid == 0) smem.ring.template init<C::warps * 2>();  // (fences the init)
-  ptx::cluster_sync();
+  ptx::cluster_sync_after_init();
 
   if (warp >= C::warps) {
     if constexpr (kTile.rebalance) ptx::setmaxnreg_dec<kTile.producer_registers>();
@@ -174,7 +181,7 @@ __device__ void forward_sm90_pair(const Params<typename C::dtype>& prm) {
       for (int i = 0; i < count; ++i) passer.pass_ring_index(i);
     }
   }
-  ptx::cluster_sync();
+  ptx::cluster_sync_before_exit();
 }
 
 template <class C, class Scheduler, class Mainloop, class Epilogue>

@@ -29,7 +29,8 @@
 namespace attnjit {
 namespace attention {
 
-// The mbarrier ring: tile i of a block (counted from its first) uses stage
+// The mbarrier ring: tile i of a block (counted from its first; in a
+// cluster of two, from the first of the pair's union) uses stage
 // i mod stages; the n-th use of a stage completes phase n of its barriers,
 // whose parity the waiter names. In a cluster of two (TileConfig::cluster)
 // each block's producer writes into both blocks' buffers, so a consumer

@@ -156,7 +156,10 @@ struct TileConfig {
   // warpgroup path over contiguous K/V without fp8, split-KV, persistent
   // blocks, the decode block or two producer warps. The grid's neighbouring
   // cells x and x ^ 1 (neighbouring query tiles of one sequence and head
-  // slot) are one cluster; both blocks walk the union of their key ranges,
+  // slot; with pack_gqa 2 over a sequence run unpacked, where x counts
+  // each query head's tiles in turn, a pair may also be the first tile of
+  // one head and the last of the next: correct, but their union is wide)
+  // are one cluster; both blocks walk the union of their key ranges,
   // the first copying every K tile and the second every V tile, each copy
   // multicast into both blocks' shared memory, so a K/V row that both tiles
   // read leaves L2 once (forward_sm90.cuh, forward_sm90_pair).

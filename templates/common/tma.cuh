@@ -120,19 +120,38 @@ __device__ __forceinline__ unsigned map_shared_rank(unsigned address, unsigned r
 // One arrival on an mbarrier of another block of the cluster (its address
 // from map_shared_rank), as a consumer hands a buffer back: its reads of
 // the buffer (MMAs) have completed, so the arrival orders nothing else and
-// keeps the default CTA-scope release. (A cluster-scope release compiles
-// to a GPU-wide memory barrier per arrival, which made a cluster kernel
-// 1.5-2.8x slower on the H200.)
+// keeps the default CTA-scope release. That the MMAs' reads are done
+// before the other block's producer overwrites the buffer rests on the
+// hardware's practice (as in CUTLASS's cluster pipelines), not on the PTX
+// memory model's scopes. (A cluster-scope release compiles to a GPU-wide
+// memory barrier per arrival; with it, and relaxed cluster barriers, the
+// cluster kernels were 1.2-1.6x slower than with this form on the H200.)
 __device__ __forceinline__ void mbarrier_arrive_cluster(unsigned remote_bar) {
   asm volatile("mbarrier.arrive.shared::cluster.b64 _, [%0];" ::"r"(remote_bar) : "memory");
 }
 
+// The number of blocks in the calling block's cluster.
+__device__ __forceinline__ unsigned cluster_blocks() {
+  unsigned blocks;
+  asm volatile("mov.u32 %0, %%cluster_nctarank;" : "=r"(blocks));
+  return blocks;
+}
+
 // Every thread of every block of the cluster: arrive, then wait for every
-// other thread of the cluster that has not exited. The arrival is relaxed:
-// what must be seen across the blocks (the mbarriers' init) is released by
-// its own fence (fence_mbarrier_init).
-__device__ __forceinline__ void cluster_sync() {
+// other thread of the cluster that has not exited. After the mbarriers'
+// init the arrival is relaxed: what must be seen across the blocks (the
+// init) is released by its own fence (fence_mbarrier_init).
+__device__ __forceinline__ void cluster_sync_after_init() {
   asm volatile("barrier.cluster.arrive.relaxed;\n\tbarrier.cluster.wait;" ::: "memory");
+}
+
+// The same before a block exits: the arrival releases (and the wait
+// acquires) every memory operation the thread issued before it, the
+// arrivals on the other block's mbarriers among them, so none of them can
+// land in that block's shared memory after it has exited and the memory
+// has gone to another block.
+__device__ __forceinline__ void cluster_sync_before_exit() {
+  asm volatile("barrier.cluster.arrive.release;\n\tbarrier.cluster.wait.acquire;" ::: "memory");
 }
 
 // tma_load_3d into the same shared address of every block of the cluster
