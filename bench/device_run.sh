@@ -18,6 +18,8 @@
 #   DECODE_PROFILE_SOURCE=1 adds per-instruction counters and stall samples as CSV)
 #   STAGES="build paged_profile" PAGED_PROFILE_PROBLEMS=chunked_prefill_p16,chunked_prefill_p64
 #   (ncu on one paged launch per problem)
+#   STAGES="build peer_profile" PROFILE_PROBLEMS=causal_gqa_d128 PEER_PROFILE_PEER=cudnn (ncu
+#   counters per useful FLOP, attnjit's kernel beside SDPA's; bench/peer_once.py runs the peer)
 #   STAGES="build source_profile" PROFILE_PROBLEMS=causal_expr PROFILE_SKIP=22 PROFILE_COUNT=2
 #   (executed instructions per SASS instruction and source line, as CSV)
 #   PROFILE_PROBLEMS=gpt_oss_window127_null,causal_gqa_d128 (profile stage; PROFILE_SKIP=22
@@ -232,6 +234,36 @@ if stage profile; then
       ./build-gpu/bench/attnjit_kernel_bench "$OUT/profile-$pr.json" --no-tune "$pr" \
       >"$OUT/ncu-$pr.txt" 2>&1 || status=1
     grep -E "Duration|Throughput|Occupancy|Warp Cycles|Issued|Executed Instructions" "$OUT/ncu-$pr.txt" | head -24
+  done
+fi
+if stage peer_profile; then
+  # attnjit's kernel and a peer's (SDPA cuDNN unless PEER_PROFILE_PEER says)
+  # on each PROFILE_PROBLEMS problem under ncu, with the counters that say
+  # what a useful FLOP costs: executed instructions (per opcode), shared
+  # wavefronts, pipe activity. One launch each after warm-up runs.
+  IFS=, read -ra problems <<<"${PROFILE_PROBLEMS:-causal_gqa_d128}"
+  peer=${PEER_PROFILE_PEER:-cudnn}
+  metrics=gpu__time_duration.sum,smsp__inst_executed.sum,sm__cycles_elapsed.avg,\
+smsp__inst_executed_pipe_uniform.sum,smsp__inst_executed_pipe_alu.sum,\
+smsp__inst_executed_pipe_fma.sum,smsp__inst_executed_pipe_xu.sum,\
+smsp__inst_executed_pipe_lsu.sum,l1tex__data_pipe_lsu_wavefronts_mem_shared.sum,\
+smsp__thread_inst_executed.sum,sass__inst_executed_per_opcode,smsp__issue_active.avg.pct_of_peak_sustained_active
+  for pr in "${problems[@]}"; do
+    ncu --clock-control none --kernel-name attention_prefill --launch-skip 3 --launch-count 1 \
+      --section SpeedOfLight --section ComputeWorkloadAnalysis --metrics "$metrics" \
+      --print-metric-instances details \
+      ./build-gpu/bench/attnjit_kernel_bench "$OUT/peer-profile-$pr.json" --no-tune "$pr" \
+      >"$OUT/ncu-metrics-attnjit-$pr.txt" 2>&1 || status=1
+    ncu --clock-control none --kernel-name "regex:.*(cudnn|fmha|flash|sm90).*" --launch-skip 2 \
+      --launch-count 1 --section SpeedOfLight --section ComputeWorkloadAnalysis \
+      --metrics "$metrics" --print-metric-instances details \
+      python bench/peer_once.py "$pr" "$peer" --runs 4 \
+      >"$OUT/ncu-metrics-$peer-$pr.txt" 2>&1 || status=1
+    for who in attnjit "$peer"; do
+      echo "== $who $pr"
+      grep -E "  [a-z].*(duration|inst_executed|wavefronts|cycles|issue_active)|Duration|Pipe|Issue|Throughput" \
+        "$OUT/ncu-metrics-$who-$pr.txt" | grep -v per_opcode | head -30
+    done
   done
 fi
 if stage source_profile; then
