@@ -169,8 +169,24 @@ struct Mask {
     return keys;
   }
 
+  // keys with every bound moved down by `by` (relative to key `by`).
+  static __device__ __forceinline__ RowKeys shifted(RowKeys keys, int by) {
+    keys.lo -= by;
+    keys.hi -= by;
+    if constexpr (kPrefix) {
+      keys.span_lo -= by;
+      keys.span_hi -= by;
+    }
+    return keys;
+  }
+
+  // kCheckLo false: the caller knows keys.lo is the sequence's first key
+  // (no window, no spec's bound raising it), which every key passes.
+  // keys and j may both be shifted by one amount (relative to a tile's
+  // first key): the comparisons are the same.
+  template <bool kCheckLo = true>
   static __device__ __forceinline__ bool visible_in(const RowKeys& keys, int j) {
-    const bool base = keys.lo <= j && j <= keys.hi;
+    const bool base = (!kCheckLo || keys.lo <= j) && j <= keys.hi;
     if constexpr (kPrefix) {
       return base || (keys.span_lo <= j && j <= keys.span_hi);
     } else {

@@ -67,11 +67,25 @@ void check_config(uint64_t seed) {
         const bool want = key_visible(rule, spans, p, j);
         ASSERT_EQ(mask.visible(p, j, span_lo, span_hi), want) << what << " p=" << p << " j=" << j;
         ASSERT_EQ(Mask::visible_in(keys, j), want) << what << " p=" << p << " j=" << j;
+        // The edge tiles' form (to_logits): bounds and key shifted by a
+        // lane's first key, and without a window no lower bound tested.
+        for (int by : {0, j, j / 2 + 1}) {
+          const typename Mask::RowKeys rel = Mask::shifted(keys, by);
+          ASSERT_EQ(Mask::visible_in(rel, j - by), want) << what << " p=" << p << " j=" << j;
+          if constexpr (!C::window) {
+            ASSERT_EQ(Mask::template visible_in<false>(rel, j - by), want)
+                << what << " p=" << p << " j=" << j << " (no lower bound)";
+          }
+        }
         ++pairs;
       }
       for (int j = n_k; j < n_k + 3; ++j) {
         ASSERT_FALSE(mask.visible(p, j, span_lo, span_hi)) << what << " p=" << p << " j=" << j;
         ASSERT_FALSE(Mask::visible_in(keys, j)) << what << " p=" << p << " j=" << j;
+        if constexpr (!C::window) {
+          ASSERT_FALSE(Mask::template visible_in<false>(Mask::shifted(keys, 5), j - 5))
+              << what << " p=" << p << " j=" << j;
+        }
       }
     }
     // Query tiles [p0, p1] against key tiles of several widths.
