@@ -87,38 +87,30 @@ __device__ __forceinline__ void to_logits(float (&s)[kBlocks][4],
   }
   Sinks<C>::template add_key0_bias<kSwapped>(s, sink2, j0, lane);
   if (!edge) return;
-  if constexpr (!(user_mask<C>() && !user_mask_in_row_keys<C>())) {
-    // The rows' bounds relative to this lane's first key, so each score's
-    // key is a constant of the unrolled loop and its test one compare
-    // with an immediate. Without a window (or a spec's bound raising it)
-    // a row's first visible key is the sequence's first, which every key
-    // passes: only the upper bounds are tested.
-    constexpr bool kCheckLo = C::window || UserOf<C>::key_bounds_below;
-    const int first = key_of(0, 0);
-    const typename Mask<C>::RowKeys rel[2] = {Mask<C>::shifted(keys[0], first),
-                                              Mask<C>::shifted(keys[1], first)};
-#pragma unroll
-    for (int nb = 0; nb < kBlocks; ++nb) {
-#pragma unroll
-      for (int e = 0; e < 4; ++e) {
-        const int j = kSwapped ? nb * 16 + 8 * (e / 2) : nb * 8 + (e % 2);
-        if (!Mask<C>::template visible_in<kCheckLo>(rel[row_of(e)], j)) {
-          s[nb][e] = ptx::neg_inf();
-        }
-      }
-    }
-    return;
-  }
+  // The rows' bounds relative to this lane's first key, so each score's
+  // key is a constant of the unrolled loop and its test one compare with
+  // an immediate. Without a window (or a spec's bound raising it) a row's
+  // first visible key is the sequence's first, which every key passes:
+  // only the upper bounds are tested.
+  constexpr bool kCheckLo = C::window || UserOf<C>::key_bounds_below;
+  const int first = key_of(0, 0);
+  const typename Mask<C>::RowKeys rel[2] = {Mask<C>::shifted(keys[0], first),
+                                            Mask<C>::shifted(keys[1], first)};
 #pragma unroll
   for (int nb = 0; nb < kBlocks; ++nb) {
 #pragma unroll
     for (int e = 0; e < 4; ++e) {
       const int r = row_of(e);
       const int j = key_of(nb, e);
-      bool visible = Mask<C>::visible_in(keys[r], j);
+      bool visible;
       if constexpr (user_mask<C>() && !user_mask_in_row_keys<C>()) {
+        // A spec's mask tested per key: absolute keys, as its expressions
+        // see them.
         const auto& u = keys[r].user;
-        visible = visible && UserOf<C>::mask(prm, u.r, u.b, u.h, u.hk, u.p, j, u.n_q, u.n_k);
+        visible = Mask<C>::visible_in(keys[r], j) &&
+                  UserOf<C>::mask(prm, u.r, u.b, u.h, u.hk, u.p, j, u.n_q, u.n_k);
+      } else {
+        visible = Mask<C>::template visible_in<kCheckLo>(rel[r], j - first);
       }
       if (!visible) s[nb][e] = ptx::neg_inf();
     }
