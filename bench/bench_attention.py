@@ -98,6 +98,12 @@ def make_inputs(batch, seqlen, hq, hkv, d, spans, device="cuda"):
     return q, k, v, cu, sinks, ranges
 
 
+def to_bhsd(x, batch, seqlen):
+    """[batch * seqlen, heads, d] (attnjit's varlen layout) as a contiguous
+    [batch, heads, seqlen, d] (SDPA's and FlexAttention's)."""
+    return x.view(batch, seqlen, x.shape[1], x.shape[2]).transpose(1, 2).contiguous()
+
+
 def attnjit_call(pr, q, k, v, cu, sinks, ranges, seqlen, out=None):
     _, _, _, _, _, _, causal, window, sinks_mode, use_spans = pr
     return attnjit.varlen_attention(
@@ -284,9 +290,7 @@ def main():
         floor_ms = max(bytes_ / COPY_BW, flops / MATMUL) * 1e3
         out = torch.empty_like(q)
         fns = {"attnjit": lambda: attnjit_call(pr, q, k, v, cu, sinks, ranges, seqlen, out=out)}
-        q4 = q.view(batch, seqlen, hq, d).transpose(1, 2).contiguous()
-        k4 = k.view(batch, seqlen, hkv, d).transpose(1, 2).contiguous()
-        v4 = v.view(batch, seqlen, hkv, d).transpose(1, 2).contiguous()
+        q4, k4, v4 = (to_bhsd(x, batch, seqlen) for x in (q, k, v))
         for peer in ("flash", "cudnn"):
             fns["sdpa_" + peer] = sdpa_peer(pr, q4, k4, v4, peer)
         try:

@@ -87,9 +87,7 @@ def sustained(pr, q, k, v, cu, sinks, ranges, spans, sampler, seconds):
     events around the second half's calls, over their count), and the SM
     clock and power sampled in that half."""
     name, batch, seqlen, hq, hkv, d = pr[:6]
-    q4 = q.view(batch, seqlen, hq, d).transpose(1, 2).contiguous()
-    k4 = k.view(batch, seqlen, hkv, d).transpose(1, 2).contiguous()
-    v4 = v.view(batch, seqlen, hkv, d).transpose(1, 2).contiguous()
+    q4, k4, v4 = (ba.to_bhsd(x, batch, seqlen) for x in (q, k, v))
     out = torch.empty_like(q)
     fns = {"attnjit": lambda: ba.attnjit_call(pr, q, k, v, cu, sinks, ranges, seqlen, out=out)}
     for peer in ("cudnn", "flash"):

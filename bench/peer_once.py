@@ -11,7 +11,7 @@ import sys
 import torch
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from bench_attention import make_inputs, sdpa_peer  # noqa: E402
+from bench_attention import make_inputs, sdpa_peer, to_bhsd  # noqa: E402
 from problems import PROBLEMS  # noqa: E402
 
 
@@ -24,9 +24,7 @@ def main():
     pr = next(p for p in PROBLEMS if p[0] == args.problem)
     _, batch, seqlen, hq, hkv, d, _, _, _, spans = pr
     q, k, v, _, _, _ = make_inputs(batch, seqlen, hq, hkv, d, [] if spans else None)
-    q4 = q.view(batch, seqlen, hq, d).transpose(1, 2).contiguous()
-    k4 = k.view(batch, seqlen, hkv, d).transpose(1, 2).contiguous()
-    v4 = v.view(batch, seqlen, hkv, d).transpose(1, 2).contiguous()
+    q4, k4, v4 = (to_bhsd(x, batch, seqlen) for x in (q, k, v))
     run = sdpa_peer(pr, q4, k4, v4, args.peer)
     if run is None:
         sys.exit(f"peer_once: SDPA {args.peer} has no kernel for {args.problem}'s mask")
