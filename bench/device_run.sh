@@ -248,15 +248,18 @@ smsp__inst_executed_pipe_uniform.sum,smsp__inst_executed_pipe_alu.sum,\
 smsp__inst_executed_pipe_fma.sum,smsp__inst_executed_pipe_xu.sum,\
 smsp__inst_executed_pipe_lsu.sum,l1tex__data_pipe_lsu_wavefronts_mem_shared.sum,\
 smsp__thread_inst_executed.sum,sass__inst_executed_per_opcode,smsp__issue_active.avg.pct_of_peak_sustained_active
-  for pr in "${problems[@]}"; do
-    ncu --clock-control none --kernel-name attention_prefill --launch-skip 3 --launch-count 1 \
+  ncu_metrics() {  # KERNEL_REGEX SKIP CMD...: one launch's counters
+    local kernel=$1 skip=$2
+    shift 2
+    ncu --clock-control none --kernel-name "$kernel" --launch-skip "$skip" --launch-count 1 \
       --section SpeedOfLight --section ComputeWorkloadAnalysis --metrics "$metrics" \
-      --print-metric-instances details \
+      --print-metric-instances details "$@"
+  }
+  for pr in "${problems[@]}"; do
+    ncu_metrics attention_prefill 3 \
       ./build-gpu/bench/attnjit_kernel_bench "$OUT/peer-profile-$pr.json" --no-tune "$pr" \
       >"$OUT/ncu-metrics-attnjit-$pr.txt" 2>&1 || status=1
-    ncu --clock-control none --kernel-name "regex:.*(cudnn|fmha|flash|sm90).*" --launch-skip 2 \
-      --launch-count 1 --section SpeedOfLight --section ComputeWorkloadAnalysis \
-      --metrics "$metrics" --print-metric-instances details \
+    ncu_metrics "regex:.*(cudnn|fmha|flash|sm90).*" 2 \
       python bench/peer_once.py "$pr" "$peer" --runs 4 \
       >"$OUT/ncu-metrics-$peer-$pr.txt" 2>&1 || status=1
     for who in attnjit "$peer"; do

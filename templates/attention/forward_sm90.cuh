@@ -7,12 +7,11 @@
 // initialized (a cluster of two, forward_sm90_pair, meets at a cluster
 // barrier there and at one before exiting); the consumers meet on named
 // barrier 1. A persistent block (PersistentTileScheduler) does the same for
-// one work tile after another:
-// its producer warp takes each tile's cell and hands it to the consumers
-// (CellRing) before it streams that tile's K and V, the ring's indices
-// counting on across tiles, so the producer streams the next tile's K and V
-// while the consumers finish the last (its output is staged apart from the
-// ring).
+// one work tile after another: its producer warp takes each tile's cell and
+// hands it to the consumers (CellRing) before it streams that tile's K and
+// V, the ring's indices counting on across tiles, so the producer streams
+// the next tile's K and V while the consumers finish the last (its output
+// is staged apart from the ring).
 #pragma once
 
 #include "attention/mask.cuh"
