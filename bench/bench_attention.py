@@ -76,8 +76,12 @@ def useful_pairs(seqlen, causal, window, spans):
     lo, hi = clip_to_window(torch.zeros_like(p), hi)
     count = (hi - lo + 1).clamp(min=0)
     for r0, r1 in spans:
+        # A span is bounded by the left window alone (docs/semantics.md).
         inside = (p >= r0) & (p <= r1)
-        s_lo, s_hi = clip_to_window(torch.full_like(p, r0), torch.full_like(p, r1))
+        s_lo = torch.full_like(p, r0)
+        if window[0] >= 0:
+            s_lo = torch.maximum(s_lo, p - window[0])
+        s_hi = torch.full_like(p, r1)
         span_len = (s_hi - s_lo + 1).clamp(min=0)
         overlap = (torch.minimum(s_hi, hi) - torch.maximum(s_lo, lo) + 1).clamp(min=0)
         count += torch.where(inside, span_len - overlap, 0)
@@ -150,9 +154,10 @@ def flex_peer(pr, q4, k4, v4, sinks, spans):
         base = in_window(q_idx, kv_idx)
         if causal:
             base = base & (kv_idx <= q_idx)
-        if use_spans:
+        if use_spans:  # Gemma-4: (causal or same image) and q - k < W_left + 1
             same = (image[q_idx] >= 0) & (image[q_idx] == image[kv_idx])
-            base = base | (same & in_window(q_idx, kv_idx))
+            left = (q_idx - kv_idx <= wl) if wl >= 0 else (q_idx >= 0)
+            base = base | (same & left)
         return base
 
     block_mask = create_block_mask(mask_mod, None, None, seqlen, seqlen, device="cuda")

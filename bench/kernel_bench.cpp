@@ -75,9 +75,9 @@ long long visible_count(const bench::Problem& pr, int p, int n,
   long long count = hi >= lo ? hi - lo + 1 : 0;
   for (const auto& [r0, r1] : spans) {
     if (p < r0 || p > r1) continue;
-    int s_lo = std::max(r0, pr.window_left >= 0 ? p - pr.window_left : r0);
-    int s_hi = std::min(r1, pr.window_right >= 0 ? p + pr.window_right : r1);
-    for (int j = s_lo; j <= s_hi; ++j) count += (j < lo || j > hi);
+    // A span is bounded by the left window alone (docs/semantics.md).
+    const int s_lo = std::max(r0, pr.window_left >= 0 ? p - pr.window_left : r0);
+    for (int j = s_lo; j <= r1; ++j) count += (j < lo || j > hi);
   }
   return count;
 }

@@ -17,7 +17,7 @@ struct Problem {
   bool causal = false;
   int window_left = -1, window_right = -1;  // window flag iff either >= 0
   SinkMode sinks = SinkMode::kNone;
-  bool spans = false;  // image spans, clamped to the window
+  bool spans = false;  // image spans, bounded by the left window
   int seqlen_q = 0;    // new tokens per sequence (0: seqlen, a prefill); keys: seqlen
   bool kv_fp8 = false;  // K/V as e4m3 with per-tensor scales (kv_dtype fp8_e4m3)
   int page_size = 0;    // > 0: a paged cache of such pages, in shuffled order (kv_layout paged)

@@ -8,6 +8,7 @@ them (``_check_device``) per module.
 
 import math
 import operator
+import warnings
 
 import torch
 
@@ -136,7 +137,22 @@ def _check_modes(heads_q, softmax_scale, window_size, softcap, sinks,
                               f"{list(mm_prefix_ranges.shape)}", op)
     elif mm_prefix_clamp:
         _fail(ValueError, "mm_prefix_clamp=True needs mm_prefix_ranges", op)
+    _warn_window_traps(window_left, window_right, mm_prefix_clamp, op)
     return scale, window_left, window_right, softcap
+
+
+def _warn_window_traps(window_left, window_right, mm_prefix_clamp, op):
+    """Window arguments that are legal but almost certainly a mistake: a
+    window of (0, 0) (0 is a real window here, not "off") and a clamp whose
+    left window is unbounded (the clamp reads the left window alone)."""
+    if window_left == 0 and window_right == 0:
+        warnings.warn(f"{op}: window_size=(0, 0) lets each query see only its "
+                      f"own position; -1 means unbounded (0 is not 'off')",
+                      stacklevel=4)
+    if mm_prefix_clamp and window_left == -1:
+        warnings.warn(f"{op}: mm_prefix_clamp=True with window_size[0] = -1 "
+                      f"has no effect: the clamp bounds image spans by the "
+                      f"left window alone", stacklevel=4)
 
 
 def _check_out(out, q, op):

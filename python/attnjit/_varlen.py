@@ -413,7 +413,10 @@ def varlen_attention(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q,
     (MiMo-V2.5 vision: added to the score of each sequence's key 0).
     mm_prefix_ranges: int32 [R, 3] rows (sequence, start, end), inclusive
     key positions of image spans whose tokens see each other
-    bidirectionally; with mm_prefix_clamp=True only inside the window.
+    bidirectionally; with mm_prefix_clamp=True an image's earlier tokens
+    only inside the left window (Gemma-4: (causal or same image) and q - k
+    < sliding_window, window_size=(sliding_window - 1, 0)); the right
+    window never applies to a span.
     Spans must not overlap within a sequence; that is checked on the host
     for a CPU tensor (then copied to the device) and, for a CUDA tensor,
     only with check=True. softcap > 0: s <- softcap * tanh(s / softcap).

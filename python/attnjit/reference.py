@@ -75,9 +75,13 @@ def varlen_attention_reference(q, k, v, cu_seqlens_q, cu_seqlens_k,
             in_window &= j - p <= window_right
         visible = in_window & (j <= p) if causal else in_window.clone()
         if mm_prefix_ranges is not None:
+            # The clamp bounds a span by the left window alone (Gemma-4's
+            # q - k < sliding_window); the right bound never applies.
+            in_left = (p - j <= window_left if window_left >= 0
+                       else torch.ones_like(in_window))
             for start, end in spans[b]:
                 same = ((p >= start) & (p <= end)) & ((j >= start) & (j <= end))
-                visible |= same & in_window if mm_prefix_clamp else same
+                visible |= same & in_left if mm_prefix_clamp else same
         if mask_mod is not None:
             visible = visible & mask_mod(b, h, p[None], j[None])
         else:

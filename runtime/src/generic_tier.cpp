@@ -5,9 +5,9 @@ namespace attnjit {
 
 AttentionFlags generic_flags(const AttentionFlags& requested) {
   AttentionFlags g = requested;
-  // The clamp restricts spans by the window arguments, not by causal:
-  // folding causal into window_right would clamp spans to j <= p too.
-  g.causal = requested.causal && requested.mm_clamp;
+  // Causal folds into window_right = 0: the clamp reads the left window
+  // alone, so spans are the same either way.
+  g.causal = false;
   g.window = true;
   g.mm_prefix = true;
   if (g.sinks == SinkMode::kNone) g.sinks = SinkMode::kNullLogit;
@@ -22,7 +22,7 @@ AttentionArgs generic_args(const AttentionFlags& requested, const AttentionArgs&
     g.window_left = -1;
     g.window_right = -1;
   }
-  if (requested.causal && !requested.mm_clamp) {
+  if (requested.causal) {
     // j <= p and j - p <= right (right >= 0, or unbounded) is j - p <= 0.
     g.window_right = 0;
   }

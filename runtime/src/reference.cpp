@@ -47,7 +47,9 @@ bool key_visible(const ReferenceProblem& pr, const std::vector<std::pair<int, in
   if (!pr.mm_prefix) return false;
   for (const auto& [r0, r1] : spans) {
     if (r0 <= p && p <= r1 && r0 <= j && j <= r1) {
-      return !pr.mm_clamp || in_window(pr, p, j);
+      // The clamp bounds a span by the left window only (Gemma-4's
+      // q - k < sliding_window); the right bound never applies to a span.
+      return !pr.mm_clamp || pr.window_left < 0 || p - j <= pr.window_left;
     }
   }
   return false;

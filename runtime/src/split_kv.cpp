@@ -26,7 +26,9 @@ constexpr double kSplitSlack = 0.95;
 
 // The most keys one query of a batch can see: all of the longest
 // sequence's, or a window's worth (plus the chunk's own queries) when a
-// window bounds them and no unclamped span reaches past it.
+// window bounds them and no unclamped span reaches past it (a clamped
+// span reaches no later than the sequence's last key, inside
+// window_left + max_seqlen_q).
 int64_t visible_keys(const AttentionFlags& flags, const AttentionArgs& a) {
   int64_t keys = a.max_seqlen_k;
   const bool spans_escape = flags.mm_prefix && !flags.mm_clamp;

@@ -57,10 +57,23 @@ struct Mask {
     return h >= n_k - 1 ? n_k - 1 : h < -1 ? -1 : static_cast<int>(h);
   }
 
+  // True when the clamp lets row p see key j of its span: the left window
+  // alone bounds a span (Gemma-4's `q - k < sliding_window`); the right
+  // bound never applies, so a causal window (W, 0) keeps an image's later
+  // tokens visible to its earlier ones.
+  __device__ __forceinline__ bool in_left_window(int p, int j) const {
+    if constexpr (!kWindow) {
+      return true;
+    } else {
+      return window_left < 0 || p - j <= window_left;
+    }
+  }
+
   // Key tiles that queries at positions [p0, p1] may see: the base range,
-  // widened by every span that holds one of those queries (clamped to the
-  // window when mm_clamp is on). The hull of the union is returned; tiles
-  // inside it that see nothing are masked out by `visible`.
+  // widened by every span that holds one of those queries (its lower end
+  // raised to the left window when mm_clamp is on). The hull of the union
+  // is returned; tiles inside it that see nothing are masked out by
+  // `visible`.
   __device__ KeyRange key_range(int p0, int p1, int block_n) const {
     int lo = 0;
     int hi = n_k - 1;
@@ -77,10 +90,7 @@ struct Mask {
         if (r0 > p1) break;
         int span_lo = ptx::imax(r0, 0);
         int span_hi = ptx::imin(r1, n_k - 1);
-        if constexpr (kClamp) {
-          span_lo = ptx::imax(span_lo, window_lo(p0));
-          span_hi = ptx::imin(span_hi, window_hi(p1));
-        }
+        if constexpr (kClamp) span_lo = ptx::imax(span_lo, window_lo(p0));
         if (span_lo > span_hi) continue;
         if (lo > hi) {
           lo = span_lo;
@@ -135,7 +145,7 @@ struct Mask {
     if constexpr (kPrefix) {
       const bool same = span_lo <= j && j <= span_hi;
       if constexpr (kClamp) {
-        return same && in_window(p, j);
+        return same && in_left_window(p, j);
       } else {
         return same;
       }
@@ -146,7 +156,8 @@ struct Mask {
 
   // The keys row p sees, as at most two intervals computed once per row:
   // the base rule's [lo, hi] and, with mm_prefix, the part of its span it
-  // sees [span_lo, span_hi] (clamped to the window with mm_clamp). Empty
+  // sees [span_lo, span_hi] (its lower end raised to the left window with
+  // mm_clamp). Empty
   // intervals have lo > hi. visible_in(row_keys(p, ...), j) == visible(p, j,
   // ...) for every key j >= 0 (tests/reference/device_mask_test.cpp); the
   // edge tiles then cost two or four compares per score.
@@ -161,10 +172,7 @@ struct Mask {
     if constexpr (kPrefix) {
       keys.span_lo = span_lo;
       keys.span_hi = ptx::imin(span_hi, n_k - 1);
-      if constexpr (kClamp) {
-        keys.span_lo = ptx::imax(keys.span_lo, window_lo(p));
-        keys.span_hi = ptx::imin(keys.span_hi, window_hi(p));
-      }
+      if constexpr (kClamp) keys.span_lo = ptx::imax(keys.span_lo, window_lo(p));
     }
     return keys;
   }

@@ -62,7 +62,7 @@ TEST(ResolveFlags, Errors) {
 TEST(ResolveFlags, Constraints) {
   const Spec spec = load_embedded_spec("attention");
   EXPECT_EQ(flags_error(spec, {{"mm_clamp", true}, {"mm_prefix", true}}),
-            "mm_clamp=true requires window=true: the clamp restricts spans to the sliding window");
+            "mm_clamp=true requires window=true: the clamp bounds spans by the sliding window's left side");
   EXPECT_EQ(
       flags_error(spec, {{"mm_clamp", true}, {"window", true}}),
       "mm_clamp=true requires mm_prefix=true: the clamp acts on multimodal-prefix spans, which "

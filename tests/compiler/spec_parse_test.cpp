@@ -82,7 +82,7 @@ TEST(SpecParse, AttentionConstraintsPutExplicitOnesFirst) {
   EXPECT_EQ(explicit_one.loc.str(), attention_at("{if: {mm_clamp: true}"));
   const Constraint& second = spec.constraints[1];
   EXPECT_EQ(second.require, (std::map<std::string, FlagValue>{{"window", true}}));
-  EXPECT_EQ(second.why, "the clamp restricts spans to the sliding window");
+  EXPECT_EQ(second.why, "the clamp bounds spans by the sliding window's left side");
   const Constraint& sugar = spec.constraints.back();
   EXPECT_EQ(sugar.when, (std::map<std::string, FlagValue>{{"mm_clamp", true}}));
   EXPECT_EQ(sugar.require,
@@ -142,7 +142,7 @@ TEST(SpecParse, AttentionPresetsAndMatrix) {
   ASSERT_NE(gemma, nullptr);
   EXPECT_EQ(gemma->flags.at("head_dim"), FlagValue(int64_t{256}));
   EXPECT_EQ(gemma->flags.count("doc"), 0u);
-  EXPECT_EQ(gemma->doc, "Gemma-4 sliding layers with image spans clamped to the window");
+  EXPECT_EQ(gemma->doc, "Gemma-4 sliding layers with image spans bounded by the left window");
   EXPECT_EQ(gemma->loc.str(), attention_at("gemma4_sliding_images:"));
   ASSERT_FALSE(spec.matrix.empty());
   EXPECT_EQ(spec.matrix.front().loc.str(), attention_at("{split_kv: [false, true], dtype: ["));

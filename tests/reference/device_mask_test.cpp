@@ -130,5 +130,64 @@ TEST(DeviceMask, MatchesTheReferenceRuleForEveryMode) {
   check_config<Config<true, true, true, true>>(seed);
 }
 
+// Gemma-4's sliding layers as the model defines them, written apart from
+// docs/semantics.md: a key is visible when (causal or same image) and
+// q - k < sliding_window. Engines pass that window in FlashAttention's
+// convention, (sliding_window - 1, 0); (sliding_window - 1, -1) must give
+// the same. Images longer than the window, at the sequence's start and end.
+bool gemma4_visible(int q, int k, const std::vector<std::pair<int, int>>& images,
+                    int sliding_window) {
+  bool same_image = false;
+  for (const auto& [start, end] : images) {
+    same_image |= start <= q && q <= end && start <= k && k <= end;
+  }
+  return (k <= q || same_image) && q - k < sliding_window;
+}
+
+TEST(DeviceMask, Gemma4ClampIsTheModelsRule) {
+  using Mask = attention::Mask<Config<true, true, true, true>>;
+  const int n = 96;
+  const std::vector<std::vector<std::pair<int, int>>> layouts = {
+      {{0, 40}},              // an image first, longer than the window
+      {{10, 30}, {50, 95}},   // two images, the second to the sequence's end
+      {{0, 95}},              // one image, the whole sequence
+      {{20, 22}, {60, 61}}};  // images shorter than the window
+  long long differs_from_causal = 0;
+  for (const auto& images : layouts) {
+    std::vector<int> flat;
+    for (const auto& [start, end] : images) {
+      flat.push_back(start);
+      flat.push_back(end);
+    }
+    for (int sliding_window : {1, 8, 16, 200}) {
+      for (int right : {0, -1}) {
+        ReferenceProblem rule;
+        rule.causal = rule.mm_prefix = rule.mm_clamp = true;
+        rule.window_left = sliding_window - 1;
+        rule.window_right = right;
+        const Mask mask{n, rule.window_left, rule.window_right, flat.data(), int(images.size())};
+        for (int q = 0; q < n; ++q) {
+          int span_lo, span_hi;
+          mask.span_of(q, span_lo, span_hi);
+          const Mask::RowKeys keys = mask.row_keys(q, span_lo, span_hi);
+          const attention::KeyRange range = mask.key_range(q, q, 1);
+          for (int k = 0; k < n; ++k) {
+            const bool want = gemma4_visible(q, k, images, sliding_window);
+            const std::string at = fmt::format("window ({}, {}) q={} k={}", rule.window_left,
+                                               right, q, k);
+            ASSERT_EQ(key_visible(rule, images, q, k), want) << at;
+            ASSERT_EQ(mask.visible(q, k, span_lo, span_hi), want) << at;
+            ASSERT_EQ(Mask::visible_in(keys, k), want) << at;
+            if (want) ASSERT_TRUE(range.first_tile <= k && k <= range.last_tile) << at;
+            differs_from_causal += want && k > q;
+          }
+        }
+      }
+    }
+  }
+  // The images' later keys are seen: not causal window attention.
+  EXPECT_GT(differs_from_causal, 1000);
+}
+
 }  // namespace
 }  // namespace attnjit

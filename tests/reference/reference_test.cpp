@@ -141,17 +141,25 @@ TEST(Reference, SpansAreBidirectionalAndTheirEdgesInclusive) {
   EXPECT_EQ(visible_keys(r, 5, 6), (std::set<int>{0, 1, 2, 3, 4, 5}));
 }
 
-TEST(Reference, ClampLimitsSpansToTheWindow) {
+// The clamp bounds a span by the left window alone: with a causal window
+// (1, 0), the query at 2 still sees its image's later keys 3 and 4, and
+// the query at 4 loses key 2, more than one position back.
+TEST(Reference, ClampBoundsSpansByTheLeftWindowOnly) {
   ReferenceProblem p = visibility_problem(6, 6);
   p.causal = true;
   p.window_left = 1;
-  p.window_right = 1;
+  p.window_right = 0;
   p.mm_prefix = true;
   p.mm_span_offsets = {0, 1};
   p.mm_spans = {2, 4};
   EXPECT_EQ(visible_keys(reference_attention(p), 2, 6), (std::set<int>{1, 2, 3, 4}));
+  EXPECT_EQ(visible_keys(reference_attention(p), 4, 6), (std::set<int>{2, 3, 4}));
   p.mm_clamp = true;
-  EXPECT_EQ(visible_keys(reference_attention(p), 2, 6), (std::set<int>{1, 2, 3}));
+  EXPECT_EQ(visible_keys(reference_attention(p), 2, 6), (std::set<int>{1, 2, 3, 4}));
+  EXPECT_EQ(visible_keys(reference_attention(p), 4, 6), (std::set<int>{3, 4}));
+  p.window_right = -1;  // (W, -1) is the same
+  EXPECT_EQ(visible_keys(reference_attention(p), 2, 6), (std::set<int>{1, 2, 3, 4}));
+  EXPECT_EQ(visible_keys(reference_attention(p), 4, 6), (std::set<int>{3, 4}));
 }
 
 TEST(Reference, RowsWithNoVisibleKey) {

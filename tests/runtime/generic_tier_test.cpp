@@ -51,14 +51,13 @@ TEST(GenericTier, FlagsAreLegalIdempotentAndFew) {
     EXPECT_TRUE(g.window && g.mm_prefix && g.return_lse);
     EXPECT_NE(g.sinks, SinkMode::kNone);
     EXPECT_EQ(g.softcap, f.softcap);
-    EXPECT_EQ(g.causal, f.causal && f.mm_clamp);
+    EXPECT_FALSE(g.causal);
     EXPECT_EQ(generic_flags(g).canonical_text(), g.canonical_text());
     generic.insert(g.canonical_text());
   }
-  // 192 flag sets (less the illegal clamps) answered by 12 variants: sinks
-  // null-logit or key-0 bias, soft-cap or not, and no clamp, or the clamp
-  // with and without causal.
-  EXPECT_EQ(generic.size(), 12u);
+  // 192 flag sets (less the illegal clamps) answered by 8 variants: sinks
+  // null-logit or key-0 bias, soft-cap or not, clamp or not.
+  EXPECT_EQ(generic.size(), 8u);
 }
 
 // One random problem's runtime side: what AttentionArgs points to.
@@ -217,10 +216,13 @@ TEST(GenericTier, ArgumentsComputeTheRequestedAttention) {
   }
 }
 
-// Each rule is needed: a generic variant that kept causal under the clamp
-// folded would clamp spans to the causal side too; this is the case the
-// rule is for, and the reference tells the two apart on it.
-TEST(GenericTier, CausalUnderTheClampIsNotFolded) {
+// Causal folds into window_right = 0 under the clamp too: the clamp reads
+// the left window alone, so a span's later keys stay visible. The case
+// that tells the two readings apart: a causal window (3, 0), the FlashAttention
+// convention, over an image of keys 1..4; the query at position 1 sees key
+// 2 of its image through the span, and plain causal window attention
+// (no spans) differs.
+TEST(GenericTier, CausalFoldsIntoTheRightWindowUnderTheClamp) {
   HostProblem h;
   h.num_seqs = 1;
   h.hq = h.hkv = 1;
@@ -234,7 +236,7 @@ TEST(GenericTier, CausalUnderTheClampIsNotFolded) {
   h.v.resize(6 * 4);
   for (size_t i = 0; i < h.v.size(); ++i) h.v[i] = float(i % 7);
   h.window_left = 3;
-  h.window_right = -1;
+  h.window_right = 0;
   AttentionFlags f;
   f.head_dim = 64;
   f.causal = f.window = f.mm_prefix = f.mm_clamp = true;
@@ -243,18 +245,17 @@ TEST(GenericTier, CausalUnderTheClampIsNotFolded) {
   const std::vector<float> null_sinks(1, -std::numeric_limits<float>::infinity());
   std::vector<float> lse(6);
   const GenericScratch scratch{zeros.data(), null_sinks.data(), lse.data()};
+  const AttentionFlags g = generic_flags(f);
+  const AttentionArgs ga = generic_args(f, a, scratch);
+  EXPECT_FALSE(g.causal);
+  EXPECT_EQ(ga.window_right, 0);
   const ReferenceResult want = reference_attention(reference_of(f, a, h));
-  const ReferenceResult got =
-      reference_attention(reference_of(generic_flags(f), generic_args(f, a, scratch), h));
+  const ReferenceResult got = reference_attention(reference_of(g, ga, h));
   EXPECT_LT(relative_error(got.o, want.o), 1e-12);
-  // Folding causal here (window_right 0, no causal) would hide key 2 from
-  // the query at position 1 inside the span: a different result.
-  AttentionFlags folded = generic_flags(f);
-  folded.causal = false;
-  AttentionArgs folded_args = generic_args(f, a, scratch);
-  folded_args.window_right = 0;
-  const ReferenceResult wrong = reference_attention(reference_of(folded, folded_args, h));
-  EXPECT_GT(relative_error(wrong.o, want.o), 1e-3);
+  AttentionFlags no_spans = f;
+  no_spans.mm_prefix = no_spans.mm_clamp = false;
+  const ReferenceResult plain = reference_attention(reference_of(no_spans, a, h));
+  EXPECT_GT(relative_error(plain.o, want.o), 1e-3);
 }
 
 }  // namespace

@@ -43,7 +43,7 @@ struct AttentionFlags {
   bool window = false;  // window_left / window_right are runtime args
   SinkMode sinks = SinkMode::kNone;
   bool mm_prefix = false;  // multimodal spans attend bidirectionally
-  bool mm_clamp = false;   // ... but only inside the window
+  bool mm_clamp = false;   // ... bounded by the left window alone
   bool softcap = false;
   bool return_lse = false;
   KvLayout kv_layout = KvLayout::kContiguous;  // paged: an engine's page table

@@ -148,7 +148,7 @@ typedef struct attnjit_attention_flags {
   int32_t window;    /* window_left / window_right are launch arguments */
   int32_t sinks;     /* attnjit_sinks */
   int32_t mm_prefix; /* multimodal spans attend bidirectionally */
-  int32_t mm_clamp;  /* ... but only inside the window (needs window) */
+  int32_t mm_clamp;  /* ... bounded by the left window alone (needs window) */
   int32_t softcap;
   int32_t return_lse;
   /* Since API version 2 (a struct_size without it reads as contiguous). */
