@@ -450,7 +450,8 @@ def _brute_counts(n_q, n_k, causal, window, spans, clamp):
             in_window = (wl < 0 or p - j <= wl) and (wr < 0 or j - p <= wr)
             ok = in_window and (j <= p or not causal)
             for r0, r1 in spans:
-                if r0 <= p <= r1 and r0 <= j <= r1 and (in_window or not clamp):
+                in_left = wl < 0 or p - j <= wl
+                if r0 <= p <= r1 and r0 <= j <= r1 and (in_left or not clamp):
                     ok = True
             if ok:
                 pairs += 1

@@ -161,8 +161,8 @@ def sequence_counts(n_q, n_k, causal, window, spans=(), clamp=True):
     for r0, r1 in spans:  # a row inside a span also sees the span's keys
         inside = (p >= r0) & (p <= r1)
         s_lo, s_hi = torch.full_like(p, r0), torch.full_like(p, min(r1, n_k - 1))
-        if clamp:
-            s_lo, s_hi = clip(s_lo, s_hi)
+        if clamp and wl >= 0:  # the left window alone bounds a span
+            s_lo = torch.maximum(s_lo, p - wl)
         span_len = (s_hi - s_lo + 1).clamp(min=0)
         overlap = (torch.minimum(s_hi, hi) - torch.maximum(s_lo, lo) + 1).clamp(min=0)
         count += torch.where(inside, span_len - overlap, 0)
