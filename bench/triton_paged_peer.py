@@ -219,8 +219,8 @@ def dense_reference(q, k, v, cu_seqlens_q, cu_seqlens_k, softmax_scale=None, cau
     taken in chunks so that one chunk's scores stay under `budget` bytes.
     q [total_q, Hq, D], k/v [total_k, Hkv, D]; query i of a sequence of n_q
     new tokens and n_k keys sits at key position n_k - n_q + i. Spans:
-    (sequence, start, end) rows whose keys see each other (clamped to the
-    window with mm_prefix_clamp). Returns out [total_q, Hq, D] fp32."""
+    (sequence, start, end) rows whose keys see each other (bounded by the
+    left window alone with mm_prefix_clamp, as Gemma-4 defines it). Returns out [total_q, Hq, D] fp32."""
     total_q, hq, d = q.shape
     hkv = k.shape[1]
     group = hq // hkv
@@ -253,9 +253,10 @@ def dense_reference(q, k, v, cu_seqlens_q, cu_seqlens_k, softmax_scale=None, cau
             if wr >= 0:
                 in_window &= j - p <= wr
             visible = in_window & (j <= p) if causal else in_window.clone()
+            in_left = p - j <= wl if wl >= 0 else torch.ones_like(in_window)
             for r0, r1 in spans[b]:
                 same = (p >= r0) & (p <= r1) & (j >= r0) & (j <= r1)
-                visible |= same & in_window if mm_prefix_clamp else same
+                visible |= same & in_left if mm_prefix_clamp else same
             if sinks_mode == "bias_key0":
                 s[..., 0] += sink[..., 0]
             s = s.masked_fill(~visible, -math.inf)
