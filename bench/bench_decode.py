@@ -261,7 +261,7 @@ def host_us(fn, reps=100):
     """The host's time per call of fn, not waiting for the GPU. The timer
     clears L2 before each repetition, which hides a call's host time only
     while the host is faster than the clearing: a latency-bound row whose
-    host time passes its timed one may be partly the host's (NOTES.md)."""
+    host time passes its timed one may be partly the host's (docs/handover.md)."""
     fn()
     torch.cuda.synchronize()
     start = time.perf_counter()
