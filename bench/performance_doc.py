@@ -35,12 +35,13 @@ SOURCES = {
     "jit_gpu": "2026-12-01-h200-1e0fd19-jit-costs.json",
     "jit_cpu": "2026-12-01-cpu2core-6725ca7-jit-costs-user-vm.json",
     "launch": "2026-11-29-h200-821147a-launch.json",
+    "gemma4": "2026-12-04-h200-093df5d-gemma4-bidirectional.json",
 }
 
 # Runs dated up to this day timed Gemma-4's image spans under the rule before
 # images became bidirectional under a (W, 0) window: their Gemma-4 rows are not shown.
 GEMMA4_RULE_CHANGED = "2026-12-04"
-PENDING = "re-measurement pending"
+PENDING = "old rule: see the Gemma-4 table"
 
 LABELS = {
     "full_d80": "full, 4x4096, H16, D80",
@@ -84,7 +85,12 @@ def table(head, rows):
     return [row(head), row(["---"] * len(head))] + [row(r) for r in rows]
 
 
-def pending(problem, run):
+def pending(problem, run, record=None):
+    """A Gemma-4 row timed under the old clamp, unless the record says its
+    images were bidirectional (a window (W, -1) sees the same pairs under
+    both rules)."""
+    if record is not None and record.get("images_bidirectional"):
+        return False
     return "gemma4" in problem and run["date"] <= GEMMA4_RULE_CHANGED
 
 
@@ -97,8 +103,10 @@ def label(problem):
 def peers_table(root):
     run = load(root, "peers")
     order = list(run["peers"])
-    problems, unit, value = [], {}, {}
+    problems, unit, value, fresh = [], {}, {}, set()
     for r in run["records"]:
+        if not pending(r["problem"], run, r):
+            fresh.add(r["problem"])
         if r["problem"] not in unit:
             problems.append(r["problem"])
         unit[r["problem"]] = r["unit"]
@@ -106,13 +114,13 @@ def peers_table(root):
         value[r["problem"], r["peer"]] = v + (f" ({r['note']})" if "note" in r else "")
     rows = []
     for p in problems:
-        if pending(p, run):
+        if p not in fresh:
             continue
         cells = [f"{label(p)} ({unit[p]})"]
         for peer in order:
             cells.append(value.get((p, peer), "-"))
         rows.append(cells)
-    if not any("gemma4" in p and not pending(p, run) for p in problems):
+    if not any("gemma4" in p for p in fresh):
         rows.append([label("gemma4_window1023_spans")] + [PENDING] + [""] * (len(order) - 1))
     lines = table(["problem"] + [run["peers"][p] for p in order], rows)
     note = (f"H200, {run['dtype']}, one run, {run['date']} ({cite('peers')}; "
@@ -249,6 +257,21 @@ def jit_table(root):
     return table(["what", f"H200 ({gpu['target']})", f"2-core CPU, no GPU ({cpu['target']})"], rows)
 
 
+def gemma4_table(root):
+    run = load(root, "gemma4")
+    rows = []
+    for r in run["runs"]:
+        for peer, t in r["ms"].items():
+            if isinstance(t, list):
+                cells = [", ".join(ms(x) for x in t), "-", "-"]
+            else:
+                tf = (r.get("tflops") or {}).get(peer)
+                err = (r.get("rel_err") or {}).get(peer)
+                cells = [ms(t), "-" if tf is None else f"{tf:.0f}", "-" if err is None else f"{err:.1e}"]
+            rows.append([r["layout"], PEERS.get(peer, peer.replace("_", " ")), *cells, r["commit"]])
+    return table(["K/V", "peer", "ms", "useful TFLOP/s", "error", "attnjit commit"], rows), run
+
+
 # ---- docs/performance.md -----------------------------------------------------
 
 def performance_md(root):
@@ -257,6 +280,7 @@ def performance_md(root):
     paged, grun = paged_tables(root)
     decode, drun, bw, sweep, fp8 = decode_tables(root)
     user, urun, user_vm, vrun, user_kb = user_tables(root)
+    gemma, gem = gemma4_table(root)
     copy_tb, mm_tf = prun["copy_bw"] / 1e12, prun["matmul_flops"] / 1e12
     out = [
         "# Performance",
@@ -295,6 +319,14 @@ def performance_md(root):
         "so the kernel that spends less energy per useful FLOP is the faster one:",
         "",
         *sustained_table(root),
+        "",
+        "## Gemma-4 sliding layers, images bidirectional",
+        "",
+        f"{cite('gemma4')}, {gem['date']}: {gem['what']}. Floor {ms(gem['floor_ms'])} ms.",
+        "Earlier Gemma-4 rows timed the clamp before it was Gemma-4's rule (an image's",
+        "later tokens hidden under `(W, 0)`) and are not shown.",
+        "",
+        *gemma,
         "",
         "## Paged K/V cache",
         "",
