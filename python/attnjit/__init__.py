@@ -26,6 +26,11 @@ its own, docs/expressions.md), compiled and cached like the built-in ones:
     doc_mask = attnjit.load_spec("specs/examples/document.yaml")
     out = doc_mask(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q,
                    max_seqlen_k, doc=doc_ids)
+
+A build step fills a kernel cache for explicit targets, with no GPU:
+
+    attnjit.build_cache(["sm_80", "sm_90a"], cache_dir="kernels")
+    attnjit.compile({"causal": True, "head_dim": 256}, target="sm_90a")
 """
 
 from . import _C
@@ -34,6 +39,7 @@ from ._varlen import (check_mm_prefix_ranges, mm_prefix_spans,
                       varlen_attention)
 from ._paged import paged_attention
 from ._user import UserAttention, load_spec
+from ._build import build_cache, compile
 
 Error = _C.Error
 __version__ = _C.version()
@@ -55,7 +61,8 @@ def wait_specialized():
         kernel.wait_specialized()
 
 
-__all__ = ["varlen_attention", "paged_attention", "load_spec",
+__all__ = ["varlen_attention", "paged_attention", "load_spec", "compile",
+           "build_cache",
            "UserAttention", "cache_stats", "wait_specialized",
            "check_mm_prefix_ranges", "mm_prefix_spans", "Error", "HEAD_DIMS",
            "SINK_MODES", "__version__"]

@@ -14,6 +14,7 @@ the call goes through the custom ops ``attnjit::user_attention`` and
 synchronizes, so both can be captured in a CUDA graph after a first call.
 """
 
+import contextlib
 import hashlib
 import inspect
 import math
@@ -33,6 +34,21 @@ _SPECS = {}
 
 _TENSOR_DTYPES = {"const int32*": torch.int32, "const float*": torch.float32}
 _ARG_TYPES = ("int32", "float", *_TENSOR_DTYPES)
+
+@contextlib.contextmanager
+def _named(op, base):
+    """Errors the shared checks raise under the built-in op's name
+    (`varlen_attention: ...`) re-raised under the spec's call's name."""
+    try:
+        yield
+    except (TypeError, ValueError) as e:
+        text = str(e)
+        if not text.startswith(base + ": "):
+            raise
+        error = type(e)(op + text[len(base):])
+        error.__dict__.update(e.__dict__)
+        raise error from None
+
 
 def load_spec(spec):
     """Parses a user spec from a path (str or os.PathLike, a file ending in
@@ -264,31 +280,32 @@ class UserAttention:
         """varlen_attention with the spec's mask and score; its own args
         as keywords. Returns out, or (out, lse) when return_lse."""
         op = self._op()
-        if _traced(q):
-            self._check_names(args, op)
-            _varlen._validate(q, k, v, cu_seqlens_q, cu_seqlens_k,
-                              max_seqlen_q, max_seqlen_k, softmax_scale,
-                              window_size, sinks, sinks_mode,
-                              mm_prefix_ranges, mm_prefix_clamp, softcap,
-                              return_lse, out, False)
-            tensors, ints, floats = self._pack(args)
-            result, lse = torch.ops.attnjit.user_attention(
-                self.id, q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q,
-                max_seqlen_k,
-                None if softmax_scale is None else float(softmax_scale),
-                bool(causal), window_size[0], window_size[1], sinks,
-                sinks_mode, mm_prefix_ranges, bool(mm_prefix_clamp),
-                float(softcap), bool(return_lse), tensors, ints, floats,
-                bool(check))
-            return _returned(result, lse, out, return_lse)
-        user = (self._spec, self._checker(args, op, check, cu_seqlens_q,
-                                          cu_seqlens_k))
-        result, lse = _varlen._launch(
-            q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seqlen_k,
-            softmax_scale, causal, window_size, sinks, sinks_mode,
-            mm_prefix_ranges, mm_prefix_clamp, softcap, return_lse, out,
-            check, user=user)
-        return (result, lse) if return_lse else result
+        with _named(op, _varlen._OP):
+            if _traced(q):
+                self._check_names(args, op)
+                _varlen._validate(q, k, v, cu_seqlens_q, cu_seqlens_k,
+                                  max_seqlen_q, max_seqlen_k, softmax_scale,
+                                  window_size, sinks, sinks_mode,
+                                  mm_prefix_ranges, mm_prefix_clamp, softcap,
+                                  return_lse, out, False)
+                tensors, ints, floats = self._pack(args)
+                result, lse = torch.ops.attnjit.user_attention(
+                    self.id, q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q,
+                    max_seqlen_k,
+                    None if softmax_scale is None else float(softmax_scale),
+                    bool(causal), window_size[0], window_size[1], sinks,
+                    sinks_mode, mm_prefix_ranges, bool(mm_prefix_clamp),
+                    float(softcap), bool(return_lse), tensors, ints, floats,
+                    bool(check))
+                return _returned(result, lse, out, return_lse)
+            user = (self._spec, self._checker(args, op, check, cu_seqlens_q,
+                                              cu_seqlens_k))
+            result, lse = _varlen._launch(
+                q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seqlen_k,
+                softmax_scale, causal, window_size, sinks, sinks_mode,
+                mm_prefix_ranges, mm_prefix_clamp, softcap, return_lse, out,
+                check, user=user)
+            return (result, lse) if return_lse else result
 
     def paged(self, q, k_cache, v_cache, block_table, cu_seqlens_q, seqused_k,
               max_seqlen_q, max_seqlen_k, *, cu_seqlens_k=None,
@@ -318,32 +335,33 @@ class UserAttention:
                     and cu_seqlens_k.get_device() != q.get_device()):
                 _fail(ValueError, f"cu_seqlens_k must be on q's device, got "
                                   f"{cu_seqlens_k.device} and {q.device}", op)
-        if _traced(q):
-            self._check_names(args, op)
-            _paged._validate(q, k_cache, v_cache, block_table, cu_seqlens_q,
-                             seqused_k, max_seqlen_q, max_seqlen_k,
-                             softmax_scale, window_size, sinks, sinks_mode,
-                             mm_prefix_ranges, mm_prefix_clamp, softcap,
-                             k_scale, v_scale, out, False)
-            tensors, ints, floats = self._pack(args)
-            result, lse = torch.ops.attnjit.user_paged_attention(
-                self.id, q, k_cache, v_cache, block_table, cu_seqlens_q,
-                seqused_k, cu_seqlens_k, max_seqlen_q, max_seqlen_k,
-                None if softmax_scale is None else float(softmax_scale),
-                bool(causal), window_size[0], window_size[1], sinks,
-                sinks_mode, mm_prefix_ranges, bool(mm_prefix_clamp),
-                float(softcap), k_scale, v_scale, bool(return_lse), tensors,
-                ints, floats, bool(check))
-            return _returned(result, lse, out, return_lse)
-        user = (self._spec, self._checker(args, op, check, cu_seqlens_q,
-                                          cu_seqlens_k, seqused_k))
-        result, lse = _paged._launch(
-            q, k_cache, v_cache, block_table, cu_seqlens_q, seqused_k,
-            max_seqlen_q, max_seqlen_k, softmax_scale, causal, window_size,
-            sinks, sinks_mode, mm_prefix_ranges, mm_prefix_clamp, softcap,
-            k_scale, v_scale, return_lse, out, check, user=user,
-            cu_seqlens_k=cu_seqlens_k)
-        return (result, lse) if return_lse else result
+        with _named(op, _paged._OP):
+            if _traced(q):
+                self._check_names(args, op)
+                _paged._validate(q, k_cache, v_cache, block_table, cu_seqlens_q,
+                                 seqused_k, max_seqlen_q, max_seqlen_k,
+                                 softmax_scale, window_size, sinks, sinks_mode,
+                                 mm_prefix_ranges, mm_prefix_clamp, softcap,
+                                 k_scale, v_scale, out, False)
+                tensors, ints, floats = self._pack(args)
+                result, lse = torch.ops.attnjit.user_paged_attention(
+                    self.id, q, k_cache, v_cache, block_table, cu_seqlens_q,
+                    seqused_k, cu_seqlens_k, max_seqlen_q, max_seqlen_k,
+                    None if softmax_scale is None else float(softmax_scale),
+                    bool(causal), window_size[0], window_size[1], sinks,
+                    sinks_mode, mm_prefix_ranges, bool(mm_prefix_clamp),
+                    float(softcap), k_scale, v_scale, bool(return_lse), tensors,
+                    ints, floats, bool(check))
+                return _returned(result, lse, out, return_lse)
+            user = (self._spec, self._checker(args, op, check, cu_seqlens_q,
+                                              cu_seqlens_k, seqused_k))
+            result, lse = _paged._launch(
+                q, k_cache, v_cache, block_table, cu_seqlens_q, seqused_k,
+                max_seqlen_q, max_seqlen_k, softmax_scale, causal, window_size,
+                sinks, sinks_mode, mm_prefix_ranges, mm_prefix_clamp, softcap,
+                k_scale, v_scale, return_lse, out, check, user=user,
+                cu_seqlens_k=cu_seqlens_k)
+            return (result, lse) if return_lse else result
 
 
 

@@ -35,6 +35,9 @@ DECODE_STEPS = 4
 
 
 def main():
+    if not torch.cuda.is_available():
+        print("this example runs on a CUDA GPU; none is visible")
+        return 1
     torch.manual_seed(0)
     device = torch.device("cuda")
     rng = random.Random(0)

@@ -49,6 +49,9 @@ def run(name, lens_q, lens_k, sinks, device):
 
 
 def main():
+    if not torch.cuda.is_available():
+        print("this example runs on a CUDA GPU; none is visible")
+        return 1
     torch.manual_seed(0)
     device = torch.device("cuda")
     sinks = torch.rand(HEADS_Q, device=device) * 4 - 1  # uniform in [-1, 3]

@@ -25,6 +25,9 @@ BOUND = 1e-2                             # bf16 (docs/semantics.md)
 
 
 def main():
+    if not torch.cuda.is_available():
+        print("this example runs on a CUDA GPU; none is visible")
+        return 1
     torch.manual_seed(0)
     device = torch.device("cuda")
     total = sum(PATCHES)

@@ -9,11 +9,16 @@
 #include <nanobind/stl/tuple.h>
 #include <nanobind/stl/vector.h>
 
+#include <algorithm>
+#include <atomic>
+#include <chrono>
 #include <cstdint>
 #include <exception>
 #include <memory>
 #include <optional>
+#include <set>
 #include <string>
+#include <thread>
 #include <tuple>
 #include <variant>
 #include <vector>
@@ -314,6 +319,97 @@ int64_t launch_paged(AttentionKernel& kernel, uintptr_t q, uintptr_t k_cache, ui
                         user_args);
 }
 
+// Compiles variants for explicit targets into a cache directory, with no
+// GPU needed: the Python build step's form of `attnjit build-cache`.
+// `variants` is "matrix" (the spec's matrix and presets), "presets",
+// "preset:NAME" or a list of flag dicts; `spec` None is the attention spec. One dict per
+// (variant, target): variant, target, source (compiled, disk, aot, memory),
+// key, seconds, spills, error (empty on success).
+nb::list compile_variants(const std::optional<UserSpec>& user, const nb::object& variants,
+                          const std::vector<std::string>& targets,
+                          const std::optional<std::string>& cache_dir, int jobs) {
+  const Spec& spec = user ? *user->spec : attnjit::attention_spec();
+  std::vector<FlagSet> flag_sets;
+  if (nb::isinstance<nb::str>(variants)) {
+    const std::string which = nb::cast<std::string>(variants);
+    if (which == "matrix") {
+      flag_sets = matrix_and_presets(spec);
+    } else if (which == "presets") {
+      std::set<std::string> seen;
+      for (const Preset& p : spec.presets) {
+        FlagSet f = resolve_preset(spec, p.name);
+        if (seen.insert(f.str()).second) flag_sets.push_back(std::move(f));
+      }
+    } else if (which.rfind("preset:", 0) == 0) {
+      flag_sets.push_back(resolve_preset(spec, which.substr(7)));
+    } else {
+      throw Error(ErrorKind::kArgument,
+                  "variants must be 'matrix', 'presets', 'preset:NAME' or a list of flag dicts, "
+                  "got '" + which + "'");
+    }
+  } else {
+    for (nb::handle h : variants) flag_sets.push_back(to_flag_set(nb::cast<nb::dict>(h), spec));
+  }
+  if (targets.empty()) throw Error(ErrorKind::kArgument, "no target given (e.g. 'sm_90a')");
+  struct Item {
+    Signature signature;
+    std::string source, key, error;
+    double seconds = 0;
+    int spills = 0;
+  };
+  std::vector<Item> items;
+  for (const std::string& t : targets) {
+    const Target target = parse_target(t);
+    for (const FlagSet& f : flag_sets) {
+      items.push_back({make_signature(spec, f, CompileOptions::from_environment(target))});
+    }
+  }
+  CacheConfig config = CacheConfig::from_environment();
+  if (cache_dir) config.user_dir = *cache_dir;
+  if (jobs < 1) jobs = int(std::max(1u, std::thread::hardware_concurrency()));
+  {
+    nb::gil_scoped_release release;
+    KernelCache cache(config);
+    std::atomic<size_t> next{0};
+    auto worker = [&] {
+      for (size_t i = next++; i < items.size(); i = next++) {
+        Item& item = items[i];
+        const auto t0 = std::chrono::steady_clock::now();
+        try {
+          const LookupResult r = cache.get(spec, item.signature);
+          item.source = to_string(r.source);
+          item.key = r.entry->key.hex;
+          item.spills = std::max(0, r.entry->kernel.resources.spill_stores);
+        } catch (const std::exception& e) {
+          item.error = e.what();
+        }
+        item.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+      }
+    };
+    std::vector<std::thread> threads;
+    for (int t = 0; t < std::min<int>(jobs, int(items.size())); ++t) threads.emplace_back(worker);
+    for (std::thread& t : threads) t.join();
+    if (cache.disk_disabled()) {
+      throw Error(ErrorKind::kCache, "the cache directory " + config.user_dir +
+                                         " is not writable; nothing was stored");
+    }
+  }
+  nb::list out;
+  for (const Item& item : items) {
+    nb::dict d;
+    d["variant"] = item.signature.display_name();
+    d["flags"] = item.signature.flags.str();
+    d["target"] = item.signature.options.target.name();
+    d["source"] = item.source;
+    d["key"] = item.key;
+    d["seconds"] = item.seconds;
+    d["spills"] = item.spills;
+    d["error"] = item.error;
+    out.append(d);
+  }
+  return out;
+}
+
 nb::dict cache_stats() {
   const CacheStats s = KernelCache::global().stats();
   nb::dict d;
@@ -434,6 +530,10 @@ NB_MODULE(_C, m) {
   m.def("build_user_vm", &build_user_vm, "spec"_a, "flags"_a, "target"_a = nb::none(),
         "The expression VM's variant of a user spec's flags into the process-wide cache "
         "(ATTNJIT_USER_VM); returns its kernel name.");
+  m.def("compile_variants", &compile_variants, "spec"_a, "variants"_a, "targets"_a,
+        "cache_dir"_a = nb::none(), "jobs"_a = 0,
+        "Compiles a spec's variants ('matrix', 'presets' or flag dicts) for explicit targets "
+        "into a cache directory; no GPU needed. One dict per variant and target.");
   m.def("cache_stats", &cache_stats,
         "Counters of the process-wide kernel cache (and of the generic tier's launches).");
   m.def(

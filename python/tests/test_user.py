@@ -191,6 +191,14 @@ def test_bad_spec_args_are_named(drop, changes, kind, match):
         _fake_call(spec, drop=drop, **changes)
 
 
+@pytest.mark.parametrize("paged", [False, True])
+def test_a_bad_built_in_argument_names_the_specs_call(paged):
+    spec = attnjit.load_spec(DOCUMENT)
+    call = "doc_test.paged" if paged else "doc_test"
+    with pytest.raises(TypeError, match=rf"^{call}: window_size must be a pair"):
+        _fake_call(spec, paged=paged, window_size="wide")
+
+
 def test_a_cpu_tensor_arg_is_refused():
     spec = attnjit.load_spec(DOCUMENT)
     with pytest.raises(ValueError, match="`doc` must be on q's device"):
