@@ -1,0 +1,141 @@
+// The key tiles one work tile visits, in order, and how many it visited
+// before each (its index in the K/V ring). Without skipping, every tile of
+// [first, last]. With it (a spec's mask whose visible keys need not be one
+// interval per query tile: sink tokens and a window, global tokens and a
+// band, block-sparse layouts), only the tiles the mask's interval analysis
+// does not prove empty, wherever they are in the range; the producer loads
+// and the consumers compute exactly those. Every warp walks on its own and
+// finds the same tiles: the classes of the next 32 tiles are taken at once,
+// one per lane, whenever the walk passes the end of the previous 32, and
+// kept (full or not), so a tile's edge test is a bit.
+#pragma once
+
+#include "common/ptx.cuh"
+
+namespace attnjit {
+namespace attention {
+
+// Bit l holds pred(l) for lane l of the calling warp, whose 32 lanes all
+// call it together. (Compiled for the host, the lanes run in turn.)
+template <class Pred>
+__device__ __forceinline__ unsigned warp_ballot(Pred pred) {
+#ifdef __CUDA_ARCH__
+  return __ballot_sync(0xffffffffu, pred(static_cast<int>(threadIdx.x & 31)));
+#else
+  unsigned bits = 0;
+  for (int lane = 0; lane < 32; ++lane) bits |= pred(lane) ? 1u << lane : 0u;
+  return bits;
+#endif
+}
+
+__device__ __forceinline__ int lowest_set_bit(unsigned bits) {
+#ifdef __CUDA_ARCH__
+  return __ffs(bits) - 1;
+#else
+  return __builtin_ctz(bits);
+#endif
+}
+
+// The first t in [lo, hi] where keep(t) holds (none: hi + 1, or lo for an
+// empty range, as the loop leaves it): the answer
+// of a loop from lo, found 32 candidates at a time, one per lane, so a
+// long run of tiles that fail costs n / 32 steps of parallel tests. Every
+// lane of the warp calls it with the same arguments.
+template <class Keep>
+__device__ __forceinline__ int first_where(int lo, int hi, Keep keep) {
+  for (int base = lo; base <= hi; base += 32) {
+    const unsigned hits =
+        warp_ballot([&](int lane) { return base + lane <= hi && keep(base + lane); });
+    if (hits != 0) return base + lowest_set_bit(hits);
+  }
+  return lo > hi ? lo : hi + 1;
+}
+// The last t in [lo, hi] where keep(t) holds (none: lo - 1, or hi for an
+// empty range), likewise.
+template <class Keep>
+__device__ __forceinline__ int last_where(int lo, int hi, Keep keep) {
+  for (int top = hi; top >= lo; top -= 32) {
+    const unsigned hits =
+        warp_ballot([&](int lane) { return top - lane >= lo && keep(top - lane); });
+    if (hits != 0) return top - lowest_set_bit(hits);
+  }
+  return lo > hi ? hi : lo - 1;
+}
+
+// Bits of the classes (0 empty, 1 partial, 2 full) of tiles base + lane,
+// one per lane; tiles past `last` are empty.
+template <class Classify>
+__device__ __forceinline__ void warp_classes(int base, int last, const Classify& classify,
+                                             unsigned& nonempty, unsigned& full) {
+#ifdef __CUDA_ARCH__
+  const int t = base + static_cast<int>(threadIdx.x & 31);
+  const int c = t <= last ? classify(t) : 0;
+  nonempty = __ballot_sync(0xffffffffu, c != 0);
+  full = __ballot_sync(0xffffffffu, c == 2);
+#else
+  nonempty = full = 0;
+  for (int lane = 0; lane < 32; ++lane) {
+    const int c = base + lane <= last ? classify(base + lane) : 0;
+    nonempty |= c != 0 ? 1u << lane : 0u;
+    full |= c == 2 ? 1u << lane : 0u;
+  }
+#endif
+}
+
+template <bool kSkips>
+struct TileWalk {
+  int kt = 0;    // the current key tile; past `last` once the walk is done
+  int i = 0;     // tiles visited before it
+  int last = -1;
+  // kSkips: bit t says tile base + t is not empty (full); kt is in
+  // [base, base + 32) while the walk is on.
+  unsigned nonempty = 0, full = 0;
+  int base = 0;
+
+  __device__ __forceinline__ bool on() const { return kt <= last; }
+
+  // Classify(kt) -> 0 empty, 1 partial, 2 full; every lane of the warp
+  // calls start and next together (a ballot), with the same arguments.
+  template <class Classify>
+  __device__ __forceinline__ void start(int first, int last_tile, const Classify& classify) {
+    kt = first;
+    i = 0;
+    last = last_tile;
+    if constexpr (kSkips) {
+      base = first;
+      warp_classes(base, last, classify, nonempty, full);
+      seek(classify);
+    }
+  }
+
+  template <class Classify>
+  __device__ __forceinline__ void next(const Classify& classify) {
+    ++i;
+    ++kt;
+    if constexpr (kSkips) seek(classify);
+  }
+
+  // Whether the current tile is full by the mask's classes (kSkips).
+  __device__ __forceinline__ bool is_full() const { return (full >> (kt - base)) & 1u; }
+
+ private:
+  // On to the first non-empty tile from kt (or past last).
+  template <class Classify>
+  __device__ __forceinline__ void seek(const Classify& classify) {
+    while (kt <= last) {
+      if (kt - base >= 32) {
+        base = kt;
+        warp_classes(base, last, classify, nonempty, full);
+      }
+      const unsigned rest = nonempty >> (kt - base);
+      if (rest != 0) {
+        kt += lowest_set_bit(rest);
+        return;
+      }
+      kt = base + 32;
+    }
+  }
+};
+
+}  // namespace attention
+}  // namespace attnjit
