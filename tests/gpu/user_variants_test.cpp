@@ -57,6 +57,19 @@ std::vector<UserCheckArg> user_values(const std::string& family, const CheckShap
     }
     if (doc.ints.empty()) doc.ints.push_back(0);
     out.push_back(doc);
+  } else if (family == "streaming_llm") {
+    UserCheckArg sinks, window;
+    sinks.name = "sink_tokens";
+    sinks.int_value = 1 + int(rng() % 6);
+    window.name = "window";
+    window.int_value = int(rng() % 90);  // windows shorter and longer than a tile
+    out.push_back(sinks);
+    out.push_back(window);
+  } else if (family == "strided") {
+    UserCheckArg stride;
+    stride.name = "stride";
+    stride.int_value = 1 + int(rng() % 9);
+    out.push_back(stride);
   } else if (family == "sliding_window_expr") {
     UserCheckArg window;
     window.name = "window";
@@ -217,7 +230,8 @@ TEST(UserScores, IdentityTilesOfHeadsPositionsAndKeys) {
 INSTANTIATE_TEST_SUITE_P(Examples, UserVariantsViaVm,
                          ::testing::Values("chunked_local.yaml", "prefix_lm.yaml", "document.yaml",
                                            "alibi.yaml", "causal_expr.yaml",
-                                           "sliding_window_expr.yaml", "key0_bias_expr.yaml"),
+                                           "sliding_window_expr.yaml", "key0_bias_expr.yaml",
+                                           "streaming_llm.yaml", "strided.yaml"),
                          [](const ::testing::TestParamInfo<std::string>& info) {
                            return info.param.substr(0, info.param.find('.'));
                          });
@@ -225,7 +239,8 @@ INSTANTIATE_TEST_SUITE_P(Examples, UserVariantsViaVm,
 INSTANTIATE_TEST_SUITE_P(Examples, UserVariants,
                          ::testing::Values("chunked_local.yaml", "prefix_lm.yaml", "document.yaml",
                                            "alibi.yaml", "causal_expr.yaml",
-                                           "sliding_window_expr.yaml", "key0_bias_expr.yaml"),
+                                           "sliding_window_expr.yaml", "key0_bias_expr.yaml",
+                                           "streaming_llm.yaml", "strided.yaml"),
                          [](const ::testing::TestParamInfo<std::string>& info) {
                            return info.param.substr(0, info.param.find('.'));
                          });
