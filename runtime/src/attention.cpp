@@ -38,8 +38,7 @@ attention::TileConfig tile_config_of(const Signature& sig) {
       sig.options.max_registers != 0, sig.flags.get_name("kv_dtype") == "fp8_e4m3",
       sig.flags.get_bool("split_kv"), attention::smem_per_sm(sig.options.target.sm),
       param("pingpong") != 0, param("persistent") != 0, param("decode_mma") != 0,
-      param("decode_mma") == 2, sig.flags.get_bool("small_pages"), param("producer_warps"),
-      param("cluster"), sig.flags.get_name("kv_layout") == "paged"});
+      param("decode_mma") == 2, sig.flags.get_bool("small_pages"), param("producer_warps")});
 }
 
 // The kernel ABI: the struct generated from the spec's `args`, filled by
@@ -413,7 +412,6 @@ void AttentionKernel::init_from(const Signature& sig, const LookupResult& found,
   pack_gqa_ = attention::pack_mode(tile.shape.pack_gqa, tile.shape.split_kv);
   tma_ = tile.shape.wgmma;  // fp8 K/V: raw byte tiles, which the producer converts
   persistent_ = tile.persistent;
-  cluster_ = tile.cluster;
   tma_box_ = TmaBox{tile.tma_chunk, tile.tma_box_rows, tile.swizzle_bytes, tile.mma_decode};
   block_n_ = tile.shape.block_n;
   if (tile.v_block_rows < block_n_) tma_box_.v_block_rows = tile.v_block_rows;
@@ -524,14 +522,9 @@ void AttentionKernel::launch_this(const AttentionArgs& a, CuStream stream,
     }
     grid = LaunchGrid{attention::persistent_blocks({grid.x, grid.y, grid.z}, resident), 1, 1};
   }
-  // Clusters pair cells x and x ^ 1: the grid's x rounded up to whole
-  // clusters (the kernel takes a cell past params.tiles_x as one without a
-  // tile).
-  const unsigned cluster = unsigned(cluster_);
-  grid.x = (grid.x + cluster - 1) / cluster * cluster;
   if (user_fields_.empty()) {
     void* args[] = {&params};
-    kernel_->launch(grid.x, grid.y, grid.z, stream, args, cluster);
+    kernel_->launch(grid.x, grid.y, grid.z, stream, args);
     return;
   }
   // A user spec's struct: the inherited fields, then its own (checked by
@@ -541,7 +534,7 @@ void AttentionKernel::launch_this(const AttentionArgs& a, CuStream stream,
   std::memcpy(buffer, &params, sizeof(params));
   write_user_args(buffer, user_args);
   void* args[] = {buffer};
-  kernel_->launch(grid.x, grid.y, grid.z, stream, args, cluster);
+  kernel_->launch(grid.x, grid.y, grid.z, stream, args);
 }
 
 LaunchGrid attention_grid(const AttentionArgs& a, int block_m, int pack_gqa, int num_splits) {

@@ -431,13 +431,7 @@ void Driver::encode_tensor_map(TensorMapBytes& map, const TiledTensor& t) {
 }
 
 void Driver::launch(CuFunction fn, unsigned grid_x, unsigned grid_y, unsigned grid_z,
-                    unsigned block_x, unsigned smem_bytes, CuStream stream, void** args,
-                    unsigned cluster_x) {
-  if (cluster_x == 0 || grid_x % cluster_x != 0) {
-    throw Error(ErrorKind::kDriver,
-                fmt::format("cuLaunchKernelEx: grid x {} is not a whole number of clusters of {}",
-                            grid_x, cluster_x));
-  }
+                    unsigned block_x, unsigned smem_bytes, CuStream stream, void** args) {
   CUlaunchConfig config{};
   config.gridDimX = grid_x;
   config.gridDimY = grid_y;
@@ -447,13 +441,8 @@ void Driver::launch(CuFunction fn, unsigned grid_x, unsigned grid_y, unsigned gr
   config.blockDimZ = 1;
   config.sharedMemBytes = smem_bytes;
   config.hStream = stream;
-  CUlaunchAttribute cluster{};
-  cluster.id = CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION;
-  cluster.value.clusterDim.x = cluster_x;
-  cluster.value.clusterDim.y = 1;
-  cluster.value.clusterDim.z = 1;
-  config.attrs = cluster_x > 1 ? &cluster : nullptr;
-  config.numAttrs = cluster_x > 1 ? 1 : 0;
+  config.attrs = nullptr;
+  config.numAttrs = 0;
   CUresult result = impl_->api.launch_kernel_ex(&config, fn, args, nullptr);
   if (result != CUDA_SUCCESS) impl_->fail("cuLaunchKernelEx", result);
 }

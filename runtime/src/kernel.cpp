@@ -84,11 +84,11 @@ const Kernel::Loaded& Kernel::loaded_for_current_context() {
   return *loaded_.back();
 }
 
-void Kernel::launch(unsigned grid_x, unsigned grid_y, unsigned grid_z, CuStream stream, void** args,
-                    unsigned cluster_x) {
+void Kernel::launch(unsigned grid_x, unsigned grid_y, unsigned grid_z, CuStream stream,
+                    void** args) {
   const Loaded& loaded = loaded_for_current_context();
-  Driver::get().launch(loaded.fn, grid_x, grid_y, grid_z, loaded.threads, loaded.smem, stream, args,
-                       cluster_x);
+  Driver::get().launch(loaded.fn, grid_x, grid_y, grid_z, loaded.threads, loaded.smem, stream,
+                       args);
 }
 
 unsigned Kernel::threads() { return loaded_for_current_context().threads; }

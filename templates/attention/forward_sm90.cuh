@@ -4,14 +4,13 @@
 // and V through the TMA (or, with producer_warps 2, its first warp K and
 // its second V); the consumer warpgroups run the MMAs and the
 // epilogue. The only block-wide barrier is the one after the mbarriers are
-// initialized (a cluster of two, forward_sm90_pair, meets at a cluster
-// barrier there and at one before exiting); the consumers meet on named
-// barrier 1. A persistent block (PersistentTileScheduler) does the same for
-// one work tile after another: its producer warp takes each tile's cell and
-// hands it to the consumers (CellRing) before it streams that tile's K and
-// V, the ring's indices counting on across tiles, so the producer streams
-// the next tile's K and V while the consumers finish the last (its output
-// is staged apart from the ring).
+// initialized; the consumers meet on named barrier 1. A persistent block
+// (PersistentTileScheduler) does the same for one work tile after another:
+// its producer warp takes each tile's cell and hands it to the consumers
+// (CellRing) before it streams that tile's K and V, the ring's indices
+// counting on across tiles, so the producer streams the next tile's K and V
+// while the consumers finish the last (its output is staged apart from the
+// ring).
 #pragma once
 
 #include "attention/mask.cuh"
@@ -105,95 +104,12 @@ __device__ __forceinline__ CellRing cells(const SharedTiles& smem) {
   return CellRing(smem.raw + smem.pad + kAt, smem.q + kAt);
 }
 
-// A block of a cluster of two (TileConfig::cluster): cells x and x ^ 1 of
-// the grid, neighbouring query tiles of one sequence and head slot, whose
-// key ranges overlap (a window's, a causal mask's) or agree (no mask).
-// (With pack_gqa 2 over a sequence run unpacked the pair may straddle two
-// query heads of the kv head, tile_at: still one K/V, a wider union.)
-// Both blocks walk the union of the two ranges through their rings, the
-// first block's producer copying K and the second's V of every tile into
-// both blocks' buffers (PairProducer), so a K/V row both tiles read leaves
-// L2 once. The consumers take their own range's tiles as a block alone
-// does, from the ring index where the range starts in the union, and pass
-// over the rest (Consumer::pass_ring_index; before the range, and after it
-// ahead of the epilogue, which stages its rows over the buffers). A cell
-// without a tile still takes part, its consumers passing every tile. The
-// two blocks meet at a cluster barrier after the mbarriers' init (the
-// other block's copies and hand-backs land in this block's memory) and
-// again before either exits (until then the other hands buffers back).
-template <class C, class Scheduler, class Mainloop, class Epilogue>
-__device__ void forward_sm90_pair(const Params<typename C::dtype>& prm) {
-  using KV = typename Mainloop::KvSource;
-  constexpr TileConfig kTile = Mainloop::kTile;
-  extern __shared__ __align__(1024) unsigned char smem_raw[];
-  const typename Mainloop::SharedTiles smem(smem_raw, ptx::smem_addr(smem_raw));
-
-  typename Scheduler::Work work, pair;
-  const int x = static_cast<int>(blockIdx.x);
-  const bool mine = Scheduler::get_cell(prm, work, x);
-  const bool theirs = Scheduler::get_cell(prm, pair, x ^ 1);
-  // The union of the two key ranges, [first, last] (empty: last < first).
-  const bool mine_any = mine && key_tiles_of(work) > 0;
-  const bool theirs_any = theirs && key_tiles_of(pair) > 0;
-  int first = 0, last = -1;
-  if (mine_any || theirs_any) {
-    first = mine_any && theirs_any ? ptx::imin(work.range.first_tile, pair.range.first_tile)
-                                   : (mine_any ? work.range.first_tile : pair.range.first_tile);
-    last = mine_any && theirs_any ? ptx::imax(work.range.last_tile, pair.range.last_tile)
-                                  : (mine_any ? work.range.last_tile : pair.range.last_tile);
-  }
-  const int count = last - first + 1;
-  const int tid = threadIdx.x;
-  const int warp = tid / 32;
-  const int lane = tid % 32;
-  // A launch without clusters of two would leave a block waiting for
-  // copies and hand-backs that never come: stop it at once.
-  if (ptx::cluster_blocks() != 2) __trap();
-  if (tid == 0) smem.ring.template init<C::warps * 2>();  // (fences the init)
-  ptx::cluster_sync_after_init();
-
-  if (warp >= C::warps) {
-    if constexpr (kTile.rebalance) ptx::setmaxnreg_dec<kTile.producer_registers>();
-    if (tid - C::warps * 32 == 0 && count > 0) {
-      // (Both cells read one sequence's K/V of one kv head.)
-      Mainloop::PairProducer::run(smem, KV(prm, mine ? work : pair), first, last,
-                                  ptx::cluster_rank());
-    }
-  } else {
-    if constexpr (kTile.rebalance) ptx::setmaxnreg_inc<kTile.consumer_registers>();
-    if (mine) {
-      const int before = mine_any ? work.range.first_tile - first : ptx::imax(count, 0);
-      const int after = before + key_tiles_of(work);
-      typename Mainloop::Consumer passer(prm, smem, 0, -1, tid, warp, lane);
-#pragma unroll 1
-      for (int i = 0; i < before; ++i) passer.pass_ring_index(i);
-      consume_tile<C, Mainloop, Epilogue>(prm, smem, work, before, tid, warp, lane, false,
-                                          [&](const typename Mainloop::Consumer& consumer) {
-#pragma unroll 1
-                                            for (int i = after; i < count; ++i) {
-                                              consumer.pass_ring_index(i);
-                                            }
-                                          });
-    } else {
-      typename Mainloop::Consumer passer(prm, smem, 0, -1, tid, warp, lane);
-#pragma unroll 1
-      for (int i = 0; i < count; ++i) passer.pass_ring_index(i);
-    }
-  }
-  ptx::cluster_sync_before_exit();
-}
-
 template <class C, class Scheduler, class Mainloop, class Epilogue>
 __device__ void forward_sm90(const Params<typename C::dtype>& prm) {
   using KV = typename Mainloop::KvSource;
   constexpr TileConfig kTile = Mainloop::kTile;
   constexpr bool kPersistent = Scheduler::kPersistent;
   static_assert(kPersistent == kTile.persistent, "the scheduler follows the tile configuration");
-  if constexpr (kTile.cluster == 2) {
-    static_assert(!kPersistent && !C::split_kv && !fp8_kv<C>(), "TileConfig::cluster");
-    forward_sm90_pair<C, Scheduler, Mainloop, Epilogue>(prm);
-    return;
-  }
   extern __shared__ __align__(1024) unsigned char smem_raw[];
   const typename Mainloop::SharedTiles smem(smem_raw, ptx::smem_addr(smem_raw));
 

@@ -29,14 +29,10 @@
 namespace attnjit {
 namespace attention {
 
-// The mbarrier ring: tile i of a block (counted from its first; in a
-// cluster of two, from the first of the pair's union) uses stage
+// The mbarrier ring: tile i of a block (counted from its first) uses stage
 // i mod stages; the n-th use of a stage completes phase n of its barriers,
-// whose parity the waiter names. In a cluster of two (TileConfig::cluster)
-// each block's producer writes into both blocks' buffers, so a consumer
-// warp hands each buffer back to both blocks' empty barriers, which count
-// the pair's consumer warps.
-template <int kStages, int kCluster = 1>
+// whose parity the waiter names.
+template <int kStages>
 struct TileRing {
   unsigned full_k, full_v, empty_k, empty_v;  // shared addresses of barrier arrays
 
@@ -81,12 +77,7 @@ struct TileRing {
   // This warp is done reading tile i's buffer (its MMAs have completed).
   static __device__ __forceinline__ void release(unsigned empty, int i, int lane) {
     __syncwarp();
-    if (lane == 0) {
-      ptx::mbarrier_arrive(at(empty, i));
-      if constexpr (kCluster == 2) {
-        ptx::mbarrier_arrive_cluster(ptx::map_shared_rank(at(empty, i), ptx::cluster_rank() ^ 1u));
-      }
-    }
+    if (lane == 0) ptx::mbarrier_arrive(at(empty, i));
   }
 };
 
@@ -121,9 +112,7 @@ struct MainloopSm90 {
   static_assert(Rows::kChunk == kTile.tma_chunk, "the TMA box is one swizzle chunk wide");
   // V's layout: Rows', or blocks of 16 keys (small_pages; TileConfig::v_block_rows).
   using VRows = BlockedRows<D, kTile.v_block_rows>;
-  using Ring = TileRing<kStages, kTile.cluster>;
-  static_assert(kTile.cluster == 1 || (kTile.cluster == 2 && KV::kMulticast),
-                "a cluster of two shares contiguous K/V copies (VarlenKV) only");
+  using Ring = TileRing<kStages>;
   using Softmax =
       OnlineSoftmax<kScoreBlocks, kOutBlocks, slack_max_pays(D, BN, C::split_kv != 0)>;
   using RowKeys = typename Mask<C>::RowKeys;
@@ -198,29 +187,6 @@ struct MainloopSm90 {
           if (i >= kStages) Ring::wait_empty(smem.ring.empty_v, i);
           kv.tma_load_v(smem.v + tile, Ring::at(smem.ring.full_v, i), kt, lane, pages);
         }
-      }
-    }
-  };
-
-  // The producer of a block of a cluster of two (TileConfig::cluster):
-  // the pair's key tiles [first, last] (the union of their ranges), K of
-  // each copied by the block of rank 0 and V by rank 1, multicast into both
-  // blocks' buffers; each block's producer announces both tiles' bytes to
-  // its own full barriers, once both blocks' consumers are done with the
-  // buffer's previous tile (its empty barriers count both blocks' warps,
-  // which also says its full barriers are past that tile's phase).
-  struct PairProducer {
-    static __device__ __forceinline__ void run(const SharedTiles& smem, const KV& kv, int first,
-                                               int last, unsigned rank) {
-      kv.prefetch_maps();
-#pragma unroll 1
-      for (int kt = first; kt <= last; ++kt) {
-        const int i = kt - first;
-        const unsigned tile = Ring::stage(i) * kTile.kv_tile_bytes;
-        if (i >= kStages) Ring::wait_empty(smem.ring.empty_k, i);
-        kv.tma_load_k_pair(smem.k + tile, Ring::at(smem.ring.full_k, i), kt, rank == 0);
-        if (i >= kStages) Ring::wait_empty(smem.ring.empty_v, i);
-        kv.tma_load_v_pair(smem.v + tile, Ring::at(smem.ring.full_v, i), kt, rank == 1);
       }
     }
   };
@@ -386,16 +352,6 @@ struct MainloopSm90 {
         }
       }
       key_loop(work, rows, softmax, o);
-    }
-
-    // A block of a cluster: ring index i of the pair's walk, a key tile
-    // outside this block's range, waited for and handed back unread (the
-    // wait keeps each full barrier's phases in step with the ring).
-    __device__ __forceinline__ void pass_ring_index(int i) const {
-      Ring::wait_full(smem.ring.full_k, i);
-      Ring::release(smem.ring.empty_k, i, lane);
-      Ring::wait_full(smem.ring.full_v, i);
-      Ring::release(smem.ring.empty_v, i, lane);
     }
 
     // A persistent block's next work tile's Q, issued by each warpgroup for
@@ -640,9 +596,8 @@ struct MainloopSm90 {
       ptx::fence_operands(o);
       // A block that exits after this tile leaves the buffer as it is; a
       // persistent one hands it back, since the producer refills it for a
-      // later work tile (and would wait for it forever otherwise), and so
-      // does a block of a cluster, whose pair may walk further tiles.
-      if constexpr (kTile.persistent || kTile.cluster > 1) release_v(last);
+      // later work tile (and would wait for it forever otherwise).
+      if constexpr (kTile.persistent) release_v(last);
     }
   };
 };

@@ -49,10 +49,6 @@ struct TileShape {
   // The producer's warps issuing copies (tuning param producer_warps;
   // TileConfig::producer_warps says where it applies).
   int producer_warps = 1;
-  // Blocks of a cluster sharing their K/V copies (tuning param cluster;
-  // TileConfig::cluster says where it applies).
-  int cluster = 1;
-  bool paged = false;  // K/V in an engine's paged cache (the kv_layout flag)
 };
 
 // Shared memory of one SM that blocks can have, by compute capability
@@ -152,18 +148,6 @@ struct TileConfig {
   // block_m it cannot take (decode_mma 1: 16 x warps; 2: 8): a compile
   // error that says so (prefill.cuh), not the warpgroup path's.
   bool decode_rows_mismatch;
-  // Blocks per cluster: 1, or 2 where the tuning asks for it on the
-  // warpgroup path over contiguous K/V without fp8, split-KV, persistent
-  // blocks, the decode block or two producer warps. The grid's neighbouring
-  // cells x and x ^ 1 (neighbouring query tiles of one sequence and head
-  // slot; with pack_gqa 2 over a sequence run unpacked, where x counts
-  // each query head's tiles in turn, a pair may also be the first tile of
-  // one head and the last of the next: correct, but their union is wide)
-  // are one cluster; both blocks walk the union of their key ranges,
-  // the first copying every K tile and the second every V tile, each copy
-  // multicast into both blocks' shared memory, so a K/V row that both tiles
-  // read leaves L2 once (forward_sm90.cuh, forward_sm90_pair).
-  int cluster;
 };
 
 // The most dynamic shared memory a block may take on sm_90: the SM's less
@@ -399,10 +383,6 @@ ATTNJIT_TILE_CONSTEXPR TileConfig make_tile_config(const TileShape& shape) {
       shape.producer_warps == 2 && shape.wgmma && !shape.kv_fp8 && !c.mma_decode && !c.persistent
           ? 2
           : 1;
-  c.cluster = shape.cluster == 2 && shape.wgmma && !shape.kv_fp8 && !shape.split_kv &&
-                      !shape.paged && !c.mma_decode && !c.persistent && c.producer_warps == 1
-                  ? 2
-                  : 1;
   tile_detail::set_shared_memory(c);
   tile_detail::set_blocks_per_sm(c);
   tile_detail::set_registers(c);
@@ -545,28 +525,6 @@ struct ProducerWarps<C, decltype(void(C::producer_warps))> {
   static constexpr int value = C::producer_warps;
 };
 
-// The blocks per cluster a generated Config asks for (its tuning param
-// cluster; 1 for a Config without one).
-template <class C, class = void>
-struct ClusterSize {
-  static constexpr int value = 1;
-};
-template <class C>
-struct ClusterSize<C, decltype(void(C::cluster))> {
-  static constexpr int value = C::cluster;
-};
-
-// Whether a generated Config reads a paged cache (its kv_layout flag;
-// false for a Config without one, as the host tests').
-template <class C, class = void>
-struct PagedLayout {
-  static constexpr bool value = false;
-};
-template <class C>
-struct PagedLayout<C, decltype(void(C::kv_layout))> {
-  static constexpr bool value = C::kv_layout == C::kv_layout_t::paged;
-};
-
 // Whether a generated Config's paged copies come from one elected lane with
 // warp-uniform pages (its tuning param uniform_boxes; kv_source.cuh,
 // PagedKV::for_each_box), not a lane per box; false for a Config without
@@ -601,8 +559,7 @@ ATTNJIT_TILE_CONSTEXPR TileConfig tile_config() {
                                     C::min_blocks, C::pack_gqa, C::wgmma != 0, kRegisterCap,
                                     KvFp8<C>::value, C::split_kv, kSmemPerSm, C::pingpong != 0,
                                     C::persistent != 0, DecodeMma<C>::value, DecodeMma<C>::swap,
-                                    SmallPages<C>::value, ProducerWarps<C>::value,
-                                    ClusterSize<C>::value, PagedLayout<C>::value});
+                                    SmallPages<C>::value, ProducerWarps<C>::value});
 }
 
 }  // namespace attention

@@ -388,14 +388,6 @@ struct TileScheduler {
     return tile_at(prm, work, static_cast<int>(blockIdx.x), static_cast<int>(blockIdx.y),
                    static_cast<int>(blockIdx.z));
   }
-  // The tile of cell x of this block's row and sequence (a cluster's block
-  // asks for its own and its pair's); false when the cell has none or is
-  // past prm.tiles_x (a grid padded to whole clusters).
-  static __device__ __forceinline__ bool get_cell(const Params<typename C::dtype>& prm, Work& work,
-                                                  int x) {
-    return x < prm.tiles_x &&
-           tile_at(prm, work, x, static_cast<int>(blockIdx.y), static_cast<int>(blockIdx.z));
-  }
 };
 
 // Persistent blocks (TileConfig::persistent; the launch is one row of

@@ -275,42 +275,6 @@ TEST(TileConfigs, PersistentSplitDecodesMatchTheReference) {
   }
 }
 
-// Clusters of two blocks sharing their K/V copies (tuning param cluster):
-// windows (their ranges overlapping by part), causal masks (one range
-// inside the other), no mask (the same range), spans, soft-cap, sinks and
-// LSE, packed and unpacked GQA and packing by sequence, ping-pong, one to
-// three consumer warpgroups; the standard shapes hold sequences with an
-// odd count of query tiles (a cluster whose second cell has no tile),
-// ragged batches (cells past a short sequence's tiles) and decodes.
-TEST(TileConfigs, ClustersMatchTheReference) {
-  ATTNJIT_REQUIRE_GPU();
-  if (current_device_target() != parse_target("sm_90a")) {
-    GTEST_SKIP() << "clusters are a warpgroup-path (sm_90a) tuning";
-  }
-  const auto [oss, mimo, spans, cap, wide] = families();
-  AttentionFlags causal;
-  causal.head_dim = 128;
-  causal.causal = true;
-  const auto wg = [](int bm, int bn, int stages, int pack, int pingpong = 0) {
-    return std::map<std::string, int64_t>{
-        {"block_m", bm},    {"warps", bm / 16},     {"block_n", bn},
-        {"stages", stages}, {"min_blocks", 1},      {"pack_gqa", pack},
-        {"wgmma", 1},       {"pingpong", pingpong}, {"cluster", 2}};
-  };
-  const std::vector<Case> clustered = {
-      {mimo, wg(64, 64, 3, 0)},       {mimo, wg(192, 80, 2, 0, 1)}, {oss, wg(64, 64, 2, 1)},
-      {oss, wg(64, 32, 4, 2)},        {oss, wg(192, 64, 2, 1, 1)},  {spans, wg(128, 128, 2, 0)},
-      {spans, wg(64, 64, 3, 2)},      {cap, wg(128, 96, 3, 0)},     {causal, wg(128, 128, 2, 1)},
-      {causal, wg(192, 64, 3, 0, 1)}, {wide, wg(64, 32, 2, 0)}};
-  for (const Case& c : clustered) {
-    ASSERT_EQ(AttentionKernel::get(c.flags, KernelCache::global(), nullptr, c.tuning)->cluster(),
-              2);
-    std::string config;
-    for (const auto& [k, v] : c.tuning) config += fmt::format("{}={} ", k, v);
-    check_case(c, config);
-  }
-}
-
 // With ATTNJIT_SMALL_PAGES=0 a paged launch at pages of 16 keys runs the
 // variant itself (its per-page-and-chunk boxes), which is also what serves
 // where the small_pages sibling cannot be had: the matrix's paged variants

@@ -415,51 +415,6 @@ TEST(TileConfig, TwoProducerWarpsOnlyWhereTheyApply) {
   }
 }
 
-// Clusters of two only on the warpgroup path over contiguous 16-bit K/V
-// without split-KV, persistent blocks, the decode block or two producer
-// warps; they change nothing else of the configuration (the same threads,
-// registers and shared memory: the pair shares copies, not buffers).
-TEST(TileConfig, ClustersOnlyWhereTheyApply) {
-  const auto with = [](TileShape s, int cluster) {
-    s.cluster = cluster;
-    return make_tile_config(s);
-  };
-  const TileShape wgmma{80, 64, 64, 4, 3, 1, false, true, false};
-  EXPECT_EQ(make_tile_config(wgmma).cluster, 1);
-  const TileConfig two = with(wgmma, 2);
-  EXPECT_EQ(two.cluster, 2);
-  EXPECT_EQ(two.threads, make_tile_config(wgmma).threads);
-  EXPECT_EQ(two.smem_bytes, make_tile_config(wgmma).smem_bytes);
-  EXPECT_EQ(two.consumer_registers, make_tile_config(wgmma).consumer_registers);
-  EXPECT_EQ(two.blocks_per_sm, make_tile_config(wgmma).blocks_per_sm);
-  TileShape paged = wgmma;
-  paged.paged = true;
-  TileShape split = wgmma;
-  split.split_kv = true;
-  TileShape fp8 = wgmma;
-  fp8.kv_fp8 = true;
-  TileShape persistent = wgmma;
-  persistent.persistent = true;
-  TileShape producers = wgmma;
-  producers.producer_warps = 2;
-  ASSERT_EQ(make_tile_config(producers).producer_warps, 2);
-  const TileShape decode{128,   32,    64,   4, 4,     2,     true, true,
-                         false, false, true, 0, false, false, true, true};
-  ASSERT_TRUE(make_tile_config(decode).mma_decode);
-  for (const auto& [what, s] : std::vector<std::pair<const char*, TileShape>>{
-           {"mma.sync", {80, 64, 64, 4, 3, 1, false, false, false}},
-           {"paged", paged},
-           {"split-KV", split},
-           {"fp8 K/V", fp8},
-           {"persistent", persistent},
-           {"two producer warps", producers},
-           {"decode block", decode}}) {
-    EXPECT_EQ(with(s, 2).cluster, 1) << what;
-  }
-  // Any other value is no cluster (the kernels refuse it at compile time).
-  EXPECT_EQ(with(wgmma, 3).cluster, 1);
-}
-
 // A paged tile's TMA boxes (paged_box_rows): for every key tile and page
 // size the kernels may meet (multiples of 16), the boxes cover the tile's
 // rows exactly, and each lies inside one page, wherever the tile starts.

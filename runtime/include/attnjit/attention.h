@@ -254,9 +254,6 @@ class AttentionKernel {
   // slot, the blocks taking the grid's cells from a counter in the
   // workspace (split_plan).
   bool persistent() const { return current().persistent_; }
-  // Blocks per cluster (tuning param cluster): 1, or 2 where neighbouring
-  // query tiles share their K/V copies (TileConfig::cluster).
-  int cluster() const { return current().cluster_; }
   EntrySource source() const { return current().source_; }
 
   // Tiers (docs/tiers.md). Unless ATTNJIT_TIERED=0, get() of a variant that
@@ -374,7 +371,6 @@ class AttentionKernel {
   int pack_gqa_ = 0;  // as pack_gqa()
   bool tma_ = false;  // the sm_90a warpgroup path: k and v through TMA maps
   bool persistent_ = false;  // a block per resident slot, taking the grid's cells from a counter
-  int cluster_ = 1;          // blocks per cluster along the grid's x
   TmaBox tma_box_;
   int block_n_ = 0, min_blocks_ = 1, split_keys_ = 0;
   // The rows of V's blocks in this variant's small_pages sibling where that

@@ -98,10 +98,8 @@ class Driver {
   // Throws Error(kDriver) with the shape if the driver rejects it.
   void encode_tensor_map(TensorMapBytes& map, const TiledTensor& tensor);
   // cuLaunchKernelEx on `stream`; no synchronization, no allocation.
-  // cluster_x > 1: blocks in clusters of cluster_x along x (grid_x a
-  // multiple of it).
   void launch(CuFunction fn, unsigned grid_x, unsigned grid_y, unsigned grid_z, unsigned block_x,
-              unsigned smem_bytes, CuStream stream, void** args, unsigned cluster_x = 1);
+              unsigned smem_bytes, CuStream stream, void** args);
 
   // For tests, benchmarks and the reference check (never on the launch path).
   CuDevicePtr mem_alloc(size_t bytes);

@@ -29,10 +29,8 @@ class Kernel {
   // there (cuModuleLoadData, shared-memory attribute set once) and launches
   // on `stream` with the threads and dynamic shared memory recorded in the
   // module's launch info. No synchronization, no allocation after the first
-  // launch in a context. Throws Error(kDriver). cluster_x: as
-  // Driver::launch.
-  void launch(unsigned grid_x, unsigned grid_y, unsigned grid_z, CuStream stream, void** args,
-              unsigned cluster_x = 1);
+  // launch in a context. Throws Error(kDriver).
+  void launch(unsigned grid_x, unsigned grid_y, unsigned grid_z, CuStream stream, void** args);
 
   // Threads per block and dynamic shared memory, from the launch info.
   // Loads the module into the current context if needed.
