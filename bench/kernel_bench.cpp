@@ -201,8 +201,8 @@ std::vector<std::map<std::string, int64_t>> tuning_grid(int head_dim, bool gqa, 
   }
   auto add = [&](int bm, int warps, int bn, int stages, int min_blocks, int wgmma) {
     for (int pack = 0; pack <= (gqa ? 2 : 0); ++pack) {
-      // Every param but split_keys named: a rule's pingpong or persistent
-      // must not slip into a config the table then prints without them.
+      // Every param but split_keys named: a rule's pingpong must not slip
+      // into a config the table then prints without it.
       grid.push_back({{"block_m", bm},
                       {"warps", warps},
                       {"block_n", bn},
@@ -211,7 +211,6 @@ std::vector<std::map<std::string, int64_t>> tuning_grid(int head_dim, bool gqa, 
                       {"pack_gqa", pack},
                       {"wgmma", wgmma},
                       {"pingpong", 0},
-                      {"persistent", 0},
                       {"decode_mma", 0}});
     }
   };

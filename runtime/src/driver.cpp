@@ -67,7 +67,6 @@ struct DriverApi {
   decltype(&::cuMemsetD8) memset_d8 = nullptr;
   // Optional (resolved after the others, may stay null).
   decltype(&::cuTensorMapEncodeTiled) tensor_map_encode_tiled = nullptr;
-  decltype(&::cuOccupancyMaxActiveBlocksPerMultiprocessor) occupancy_max_active_blocks = nullptr;
 };
 
 using GetProcAddress = decltype(&::cuGetProcAddress_v2);
@@ -208,11 +207,6 @@ void Driver::Impl::load() {
   // one is launched (Driver::encode_tensor_map).
   api.tensor_map_encode_tiled = reinterpret_cast<decltype(api.tensor_map_encode_tiled)>(
       lookup("cuTensorMapEncodeTiled", "cuTensorMapEncodeTiled"));
-  // Optional: without it a persistent launch sizes its grid from the
-  // kernel's launch bound (Driver::max_active_blocks returns 0).
-  api.occupancy_max_active_blocks =
-      reinterpret_cast<decltype(api.occupancy_max_active_blocks)>(lookup(
-          "cuOccupancyMaxActiveBlocksPerMultiprocessor", "cuOccupancyMaxActiveBlocksPerMultiprocessor"));
   g_driver_loaded.store(true, std::memory_order_release);
 }
 
@@ -380,14 +374,6 @@ void Driver::set_max_dynamic_smem(CuFunction fn, int bytes) {
                             "{} bytes)",
                             bytes),
                 result);
-}
-
-int Driver::max_active_blocks(CuFunction fn, unsigned block_x, unsigned smem_bytes) {
-  if (!impl_->api.occupancy_max_active_blocks) return 0;
-  int blocks = 0;
-  const CUresult result =
-      impl_->api.occupancy_max_active_blocks(&blocks, fn, int(block_x), size_t(smem_bytes));
-  return result == CUDA_SUCCESS ? blocks : 0;
 }
 
 void Driver::encode_tensor_map(TensorMapBytes& map, const TiledTensor& t) {

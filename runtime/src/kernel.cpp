@@ -55,7 +55,6 @@ std::unique_ptr<Kernel::Loaded> Kernel::load_into(CuContext ctx) {
     loaded->smem = info[1];
     if (loaded->smem > kDefaultSmemLimit)
       driver.set_max_dynamic_smem(loaded->fn, static_cast<int>(loaded->smem));
-    loaded->blocks_per_sm = driver.max_active_blocks(loaded->fn, loaded->threads, loaded->smem);
   } catch (const Error& e) {
     driver.unload_module(ctx, loaded->module);
     throw Error(e.kind(), fmt::format("{}: {}", name(), e.what()));
@@ -94,7 +93,5 @@ void Kernel::launch(unsigned grid_x, unsigned grid_y, unsigned grid_z, CuStream 
 unsigned Kernel::threads() { return loaded_for_current_context().threads; }
 
 unsigned Kernel::smem_bytes() { return loaded_for_current_context().smem; }
-
-int Kernel::blocks_per_sm() { return loaded_for_current_context().blocks_per_sm; }
 
 }  // namespace attnjit

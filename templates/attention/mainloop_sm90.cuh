@@ -98,8 +98,8 @@ struct MainloopSm90 {
   // memory, with alignment, beside the tiles: tile_config.cuh's
   // set_blocks_per_sm counts it too.)
   static_assert(kTile.smem_bytes + (C::split_kv ? 1024u : 0u) <= kMaxSmemPerBlockSm90,
-                "the tiles need more shared memory than a block may have (227 KiB; a persistent "
-                "block also stages its output apart, a split variant's epilogue takes 1 KiB)");
+                "the tiles need more shared memory than a block may have (227 KiB; a split "
+                "variant's epilogue takes 1 KiB)");
   // The MMA descriptors step by adding to their 14-bit start field (address
   // / 16, ptx::descriptor_advance), which cannot carry below 2^18 bytes.
   static_assert(kMaxSmemPerBlockSm90 + 1024u < (1u << 18),
@@ -127,10 +127,6 @@ struct MainloopSm90 {
     unsigned q, k, v;
     unsigned staging;  // fp8 K/V: the raw tiles, K then V per stage
     Ring ring;
-    // A persistent block's cell ring (forward_sm90.cuh, CellRing), past the
-    // ring's barriers, from q.
-    static constexpr unsigned kCellRingOffset =
-        kTile.barrier_offset + unsigned((4 * kStages + kTile.raw_stages) * 8);
 
     __device__ __forceinline__ explicit SharedTiles(unsigned char* smem, unsigned raw_address)
         : raw(smem),
@@ -145,10 +141,9 @@ struct MainloopSm90 {
     static __device__ __forceinline__ unsigned tile(unsigned tiles, int i) {
       return tiles + Ring::stage(i) * kTile.kv_tile_bytes;
     }
-    // 16 padded rows (SmemRow) for warp w's output: over Q, or in a
-    // persistent block an area of their own (TileConfig::output_offset).
+    // 16 padded rows (SmemRow) for warp w's output, over Q.
     __device__ __forceinline__ T* output_rows(int w) const {
-      return reinterpret_cast<T*>(raw + pad + kTile.output_offset) + w * 16 * SmemRow<D>::kStride;
+      return reinterpret_cast<T*>(raw + pad) + w * 16 * SmemRow<D>::kStride;
     }
   };
 
@@ -163,21 +158,20 @@ struct MainloopSm90 {
   // (KV::issues_copies) issue every copy, K of tile i once the consumers
   // are done with Q K^T of tile i - stages, V once they are done with its
   // P V (contiguous K/V: lane 0 alone; pages: a lane per page the tile
-  // spans, so the block-table lookups overlap). `base` is the ring index
-  // of key tile `first`: 0, or in a persistent block the tiles its earlier
-  // work tiles took. kCopies: what this warp copies, K and V (one
-  // producer warp), or K alone or V alone (kTile.producer_warps 2: a warp
-  // for each, walking the tiles apart, each ring with its own barriers).
+  // spans, so the block-table lookups overlap). kCopies: what this warp
+  // copies, K and V (one producer warp), or K alone or V alone
+  // (kTile.producer_warps 2: a warp for each, walking the tiles apart,
+  // each ring with its own barriers).
   enum Copies { kKeysAndValues, kKeys, kValues };
   struct Producer {
     template <Copies kCopies = kKeysAndValues>
     static __device__ __forceinline__ void run(const SharedTiles& smem, const KV& kv, int first,
-                                               int last, int lane, int base = 0) {
-      if (lane == 0 && base == 0) kv.prefetch_maps();
+                                               int last, int lane) {
+      if (lane == 0) kv.prefetch_maps();
       typename KV::Pages pages;
 #pragma unroll 1
       for (int kt = first; kt <= last; ++kt) {
-        const int i = base + kt - first;
+        const int i = kt - first;
         const unsigned tile = Ring::stage(i) * kTile.kv_tile_bytes;  // in either ring
         if constexpr (kCopies != kValues) {
           if (i >= kStages) Ring::wait_empty(smem.ring.empty_k, i);
@@ -307,7 +301,6 @@ struct MainloopSm90 {
     const Params<T>& prm;
     const SharedTiles& smem;
     const int first, last;  // the work tile's key tiles
-    const int base;         // the ring index of tile `first` (Producer::run)
     const int tid, warp, lane;
     int warp_row;      // this warp's first row in the work tile (set by run)
     int wg_row0;       // this warpgroup's first row in the Q tile
@@ -316,25 +309,21 @@ struct MainloopSm90 {
     float multiplier;  // what the softmax multiplies scores by (LogitScale)
 
     __device__ __forceinline__ Consumer(const Params<T>& params, const SharedTiles& tiles,
-                                        int first_tile, int last_tile, int thread, int w, int l,
-                                        int ring_base = 0)
+                                        int first_tile, int last_tile, int thread, int w, int l)
         : prm(params),
           smem(tiles),
           first(first_tile),
           last(last_tile),
-          base(ring_base),
           tid(thread),
           warp(w),
           lane(l) {}
 
     // softmax and o: this thread's softmax state and output accumulators,
     // for the epilogue.
-    // q_ready: this tile's Q was issued already (a persistent block's
-    // prefetch_q during the previous tile); the wait below covers it.
     template <class Work>
     __device__ __forceinline__ void run(const Work& work, Softmax& softmax,
-                                        float (&o)[kOutBlocks][4], bool q_ready = false) {
-      if (!q_ready) load_q(work);
+                                        float (&o)[kOutBlocks][4]) {
+      load_q(work);
       warp_row = work.row0 + warp * 16;
       RowState rows;
       init_rows(work, rows, softmax, o);
@@ -352,27 +341,6 @@ struct MainloopSm90 {
         }
       }
       key_loop(work, rows, softmax, o);
-    }
-
-    // A persistent block's next work tile's Q, issued by each warpgroup for
-    // its own 64 rows once its last product of this tile has read them (run
-    // has returned: every MMA of the warpgroup completed), so the load runs
-    // under this tile's epilogue and the scheduler's next step. The other
-    // warpgroups' rows are theirs to read until they get here themselves.
-    template <class Work>
-    __device__ __forceinline__ void prefetch_q(const Work& next) const {
-      // The thread index read again here (volatile): otherwise the
-      // compiler hoists this slice's shared addresses to the kernel's
-      // entry and keeps them in local memory across the tile loop.
-      int t;
-      asm volatile("mov.u32 %0, %%tid.x;" : "=r"(t));
-      const int first_row = (t / 128) * 64;
-      const unsigned tile = smem.q;
-      copy_rows_async<64, Rows::kUnitsPerRow, 128, T>(
-          [=](int r, int u) { return tile + Rows::template offset<BM>(first_row + r, u); },
-          q_rows(next, first_row),
-          t % 128);
-      ptx::cp_async_commit();
     }
 
    private:
@@ -463,16 +431,16 @@ struct MainloopSm90 {
     // cp.async by every consumer thread, one commit group.
     template <class Work>
     __device__ __forceinline__ void load_q(const Work& work) const {
-      Rows::template load_async<BM, kConsumerThreads, T>(smem.q, q_rows(work, 0), tid);
+      Rows::template load_async<BM, kConsumerThreads, T>(smem.q, q_rows(work), tid);
       ptx::cp_async_commit();
     }
 
-    // The row source (copy_rows_async) of work tile `work`'s Q from its
-    // row `first` on: rows past the sequence's are zero-filled.
+    // The row source (copy_rows_async) of work tile `work`'s Q: rows past
+    // the sequence's are zero-filled.
     template <class Work>
-    __device__ __forceinline__ auto q_rows(const Work& work, int first) const {
+    __device__ __forceinline__ auto q_rows(const Work& work) const {
       const auto& map = work.map;
-      const int row0 = work.row0 + first;
+      const int row0 = work.row0;
       const T* q = work.q;
       const Params<T>& p = prm;
       return [&map, row0, q, &p](int r, const T*& src) {
@@ -503,7 +471,7 @@ struct MainloopSm90 {
     }
 
     // Key tile kt's index in the ring.
-    __device__ __forceinline__ int ring_index(int kt) const { return base + kt - first; }
+    __device__ __forceinline__ int ring_index(int kt) const { return kt - first; }
     __device__ __forceinline__ unsigned k_tile(int kt) const {
       return SharedTiles::tile(smem.k, ring_index(kt));
     }
@@ -594,10 +562,8 @@ struct MainloopSm90 {
       ptx::warpgroup_commit();
       ptx::warpgroup_wait<0>();
       ptx::fence_operands(o);
-      // A block that exits after this tile leaves the buffer as it is; a
-      // persistent one hands it back, since the producer refills it for a
-      // later work tile (and would wait for it forever otherwise).
-      if constexpr (kTile.persistent) release_v(last);
+      // (The last V buffer is not handed back: nothing refills it before
+      // the block exits.)
     }
   };
 };

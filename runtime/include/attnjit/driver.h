@@ -90,10 +90,6 @@ class Driver {
   void read_global(CuContext ctx, CuModule module, const std::string& name, void* dst,
                    size_t bytes);
   void set_max_dynamic_smem(CuFunction fn, int bytes);
-  // Blocks of `fn` one SM holds at once with this block size and dynamic
-  // shared memory (registers, shared memory and the launch bound all
-  // counted); 0 where the driver cannot say.
-  int max_active_blocks(CuFunction fn, unsigned block_x, unsigned smem_bytes);
   // cuTensorMapEncodeTiled (a host-side encode, no context needed).
   // Throws Error(kDriver) with the shape if the driver rejects it.
   void encode_tensor_map(TensorMapBytes& map, const TiledTensor& tensor);

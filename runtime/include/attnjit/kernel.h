@@ -36,10 +36,6 @@ class Kernel {
   // Loads the module into the current context if needed.
   unsigned threads();
   unsigned smem_bytes();
-  // Blocks one SM of the current context's device holds at once (the
-  // driver's occupancy figure, asked once per context); 0 where the driver
-  // cannot say.
-  int blocks_per_sm();
 
  private:
   struct Loaded {
@@ -49,7 +45,6 @@ class Kernel {
     CuFunction fn = nullptr;
     unsigned threads = 0;
     unsigned smem = 0;
-    int blocks_per_sm = 0;
   };
   const Loaded& loaded_for_current_context();
   std::unique_ptr<Loaded> load_into(CuContext ctx);
