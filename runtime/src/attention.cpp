@@ -37,8 +37,8 @@ attention::TileConfig tile_config_of(const Signature& sig) {
       param("stages"), param("min_blocks"), param("pack_gqa"), param("wgmma") != 0,
       sig.options.max_registers != 0, sig.flags.get_name("kv_dtype") == "fp8_e4m3",
       sig.flags.get_bool("split_kv"), attention::smem_per_sm(sig.options.target.sm),
-      param("pingpong") != 0, param("decode_mma") != 0,
-      param("decode_mma") == 2, sig.flags.get_bool("small_pages"), param("producer_warps")});
+      param("decode_mma") != 0, param("decode_mma") == 2, sig.flags.get_bool("small_pages"),
+      param("producer_warps")});
 }
 
 // The kernel ABI: the struct generated from the spec's `args`, filled by

@@ -258,42 +258,6 @@ struct MainloopSm90 {
     }
   };
 
-  // Ping-pong (kTile.pingpong): the consumer warpgroups issue each key
-  // tile's two MMAs in turn, warpgroup 0 first, so that the tensor cores
-  // run one warpgroup's products while the others do their softmax
-  // (without turns they all issue at once, then all wait, then all do the
-  // softmax with the tensor cores idle). Warpgroup w waits on named
-  // barrier kBarrier + w (its own 128 threads and the previous
-  // warpgroup's 128 arrivals) before it issues and arrives on the next
-  // one's (mod the count) after. Warpgroup 0 takes its first turn without
-  // waiting, and the last warpgroup does not hand its last one on, so
-  // every phase of every barrier meets its 256 threads and none is left
-  // half arrived when the block exits. The counts agree because every
-  // consumer warpgroup of a block walks the work tile's key tiles; one
-  // with no rows of the tile (pass_tiles) takes its turns without issuing.
-  struct Turns {
-    static constexpr bool kOn = kTile.pingpong;
-    static constexpr int kCount = kTile.warpgroups;
-    static constexpr unsigned kBarrier = 3;  // 1: the consumers, 2: the fp8 producers
-    static_assert(!kOn || kBarrier + kCount <= 16, "named barriers 3..15 hold the turns");
-    int wg;  // this thread's consumer warpgroup
-
-    // Before issuing tile kt's MMAs (kt in (first, last]).
-    __device__ __forceinline__ void take(int kt, int first) const {
-      if constexpr (kOn) {
-        if (wg != 0 || kt != first + 1) ptx::named_barrier_sync(kBarrier + wg, 256);
-      }
-    }
-    // After issuing them.
-    __device__ __forceinline__ void hand_on(int kt, int last) const {
-      if constexpr (kOn) {
-        if (wg != kCount - 1 || kt != last) {
-          ptx::named_barrier_arrive(kBarrier + unsigned((wg + 1) % kCount), 256);
-        }
-      }
-    }
-  };
-
   // The consumer warpgroups: Q by cp.async, then for each key tile S =
   // Q K^T, the softmax, O += P V. One object per thread holding scalars;
   // the row state, fragments and accumulators stay local arrays.
@@ -304,7 +268,6 @@ struct MainloopSm90 {
     const int tid, warp, lane;
     int warp_row;      // this warp's first row in the work tile (set by run)
     int wg_row0;       // this warpgroup's first row in the Q tile
-    Turns turns;       // ping-pong between the consumer warpgroups
     int tail_tile;     // the tile holding the sequence's last key when it is partial, else -1
     float multiplier;  // what the softmax multiplies scores by (LogitScale)
 
@@ -328,7 +291,6 @@ struct MainloopSm90 {
       RowState rows;
       init_rows(work, rows, softmax, o);
       wg_row0 = (warp / 4) * 64;
-      turns.wg = warp / 4;
       ptx::cp_async_wait<0>();
       ptx::fence_proxy_async_shared();
       ptx::named_barrier_sync(1, kConsumerThreads);  // Q is in shared memory
@@ -349,17 +311,13 @@ struct MainloopSm90 {
     // a sequence's last query tile) skips the MMAs and the softmax, which
     // cost as much tensor time for empty rows as for full ones, and only
     // hands each buffer back; it still zeroes its share of the V tail (a
-    // named barrier of every consumer) and takes its turns (Turns). Its
-    // rows are past the tile's, so the epilogue stores none of them.
+    // named barrier of every consumer). Its rows are past the tile's, so
+    // the epilogue stores none of them.
     template <class Work>
     __device__ __forceinline__ void pass_tiles(const Work& work) const {
 #pragma unroll 1
       for (int kt = first; kt <= last; ++kt) {
         wait_k(kt);
-        if (kt > first) {
-          turns.take(kt, first);
-          turns.hand_on(kt, last);
-        }
         release_k(kt);
         wait_v(work, kt);
         release_v(kt);
@@ -406,13 +364,11 @@ struct MainloopSm90 {
         float s[kScoreBlocks][4];
         ptx::fence_operands(o);
         ptx::fence_operands(a);
-        turns.take(kt, first);
         ptx::warpgroup_arrive();
         issue_scores(s, kt);
         ptx::warpgroup_commit();
         issue_pv(o, a, kt - 1);
         ptx::warpgroup_commit();
-        turns.hand_on(kt, last);
         ptx::warpgroup_wait<1>();
         ptx::fence_operands(s);
         release_k(kt);

@@ -41,7 +41,6 @@ struct attention_prefill_traits {
   static_assert(C::pack_gqa >= 0 && C::pack_gqa <= 2,
                 "tuning param pack_gqa is 0 (a query head per tile), 1 (GQA packed) or 2 (by "
                 "sequence)");
-  static_assert(C::pingpong == 0 || C::pingpong == 1, "tuning param pingpong is 0 or 1");
   static_assert(attention::DecodeMma<C>::known, "tuning param decode_mma is 0, 1 or 2");
   static_assert(attention::ProducerWarps<C>::value == 1 || attention::ProducerWarps<C>::value == 2,
                 "tuning param producer_warps is 1 or 2");

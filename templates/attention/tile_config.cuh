@@ -32,9 +32,6 @@ struct TileShape {
   // Shared memory of one SM on the target (smem_per_sm(); 0: unknown, then
   // min_blocks is taken as it is).
   int smem_per_sm = 0;
-  // The consumer warpgroups take turns issuing their MMAs (tuning param
-  // pingpong; TileConfig::pingpong says where it applies).
-  bool pingpong = false;
   // The decode block (tuning param decode_mma; TileConfig::mma_decode
   // says where it applies).
   bool decode_mma = false;
@@ -102,11 +99,6 @@ struct TileConfig {
   // register shares use it: asking for blocks that cannot be resident
   // only takes registers away.
   int blocks_per_sm;
-  // wgmma with two or more consumer warpgroups: they issue their tiles'
-  // MMAs in turn, a ring of named barriers (mainloop_sm90.cuh, Turns), so
-  // that the tensor cores run one warpgroup's products while the others
-  // do their softmax. Off with one warpgroup (nobody to take turns with).
-  bool pingpong;
   // pack_gqa 2 without split-KV: the grid's y is the kv heads, as with
   // packing, and each sequence is packed or runs one query head per tile
   // as suits its length (gqa_rows.cuh, runs_unpacked; its cells per kv
@@ -296,7 +288,6 @@ ATTNJIT_TILE_CONSTEXPR TileConfig make_tile_config(const TileShape& shape) {
   c.shape = shape;
   c.consumer_threads = shape.warps * 32;
   c.warpgroups = shape.wgmma ? shape.warps / 4 : 0;
-  c.pingpong = shape.pingpong && c.warpgroups > 1;
   c.unpack_long = unpacks_long(shape.pack_gqa, shape.split_kv);
   // (4 or 8 warps of 16 rows each: the phases, warps / groups of rows,
   // then divide the ring's stages for every group count; decode_sm90.cuh.)
@@ -501,9 +492,9 @@ ATTNJIT_TILE_CONSTEXPR TileConfig tile_config() {
 #endif
   return make_tile_config(TileShape{C::head_dim, C::block_m, C::block_n, C::warps, C::stages,
                                     C::min_blocks, C::pack_gqa, C::wgmma != 0, kRegisterCap,
-                                    KvFp8<C>::value, C::split_kv, kSmemPerSm, C::pingpong != 0,
-                                    DecodeMma<C>::value, DecodeMma<C>::swap,
-                                    SmallPages<C>::value, ProducerWarps<C>::value});
+                                    KvFp8<C>::value, C::split_kv, kSmemPerSm, DecodeMma<C>::value,
+                                    DecodeMma<C>::swap, SmallPages<C>::value,
+                                    ProducerWarps<C>::value});
 }
 
 }  // namespace attention

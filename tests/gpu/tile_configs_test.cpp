@@ -72,17 +72,11 @@ std::vector<Case> cases() {
   const auto packed128 = tiles(128, 4, 64, 3, 1, 0);
   const auto two_tiles = tiles(64, 2, 128, 2, 0, 0);
   const auto one_tile = tiles(128, 8, 32, 3, 0, 0);
-  // The sm_90a warpgroup path: one to three warpgroups (64 rows each), key
-  // tiles of 16 to 176 (N not a power of two), two to eight stages, packing.
+  // The sm_90a warpgroup path: one to four warpgroups (64 rows each), key
+  // tiles of 16 to 176 (N not a power of two), two to eight stages, packing,
+  // a paged cache (bf16 and fp8).
   auto wg = [&](int bm, int bn, int stages, int pack) {
     return tiles(bm, bm / 16, bn, stages, pack, 1);
-  };
-  // ... with the consumer warpgroups taking turns (ping-pong): two, three
-  // and four of them, packed and not, a key tile not a power of two.
-  auto turns = [&](int bm, int bn, int stages, int pack) {
-    auto t = wg(bm, bn, stages, pack);
-    t["pingpong"] = 1;
-    return t;
   };
   // A configuration with one more tuning value set.
   auto with = [](const char* param, int64_t value) {
@@ -106,17 +100,15 @@ std::vector<Case> cases() {
                               {wide, wg(128, 64, 2, 1)},
                               {oss, wg(64, 32, 6, 1)},
                               {mimo, wg(64, 16, 8, 0)},
-                              {spans, turns(128, 128, 2, 0)},
-                              {oss, turns(192, 64, 2, 1)},
-                              {cap, turns(128, 96, 3, 0)},
-                              {mimo, turns(192, 80, 2, 0)},
-                              {wide, turns(128, 64, 2, 1)},
-                              {oss, turns(256, 32, 2, 0)},
-                              {paged, turns(192, 64, 2, 1)},
-                              {paged, turns(128, 128, 2, 0)},
-                              {paged_fp8, turns(128, 64, 2, 0)},
+                              {spans, wg(128, 128, 2, 0)},
+                              {oss, wg(192, 64, 2, 1)},
+                              {mimo, wg(192, 80, 2, 0)},
+                              {oss, wg(256, 32, 2, 0)},
+                              {paged, wg(192, 64, 2, 1)},
+                              {paged, wg(128, 128, 2, 0)},
+                              {paged_fp8, wg(128, 64, 2, 0)},
                               {paged_small, wg(128, 64, 4, 1)},
-                              {paged_small, turns(192, 64, 2, 1)},
+                              {paged_small, wg(192, 64, 2, 1)},
                               {paged_small, wg(64, 32, 2, 1)},
                               {paged_small, two_producers(wg(128, 128, 3, 1))},
                               {paged, uniform(wg(128, 128, 2, 1))},
@@ -125,7 +117,7 @@ std::vector<Case> cases() {
                               {paged_fp8, uniform(wg(128, 64, 2, 0))},
                               {paged, two_producers(wg(128, 128, 2, 1))},
                               {oss, two_producers(wg(64, 64, 3, 1))},
-                              {spans, two_producers(turns(128, 128, 2, 0))},
+                              {spans, two_producers(wg(128, 128, 2, 0))},
                               {mimo, two_producers(wg(192, 32, 2, 0))},
                               // GQA packed by sequence (pack_gqa 2).
                               {spans, wg(128, 128, 2, 2)},
