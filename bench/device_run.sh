@@ -25,7 +25,7 @@
 #   PROFILE_PROBLEMS=gpt_oss_window127_null,causal_gqa_d128 (profile stage; PROFILE_SKIP=22
 #   PROFILE_COUNT=2 on a user problem: the built-in's last launch and the spec's first)
 #   TUNE_PROBLEMS=mimo_window64_key0,... TUNE_TIMEOUT=150 (tune stage)
-#   TRY="causal_gqa_d128@pingpong=1;block_m=128,block_n=128,warps=8 full_d80@..." (try stage:
+#   TRY="causal_gqa_d128@stages=3;block_m=128,block_n=128,warps=8 full_d80@..." (try stage:
 #   tile configs by hand beside each problem's default, each checked, then timed)
 #   SANITIZE_VARIANTS=bf16_d128_causal,... (sanitize stage: memcheck, racecheck)
 #   STAGES="build manifest" (record the seed examples' variants, build a cache

@@ -6,7 +6,7 @@
 // --tune also times every config of tuning_grid() per problem (the spec's
 // rules are built from that, bench/tuning_table.py); --try times the given
 // tuning overrides instead (each as $ATTNJIT_TUNING spells one, e.g.
-// "block_m=128,block_n=128,warps=8,pingpong=1"; the rule fills the rest),
+// "block_m=128,block_n=128,warps=8"; the rule fills the rest),
 // every config checked against the CPU reference first; the problem list
 // restricts the run (bench/device_run.sh's profile stage uses one). After
 // them, the user specs that re-express built-in flags (problems.h
@@ -201,8 +201,8 @@ std::vector<std::map<std::string, int64_t>> tuning_grid(int head_dim, bool gqa, 
   }
   auto add = [&](int bm, int warps, int bn, int stages, int min_blocks, int wgmma) {
     for (int pack = 0; pack <= (gqa ? 2 : 0); ++pack) {
-      // Every param but split_keys named: a rule's pingpong or persistent
-      // must not slip into a config the table then prints without them.
+      // Every param but split_keys named: a rule's decode_mma must not slip
+      // into a config the table then prints without it.
       grid.push_back({{"block_m", bm},
                       {"warps", warps},
                       {"block_n", bn},
@@ -210,8 +210,6 @@ std::vector<std::map<std::string, int64_t>> tuning_grid(int head_dim, bool gqa, 
                       {"min_blocks", min_blocks},
                       {"pack_gqa", pack},
                       {"wgmma", wgmma},
-                      {"pingpong", 0},
-                      {"persistent", 0},
                       {"decode_mma", 0}});
     }
   };
@@ -248,15 +246,6 @@ std::vector<std::map<std::string, int64_t>> tuning_grid(int head_dim, bool gqa, 
           if (!fits(c)) continue;
           if (bn / 2 + bn / 4 + head_dim / 2 + 30 > c.consumer_registers) continue;
           add(bm, bm / 16, bn, stages, min_blocks, 1);
-          // Two or more consumer warpgroups may take turns (ping-pong).
-          if (bm >= 128) {
-            const size_t end = grid.size();
-            for (size_t i = end - (gqa ? 2 : 1); i < end; ++i) {
-              auto turns = grid[i];
-              turns["pingpong"] = 1;
-              grid.push_back(turns);
-            }
-          }
         }
       }
     }

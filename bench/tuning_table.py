@@ -16,8 +16,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from problems import PROBLEMS, flags_of  # noqa: E402
 
 PROBLEM_FLAGS = {p[0]: flags_of(p) for p in PROBLEMS}
-PARAMS = ["block_m", "block_n", "warps", "stages", "min_blocks", "pack_gqa", "wgmma", "split_keys",
-          "pingpong"]
+PARAMS = ["block_m", "block_n", "warps", "stages", "min_blocks", "pack_gqa", "wgmma", "split_keys"]
 
 
 def yaml_value(v):

@@ -155,11 +155,10 @@ def _launch_on(device, key, method, args, user_args=()):
     (user_args: a user spec's own, as (name, kind, value) triples).
 
     A decode-shaped launch may split its keys (split-KV) and needs scratch
-    for the parts, and a persistent variant (tuning persistent=1) 256
-    bytes more, first, for the counter its blocks take cells from. Eagerly the library
-    keeps it per stream; while a CUDA graph is being captured it comes from
-    torch's allocator (the graph's pool), zeroed in the graph, so every
-    replay starts from zeroed counters.
+    for the parts. Eagerly the library keeps it per stream; while a CUDA
+    graph is being captured it comes from torch's allocator (the graph's
+    pool), zeroed in the graph, so every replay starts from zeroed
+    counters.
     """
     def go():
         kernel = _kernel(key)

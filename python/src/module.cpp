@@ -192,9 +192,8 @@ std::vector<UserArg> to_user_args(
 }
 
 // The launch, or with plan_only the workspace bytes it would need (the
-// split-KV parts, a persistent variant's counters; 0: none), so that a
-// caller capturing a CUDA graph can pass a workspace from its own
-// allocator.
+// split-KV parts; 0: none), so that a caller capturing a CUDA graph can
+// pass a workspace from its own allocator.
 using UserArgTriples = std::vector<std::tuple<std::string, std::string, nb::object>>;
 
 int64_t launch_or_plan(AttentionKernel& kernel, AttentionArgs& a, uintptr_t stream,
@@ -207,7 +206,7 @@ int64_t launch_or_plan(AttentionKernel& kernel, AttentionArgs& a, uintptr_t stre
     validate_attention_args(kernel.flags(), a);
     if (a.num_seqs == 0 || a.max_seqlen_q == 0) return 0;
     AttentionKernel& runs = kernel.for_args(a);
-    return int64_t(runs.split_plan(a).workspace_bytes);  // (split-KV parts, persistent counters)
+    return int64_t(runs.split_plan(a).workspace_bytes);  // (split-KV parts)
   }
   if (kernel.user_spec() != nullptr || !user_args.empty()) {
     kernel.launch(a, reinterpret_cast<CuStream>(stream), to_user_args(user_args));
@@ -476,9 +475,8 @@ NB_MODULE(_C, m) {
            "workspace_bytes"_a = 0, "plan_only"_a = false, "user_args"_a = UserArgTriples{},
            "Checks the arguments on the host and launches on `stream` in the "
            "calling thread's current CUDA context (no sync; a decode-shaped "
-           "launch goes to the split-KV sibling, whose scratch, like a "
-           "persistent variant's counters, is `workspace` or the library's for "
-           "this stream). plan_only: launch nothing, "
+           "launch goes to the split-KV sibling, whose scratch is `workspace` "
+           "or the library's for this stream). plan_only: launch nothing, "
            "return the workspace bytes the launch needs (0: none). user_args: "
            "a user spec's own args as (name, 'int32' | 'float' | 'ptr', value).")
       .def("launch_paged", &launch_paged, "q"_a, "k_cache"_a, "v_cache"_a, "o"_a, "lse"_a,

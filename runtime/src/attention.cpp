@@ -37,9 +37,8 @@ attention::TileConfig tile_config_of(const Signature& sig) {
       param("stages"), param("min_blocks"), param("pack_gqa"), param("wgmma") != 0,
       sig.options.max_registers != 0, sig.flags.get_name("kv_dtype") == "fp8_e4m3",
       sig.flags.get_bool("split_kv"), attention::smem_per_sm(sig.options.target.sm),
-      param("pingpong") != 0, param("persistent") != 0, param("decode_mma") != 0,
-      param("decode_mma") == 2, sig.flags.get_bool("small_pages"), param("producer_warps"),
-      param("cluster"), sig.flags.get_name("kv_layout") == "paged"});
+      param("decode_mma") != 0, param("decode_mma") == 2, sig.flags.get_bool("small_pages"),
+      param("producer_warps")});
 }
 
 // The kernel ABI: the struct generated from the spec's `args`, filled by
@@ -412,8 +411,6 @@ void AttentionKernel::init_from(const Signature& sig, const LookupResult& found,
   block_m_ = tile.shape.block_m;
   pack_gqa_ = attention::pack_mode(tile.shape.pack_gqa, tile.shape.split_kv);
   tma_ = tile.shape.wgmma;  // fp8 K/V: raw byte tiles, which the producer converts
-  persistent_ = tile.persistent;
-  cluster_ = tile.cluster;
   tma_box_ = TmaBox{tile.tma_chunk, tile.tma_box_rows, tile.swizzle_bytes, tile.mma_decode};
   block_n_ = tile.shape.block_n;
   if (tile.v_block_rows < block_n_) tma_box_.v_block_rows = tile.v_block_rows;
@@ -454,44 +451,18 @@ void AttentionKernel::launch(const AttentionArgs& a, CuStream stream,
   for_args(a).launch_this(a, stream, user_args);
 }
 
-
-namespace {
-
-// $ATTNJIT_PERSISTENT_BLOCKS: at most this many blocks in a persistent
-// launch (0 or unset: no cap). Read at each persistent launch (no rule
-// makes one), so a test can change it between launches.
-long long persistent_block_cap() {
-  const std::string text = env_text("ATTNJIT_PERSISTENT_BLOCKS");
-  if (text.empty()) return 0;
-  long long value = 0;
-  for (const char c : text) {
-    if (c < '0' || c > '9' || value > (1LL << 31)) {
-      throw Error(ErrorKind::kArgument,
-                  fmt::format("ATTNJIT_PERSISTENT_BLOCKS='{}' must be a block count (0: no cap)",
-                              text.size() > 40 ? text.substr(0, 40) + "..." : text));
-    }
-    value = value * 10 + (c - '0');
-  }
-  return value;
-}
-
-}  // namespace
-
 void AttentionKernel::launch_this(const AttentionArgs& a, CuStream stream,
                                   const std::vector<UserArg>& user_args) {
   KernelParams params = kernel_params(flags_, a);
   SplitPlan plan;
-  if (flags_.split_kv || persistent_) {
+  if (flags_.split_kv) {
     plan = split_plan(a);
-    if (flags_.split_kv) params.num_splits = plan.num_splits;
+    params.num_splits = plan.num_splits;
     if (plan.workspace_bytes > 0) {
       const SplitScratch ws = split_workspace(a, plan, stream);
-      if (plan.num_splits > 1) {
-        params.split_counters = ws.counters;
-        params.lse_partial = ws.lse;
-        params.o_partial = ws.o;
-      }
-      if (persistent_) params.tile_counter = ws.cell_counter;
+      params.split_counters = ws.counters;
+      params.lse_partial = ws.lse;
+      params.o_partial = ws.o;
     }
   }
   // The warpgroup kernels copy k and v tiles through TMA maps; the others
@@ -502,36 +473,12 @@ void AttentionKernel::launch_this(const AttentionArgs& a, CuStream stream,
     std::memcpy(&params.k_map, maps[0], sizeof(params.k_map));
     std::memcpy(&params.v_map, maps[1], sizeof(params.v_map));
   }
-  LaunchGrid grid = attention_grid(a, block_m_, pack_gqa_, plan.num_splits);
+  const LaunchGrid grid = attention_grid(a, block_m_, pack_gqa_, plan.num_splits);
   params.tiles_x = int32_t(grid.x);
   params.num_seqs = a.num_seqs;
-  if (persistent_) {
-    // A block per resident slot, the blocks taking the grid's cells from
-    // the workspace's counter (tile_scheduler.cuh, PersistentTileScheduler),
-    // which counts from the block count: the cells it hands out stay below
-    // cells + blocks, an int. Resident slots are what the
-    // driver says an SM holds (registers and shared memory, which a launch
-    // bound of one block per SM does not describe), else the launch bound.
-    // ATTNJIT_PERSISTENT_BLOCKS caps them: the tests' small shapes then
-    // have each block walk many tiles.
-    const int per_sm = kernel_->blocks_per_sm();
-    long long resident =
-        (long long)current_device_sm_count() * (per_sm > 0 ? per_sm : min_blocks_);
-    if (const long long cap = persistent_block_cap(); cap > 0) resident = std::min(resident, cap);
-    if ((long long)grid.x * grid.y * grid.z + resident >= (1LL << 31)) {
-      throw Error(ErrorKind::kArgument,
-                  "attention: a persistent launch's grid has too many tiles (2^31 with its blocks)");
-    }
-    grid = LaunchGrid{attention::persistent_blocks({grid.x, grid.y, grid.z}, resident), 1, 1};
-  }
-  // Clusters pair cells x and x ^ 1: the grid's x rounded up to whole
-  // clusters (the kernel takes a cell past params.tiles_x as one without a
-  // tile).
-  const unsigned cluster = unsigned(cluster_);
-  grid.x = (grid.x + cluster - 1) / cluster * cluster;
   if (user_fields_.empty()) {
     void* args[] = {&params};
-    kernel_->launch(grid.x, grid.y, grid.z, stream, args, cluster);
+    kernel_->launch(grid.x, grid.y, grid.z, stream, args);
     return;
   }
   // A user spec's struct: the inherited fields, then its own (checked by
@@ -541,7 +488,7 @@ void AttentionKernel::launch_this(const AttentionArgs& a, CuStream stream,
   std::memcpy(buffer, &params, sizeof(params));
   write_user_args(buffer, user_args);
   void* args[] = {buffer};
-  kernel_->launch(grid.x, grid.y, grid.z, stream, args, cluster);
+  kernel_->launch(grid.x, grid.y, grid.z, stream, args);
 }
 
 LaunchGrid attention_grid(const AttentionArgs& a, int block_m, int pack_gqa, int num_splits) {

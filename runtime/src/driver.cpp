@@ -67,7 +67,6 @@ struct DriverApi {
   decltype(&::cuMemsetD8) memset_d8 = nullptr;
   // Optional (resolved after the others, may stay null).
   decltype(&::cuTensorMapEncodeTiled) tensor_map_encode_tiled = nullptr;
-  decltype(&::cuOccupancyMaxActiveBlocksPerMultiprocessor) occupancy_max_active_blocks = nullptr;
 };
 
 using GetProcAddress = decltype(&::cuGetProcAddress_v2);
@@ -208,11 +207,6 @@ void Driver::Impl::load() {
   // one is launched (Driver::encode_tensor_map).
   api.tensor_map_encode_tiled = reinterpret_cast<decltype(api.tensor_map_encode_tiled)>(
       lookup("cuTensorMapEncodeTiled", "cuTensorMapEncodeTiled"));
-  // Optional: without it a persistent launch sizes its grid from the
-  // kernel's launch bound (Driver::max_active_blocks returns 0).
-  api.occupancy_max_active_blocks =
-      reinterpret_cast<decltype(api.occupancy_max_active_blocks)>(lookup(
-          "cuOccupancyMaxActiveBlocksPerMultiprocessor", "cuOccupancyMaxActiveBlocksPerMultiprocessor"));
   g_driver_loaded.store(true, std::memory_order_release);
 }
 
@@ -382,14 +376,6 @@ void Driver::set_max_dynamic_smem(CuFunction fn, int bytes) {
                 result);
 }
 
-int Driver::max_active_blocks(CuFunction fn, unsigned block_x, unsigned smem_bytes) {
-  if (!impl_->api.occupancy_max_active_blocks) return 0;
-  int blocks = 0;
-  const CUresult result =
-      impl_->api.occupancy_max_active_blocks(&blocks, fn, int(block_x), size_t(smem_bytes));
-  return result == CUDA_SUCCESS ? blocks : 0;
-}
-
 void Driver::encode_tensor_map(TensorMapBytes& map, const TiledTensor& t) {
   // CUDA 13's header aligns CUtensorMap to 128 bytes, 12.x's to 64.
   static_assert(sizeof(TensorMapBytes) == sizeof(CUtensorMap) &&
@@ -431,13 +417,7 @@ void Driver::encode_tensor_map(TensorMapBytes& map, const TiledTensor& t) {
 }
 
 void Driver::launch(CuFunction fn, unsigned grid_x, unsigned grid_y, unsigned grid_z,
-                    unsigned block_x, unsigned smem_bytes, CuStream stream, void** args,
-                    unsigned cluster_x) {
-  if (cluster_x == 0 || grid_x % cluster_x != 0) {
-    throw Error(ErrorKind::kDriver,
-                fmt::format("cuLaunchKernelEx: grid x {} is not a whole number of clusters of {}",
-                            grid_x, cluster_x));
-  }
+                    unsigned block_x, unsigned smem_bytes, CuStream stream, void** args) {
   CUlaunchConfig config{};
   config.gridDimX = grid_x;
   config.gridDimY = grid_y;
@@ -447,13 +427,8 @@ void Driver::launch(CuFunction fn, unsigned grid_x, unsigned grid_y, unsigned gr
   config.blockDimZ = 1;
   config.sharedMemBytes = smem_bytes;
   config.hStream = stream;
-  CUlaunchAttribute cluster{};
-  cluster.id = CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION;
-  cluster.value.clusterDim.x = cluster_x;
-  cluster.value.clusterDim.y = 1;
-  cluster.value.clusterDim.z = 1;
-  config.attrs = cluster_x > 1 ? &cluster : nullptr;
-  config.numAttrs = cluster_x > 1 ? 1 : 0;
+  config.attrs = nullptr;
+  config.numAttrs = 0;
   CUresult result = impl_->api.launch_kernel_ex(&config, fn, args, nullptr);
   if (result != CUDA_SUCCESS) impl_->fail("cuLaunchKernelEx", result);
 }

@@ -55,7 +55,6 @@ std::unique_ptr<Kernel::Loaded> Kernel::load_into(CuContext ctx) {
     loaded->smem = info[1];
     if (loaded->smem > kDefaultSmemLimit)
       driver.set_max_dynamic_smem(loaded->fn, static_cast<int>(loaded->smem));
-    loaded->blocks_per_sm = driver.max_active_blocks(loaded->fn, loaded->threads, loaded->smem);
   } catch (const Error& e) {
     driver.unload_module(ctx, loaded->module);
     throw Error(e.kind(), fmt::format("{}: {}", name(), e.what()));
@@ -84,17 +83,15 @@ const Kernel::Loaded& Kernel::loaded_for_current_context() {
   return *loaded_.back();
 }
 
-void Kernel::launch(unsigned grid_x, unsigned grid_y, unsigned grid_z, CuStream stream, void** args,
-                    unsigned cluster_x) {
+void Kernel::launch(unsigned grid_x, unsigned grid_y, unsigned grid_z, CuStream stream,
+                    void** args) {
   const Loaded& loaded = loaded_for_current_context();
-  Driver::get().launch(loaded.fn, grid_x, grid_y, grid_z, loaded.threads, loaded.smem, stream, args,
-                       cluster_x);
+  Driver::get().launch(loaded.fn, grid_x, grid_y, grid_z, loaded.threads, loaded.smem, stream,
+                       args);
 }
 
 unsigned Kernel::threads() { return loaded_for_current_context().threads; }
 
 unsigned Kernel::smem_bytes() { return loaded_for_current_context().smem; }
-
-int Kernel::blocks_per_sm() { return loaded_for_current_context().blocks_per_sm; }
 
 }  // namespace attnjit

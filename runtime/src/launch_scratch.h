@@ -58,7 +58,6 @@ CounterClear counters_to_clear(CounterState& state, size_t counter_bytes, size_t
 // library's for this context and stream; its counters zeroed where they
 // need to be (counters_to_clear), its parts at the buffer's top.
 struct SplitScratch {
-  int32_t* cell_counter = nullptr;  // a persistent launch's (the workspace's start)
   int32_t* counters = nullptr;
   float* lse = nullptr;
   float* o = nullptr;

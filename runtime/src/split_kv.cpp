@@ -58,21 +58,6 @@ WorkspaceCache& workspace_cache() {
 
 SplitPlan AttentionKernel::split_plan(const AttentionArgs& a, int sm_count) const {
   if (generic_) return current().split_plan(a, sm_count);
-  SplitPlan plan = split_parts_plan(a, sm_count);
-  if (persistent_) {
-    // The cell counters (tile_scheduler.cuh, PersistentTileScheduler): the
-    // first 8 of 256 counter bytes at the workspace's start; a split's own
-    // counters and parts after them.
-    constexpr size_t kCellCounterBytes = 256;
-    if (plan.num_splits > 1) plan.counters_offset += kCellCounterBytes;
-    plan.lse_offset += kCellCounterBytes;
-    plan.o_offset += kCellCounterBytes;
-    plan.workspace_bytes += kCellCounterBytes;
-  }
-  return plan;
-}
-
-SplitPlan AttentionKernel::split_parts_plan(const AttentionArgs& a, int sm_count) const {
   SplitPlan plan;
   if (!flags_.split_kv || a.num_splits == 1 || a.num_seqs <= 0 || a.max_seqlen_q <= 0) {
     return plan;
@@ -228,8 +213,7 @@ SplitScratch place_split(WorkspaceCache& cache, CuDevicePtr buffer, size_t capac
   }
   char* base = reinterpret_cast<char*>(buffer);
   char* parts = base + (capacity - plan.workspace_bytes);
-  return SplitScratch{reinterpret_cast<int32_t*>(base),
-                      reinterpret_cast<int32_t*>(base + plan.counters_offset),
+  return SplitScratch{reinterpret_cast<int32_t*>(base + plan.counters_offset),
                       reinterpret_cast<float*>(parts + plan.lse_offset),
                       reinterpret_cast<float*>(parts + plan.o_offset)};
 }
@@ -239,13 +223,10 @@ SplitScratch place_split(WorkspaceCache& cache, CuDevicePtr buffer, size_t capac
 SplitScratch split_workspace(const AttentionArgs& a, const SplitPlan& plan, CuStream stream) {
   if (a.workspace != nullptr) {
     if (a.workspace_bytes < plan.workspace_bytes) {
-      throw Error(
-          ErrorKind::kArgument,
-          fmt::format("attention: the workspace has {} bytes; this launch ({}) needs {}",
-                      a.workspace_bytes,
-                      plan.num_splits > 1 ? fmt::format("split-KV, {} splits", plan.num_splits)
-                                          : "persistent blocks' counters",
-                      plan.workspace_bytes));
+      throw Error(ErrorKind::kArgument,
+                  fmt::format("attention: the workspace has {} bytes; this launch (split-KV, {} "
+                              "splits) needs {}",
+                              a.workspace_bytes, plan.num_splits, plan.workspace_bytes));
     }
     if ((reinterpret_cast<uintptr_t>(a.workspace) & 255) != 0) {
       throw Error(ErrorKind::kArgument, "attention: the workspace must be 256-byte aligned");
@@ -265,10 +246,9 @@ SplitScratch split_workspace(const AttentionArgs& a, const SplitPlan& plan, CuSt
   if (bytes < plan.workspace_bytes) {
     if (driver.stream_capturing(stream)) {
       throw Error(ErrorKind::kArgument,
-                  fmt::format("attention: a launch needs {} bytes of workspace (split-KV parts "
-                              "or persistent blocks' counters) while "
-                              "the stream is being captured into a CUDA graph; launch once with "
-                              "the largest shape before capturing, or pass a workspace",
+                  fmt::format("attention: a launch needs {} bytes of workspace (split-KV parts) "
+                              "while the stream is being captured into a CUDA graph; launch once "
+                              "with the largest shape before capturing, or pass a workspace",
                               plan.workspace_bytes));
     }
     const size_t grown = std::max(plan.workspace_bytes, 2 * bytes);

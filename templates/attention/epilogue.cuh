@@ -113,7 +113,7 @@ struct Epilogue {
     __threadfence();  // this thread's part, visible before the count
     sync();
     if (tid == 0) {
-      int* counter = prm.split_counters + work.split_counter(prm);
+      int* counter = prm.split_counters + work.split_counter();
       const bool last = atomicAdd(counter, 1) == work.splits - 1;
       if (last) atomicExch(counter, 0);
       is_last = last;

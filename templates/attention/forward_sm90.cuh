@@ -4,14 +4,7 @@
 // and V through the TMA (or, with producer_warps 2, its first warp K and
 // its second V); the consumer warpgroups run the MMAs and the
 // epilogue. The only block-wide barrier is the one after the mbarriers are
-// initialized (a cluster of two, forward_sm90_pair, meets at a cluster
-// barrier there and at one before exiting); the consumers meet on named
-// barrier 1. A persistent block (PersistentTileScheduler) does the same for
-// one work tile after another: its producer warp takes each tile's cell and
-// hands it to the consumers (CellRing) before it streams that tile's K and
-// V, the ring's indices counting on across tiles, so the producer streams
-// the next tile's K and V while the consumers finish the last (its output
-// is staged apart from the ring).
+// initialized; the consumers meet on named barrier 1.
 #pragma once
 
 #include "attention/mask.cuh"
@@ -23,196 +16,23 @@
 namespace attnjit {
 namespace attention {
 
-// Key tiles of a work tile (the ring indices it takes).
-template <class Work>
-__device__ __forceinline__ int key_tiles_of(const Work& work) {
-  const int count = work.range.last_tile - work.range.first_tile + 1;
-  return count > 0 ? count : 0;
-}
-
-// A persistent block's cells, from the producer warp that takes them to
-// the consumer warps, in order: the n-th in slot n % 2, with a full
-// mbarrier (the producer lane's arrival after its store; -1: no more) and
-// an empty one (an arrival from every consumer warp once it has read the
-// slot). 48 bytes past the ring's barriers (TileConfig::smem_bytes).
-struct CellRing {
-  unsigned bars;  // shared address: full[2], then empty[2]
-  int* slots;     // the same memory's cells, past the barriers
-
-  __device__ __forceinline__ CellRing(unsigned char* at, unsigned address)
-      : bars(address), slots(reinterpret_cast<int*>(at + 32)) {}
-  __device__ __forceinline__ unsigned full(int n) const { return bars + 8u * unsigned(n & 1); }
-  __device__ __forceinline__ unsigned empty(int n) const {
-    return bars + 16u + 8u * unsigned(n & 1);
-  }
-  static __device__ __forceinline__ unsigned parity(int n) { return unsigned(n >> 1) & 1u; }
-
-  // By one thread, with the ring's init (before its fence).
-  template <int kConsumerWarps>
-  __device__ __forceinline__ void init() const {
-    for (int s = 0; s < 2; ++s) {
-      ptx::mbarrier_init(full(s), 1);
-      ptx::mbarrier_init(empty(s), kConsumerWarps);
-    }
-  }
-  // The producer lane: cell n, once the consumers have read cell n - 2.
-  __device__ __forceinline__ void put(int n, int cell) const {
-    if (n >= 2) ptx::mbarrier_wait(empty(n), parity(n) ^ 1u);
-    *reinterpret_cast<volatile int*>(slots + (n & 1)) = cell;
-    ptx::mbarrier_arrive(full(n));  // (release: the store is seen by the waiters)
-  }
-  // Every consumer thread: cell n; its warp's lane 0 frees the slot once
-  // every lane has read it.
-  __device__ __forceinline__ int get(int n, int lane) const {
-    ptx::mbarrier_wait(full(n), parity(n));
-    const int cell = *reinterpret_cast<volatile const int*>(slots + (n & 1));
-    __syncwarp();
-    if (lane == 0) ptx::mbarrier_arrive(empty(n));
-    return cell;
-  }
-};
-
-// The consumers' part of one work tile: the mainloop, then each warp's
-// output rows. `base` is the ring index of the tile's first key tile;
-// q_ready: its Q was prefetched. after_run(consumer) runs between the
-// mainloop and the epilogue (a persistent block prefetches the next
-// tile's Q there).
-template <class C, class Mainloop, class Epilogue, class Work, class AfterRun>
-__device__ __forceinline__ void consume_tile(const Params<typename C::dtype>& prm,
-                                             const typename Mainloop::SharedTiles& smem,
-                                             const Work& work, int base, int tid, int warp,
-                                             int lane, bool q_ready, const AfterRun& after_run) {
-  typename Mainloop::Consumer consumer(prm, smem, work.range.first_tile, work.range.last_tile,
-                                       tid, warp, lane, base);
-  typename Mainloop::Softmax softmax;
-  float o[Mainloop::kOutBlocks][4];
-  consumer.run(work, softmax, o, q_ready);
-  after_run(consumer);
-  // Every consumer is done with Q and the tiles before any stages its
-  // output over them (a persistent block stages it apart, and each
-  // warpgroup has issued its rows of the next tile's Q in after_run).
-  ptx::named_barrier_sync(1, Mainloop::kConsumerThreads);
-  Epilogue::store(prm, work, softmax, o, smem.output_rows(warp), consumer.warp_row, lane);
-  Epilogue::finish_split(prm, work, tid, Mainloop::kConsumerThreads,
-                         [] { ptx::named_barrier_sync(1, Mainloop::kConsumerThreads); });
-}
-
-// The cell ring of a persistent block's shared memory, past the ring's
-// barriers.
-template <class SharedTiles>
-__device__ __forceinline__ CellRing cells(const SharedTiles& smem) {
-  constexpr unsigned kAt = SharedTiles::kCellRingOffset;
-  return CellRing(smem.raw + smem.pad + kAt, smem.q + kAt);
-}
-
-// A block of a cluster of two (TileConfig::cluster): cells x and x ^ 1 of
-// the grid, neighbouring query tiles of one sequence and head slot, whose
-// key ranges overlap (a window's, a causal mask's) or agree (no mask).
-// (With pack_gqa 2 over a sequence run unpacked the pair may straddle two
-// query heads of the kv head, tile_at: still one K/V, a wider union.)
-// Both blocks walk the union of the two ranges through their rings, the
-// first block's producer copying K and the second's V of every tile into
-// both blocks' buffers (PairProducer), so a K/V row both tiles read leaves
-// L2 once. The consumers take their own range's tiles as a block alone
-// does, from the ring index where the range starts in the union, and pass
-// over the rest (Consumer::pass_ring_index; before the range, and after it
-// ahead of the epilogue, which stages its rows over the buffers). A cell
-// without a tile still takes part, its consumers passing every tile. The
-// two blocks meet at a cluster barrier after the mbarriers' init (the
-// other block's copies and hand-backs land in this block's memory) and
-// again before either exits (until then the other hands buffers back).
-template <class C, class Scheduler, class Mainloop, class Epilogue>
-__device__ void forward_sm90_pair(const Params<typename C::dtype>& prm) {
-  using KV = typename Mainloop::KvSource;
-  constexpr TileConfig kTile = Mainloop::kTile;
-  extern __shared__ __align__(1024) unsigned char smem_raw[];
-  const typename Mainloop::SharedTiles smem(smem_raw, ptx::smem_addr(smem_raw));
-
-  typename Scheduler::Work work, pair;
-  const int x = static_cast<int>(blockIdx.x);
-  const bool mine = Scheduler::get_cell(prm, work, x);
-  const bool theirs = Scheduler::get_cell(prm, pair, x ^ 1);
-  // The union of the two key ranges, [first, last] (empty: last < first).
-  const bool mine_any = mine && key_tiles_of(work) > 0;
-  const bool theirs_any = theirs && key_tiles_of(pair) > 0;
-  int first = 0, last = -1;
-  if (mine_any || theirs_any) {
-    first = mine_any && theirs_any ? ptx::imin(work.range.first_tile, pair.range.first_tile)
-                                   : (mine_any ? work.range.first_tile : pair.range.first_tile);
-    last = mine_any && theirs_any ? ptx::imax(work.range.last_tile, pair.range.last_tile)
-                                  : (mine_any ? work.range.last_tile : pair.range.last_tile);
-  }
-  const int count = last - first + 1;
-  const int tid = threadIdx.x;
-  const int warp = tid / 32;
-  const int lane = tid % 32;
-  // A launch without clusters of two would leave a block waiting for
-  // copies and hand-backs that never come: stop it at once.
-  if (ptx::cluster_blocks() != 2) __trap();
-  if (tid == 0) smem.ring.template init<C::warps * 2>();  // (fences the init)
-  ptx::cluster_sync_after_init();
-
-  if (warp >= C::warps) {
-    if constexpr (kTile.rebalance) ptx::setmaxnreg_dec<kTile.producer_registers>();
-    if (tid - C::warps * 32 == 0 && count > 0) {
-      // (Both cells read one sequence's K/V of one kv head.)
-      Mainloop::PairProducer::run(smem, KV(prm, mine ? work : pair), first, last,
-                                  ptx::cluster_rank());
-    }
-  } else {
-    if constexpr (kTile.rebalance) ptx::setmaxnreg_inc<kTile.consumer_registers>();
-    if (mine) {
-      const int before = mine_any ? work.range.first_tile - first : ptx::imax(count, 0);
-      const int after = before + key_tiles_of(work);
-      typename Mainloop::Consumer passer(prm, smem, 0, -1, tid, warp, lane);
-#pragma unroll 1
-      for (int i = 0; i < before; ++i) passer.pass_ring_index(i);
-      consume_tile<C, Mainloop, Epilogue>(prm, smem, work, before, tid, warp, lane, false,
-                                          [&](const typename Mainloop::Consumer& consumer) {
-#pragma unroll 1
-                                            for (int i = after; i < count; ++i) {
-                                              consumer.pass_ring_index(i);
-                                            }
-                                          });
-    } else {
-      typename Mainloop::Consumer passer(prm, smem, 0, -1, tid, warp, lane);
-#pragma unroll 1
-      for (int i = 0; i < count; ++i) passer.pass_ring_index(i);
-    }
-  }
-  ptx::cluster_sync_before_exit();
-}
-
 template <class C, class Scheduler, class Mainloop, class Epilogue>
 __device__ void forward_sm90(const Params<typename C::dtype>& prm) {
   using KV = typename Mainloop::KvSource;
   constexpr TileConfig kTile = Mainloop::kTile;
-  constexpr bool kPersistent = Scheduler::kPersistent;
-  static_assert(kPersistent == kTile.persistent, "the scheduler follows the tile configuration");
-  if constexpr (kTile.cluster == 2) {
-    static_assert(!kPersistent && !C::split_kv && !fp8_kv<C>(), "TileConfig::cluster");
-    forward_sm90_pair<C, Scheduler, Mainloop, Epilogue>(prm);
-    return;
-  }
   extern __shared__ __align__(1024) unsigned char smem_raw[];
   const typename Mainloop::SharedTiles smem(smem_raw, ptx::smem_addr(smem_raw));
 
-  // A persistent block always runs: its first cell may hold no tile, and
-  // every block counts itself out (PersistentTileScheduler::done).
   typename Scheduler::Work work;
-  if constexpr (!kPersistent) {
-    if (!Scheduler::get(prm, work)) return;
-  }
+  if (!Scheduler::get(prm, work)) return;
   const int tid = threadIdx.x;
   const int warp = tid / 32;
   const int lane = tid % 32;
 
   constexpr bool kFp8 = fp8_kv<C>();
-  static_assert(!(kFp8 && kPersistent), "persistent blocks: not with fp8 K/V");
   if (tid == 0) {
     if constexpr (kFp8) Mainloop::Fp8Producer::init(smem);
-    if constexpr (kPersistent) cells(smem).template init<C::warps>();
-    // (fences every init)
+    // (fences both inits)
     smem.ring.template init<C::warps, kFp8 ? 128 * kTile.producer_warpgroups : 1>();
   }
   __syncthreads();
@@ -220,34 +40,13 @@ __device__ void forward_sm90(const Params<typename C::dtype>& prm) {
   if (warp >= C::warps) {
     if constexpr (kTile.rebalance) ptx::setmaxnreg_dec<kTile.producer_registers>();
     const int ptid = tid - C::warps * 32;
+    const int first = work.range.first_tile, last = work.range.last_tile;
     if constexpr (kFp8) {
-      Mainloop::Fp8Producer::run(smem, KV(prm, work), work.range.first_tile,
-                                 work.range.last_tile, ptid);
-    } else if constexpr (kPersistent) {
-      // The first producer warp takes the tiles, every lane of it (a
-      // spec's mask classifies tiles by warp ballots), and hands each to
-      // the consumers before the source's copying lanes issue its copies,
-      // the ring counting on across tiles.
-      if (ptid >= 32) return;
-      const CellRing ring = cells(smem);
-      int base = 0, takes = 0;
-      for (int n = 0;; ++n) {
-        const int cell = Scheduler::take(prm, work, takes);
-        if (lane == 0) ring.put(n, cell);
-        if (cell < 0) break;
-        if (KV::issues_copies(ptid)) {
-          Mainloop::Producer::run(smem, KV(prm, work), work.range.first_tile,
-                                  work.range.last_tile, lane, base);
-        }
-        base += key_tiles_of(work);
-        __syncwarp();
-      }
-      Scheduler::done(prm);
+      Mainloop::Fp8Producer::run(smem, KV(prm, work), first, last, ptid);
     } else if constexpr (kTile.producer_warps == 2) {
       // K from the first producer warp, V from the second, each with the
       // source's copying lanes of its own warp.
       using Producer = typename Mainloop::Producer;
-      const int first = work.range.first_tile, last = work.range.last_tile;
       if (ptid < 64 && KV::issues_copies(lane)) {
         if (ptid < 32) {
           Producer::template run<Mainloop::kKeys>(smem, KV(prm, work), first, last, lane);
@@ -256,41 +55,22 @@ __device__ void forward_sm90(const Params<typename C::dtype>& prm) {
         }
       }
     } else if (KV::issues_copies(ptid)) {
-      Mainloop::Producer::run(smem, KV(prm, work), work.range.first_tile, work.range.last_tile,
-                              lane);
+      Mainloop::Producer::run(smem, KV(prm, work), first, last, lane);
     }
     return;
   }
   if constexpr (kTile.rebalance) ptx::setmaxnreg_inc<kTile.consumer_registers>();
-  if constexpr (kPersistent) {
-    // Each tile's successor is read, and its Q issued, as soon as the
-    // mainloop is done with this one's (prefetch_q), not after the
-    // epilogue; `next` lives from there on only.
-    const CellRing ring = cells(smem);
-    int cell = ring.get(0, lane);
-    if (cell < 0) return;
-    Scheduler::set(prm, work, cell);
-    int base = 0;
-    bool q_ready = false;
-    for (int n = 1;; ++n) {
-      typename Scheduler::Work next;
-      consume_tile<C, Mainloop, Epilogue>(prm, smem, work, base, tid, warp, lane, q_ready,
-                                          [&](const typename Mainloop::Consumer& consumer) {
-                                            cell = ring.get(n, lane);
-                                            if (cell >= 0) {
-                                              Scheduler::set(prm, next, cell);
-                                              consumer.prefetch_q(next);
-                                            }
-                                          });
-      if (cell < 0) break;
-      base += key_tiles_of(work);
-      work = next;
-      q_ready = true;
-    }
-  } else {
-    consume_tile<C, Mainloop, Epilogue>(prm, smem, work, 0, tid, warp, lane, false,
-                                        [](const typename Mainloop::Consumer&) {});
-  }
+  typename Mainloop::Consumer consumer(prm, smem, work.range.first_tile, work.range.last_tile,
+                                       tid, warp, lane);
+  typename Mainloop::Softmax softmax;
+  float o[Mainloop::kOutBlocks][4];
+  consumer.run(work, softmax, o);
+  // Every consumer is done with Q and the tiles before any stages its
+  // output over them.
+  ptx::named_barrier_sync(1, Mainloop::kConsumerThreads);
+  Epilogue::store(prm, work, softmax, o, smem.output_rows(warp), consumer.warp_row, lane);
+  Epilogue::finish_split(prm, work, tid, Mainloop::kConsumerThreads,
+                         [] { ptx::named_barrier_sync(1, Mainloop::kConsumerThreads); });
 }
 
 }  // namespace attention

@@ -159,20 +159,6 @@ struct VarlenKV {
     tma_load(v_map, tile, full, kt);
   }
 
-  // A cluster of two (TileConfig::cluster): key tile kt's bytes announced
-  // to this block's `full`, and where `issue`, the tile copied into both
-  // blocks' buffers at the same address (multicast), completing the bytes
-  // of the `full` barrier at the same address in each.
-  static constexpr bool kMulticast = true;
-  __device__ __forceinline__ void tma_load_k_pair(unsigned tile, unsigned full, int kt,
-                                                  bool issue) const {
-    tma_load_pair(k_map, tile, full, kt, issue);
-  }
-  __device__ __forceinline__ void tma_load_v_pair(unsigned tile, unsigned full, int kt,
-                                                  bool issue) const {
-    tma_load_pair(v_map, tile, full, kt, issue);
-  }
-
   // fp8: TMA of key tile kt of K and of V as raw rows of D bytes (one box
   // each, the maps' element a byte) at shared addresses raw_k and raw_v,
   // completing the phase of `bar`; rows past the tensor arrive as zeros.
@@ -196,18 +182,6 @@ struct VarlenKV {
       ptx::tma_load_3d(tile + c * kTile.tma_box_bytes, map, full, c * kTile.tma_chunk, hk, row);
     }
   }
-  __device__ __forceinline__ void tma_load_pair(const TensorMap* map, unsigned tile, unsigned full,
-                                                int kt, bool issue) const {
-    constexpr TileConfig kTile = tile_config<C>();
-    const int row = k_begin + kt * BN;
-    ptx::mbarrier_arrive_expect_tx(full, kTile.kv_tile_bytes);
-    if (!issue) return;
-#pragma unroll
-    for (int c = 0; c < D / kTile.tma_chunk; ++c) {
-      ptx::tma_load_3d_multicast(tile + c * kTile.tma_box_bytes, map, full, c * kTile.tma_chunk, hk,
-                                 row, 0x3);
-    }
-  }
 };
 
 // An engine's paged cache (kv_layout = paged): key position j of the
@@ -222,7 +196,6 @@ struct PagedKV {
   static constexpr int BN = C::block_n;
   // The first producer warp: a lane per page of a tile (tma_load).
   static __device__ __forceinline__ bool issues_copies(int ptid) { return ptid < 32; }
-  static constexpr bool kMulticast = false;  // (no cluster of two: TileConfig::cluster)
 
   // The producer warp's window on the sequence's row of the block table,
   // kept across its tiles (page_window.cuh), so a tile's lookups are

@@ -29,14 +29,10 @@
 namespace attnjit {
 namespace attention {
 
-// The mbarrier ring: tile i of a block (counted from its first; in a
-// cluster of two, from the first of the pair's union) uses stage
+// The mbarrier ring: tile i of a block (counted from its first) uses stage
 // i mod stages; the n-th use of a stage completes phase n of its barriers,
-// whose parity the waiter names. In a cluster of two (TileConfig::cluster)
-// each block's producer writes into both blocks' buffers, so a consumer
-// warp hands each buffer back to both blocks' empty barriers, which count
-// the pair's consumer warps.
-template <int kStages, int kCluster = 1>
+// whose parity the waiter names.
+template <int kStages>
 struct TileRing {
   unsigned full_k, full_v, empty_k, empty_v;  // shared addresses of barrier arrays
 
@@ -81,12 +77,7 @@ struct TileRing {
   // This warp is done reading tile i's buffer (its MMAs have completed).
   static __device__ __forceinline__ void release(unsigned empty, int i, int lane) {
     __syncwarp();
-    if (lane == 0) {
-      ptx::mbarrier_arrive(at(empty, i));
-      if constexpr (kCluster == 2) {
-        ptx::mbarrier_arrive_cluster(ptx::map_shared_rank(at(empty, i), ptx::cluster_rank() ^ 1u));
-      }
-    }
+    if (lane == 0) ptx::mbarrier_arrive(at(empty, i));
   }
 };
 
@@ -107,8 +98,8 @@ struct MainloopSm90 {
   // memory, with alignment, beside the tiles: tile_config.cuh's
   // set_blocks_per_sm counts it too.)
   static_assert(kTile.smem_bytes + (C::split_kv ? 1024u : 0u) <= kMaxSmemPerBlockSm90,
-                "the tiles need more shared memory than a block may have (227 KiB; a persistent "
-                "block also stages its output apart, a split variant's epilogue takes 1 KiB)");
+                "the tiles need more shared memory than a block may have (227 KiB; a split "
+                "variant's epilogue takes 1 KiB)");
   // The MMA descriptors step by adding to their 14-bit start field (address
   // / 16, ptx::descriptor_advance), which cannot carry below 2^18 bytes.
   static_assert(kMaxSmemPerBlockSm90 + 1024u < (1u << 18),
@@ -121,9 +112,7 @@ struct MainloopSm90 {
   static_assert(Rows::kChunk == kTile.tma_chunk, "the TMA box is one swizzle chunk wide");
   // V's layout: Rows', or blocks of 16 keys (small_pages; TileConfig::v_block_rows).
   using VRows = BlockedRows<D, kTile.v_block_rows>;
-  using Ring = TileRing<kStages, kTile.cluster>;
-  static_assert(kTile.cluster == 1 || (kTile.cluster == 2 && KV::kMulticast),
-                "a cluster of two shares contiguous K/V copies (VarlenKV) only");
+  using Ring = TileRing<kStages>;
   using Softmax =
       OnlineSoftmax<kScoreBlocks, kOutBlocks, slack_max_pays(D, BN, C::split_kv != 0)>;
   using RowKeys = typename Mask<C>::RowKeys;
@@ -138,10 +127,6 @@ struct MainloopSm90 {
     unsigned q, k, v;
     unsigned staging;  // fp8 K/V: the raw tiles, K then V per stage
     Ring ring;
-    // A persistent block's cell ring (forward_sm90.cuh, CellRing), past the
-    // ring's barriers, from q.
-    static constexpr unsigned kCellRingOffset =
-        kTile.barrier_offset + unsigned((4 * kStages + kTile.raw_stages) * 8);
 
     __device__ __forceinline__ explicit SharedTiles(unsigned char* smem, unsigned raw_address)
         : raw(smem),
@@ -156,10 +141,9 @@ struct MainloopSm90 {
     static __device__ __forceinline__ unsigned tile(unsigned tiles, int i) {
       return tiles + Ring::stage(i) * kTile.kv_tile_bytes;
     }
-    // 16 padded rows (SmemRow) for warp w's output: over Q, or in a
-    // persistent block an area of their own (TileConfig::output_offset).
+    // 16 padded rows (SmemRow) for warp w's output, over Q.
     __device__ __forceinline__ T* output_rows(int w) const {
-      return reinterpret_cast<T*>(raw + pad + kTile.output_offset) + w * 16 * SmemRow<D>::kStride;
+      return reinterpret_cast<T*>(raw + pad) + w * 16 * SmemRow<D>::kStride;
     }
   };
 
@@ -174,21 +158,20 @@ struct MainloopSm90 {
   // (KV::issues_copies) issue every copy, K of tile i once the consumers
   // are done with Q K^T of tile i - stages, V once they are done with its
   // P V (contiguous K/V: lane 0 alone; pages: a lane per page the tile
-  // spans, so the block-table lookups overlap). `base` is the ring index
-  // of key tile `first`: 0, or in a persistent block the tiles its earlier
-  // work tiles took. kCopies: what this warp copies, K and V (one
-  // producer warp), or K alone or V alone (kTile.producer_warps 2: a warp
-  // for each, walking the tiles apart, each ring with its own barriers).
+  // spans, so the block-table lookups overlap). kCopies: what this warp
+  // copies, K and V (one producer warp), or K alone or V alone
+  // (kTile.producer_warps 2: a warp for each, walking the tiles apart,
+  // each ring with its own barriers).
   enum Copies { kKeysAndValues, kKeys, kValues };
   struct Producer {
     template <Copies kCopies = kKeysAndValues>
     static __device__ __forceinline__ void run(const SharedTiles& smem, const KV& kv, int first,
-                                               int last, int lane, int base = 0) {
-      if (lane == 0 && base == 0) kv.prefetch_maps();
+                                               int last, int lane) {
+      if (lane == 0) kv.prefetch_maps();
       typename KV::Pages pages;
 #pragma unroll 1
       for (int kt = first; kt <= last; ++kt) {
-        const int i = base + kt - first;
+        const int i = kt - first;
         const unsigned tile = Ring::stage(i) * kTile.kv_tile_bytes;  // in either ring
         if constexpr (kCopies != kValues) {
           if (i >= kStages) Ring::wait_empty(smem.ring.empty_k, i);
@@ -198,29 +181,6 @@ struct MainloopSm90 {
           if (i >= kStages) Ring::wait_empty(smem.ring.empty_v, i);
           kv.tma_load_v(smem.v + tile, Ring::at(smem.ring.full_v, i), kt, lane, pages);
         }
-      }
-    }
-  };
-
-  // The producer of a block of a cluster of two (TileConfig::cluster):
-  // the pair's key tiles [first, last] (the union of their ranges), K of
-  // each copied by the block of rank 0 and V by rank 1, multicast into both
-  // blocks' buffers; each block's producer announces both tiles' bytes to
-  // its own full barriers, once both blocks' consumers are done with the
-  // buffer's previous tile (its empty barriers count both blocks' warps,
-  // which also says its full barriers are past that tile's phase).
-  struct PairProducer {
-    static __device__ __forceinline__ void run(const SharedTiles& smem, const KV& kv, int first,
-                                               int last, unsigned rank) {
-      kv.prefetch_maps();
-#pragma unroll 1
-      for (int kt = first; kt <= last; ++kt) {
-        const int i = kt - first;
-        const unsigned tile = Ring::stage(i) * kTile.kv_tile_bytes;
-        if (i >= kStages) Ring::wait_empty(smem.ring.empty_k, i);
-        kv.tma_load_k_pair(smem.k + tile, Ring::at(smem.ring.full_k, i), kt, rank == 0);
-        if (i >= kStages) Ring::wait_empty(smem.ring.empty_v, i);
-        kv.tma_load_v_pair(smem.v + tile, Ring::at(smem.ring.full_v, i), kt, rank == 1);
       }
     }
   };
@@ -298,42 +258,6 @@ struct MainloopSm90 {
     }
   };
 
-  // Ping-pong (kTile.pingpong): the consumer warpgroups issue each key
-  // tile's two MMAs in turn, warpgroup 0 first, so that the tensor cores
-  // run one warpgroup's products while the others do their softmax
-  // (without turns they all issue at once, then all wait, then all do the
-  // softmax with the tensor cores idle). Warpgroup w waits on named
-  // barrier kBarrier + w (its own 128 threads and the previous
-  // warpgroup's 128 arrivals) before it issues and arrives on the next
-  // one's (mod the count) after. Warpgroup 0 takes its first turn without
-  // waiting, and the last warpgroup does not hand its last one on, so
-  // every phase of every barrier meets its 256 threads and none is left
-  // half arrived when the block exits. The counts agree because every
-  // consumer warpgroup of a block walks the work tile's key tiles; one
-  // with no rows of the tile (pass_tiles) takes its turns without issuing.
-  struct Turns {
-    static constexpr bool kOn = kTile.pingpong;
-    static constexpr int kCount = kTile.warpgroups;
-    static constexpr unsigned kBarrier = 3;  // 1: the consumers, 2: the fp8 producers
-    static_assert(!kOn || kBarrier + kCount <= 16, "named barriers 3..15 hold the turns");
-    int wg;  // this thread's consumer warpgroup
-
-    // Before issuing tile kt's MMAs (kt in (first, last]).
-    __device__ __forceinline__ void take(int kt, int first) const {
-      if constexpr (kOn) {
-        if (wg != 0 || kt != first + 1) ptx::named_barrier_sync(kBarrier + wg, 256);
-      }
-    }
-    // After issuing them.
-    __device__ __forceinline__ void hand_on(int kt, int last) const {
-      if constexpr (kOn) {
-        if (wg != kCount - 1 || kt != last) {
-          ptx::named_barrier_arrive(kBarrier + unsigned((wg + 1) % kCount), 256);
-        }
-      }
-    }
-  };
-
   // The consumer warpgroups: Q by cp.async, then for each key tile S =
   // Q K^T, the softmax, O += P V. One object per thread holding scalars;
   // the row state, fragments and accumulators stay local arrays.
@@ -341,39 +265,32 @@ struct MainloopSm90 {
     const Params<T>& prm;
     const SharedTiles& smem;
     const int first, last;  // the work tile's key tiles
-    const int base;         // the ring index of tile `first` (Producer::run)
     const int tid, warp, lane;
     int warp_row;      // this warp's first row in the work tile (set by run)
     int wg_row0;       // this warpgroup's first row in the Q tile
-    Turns turns;       // ping-pong between the consumer warpgroups
     int tail_tile;     // the tile holding the sequence's last key when it is partial, else -1
     float multiplier;  // what the softmax multiplies scores by (LogitScale)
 
     __device__ __forceinline__ Consumer(const Params<T>& params, const SharedTiles& tiles,
-                                        int first_tile, int last_tile, int thread, int w, int l,
-                                        int ring_base = 0)
+                                        int first_tile, int last_tile, int thread, int w, int l)
         : prm(params),
           smem(tiles),
           first(first_tile),
           last(last_tile),
-          base(ring_base),
           tid(thread),
           warp(w),
           lane(l) {}
 
     // softmax and o: this thread's softmax state and output accumulators,
     // for the epilogue.
-    // q_ready: this tile's Q was issued already (a persistent block's
-    // prefetch_q during the previous tile); the wait below covers it.
     template <class Work>
     __device__ __forceinline__ void run(const Work& work, Softmax& softmax,
-                                        float (&o)[kOutBlocks][4], bool q_ready = false) {
-      if (!q_ready) load_q(work);
+                                        float (&o)[kOutBlocks][4]) {
+      load_q(work);
       warp_row = work.row0 + warp * 16;
       RowState rows;
       init_rows(work, rows, softmax, o);
       wg_row0 = (warp / 4) * 64;
-      turns.wg = warp / 4;
       ptx::cp_async_wait<0>();
       ptx::fence_proxy_async_shared();
       ptx::named_barrier_sync(1, kConsumerThreads);  // Q is in shared memory
@@ -388,54 +305,19 @@ struct MainloopSm90 {
       key_loop(work, rows, softmax, o);
     }
 
-    // A block of a cluster: ring index i of the pair's walk, a key tile
-    // outside this block's range, waited for and handed back unread (the
-    // wait keeps each full barrier's phases in step with the ring).
-    __device__ __forceinline__ void pass_ring_index(int i) const {
-      Ring::wait_full(smem.ring.full_k, i);
-      Ring::release(smem.ring.empty_k, i, lane);
-      Ring::wait_full(smem.ring.full_v, i);
-      Ring::release(smem.ring.empty_v, i, lane);
-    }
-
-    // A persistent block's next work tile's Q, issued by each warpgroup for
-    // its own 64 rows once its last product of this tile has read them (run
-    // has returned: every MMA of the warpgroup completed), so the load runs
-    // under this tile's epilogue and the scheduler's next step. The other
-    // warpgroups' rows are theirs to read until they get here themselves.
-    template <class Work>
-    __device__ __forceinline__ void prefetch_q(const Work& next) const {
-      // The thread index read again here (volatile): otherwise the
-      // compiler hoists this slice's shared addresses to the kernel's
-      // entry and keeps them in local memory across the tile loop.
-      int t;
-      asm volatile("mov.u32 %0, %%tid.x;" : "=r"(t));
-      const int first_row = (t / 128) * 64;
-      const unsigned tile = smem.q;
-      copy_rows_async<64, Rows::kUnitsPerRow, 128, T>(
-          [=](int r, int u) { return tile + Rows::template offset<BM>(first_row + r, u); },
-          q_rows(next, first_row),
-          t % 128);
-      ptx::cp_async_commit();
-    }
-
    private:
     // A warpgroup none of whose rows the work tile holds (a decode's few
     // packed rows in a block of several warpgroups, as in a mixed batch;
     // a sequence's last query tile) skips the MMAs and the softmax, which
     // cost as much tensor time for empty rows as for full ones, and only
     // hands each buffer back; it still zeroes its share of the V tail (a
-    // named barrier of every consumer) and takes its turns (Turns). Its
-    // rows are past the tile's, so the epilogue stores none of them.
+    // named barrier of every consumer). Its rows are past the tile's, so
+    // the epilogue stores none of them.
     template <class Work>
     __device__ __forceinline__ void pass_tiles(const Work& work) const {
 #pragma unroll 1
       for (int kt = first; kt <= last; ++kt) {
         wait_k(kt);
-        if (kt > first) {
-          turns.take(kt, first);
-          turns.hand_on(kt, last);
-        }
         release_k(kt);
         wait_v(work, kt);
         release_v(kt);
@@ -482,13 +364,11 @@ struct MainloopSm90 {
         float s[kScoreBlocks][4];
         ptx::fence_operands(o);
         ptx::fence_operands(a);
-        turns.take(kt, first);
         ptx::warpgroup_arrive();
         issue_scores(s, kt);
         ptx::warpgroup_commit();
         issue_pv(o, a, kt - 1);
         ptx::warpgroup_commit();
-        turns.hand_on(kt, last);
         ptx::warpgroup_wait<1>();
         ptx::fence_operands(s);
         release_k(kt);
@@ -507,16 +387,16 @@ struct MainloopSm90 {
     // cp.async by every consumer thread, one commit group.
     template <class Work>
     __device__ __forceinline__ void load_q(const Work& work) const {
-      Rows::template load_async<BM, kConsumerThreads, T>(smem.q, q_rows(work, 0), tid);
+      Rows::template load_async<BM, kConsumerThreads, T>(smem.q, q_rows(work), tid);
       ptx::cp_async_commit();
     }
 
-    // The row source (copy_rows_async) of work tile `work`'s Q from its
-    // row `first` on: rows past the sequence's are zero-filled.
+    // The row source (copy_rows_async) of work tile `work`'s Q: rows past
+    // the sequence's are zero-filled.
     template <class Work>
-    __device__ __forceinline__ auto q_rows(const Work& work, int first) const {
+    __device__ __forceinline__ auto q_rows(const Work& work) const {
       const auto& map = work.map;
-      const int row0 = work.row0 + first;
+      const int row0 = work.row0;
       const T* q = work.q;
       const Params<T>& p = prm;
       return [&map, row0, q, &p](int r, const T*& src) {
@@ -547,7 +427,7 @@ struct MainloopSm90 {
     }
 
     // Key tile kt's index in the ring.
-    __device__ __forceinline__ int ring_index(int kt) const { return base + kt - first; }
+    __device__ __forceinline__ int ring_index(int kt) const { return kt - first; }
     __device__ __forceinline__ unsigned k_tile(int kt) const {
       return SharedTiles::tile(smem.k, ring_index(kt));
     }
@@ -638,11 +518,8 @@ struct MainloopSm90 {
       ptx::warpgroup_commit();
       ptx::warpgroup_wait<0>();
       ptx::fence_operands(o);
-      // A block that exits after this tile leaves the buffer as it is; a
-      // persistent one hands it back, since the producer refills it for a
-      // later work tile (and would wait for it forever otherwise), and so
-      // does a block of a cluster, whose pair may walk further tiles.
-      if constexpr (kTile.persistent || kTile.cluster > 1) release_v(last);
+      // (The last V buffer is not handed back: nothing refills it before
+      // the block exits.)
     }
   };
 };

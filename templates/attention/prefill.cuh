@@ -41,14 +41,10 @@ struct attention_prefill_traits {
   static_assert(C::pack_gqa >= 0 && C::pack_gqa <= 2,
                 "tuning param pack_gqa is 0 (a query head per tile), 1 (GQA packed) or 2 (by "
                 "sequence)");
-  static_assert(C::pingpong == 0 || C::pingpong == 1, "tuning param pingpong is 0 or 1");
-  static_assert(C::persistent == 0 || C::persistent == 1, "tuning param persistent is 0 or 1");
   static_assert(attention::DecodeMma<C>::known, "tuning param decode_mma is 0, 1 or 2");
   static_assert(attention::ProducerWarps<C>::value == 1 || attention::ProducerWarps<C>::value == 2,
                 "tuning param producer_warps is 1 or 2");
   static_assert(attention::UniformBoxes<C>::known, "tuning param uniform_boxes is 0 or 1");
-  static_assert(attention::ClusterSize<C>::value == 1 || attention::ClusterSize<C>::value == 2,
-                "tuning param cluster is 1 or 2");
   static constexpr unsigned threads = attention::tile_config<C>().threads;
   static constexpr unsigned smem_bytes = attention::tile_config<C>().smem_bytes;
   // Blocks per SM to fit: the tuning's min_blocks, fewer where the shared
@@ -62,8 +58,7 @@ __device__ __forceinline__ void attention_prefill_body(
   // The pieces of a path: a later feature (another scheduler, K/V source
   // or epilogue) is another type picked here by a flag, not a branch in
   // these.
-  using Scheduler = typename attention::SchedulerFor<C, C::block_m, C::block_n,
-                                                    attention::tile_config<C>().persistent>::type;
+  using Scheduler = attention::TileScheduler<C, C::block_m, C::block_n>;
   using KV = attention::KVSource<C>;
   using Epilogue = attention::Epilogue<C>;
 #if ATTNJIT_HAS_WGMMA

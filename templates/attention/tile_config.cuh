@@ -32,12 +32,6 @@ struct TileShape {
   // Shared memory of one SM on the target (smem_per_sm(); 0: unknown, then
   // min_blocks is taken as it is).
   int smem_per_sm = 0;
-  // The consumer warpgroups take turns issuing their MMAs (tuning param
-  // pingpong; TileConfig::pingpong says where it applies).
-  bool pingpong = false;
-  // Blocks walk query tiles in turn (tuning param persistent;
-  // TileConfig::persistent says where it applies).
-  bool persistent = false;
   // The decode block (tuning param decode_mma; TileConfig::mma_decode
   // says where it applies).
   bool decode_mma = false;
@@ -49,10 +43,6 @@ struct TileShape {
   // The producer's warps issuing copies (tuning param producer_warps;
   // TileConfig::producer_warps says where it applies).
   int producer_warps = 1;
-  // Blocks of a cluster sharing their K/V copies (tuning param cluster;
-  // TileConfig::cluster says where it applies).
-  int cluster = 1;
-  bool paged = false;  // K/V in an engine's paged cache (the kv_layout flag)
 };
 
 // Shared memory of one SM that blocks can have, by compute capability
@@ -78,11 +68,6 @@ struct TileConfig {
   int raw_stages;           // ... of this many tiles (K and V each): stages (a deeper raw ring
                             // did not pay on the H200's fp8 decode: 0.818 vs 0.816 ms)
   unsigned barrier_offset;  // wgmma: the mbarrier ring, from the 1024-byte aligned tiles
-  // wgmma: where the epilogue stages the output rows (padded, a warp's 16
-  // at a time), from the aligned tiles: over Q and the first K tile (0),
-  // or, in a persistent block, an area of their own, since the producer is
-  // loading the next tile's K and V into the ring meanwhile.
-  unsigned output_offset;
   unsigned smem_bytes;      // dynamic shared memory per block
   int tma_chunk;            // swizzle chunk of D (elements) = the TMA box's width
   int swizzle_bytes;        // bytes of one swizzled row: 2 * tma_chunk
@@ -100,8 +85,8 @@ struct TileConfig {
   int v_block_rows;
   // Producer warps that issue the TMA copies of K and V: 1 (one warp
   // copies both), or 2 where the tuning asks for it on the warpgroup path
-  // without fp8 K/V, persistent blocks or the decode block: the first
-  // warp copies K, the second V (mainloop_sm90.cuh, Producer).
+  // without fp8 K/V or the decode block: the first warp copies K, the
+  // second V (mainloop_sm90.cuh, Producer).
   int producer_warps;
   // Registers per thread: the launch bound's share, and those of the
   // producer and consumer warpgroups after setmaxnreg when rebalancing
@@ -114,20 +99,6 @@ struct TileConfig {
   // register shares use it: asking for blocks that cannot be resident
   // only takes registers away.
   int blocks_per_sm;
-  // wgmma with two or more consumer warpgroups: they issue their tiles'
-  // MMAs in turn, a ring of named barriers (mainloop_sm90.cuh, Turns), so
-  // that the tensor cores run one warpgroup's products while the others
-  // do their softmax. Off with one warpgroup (nobody to take turns with).
-  bool pingpong;
-  // wgmma without fp8 K/V or the decode block: the launch has a block per
-  // resident slot (the host's persistent_blocks), each walking the cells of
-  // the grid a non-persistent launch would have (grid_shape; with split-KV
-  // the parts of its tiles), in its order:
-  // each block's next from a counter in global memory, as the hardware
-  // hands out blocks (tile_scheduler.cuh). Its ring keeps counting across
-  // tiles, so the producer loads the next tile's K and V while the
-  // consumers store the last one's output.
-  bool persistent;
   // pack_gqa 2 without split-KV: the grid's y is the kv heads, as with
   // packing, and each sequence is packed or runs one query head per tile
   // as suits its length (gqa_rows.cuh, runs_unpacked; its cells per kv
@@ -152,18 +123,6 @@ struct TileConfig {
   // block_m it cannot take (decode_mma 1: 16 x warps; 2: 8): a compile
   // error that says so (prefill.cuh), not the warpgroup path's.
   bool decode_rows_mismatch;
-  // Blocks per cluster: 1, or 2 where the tuning asks for it on the
-  // warpgroup path over contiguous K/V without fp8, split-KV, persistent
-  // blocks, the decode block or two producer warps. The grid's neighbouring
-  // cells x and x ^ 1 (neighbouring query tiles of one sequence and head
-  // slot; with pack_gqa 2 over a sequence run unpacked, where x counts
-  // each query head's tiles in turn, a pair may also be the first tile of
-  // one head and the last of the next: correct, but their union is wide)
-  // are one cluster; both blocks walk the union of their key ranges,
-  // the first copying every K tile and the second every V tile, each copy
-  // multicast into both blocks' shared memory, so a K/V row that both tiles
-  // read leaves L2 once (forward_sm90.cuh, forward_sm90_pair).
-  int cluster;
 };
 
 // The most dynamic shared memory a block may take on sm_90: the SM's less
@@ -237,7 +196,6 @@ ATTNJIT_TILE_CONSTEXPR void set_shared_memory(TileConfig& c) {
     c.q_tile_bytes = unsigned(16 * s.head_dim * 2);  // per consumer warp, fp16, past the ring
     c.kv_tile_bytes = unsigned(s.block_n * s.head_dim * (s.kv_fp8 ? 1 : 2));
     c.staging_offset = 0;
-    c.output_offset = 0;
     const unsigned ring =
         2u * unsigned(c.raw_stages) * c.kv_tile_bytes + unsigned(s.warps) * c.q_tile_bytes;
     const unsigned parts = unsigned(s.warps) * decode_part_bytes(s.head_dim);
@@ -253,7 +211,6 @@ ATTNJIT_TILE_CONSTEXPR void set_shared_memory(TileConfig& c) {
     c.staging_offset = 0;
     c.raw_stages = 0;
     c.barrier_offset = 0;
-    c.output_offset = 0;
     c.smem_bytes = tiles;
     return;
   }
@@ -261,16 +218,8 @@ ATTNJIT_TILE_CONSTEXPR void set_shared_memory(TileConfig& c) {
   c.staging_offset = tiles;
   const unsigned staging = 2u * unsigned(c.raw_stages * s.block_n * s.head_dim);
   const unsigned used = tiles + staging;
-  if (c.persistent) {
-    c.output_offset = used;
-    c.barrier_offset = used + staged_output;
-  } else {
-    c.output_offset = 0;
-    c.barrier_offset = used > staged_output ? used : staged_output;
-  }
-  // (A persistent block's cell ring follows the barriers: 48 bytes.)
-  c.smem_bytes = 1024u + c.barrier_offset + unsigned((4 * s.stages + c.raw_stages) * 8) +
-                 (c.persistent ? 48u : 0u);
+  c.barrier_offset = used > staged_output ? used : staged_output;
+  c.smem_bytes = 1024u + c.barrier_offset + unsigned((4 * s.stages + c.raw_stages) * 8);
 }
 
 // Every warpgroup starts with the launch bound's share; on the wgmma path
@@ -295,10 +244,8 @@ ATTNJIT_TILE_CONSTEXPR void set_registers(TileConfig& c) {
   c.consumer_registers = c.launch_registers;
   if (!c.rebalance) return;
   const int wg = c.warpgroups, pwg = c.producer_warpgroups;
-  // fp8 K/V: the whole producer warpgroup converts tiles and needs more;
-  // a persistent block's producer warp also walks the tiles (24 registers
-  // spilled 36 bytes at D128 128x128 paged, 32 none).
-  c.producer_registers = s.kv_fp8 ? 64 : wg == 1 ? 40 : wg == 2 ? (c.persistent ? 32 : 24) : 32;
+  // fp8 K/V: the whole producer warpgroup converts tiles and needs more.
+  c.producer_registers = s.kv_fp8 ? 64 : wg == 1 ? 40 : wg == 2 ? 24 : 32;
   const int consumer =
       ((wg + pwg) * c.launch_registers - pwg * c.producer_registers) / wg / 8 * 8;
   c.consumer_registers = consumer > 256 ? 256 : consumer;
@@ -341,7 +288,6 @@ ATTNJIT_TILE_CONSTEXPR TileConfig make_tile_config(const TileShape& shape) {
   c.shape = shape;
   c.consumer_threads = shape.warps * 32;
   c.warpgroups = shape.wgmma ? shape.warps / 4 : 0;
-  c.pingpong = shape.pingpong && c.warpgroups > 1;
   c.unpack_long = unpacks_long(shape.pack_gqa, shape.split_kv);
   // (4 or 8 warps of 16 rows each: the phases, warps / groups of rows,
   // then divide the ring's stages for every group count; decode_sm90.cuh.)
@@ -360,9 +306,6 @@ ATTNJIT_TILE_CONSTEXPR TileConfig make_tile_config(const TileShape& shape) {
   c.decode_rows_mismatch = decode_serves && !decode_rows_fit;
   c.mma_decode = decode_serves && decode_rows_fit;
   c.mma_decode_swap = c.mma_decode && shape.decode_swap;
-  // (Split-KV variants too, their cells the parts of the query tiles; not
-  // the decode block, whose kernel has no persistent loop.)
-  c.persistent = shape.persistent && shape.wgmma && !shape.kv_fp8 && !c.mma_decode;
   tile_detail::set_threads(c, 1);
   if (c.mma_decode) {
     c.producer_warpgroups = 0;
@@ -396,13 +339,7 @@ ATTNJIT_TILE_CONSTEXPR TileConfig make_tile_config(const TileShape& shape) {
                            shape.block_n > kSmallPageRows;
   c.v_block_rows = small_pages ? kSmallPageRows : shape.block_n;
   c.producer_warps =
-      shape.producer_warps == 2 && shape.wgmma && !shape.kv_fp8 && !c.mma_decode && !c.persistent
-          ? 2
-          : 1;
-  c.cluster = shape.cluster == 2 && shape.wgmma && !shape.kv_fp8 && !shape.split_kv &&
-                      !shape.paged && !c.mma_decode && !c.persistent && c.producer_warps == 1
-                  ? 2
-                  : 1;
+      shape.producer_warps == 2 && shape.wgmma && !shape.kv_fp8 && !c.mma_decode ? 2 : 1;
   tile_detail::set_shared_memory(c);
   tile_detail::set_blocks_per_sm(c);
   tile_detail::set_registers(c);
@@ -454,15 +391,6 @@ ATTNJIT_TILE_CONSTEXPR long long split_counter_count(unsigned x, unsigned y, uns
   return static_cast<long long>(x / static_cast<unsigned>(num_splits)) * y * z;
 }
 
-// A persistent launch (TileConfig::persistent): one row of blocks, as many
-// as the tiles of `grid` (grid_shape) or the blocks the GPU holds at once
-// (`resident`: SMs x blocks per SM), whichever is fewer, and at least one.
-ATTNJIT_TILE_CONSTEXPR unsigned persistent_blocks(const GridShape& grid, long long resident) {
-  const long long tiles = static_cast<long long>(grid.x) * grid.y * grid.z;
-  const long long blocks = tiles < resident ? tiles : resident;
-  return static_cast<unsigned>(blocks < 1 ? 1 : blocks);
-}
-
 // Split-KV: the key tiles [first, last] of a query tile divided
 // into `parts` contiguous runs of `per` tiles (the last may be shorter),
 // at most num_splits of them and none under min_tiles (the spec's
@@ -492,19 +420,6 @@ struct KvFp8 {
 template <class C>
 struct KvFp8<C, decltype(void(C::kv_dtype))> {
   static constexpr bool value = C::kv_dtype == C::kv_dtype_t::fp8_e4m3;
-};
-
-// Whether a generated Config asks for persistent blocks (its tuning param
-// persistent; false for a Config without one, as the host tests'). Where
-// TileConfig::persistent turns it off, the launch is a plain grid, for
-// which PersistentCells' arithmetic (the split counters) is the same.
-template <class C, class = void>
-struct PersistentCells {
-  static constexpr bool value = false;
-};
-template <class C>
-struct PersistentCells<C, decltype(void(C::persistent))> {
-  static constexpr bool value = C::persistent != 0;
 };
 
 // Whether a generated Config asks for the fp8 decode block (its tuning
@@ -545,28 +460,6 @@ struct ProducerWarps<C, decltype(void(C::producer_warps))> {
   static constexpr int value = C::producer_warps;
 };
 
-// The blocks per cluster a generated Config asks for (its tuning param
-// cluster; 1 for a Config without one).
-template <class C, class = void>
-struct ClusterSize {
-  static constexpr int value = 1;
-};
-template <class C>
-struct ClusterSize<C, decltype(void(C::cluster))> {
-  static constexpr int value = C::cluster;
-};
-
-// Whether a generated Config reads a paged cache (its kv_layout flag;
-// false for a Config without one, as the host tests').
-template <class C, class = void>
-struct PagedLayout {
-  static constexpr bool value = false;
-};
-template <class C>
-struct PagedLayout<C, decltype(void(C::kv_layout))> {
-  static constexpr bool value = C::kv_layout == C::kv_layout_t::paged;
-};
-
 // Whether a generated Config's paged copies come from one elected lane with
 // warp-uniform pages (its tuning param uniform_boxes; kv_source.cuh,
 // PagedKV::for_each_box), not a lane per box; false for a Config without
@@ -599,10 +492,9 @@ ATTNJIT_TILE_CONSTEXPR TileConfig tile_config() {
 #endif
   return make_tile_config(TileShape{C::head_dim, C::block_m, C::block_n, C::warps, C::stages,
                                     C::min_blocks, C::pack_gqa, C::wgmma != 0, kRegisterCap,
-                                    KvFp8<C>::value, C::split_kv, kSmemPerSm, C::pingpong != 0,
-                                    C::persistent != 0, DecodeMma<C>::value, DecodeMma<C>::swap,
-                                    SmallPages<C>::value, ProducerWarps<C>::value,
-                                    ClusterSize<C>::value, PagedLayout<C>::value});
+                                    KvFp8<C>::value, C::split_kv, kSmemPerSm, DecodeMma<C>::value,
+                                    DecodeMma<C>::swap, SmallPages<C>::value,
+                                    ProducerWarps<C>::value});
 }
 
 }  // namespace attention

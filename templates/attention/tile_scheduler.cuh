@@ -5,10 +5,10 @@
 // over query heads. blockIdx.x counts query tiles from the last (pack_gqa
 // 2, a sequence run unpacked: each query head of the group's tiles in
 // turn, each from its last), so with a causal mask the tiles with the most
-// keys go in the first wave. Another order is another scheduler type, as PersistentTileScheduler's
-// blocks that walk the same grid's tiles in turn; the mainloops and the epilogue only see the work
-// tile. With split-KV each query tile has its key range split over blocks (set_split); the epilogue
-// combines the parts.
+// keys go in the first wave. Another order would be another scheduler
+// type: the mainloops and the epilogue only see the work tile. With
+// split-KV each query tile has its key range split over blocks
+// (set_split); the epilogue combines the parts.
 #pragma once
 
 #include "attention/gqa_rows.cuh"
@@ -271,19 +271,10 @@ struct WorkTile {
   // Split-KV: the tile's counter in prm.split_counters, [query tile from
   // the last, sequence, head slot] over the grid (gridDim.x / num_splits
   // tiles; the host sizes them in split_plan). The blocks of one tile's
-  // parts count there (epilogue.cuh's last_part). Persistent blocks walk
-  // that grid's cells in a one-row launch: the sequence count and the head
-  // slots come from the arguments, the tile's slot from its rows (the same
-  // counter a plain grid's block of the cell takes).
-  __device__ __forceinline__ int split_counter(const Params<T>& prm) const {
-    if constexpr (PersistentCells<C>::value) {
-      constexpr bool kPack = C::pack_gqa != 0;
-      const int slots = kPack ? prm.num_heads_kv : prm.num_heads_q;
-      return (tile_x * prm.num_seqs + seq) * slots + (kPack ? hk : map.head0);
-    } else {
-      return (tile_x * static_cast<int>(gridDim.z) + seq) * static_cast<int>(gridDim.y) +
-             static_cast<int>(blockIdx.y);
-    }
+  // parts count there (epilogue.cuh's last_part).
+  __device__ __forceinline__ int split_counter() const {
+    return (tile_x * static_cast<int>(gridDim.z) + seq) * static_cast<int>(gridDim.y) +
+           static_cast<int>(blockIdx.y);
   }
 
   // Split-KV: this block takes part x of the tile's key range (set_tile
@@ -381,130 +372,12 @@ __device__ __forceinline__ bool tile_at(const Params<typename C::dtype>& prm,
 template <class C, int kBlockM, int kBlockN>
 struct TileScheduler {
   using Work = WorkTile<C, kBlockM, kBlockN>;
-  static constexpr bool kPersistent = false;
 
   // This block's tile; false when its cell has none.
   static __device__ __forceinline__ bool get(const Params<typename C::dtype>& prm, Work& work) {
     return tile_at(prm, work, static_cast<int>(blockIdx.x), static_cast<int>(blockIdx.y),
                    static_cast<int>(blockIdx.z));
   }
-  // The tile of cell x of this block's row and sequence (a cluster's block
-  // asks for its own and its pair's); false when the cell has none or is
-  // past prm.tiles_x (a grid padded to whole clusters).
-  static __device__ __forceinline__ bool get_cell(const Params<typename C::dtype>& prm, Work& work,
-                                                  int x) {
-    return x < prm.tiles_x &&
-           tile_at(prm, work, x, static_cast<int>(blockIdx.y), static_cast<int>(blockIdx.z));
-  }
-};
-
-// Persistent blocks (TileConfig::persistent; the launch is one row of
-// persistent_blocks()): the blocks share out the cells of the grid a
-// non-persistent launch would have (prm.tiles_x, head slots, prm.num_seqs;
-// x the fastest) as the hardware hands out a grid's blocks: block b starts
-// with cell b, and each block that is done with a cell takes the next one
-// nobody has, from a counter (prm.tile_counter[0], counting from the block
-// count). So the cells go in the grid's order, the longest causal tiles
-// first, neighbouring cells (which read the same K/V, from L2) run at the
-// same time, and a block whose cells were short takes more. (Cells walked
-// in fixed steps of the block count drift apart across a causal grid,
-// each block at its own pace, until the K/V the blocks read at one time
-// outgrow L2.) One producer warp takes the cells (take, every lane of it:
-// a spec's mask classifies tiles by warp ballots) and hands them to the
-// block's other warps through shared memory (forward_sm90.cuh, CellRing);
-// the last block to run out zeroes the counters for the next launch
-// (done). The same launch on two streams at once needs two counters: the
-// runtime keeps them per stream (its split-KV workspace). With split-KV a
-// cell is one part of a query tile's keys (tile_at), so a decode's short
-// parts run one after another in resident blocks, each block's producer
-// loading the next part's first tiles while its consumers finish the last
-// (and the block of a tile's last part combines them, as a plain block
-// does).
-template <class C, int kBlockM, int kBlockN>
-struct PersistentTileScheduler {
-  using Work = WorkTile<C, kBlockM, kBlockN>;
-  static constexpr bool kPersistent = true;
-
-  // The next cell this block takes that holds a tile (set into `work`), or
-  // -1 past the grid's last cell; `takes` counts this block's takes so far
-  // (0 before the first). Every lane of the calling warp calls it.
-  static __device__ __forceinline__ int take(const Params<typename C::dtype>& prm, Work& work,
-                                             int& takes) {
-    const long long cells = cell_count(prm);
-    for (;;) {
-      const long long cell =
-          takes++ == 0 ? static_cast<long long>(blockIdx.x) : counter_take(prm.tile_counter);
-      if (cell >= cells) return -1;
-      if (at(prm, work, static_cast<int>(cell))) return static_cast<int>(cell);
-    }
-  }
-
-  // The work tile of cell `cell` (one that take returned), for the warps
-  // that did not take it.
-  static __device__ __forceinline__ void set(const Params<typename C::dtype>& prm, Work& work,
-                                             int cell) {
-    at(prm, work, cell);
-  }
-
-  // By the taking warp once take returned -1: counts the block out; the
-  // last block zeroes the counters (every block has taken its last cell
-  // by then).
-  static __device__ __forceinline__ void done(const Params<typename C::dtype>& prm) {
-    if (lane_id() != 0) return;
-    int* counter = prm.tile_counter;
-#ifdef __CUDA_ARCH__
-    __threadfence();
-    if (atomicAdd(counter + 1, 1) == static_cast<int>(gridDim.x) - 1) {
-      __threadfence();  // (acquire: every block's last take comes before the reset)
-      atomicExch(counter, 0);
-      atomicExch(counter + 1, 0);
-    }
-#else
-    if (counter[1]++ == static_cast<int>(gridDim.x) - 1) counter[0] = counter[1] = 0;
-#endif
-  }
-
- private:
-  static __device__ __forceinline__ long long cell_count(const Params<typename C::dtype>& prm) {
-    const int slots = C::pack_gqa != 0 ? prm.num_heads_kv : prm.num_heads_q;
-    return static_cast<long long>(prm.tiles_x) * slots * prm.num_seqs;
-  }
-  static __device__ __forceinline__ bool at(const Params<typename C::dtype>& prm, Work& work,
-                                            int cell) {
-    const int slots = C::pack_gqa != 0 ? prm.num_heads_kv : prm.num_heads_q;
-    const int rest = cell / prm.tiles_x;
-    return tile_at(prm, work, cell - rest * prm.tiles_x, rest % slots, rest / slots);
-  }
-  static __device__ __forceinline__ int lane_id() {
-#ifdef __CUDA_ARCH__
-    return static_cast<int>(threadIdx.x & 31);
-#else
-    return 0;
-#endif
-  }
-  // The counter's next cell, the same in every lane of the warp (lane 0
-  // takes it). The host build (tests) runs one lane.
-  static __device__ __forceinline__ long long counter_take(int* counter) {
-#ifdef __CUDA_ARCH__
-    int taken = 0;
-    if (lane_id() == 0) taken = atomicAdd(counter, 1);
-    taken = __shfl_sync(0xffffffffu, taken, 0);
-#else
-    const int taken = (*counter)++;
-#endif
-    return static_cast<long long>(gridDim.x) + taken;
-  }
-};
-
-// The scheduler of a path: persistent blocks where the tile configuration
-// asks for them (TileConfig::persistent), else a block per tile.
-template <class C, int kBlockM, int kBlockN, bool kPersistent>
-struct SchedulerFor {
-  using type = TileScheduler<C, kBlockM, kBlockN>;
-};
-template <class C, int kBlockM, int kBlockN>
-struct SchedulerFor<C, kBlockM, kBlockN, true> {
-  using type = PersistentTileScheduler<C, kBlockM, kBlockN>;
 };
 
 }  // namespace attention

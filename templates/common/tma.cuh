@@ -101,73 +101,6 @@ __device__ __forceinline__ void tma_load_5d(unsigned dst, const TensorMap* map, 
       : "memory");
 }
 
-// Thread block clusters (a launch with a cluster dimension; sm_90). The
-// calling block's rank in its cluster.
-__device__ __forceinline__ unsigned cluster_rank() {
-  unsigned rank;
-  asm volatile("mov.u32 %0, %%cluster_ctarank;" : "=r"(rank));
-  return rank;
-}
-
-// The shared address `address` of this block as the address of the same
-// byte in the shared memory of the cluster's block `rank`.
-__device__ __forceinline__ unsigned map_shared_rank(unsigned address, unsigned rank) {
-  unsigned mapped;
-  asm volatile("mapa.shared::cluster.u32 %0, %1, %2;" : "=r"(mapped) : "r"(address), "r"(rank));
-  return mapped;
-}
-
-// One arrival on an mbarrier of another block of the cluster (its address
-// from map_shared_rank), as a consumer hands a buffer back: its reads of
-// the buffer (MMAs) have completed, so the arrival orders nothing else and
-// keeps the default CTA-scope release. That the MMAs' reads are done
-// before the other block's producer overwrites the buffer rests on the
-// hardware's practice (as in CUTLASS's cluster pipelines), not on the PTX
-// memory model's scopes. (A cluster-scope release compiles to a GPU-wide
-// memory barrier per arrival; with it, and relaxed cluster barriers, the
-// cluster kernels were 1.2-1.6x slower than with this form on the H200.)
-__device__ __forceinline__ void mbarrier_arrive_cluster(unsigned remote_bar) {
-  asm volatile("mbarrier.arrive.shared::cluster.b64 _, [%0];" ::"r"(remote_bar) : "memory");
-}
-
-// The number of blocks in the calling block's cluster.
-__device__ __forceinline__ unsigned cluster_blocks() {
-  unsigned blocks;
-  asm volatile("mov.u32 %0, %%cluster_nctarank;" : "=r"(blocks));
-  return blocks;
-}
-
-// Every thread of every block of the cluster: arrive, then wait for every
-// other thread of the cluster that has not exited. After the mbarriers'
-// init the arrival is relaxed: what must be seen across the blocks (the
-// init) is released by its own fence (fence_mbarrier_init).
-__device__ __forceinline__ void cluster_sync_after_init() {
-  asm volatile("barrier.cluster.arrive.relaxed;\n\tbarrier.cluster.wait;" ::: "memory");
-}
-
-// The same before a block exits: the arrival releases (and the wait
-// acquires) every memory operation the thread issued before it, the
-// arrivals on the other block's mbarriers among them, so none of them can
-// land in that block's shared memory after it has exited and the memory
-// has gone to another block.
-__device__ __forceinline__ void cluster_sync_before_exit() {
-  asm volatile("barrier.cluster.arrive.release;\n\tbarrier.cluster.wait.acquire;" ::: "memory");
-}
-
-// tma_load_3d into the same shared address of every block of the cluster
-// whose bit is set in `blocks` (rank r: bit r), completing `bar`'s bytes in
-// each of them (the mbarrier at the same address there).
-__device__ __forceinline__ void tma_load_3d_multicast(unsigned dst, const TensorMap* map,
-                                                      unsigned bar, int c0, int c1, int c2,
-                                                      unsigned short blocks) {
-  asm volatile(
-      "cp.async.bulk.tensor.3d.shared::cluster.global.tile.mbarrier::complete_tx::bytes"
-      ".multicast::cluster [%0], [%1, {%2, %3, %4}], [%5], %6;" ::"r"(dst),
-      "l"(reinterpret_cast<unsigned long long>(map)), "r"(c0), "r"(c1), "r"(c2), "r"(bar),
-      "h"(blocks)
-      : "memory");
-}
-
 // Warpgroup-collective register reallocation: this warpgroup's per-thread
 // register count becomes N (a multiple of 8 in [24, 256]); inc waits until
 // the block's pool has the registers that dec calls released.
@@ -186,11 +119,5 @@ __device__ __forceinline__ void setmaxnreg_dec() {
 __device__ __forceinline__ void named_barrier_sync(unsigned id, unsigned threads) {
   asm volatile("bar.sync %0, %1;" ::"r"(id), "r"(threads) : "memory");
 }
-// Arrive on named barrier `id` without waiting: `threads` counts the
-// arriving and the syncing threads together.
-__device__ __forceinline__ void named_barrier_arrive(unsigned id, unsigned threads) {
-  asm volatile("bar.arrive %0, %1;" ::"r"(id), "r"(threads) : "memory");
-}
-
 }  // namespace ptx
 }  // namespace attnjit

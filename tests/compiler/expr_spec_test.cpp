@@ -201,8 +201,7 @@ TEST(ExprSpec, TuneAsErrors) {
 // YAML.
 const std::vector<std::pair<std::string, int64_t>> kEveryParamValues = {
     {"block_m", 192}, {"block_n", 64},   {"warps", 12},     {"stages", 3},
-    {"min_blocks", 1}, {"pack_gqa", 1},  {"wgmma", 1},      {"split_keys", 0},
-    {"pingpong", 0},  {"persistent", 0}};
+    {"min_blocks", 1}, {"pack_gqa", 1},  {"wgmma", 1},      {"split_keys", 0}};
 const std::string kEveryParam = [] {
   std::string yaml;
   for (const auto& [param, value] : kEveryParamValues) {
@@ -225,13 +224,12 @@ TEST(ExprSpec, OwnTuningRulesComeFirst) {
   const auto tiles = [&](const Spec& spec, std::map<std::string, FlagValue> given) {
     return make_signature(spec, resolve_flags(spec, given), options).tuning;
   };
-  // (decode_mma, producer_warps, uniform_boxes and cluster have defaults,
-  // which the rule takes.)
+  // (decode_mma, producer_warps and uniform_boxes have defaults, which the
+  // rule takes.)
   std::vector<std::pair<std::string, int64_t>> expected = kEveryParamValues;
   expected.emplace_back("decode_mma", 0);
   expected.emplace_back("producer_warps", 1);
   expected.emplace_back("uniform_boxes", 1);
-  expected.emplace_back("cluster", 1);
   EXPECT_EQ(tiles(own, {{"head_dim", int64_t{128}}}), expected);
   // Not matched by its rule: the extended spec's, as for the built-in flags.
   for (const auto& given : std::vector<std::map<std::string, FlagValue>>{
@@ -251,7 +249,7 @@ TEST(ExprSpec, OwnTuningRuleErrors) {
   EXPECT_EQ(spec_error(head + "tuning:\n  rules:\n    - {block_m: 64}\n"),
             "t.yaml:9:7: tuning rule does not set 'block_n' (a rule of a spec that extends "
             "'attention' names every param without a default: block_m, block_n, warps, "
-            "stages, min_blocks, pack_gqa, wgmma, split_keys, pingpong, persistent)");
+            "stages, min_blocks, pack_gqa, wgmma, split_keys)");
   EXPECT_EQ(spec_error(head + "tuning:\n  rules:\n    - {block_mm: 64}\n"),
             "t.yaml:9:8: unknown key 'block_mm' in tuning rule (did you mean 'block_m'?)");
   EXPECT_EQ(spec_error(head + "tuning:\n  rules:\n    - {when: {head_dm: [128]}}\n"),

@@ -72,17 +72,11 @@ std::vector<Case> cases() {
   const auto packed128 = tiles(128, 4, 64, 3, 1, 0);
   const auto two_tiles = tiles(64, 2, 128, 2, 0, 0);
   const auto one_tile = tiles(128, 8, 32, 3, 0, 0);
-  // The sm_90a warpgroup path: one to three warpgroups (64 rows each), key
-  // tiles of 16 to 176 (N not a power of two), two to eight stages, packing.
+  // The sm_90a warpgroup path: one to four warpgroups (64 rows each), key
+  // tiles of 16 to 176 (N not a power of two), two to eight stages, packing,
+  // a paged cache (bf16 and fp8).
   auto wg = [&](int bm, int bn, int stages, int pack) {
     return tiles(bm, bm / 16, bn, stages, pack, 1);
-  };
-  // ... with the consumer warpgroups taking turns (ping-pong): two, three
-  // and four of them, packed and not, a key tile not a power of two.
-  auto turns = [&](int bm, int bn, int stages, int pack) {
-    auto t = wg(bm, bn, stages, pack);
-    t["pingpong"] = 1;
-    return t;
   };
   // A configuration with one more tuning value set.
   auto with = [](const char* param, int64_t value) {
@@ -91,10 +85,8 @@ std::vector<Case> cases() {
       return t;
     };
   };
-  // ... persistent blocks walking the grid's tiles (with and without
-  // turns, packed and not, paged), K and V copied by two producer warps,
-  // and a paged cache's boxes issued by one elected lane.
-  const auto persistent = with("persistent", 1);
+  // ... K and V copied by two producer warps, and a paged cache's boxes
+  // issued by one elected lane.
   const auto two_producers = with("producer_warps", 2);
   const auto uniform = with("uniform_boxes", 1);
   std::vector<Case> hopper = {{oss, wg(64, 128, 3, 1)},
@@ -108,34 +100,24 @@ std::vector<Case> cases() {
                               {wide, wg(128, 64, 2, 1)},
                               {oss, wg(64, 32, 6, 1)},
                               {mimo, wg(64, 16, 8, 0)},
-                              {spans, turns(128, 128, 2, 0)},
-                              {oss, turns(192, 64, 2, 1)},
-                              {cap, turns(128, 96, 3, 0)},
-                              {mimo, turns(192, 80, 2, 0)},
-                              {wide, turns(128, 64, 2, 1)},
-                              {oss, turns(256, 32, 2, 0)},
-                              {paged, turns(192, 64, 2, 1)},
-                              {paged, turns(128, 128, 2, 0)},
-                              {paged_fp8, turns(128, 64, 2, 0)},
-                              {spans, persistent(wg(128, 128, 2, 0))},
-                              {oss, persistent(wg(64, 32, 2, 0))},
-                              {mimo, persistent(turns(192, 80, 2, 0))},
-                              {paged, persistent(wg(128, 128, 2, 1))},
-                              {cap, persistent(wg(128, 96, 3, 0))},
-                              {oss, persistent(wg(64, 64, 3, 1))},
+                              {spans, wg(128, 128, 2, 0)},
+                              {oss, wg(192, 64, 2, 1)},
+                              {mimo, wg(192, 80, 2, 0)},
+                              {oss, wg(256, 32, 2, 0)},
+                              {paged, wg(192, 64, 2, 1)},
+                              {paged, wg(128, 128, 2, 0)},
+                              {paged_fp8, wg(128, 64, 2, 0)},
                               {paged_small, wg(128, 64, 4, 1)},
-                              {paged_small, turns(192, 64, 2, 1)},
+                              {paged_small, wg(192, 64, 2, 1)},
                               {paged_small, wg(64, 32, 2, 1)},
-                              {paged_small, persistent(wg(128, 128, 2, 1))},
                               {paged_small, two_producers(wg(128, 128, 3, 1))},
                               {paged, uniform(wg(128, 128, 2, 1))},
                               {paged_small, uniform(wg(128, 128, 3, 1))},
                               {paged_small, uniform(two_producers(wg(128, 64, 4, 1)))},
-                              {paged, uniform(persistent(wg(128, 128, 2, 1)))},
                               {paged_fp8, uniform(wg(128, 64, 2, 0))},
                               {paged, two_producers(wg(128, 128, 2, 1))},
                               {oss, two_producers(wg(64, 64, 3, 1))},
-                              {spans, two_producers(turns(128, 128, 2, 0))},
+                              {spans, two_producers(wg(128, 128, 2, 0))},
                               {mimo, two_producers(wg(192, 32, 2, 0))},
                               // GQA packed by sequence (pack_gqa 2).
                               {spans, wg(128, 128, 2, 2)},
@@ -143,8 +125,7 @@ std::vector<Case> cases() {
                               {paged_small, two_producers(wg(128, 128, 3, 2))},
                               {paged_fp8, wg(128, 64, 2, 2)},
                               {oss, wg(64, 64, 3, 2)},
-                              {wide, wg(128, 64, 2, 2)},
-                              {spans, persistent(wg(128, 128, 2, 2))}};
+                              {wide, wg(128, 64, 2, 2)}};
   std::vector<Case> all = {{oss, packed64},
                            {oss, packed128},
                            {mimo, packed64},
@@ -212,99 +193,6 @@ void check_case(const Case& c, const std::string& config) {
 TEST(TileConfigs, EveryConfigMatchesTheReference) {
   ATTNJIT_REQUIRE_GPU();
   for (const Case& c : cases()) {
-    std::string config;
-    for (const auto& [k, v] : c.tuning) config += fmt::format("{}={} ", k, v);
-    const auto p = c.tuning.find("persistent");
-    if (p == c.tuning.end() || p->second == 0) {
-      check_case(c, config);
-      continue;
-    }
-    // Persistent configs also with their blocks capped at 1 and 5
-    // (ATTNJIT_PERSISTENT_BLOCKS): the check shapes have fewer tiles than
-    // the GPU has SMs, so uncapped each block takes one tile, and the ring
-    // counting on across tiles, the producer's prefetch of the next tile
-    // and the output staged apart from the ring would go untested.
-    for (const char* cap : {"0", "1", "5"}) {
-      setenv("ATTNJIT_PERSISTENT_BLOCKS", cap, 1);
-      check_case(c, config + "blocks<=" + cap);
-    }
-    unsetenv("ATTNJIT_PERSISTENT_BLOCKS");
-  }
-}
-
-// Persistent blocks in split-KV variants (their cells the parts of the
-// query tiles, the last part's block combining them): the decode shapes'
-// split counts (the library's, none, two, the most) and the prefill
-// shapes through the same variants, contiguous and paged, with sinks and
-// a window, blocks uncapped and capped at 1 and 5 (each block then walks
-// many parts, some of them its own tile's).
-TEST(TileConfigs, PersistentSplitDecodesMatchTheReference) {
-  ATTNJIT_REQUIRE_GPU();
-  if (current_device_target() != parse_target("sm_90a")) {
-    GTEST_SKIP() << "persistent blocks are a warpgroup-path (sm_90a) tuning";
-  }
-  AttentionFlags decode;
-  decode.head_dim = 128;
-  decode.causal = decode.return_lse = decode.split_kv = true;
-  decode.sinks = SinkMode::kNullLogit;
-  AttentionFlags paged = decode;
-  paged.kv_layout = KvLayout::kPaged;
-  paged.sinks = SinkMode::kNone;
-  AttentionFlags oss;
-  oss.head_dim = 64;
-  oss.causal = oss.window = oss.split_kv = true;
-  oss.sinks = SinkMode::kNullLogit;
-  oss.kv_layout = KvLayout::kPaged;
-  const auto tiles = [](int bn, int stages) {
-    return std::map<std::string, int64_t>{{"block_m", 64},  {"warps", 4},         {"block_n", bn},
-                                          {"stages", stages}, {"min_blocks", 2},  {"pack_gqa", 1},
-                                          {"wgmma", 1},       {"split_keys", 128}, {"persistent", 1}};
-  };
-  const std::vector<Case> persistent = {{decode, tiles(32, 2)}, {paged, tiles(64, 2)},
-                                        {oss, tiles(64, 4)}};
-  for (const Case& c : persistent) {
-    ASSERT_TRUE(AttentionKernel::get(c.flags, KernelCache::global(), nullptr, c.tuning)
-                    ->persistent());
-    std::string config;
-    for (const auto& [k, v] : c.tuning) config += fmt::format("{}={} ", k, v);
-    for (const char* cap : {"0", "1", "5"}) {
-      setenv("ATTNJIT_PERSISTENT_BLOCKS", cap, 1);
-      check_case(c, config + "blocks<=" + cap);
-    }
-    unsetenv("ATTNJIT_PERSISTENT_BLOCKS");
-  }
-}
-
-// Clusters of two blocks sharing their K/V copies (tuning param cluster):
-// windows (their ranges overlapping by part), causal masks (one range
-// inside the other), no mask (the same range), spans, soft-cap, sinks and
-// LSE, packed and unpacked GQA and packing by sequence, ping-pong, one to
-// three consumer warpgroups; the standard shapes hold sequences with an
-// odd count of query tiles (a cluster whose second cell has no tile),
-// ragged batches (cells past a short sequence's tiles) and decodes.
-TEST(TileConfigs, ClustersMatchTheReference) {
-  ATTNJIT_REQUIRE_GPU();
-  if (current_device_target() != parse_target("sm_90a")) {
-    GTEST_SKIP() << "clusters are a warpgroup-path (sm_90a) tuning";
-  }
-  const auto [oss, mimo, spans, cap, wide] = families();
-  AttentionFlags causal;
-  causal.head_dim = 128;
-  causal.causal = true;
-  const auto wg = [](int bm, int bn, int stages, int pack, int pingpong = 0) {
-    return std::map<std::string, int64_t>{
-        {"block_m", bm},    {"warps", bm / 16},     {"block_n", bn},
-        {"stages", stages}, {"min_blocks", 1},      {"pack_gqa", pack},
-        {"wgmma", 1},       {"pingpong", pingpong}, {"cluster", 2}};
-  };
-  const std::vector<Case> clustered = {
-      {mimo, wg(64, 64, 3, 0)},       {mimo, wg(192, 80, 2, 0, 1)}, {oss, wg(64, 64, 2, 1)},
-      {oss, wg(64, 32, 4, 2)},        {oss, wg(192, 64, 2, 1, 1)},  {spans, wg(128, 128, 2, 0)},
-      {spans, wg(64, 64, 3, 2)},      {cap, wg(128, 96, 3, 0)},     {causal, wg(128, 128, 2, 1)},
-      {causal, wg(192, 64, 3, 0, 1)}, {wide, wg(64, 32, 2, 0)}};
-  for (const Case& c : clustered) {
-    ASSERT_EQ(AttentionKernel::get(c.flags, KernelCache::global(), nullptr, c.tuning)->cluster(),
-              2);
     std::string config;
     for (const auto& [k, v] : c.tuning) config += fmt::format("{}={} ", k, v);
     check_case(c, config);

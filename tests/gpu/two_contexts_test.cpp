@@ -6,8 +6,6 @@
 // would.
 #include <gtest/gtest.h>
 
-#include <cstdlib>
-#include <map>
 #include <string>
 #include <thread>
 #include <vector>
@@ -98,44 +96,6 @@ TEST(TwoContexts, OneVariantLaunchesInEachContext) {
     seen = kernel;
   }
   EXPECT_EQ(cache.stats().compiles, 1u);
-  api.set_current(nullptr);
-  EXPECT_EQ(api.destroy(a), 0);
-  EXPECT_EQ(api.destroy(b), 0);
-}
-
-// A persistent launch sizes its grid from the occupancy the driver gives
-// for the module loaded in the current context (Kernel::blocks_per_sm,
-// asked once per context): in each of two contexts it is at least one
-// block, and the capped walk (a few blocks over many tiles) matches the
-// reference there.
-TEST(TwoContexts, PersistentLaunchesSizeTheirGridInEachContext) {
-  ATTNJIT_REQUIRE_GPU();
-  if (current_device_target() != parse_target("sm_90a")) {
-    GTEST_SKIP() << "persistent blocks are a warpgroup-path (sm_90a) tuning";
-  }
-  const ContextApi api = ContextApi::load();
-  ASSERT_TRUE(api.complete());
-  CurrentContextGuard guard(api);
-  CuContext a = create_context(api);
-  CuContext b = create_context(api);
-  ASSERT_TRUE(a && b && a != b);
-
-  KernelCache cache{CacheConfig{}};
-  const AttentionFlags flags = gpt_oss_flags();
-  const std::map<std::string, int64_t> persistent = {{"persistent", 1}};
-  setenv("ATTNJIT_PERSISTENT_BLOCKS", "3", 1);
-  for (CuContext ctx : {a, b, a}) {
-    ASSERT_EQ(api.set_current(ctx), 0);
-    for (const CheckShape& shape : standard_check_shapes(flags)) {
-      const CheckResult r = check_attention(flags, shape, testing::fresh_seed(), cache,
-                                            std::nullopt, persistent);
-      EXPECT_TRUE(r.passed(error_bound(flags.dtype)))
-          << (ctx == a ? "context a: " : "context b: ") << describe(r);
-    }
-    auto kernel = AttentionKernel::get(flags, cache, nullptr, persistent);
-    EXPECT_GE(kernel->kernel().blocks_per_sm(), 1) << (ctx == a ? "context a" : "context b");
-  }
-  unsetenv("ATTNJIT_PERSISTENT_BLOCKS");
   api.set_current(nullptr);
   EXPECT_EQ(api.destroy(a), 0);
   EXPECT_EQ(api.destroy(b), 0);

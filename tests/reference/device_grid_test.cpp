@@ -26,10 +26,9 @@
 namespace attnjit {
 namespace {
 
-template <int kPack, bool kSplit = false, int kSplitKeys = 0, int kPersistent = 0>
+template <int kPack, bool kSplit = false, int kSplitKeys = 0>
 struct Config {
   using dtype = unsigned short;
-  static constexpr int persistent = kPersistent;
   static constexpr int pack_gqa = kPack;
   static constexpr bool split_kv = kSplit;
   static constexpr int split_keys = kSplitKeys;
@@ -175,7 +174,6 @@ void check_split(std::mt19937_64& rng) {
   const AttentionArgs args = batch_args(num_seqs, hq, hkv, max_q);
   attention::Params<unsigned short> prm = batch_params(cu_q, cu_k, hq, hkv);
   prm.num_splits = num_splits;
-  prm.num_seqs = num_seqs;
   using Key = std::tuple<int, int, int>;  // (token, head, key tile)
   // Visits of each key tile by each row, and the parts counted on each
   // split counter (with the tile each came from: sequence, head slot, row0).
@@ -196,18 +194,10 @@ void check_split(std::mt19937_64& rng) {
           int counter = -1;
           if (work.splits > 1) {
             EXPECT_LE(work.splits, num_splits) << what;
-            counter = work.split_counter(prm);
+            counter = work.split_counter();
             EXPECT_GE(counter, 0) << what;
             EXPECT_LT(counter, attention::split_counter_count(grid.x, grid.y, grid.z, splits))
                 << what;
-            // Persistent blocks take the cell in a one-row launch and name
-            // its counter from the arguments: the same counter.
-            using Twin = ::attnjit::Config<Config::pack_gqa, true, Config::split_keys, 1>;
-            attention::WorkTile<Twin, kBlockM, kBlockN> twin;
-            EXPECT_TRUE(attention::tile_at(prm, twin, int(blockIdx.x), int(blockIdx.y),
-                                           int(blockIdx.z)))
-                << what;
-            EXPECT_EQ(twin.split_counter(prm), counter) << what;
           }
           parts[counter].push_back(
               {Tile{int(blockIdx.z), int(blockIdx.y), work.row0}, work.splits});
@@ -261,115 +251,6 @@ TEST(DeviceGrid, SplitKvVisitsEveryKeyTileOnce) {
     // two queries at GQA 8, in two or more tiles, each split.
     check_split<1, 8, 1>(rng);
     check_split<1, 8, 4>(rng);
-  }
-}
-
-// Persistent blocks: for random batches and block counts (from one block
-// to more blocks than tiles), blocks taking cells in a random interleaving
-// (one block's take, then any other's) take exactly the tiles of the
-// non-persistent grid, each once: block b's first is cell b's tile where it
-// has one, each block's in the grid's order, and the counter's in the
-// grid's order over all blocks (so the blocks running at one time hold
-// neighbouring cells); set() gives the consumers the tile take() found;
-// the last block to count itself out leaves the counters at zero, and a
-// second launch from there takes every tile again.
-template <int kPack, int kBlockM>
-void check_persistent(std::mt19937_64& rng) {
-  constexpr int kBlockN = 64;
-  const int num_seqs = 1 + int(rng() % 5);
-  const int hkv = 1 + int(rng() % 3);
-  const int group = kGroups[rng() % kGroups.size()];
-  const int hq = hkv * group;
-  std::vector<int> cu_q{0}, cu_k{0};
-  int max_q = 0;
-  for (int b = 0; b < num_seqs; ++b) {
-    const int n_q = rng() % 5 == 0 ? 0 : int(rng() % 400);  // empty sequences too
-    cu_q.push_back(cu_q.back() + n_q);
-    cu_k.push_back(cu_k.back() + n_q + int(rng() % 50));
-    max_q = std::max(max_q, n_q);
-  }
-  const AttentionArgs args = batch_args(num_seqs, hq, hkv, max_q);
-  const LaunchGrid grid = attention_grid(args, kBlockM, kPack);
-  attention::Params<unsigned short> prm = batch_params(cu_q, cu_k, hq, hkv);
-  prm.tiles_x = int(grid.x);
-  prm.num_seqs = num_seqs;
-  int counters[2] = {0, 0};
-  prm.tile_counter = counters;
-  // (sequence, first query head, first row) of a tile.
-  using Tile = std::tuple<int, int, int>;
-  std::vector<Tile> cells;      // the non-persistent grid's tiles, in its order
-  std::map<Tile, int> cell_of;  // ... and their cells (x fastest)
-  for (blockIdx.z = 0; blockIdx.z < grid.z; ++blockIdx.z) {
-    for (blockIdx.y = 0; blockIdx.y < grid.y; ++blockIdx.y) {
-      for (blockIdx.x = 0; blockIdx.x < grid.x; ++blockIdx.x) {
-        typename attention::TileScheduler<Config<kPack>, kBlockM, kBlockN>::Work work;
-        if (attention::TileScheduler<Config<kPack>, kBlockM, kBlockN>::get(prm, work)) {
-          cells.emplace_back(work.seq, work.map.head0, work.row0);
-          cell_of[cells.back()] = int((blockIdx.z * grid.y + blockIdx.y) * grid.x + blockIdx.x);
-        }
-      }
-    }
-  }
-  using Persistent = attention::PersistentTileScheduler<Config<kPack>, kBlockM, kBlockN>;
-  const long long total = (long long)grid.x * grid.y * grid.z;
-  const long long resident = 1 + (long long)(rng() % (2 * total + 2));
-  gridDim = {attention::persistent_blocks({grid.x, grid.y, grid.z}, resident), 1, 1};
-  const std::string what = fmt::format("pack={} block_m={} B={} Hq={} Hkv={} max_q={} blocks={}",
-                                       kPack, kBlockM, num_seqs, hq, hkv, max_q, gridDim.x);
-  ASSERT_EQ(gridDim.x, unsigned(std::max(1LL, std::min(total, resident)))) << what;
-  for (int launch = 0; launch < 2; ++launch) {
-    std::vector<int> takes(gridDim.x, 0), last(gridDim.x, -1);
-    std::vector<int> running;  // blocks not yet out of cells
-    for (unsigned b = 0; b < gridDim.x; ++b) running.push_back(int(b));
-    std::map<Tile, int> taken;
-    int counter_last = -1;  // the last cell any block took from the counter
-    while (!running.empty()) {
-      const size_t pick = rng() % running.size();
-      const int b = running[pick];
-      blockIdx = {unsigned(b), 0, 0};
-      typename Persistent::Work work, consumers;
-      const bool first = takes[b] == 0;
-      const int cell = Persistent::take(prm, work, takes[b]);
-      if (cell < 0) {
-        Persistent::done(prm);
-        running.erase(running.begin() + long(pick));
-        continue;
-      }
-      ASSERT_LT(work.row0, work.row_end) << what;
-      const Tile t(work.seq, work.map.head0, work.row0);
-      ASSERT_EQ(cell_of.count(t), 1u) << what << ": not a tile of the grid";
-      ASSERT_EQ(cell_of[t], cell) << what;
-      Persistent::set(prm, consumers, cell);
-      ASSERT_EQ(Tile(consumers.seq, consumers.map.head0, consumers.row0), t) << what;
-      ASSERT_EQ(consumers.range.first_tile, work.range.first_tile) << what;
-      ASSERT_EQ(consumers.range.last_tile, work.range.last_tile) << what;
-      if (first) ASSERT_GE(cell, b) << what << ": block " << b << " starts at its own cell";
-      if (!first || cell != b) {  // from the counter
-        ASSERT_GT(cell, counter_last) << what << ": the counter out of the grid's order";
-        counter_last = cell;
-      }
-      ASSERT_GT(cell, last[b]) << what << ": block " << b << " out of order";
-      last[b] = cell;
-      ++taken[t];
-    }
-    ASSERT_EQ(taken.size(), cells.size()) << what << " (launch " << launch << ")";
-    for (const auto& [tile, count] : taken) ASSERT_EQ(count, 1) << what;
-    ASSERT_EQ(counters[0], 0) << what << ": the last block leaves the counters at zero";
-    ASSERT_EQ(counters[1], 0) << what;
-  }
-  blockIdx = {0, 0, 0};
-  gridDim = {0, 0, 0};
-}
-
-TEST(DeviceGrid, PersistentBlocksTakeEveryTileOnceInTheGridsOrder) {
-  const uint64_t seed = std::random_device{}();
-  std::mt19937_64 rng(seed);
-  SCOPED_TRACE(fmt::format("seed {}", seed));
-  for (int trial = 0; trial < 60; ++trial) {
-    check_persistent<0, 64>(rng);
-    check_persistent<1, 128>(rng);
-    check_persistent<1, 192>(rng);
-    check_persistent<2, 128>(rng);
   }
 }
 

@@ -14,7 +14,7 @@ struct HostDim3 {
   unsigned x, y, z;
 };
 inline HostDim3 blockIdx;
-inline HostDim3 gridDim;  // (a persistent scheduler's counter counts from gridDim.x)
+inline HostDim3 gridDim;  // (split_counter reads the grid's y and z)
 // The bit casts device code uses.
 inline float __uint_as_float(unsigned bits) {
   float f;

@@ -136,8 +136,8 @@ TEST(PageWindow, AWholeSequenceReadsItsEntriesOnceEach) {
 using Entries = std::array<int, 4>;
 Entries entries(const PageWindow& w) { return {w.base, w.cur, w.next, w.ahead}; }
 
-// Tiles far apart (a persistent block's next work tile, a jump) reload
-// the window instead of using a stale one.
+// Tiles far apart (a jump) reload the window instead of using a stale
+// one.
 TEST(PageWindow, AJumpReloadsTheWindow) {
   PageWindow w;
   int loads = 0;

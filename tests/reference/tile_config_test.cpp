@@ -303,55 +303,6 @@ TEST(TileConfig, RegisterCapTurnsRebalancingOff) {
   EXPECT_FALSE(make_tile_config({128, 128, 64, 4, 2, 2, false, false, false}).rebalance);
 }
 
-// Persistent blocks apply to the warpgroup path without split-KV or fp8
-// K/V; there the output is staged in an area of its own past the tiles
-// (the producer refills the ring meanwhile), the barriers follow it, and
-// the cell ring (48 bytes) follows them.
-TEST(TileConfig, PersistentBlocksStageTheOutputApartFromTheRing) {
-  TileShape shape{128, 128, 128, 8, 2, 1, true, true, false};
-  const TileConfig plain = make_tile_config(shape);
-  EXPECT_FALSE(plain.persistent);
-  EXPECT_EQ(plain.output_offset, 0u);
-  shape.persistent = true;
-  const TileConfig c = make_tile_config(shape);
-  EXPECT_TRUE(c.persistent);
-  const unsigned tiles = c.q_tile_bytes + 2u * 2u * c.kv_tile_bytes;
-  EXPECT_EQ(c.output_offset, tiles);
-  EXPECT_EQ(c.barrier_offset, tiles + 128u * (128 + 8) * 2);
-  EXPECT_EQ(c.smem_bytes, 1024 + c.barrier_offset + 32u * 2 + 48u);
-  EXPECT_EQ(c.smem_bytes, 199792u);  // what `attnjit compile --tuning persistent=1` reports
-  EXPECT_LE(c.smem_bytes, attention::kMaxSmemPerBlockSm90);
-  EXPECT_EQ(c.threads, plain.threads);
-  // Its producer warp walks the tiles too: 32 registers, not 24.
-  EXPECT_EQ(plain.producer_registers, 24);
-  EXPECT_EQ(c.producer_registers, 32);
-  EXPECT_EQ(c.consumer_registers, 232);
-  TileShape block{128, 64, 32, 4, 4, 2, true, true, false, false, true};
-  block.decode_mma = true;  // the decode block: no persistent loop
-  for (const auto& [what, s] : std::vector<std::pair<const char*, TileShape>>{
-           {"mma.sync", {128, 128, 64, 4, 2, 1, false, false, false}},
-           {"decode block", block},
-           {"fp8 K/V", {128, 192, 64, 12, 3, 1, true, true, false, true}}}) {
-    TileShape off = s;
-    off.persistent = true;
-    EXPECT_FALSE(make_tile_config(off).persistent) << what;
-    EXPECT_EQ(make_tile_config(off).smem_bytes, make_tile_config(s).smem_bytes) << what;
-  }
-  // Split-KV on the warpgroup path: persistent, its output staged apart
-  // from the ring (64 rows of D 128, padded) and the cell ring past the
-  // barriers (what `attnjit compile` reports for the decode rule's shape).
-  const TileShape split{128, 64, 32, 4, 2, 2, true, true, false, false, true};
-  TileShape split_on = split;
-  split_on.persistent = true;
-  ASSERT_TRUE(make_tile_config(split_on).persistent);
-  EXPECT_EQ(make_tile_config(split_on).smem_bytes, 67696u);
-  // The launch: a block per resident slot, never more than the tiles and
-  // never none.
-  EXPECT_EQ(attention::persistent_blocks({32, 8, 4}, 132), 132u);
-  EXPECT_EQ(attention::persistent_blocks({3, 2, 1}, 132), 6u);
-  EXPECT_EQ(attention::persistent_blocks({0, 8, 4}, 132), 1u);
-}
-
 // small_pages' V in blocks of 16 keys: on the warpgroup path where D spans
 // two or more swizzle chunks (a box per block then replaces D / chunk
 // boxes), and nowhere else; the rest of the configuration is unchanged.
@@ -369,25 +320,24 @@ TEST(TileConfig, SmallPagesBlockVWhereDSpansSeveralChunks) {
     EXPECT_EQ(small.tma_box_rows, plain.tma_box_rows) << "D " << d;
     EXPECT_EQ(small.consumer_registers, plain.consumer_registers) << "D " << d;
   }
+  // The decode block, with 16-bit K/V.
+  TileShape decode{128, 32, 64, 4, 4, 2, true, true, false, false, true};
+  decode.decode_mma = decode.decode_swap = true;
+  ASSERT_TRUE(make_tile_config(decode).mma_decode);
   for (const auto& [what, s] : std::vector<std::pair<const char*, TileShape>>{
            {"D 64, one chunk", {64, 128, 128, 8, 2, 1, true, true, false}},
            {"D 80, chunks of 16", {80, 128, 128, 8, 2, 1, false, true, false}},
            {"mma.sync", {128, 128, 64, 4, 2, 1, false, false, false}},
            {"fp8 K/V", {128, 192, 64, 12, 3, 1, true, true, false, true}},
            {"16-key tiles", {128, 64, 16, 4, 2, 1, true, true, false}},
-           {"decode block",
-            {128, 32, 64, 4, 4, 2, true, true, false, false, true, 0, false, false, true, true}}}) {
+           {"decode block", decode}}) {
     EXPECT_EQ(with(s).v_block_rows, s.block_n) << what;
   }
-  // (That case is the decode block, with 16-bit K/V.)
-  EXPECT_TRUE(make_tile_config({128, 32, 64, 4, 4, 2, true, true, false, false, true, 0, false,
-                                false, true, true})
-                  .mma_decode);
 }
 
 // Two producer warps (K from one, V from the other) where the tuning asks
-// on the warpgroup path, except with fp8 K/V, persistent blocks and the
-// decode block, which keep one; nothing else of the configuration moves.
+// on the warpgroup path, except with fp8 K/V and the decode block, which
+// keep one; nothing else of the configuration moves.
 TEST(TileConfig, TwoProducerWarpsOnlyWhereTheyApply) {
   const auto with = [](TileShape s, int warps) {
     s.producer_warps = warps;
@@ -399,65 +349,16 @@ TEST(TileConfig, TwoProducerWarpsOnlyWhereTheyApply) {
   EXPECT_EQ(with(wgmma, 2).threads, make_tile_config(wgmma).threads);
   EXPECT_EQ(with(wgmma, 2).producer_registers, make_tile_config(wgmma).producer_registers);
   EXPECT_EQ(with(wgmma, 2).smem_bytes, make_tile_config(wgmma).smem_bytes);
-  TileShape persistent = wgmma;
-  persistent.persistent = true;
-  ASSERT_TRUE(make_tile_config(persistent).persistent);
   // The decode block with 16-bit K/V (fp8 is refused on its own account).
-  const TileShape decode{128,   32,    64,   4, 4,     2,     true, true,
-                         false, false, true, 0, false, false, true, true};
+  TileShape decode{128, 32, 64, 4, 4, 2, true, true, false, false, true};
+  decode.decode_mma = decode.decode_swap = true;
   ASSERT_TRUE(make_tile_config(decode).mma_decode);
   for (const auto& [what, s] : std::vector<std::pair<const char*, TileShape>>{
            {"mma.sync", {128, 128, 64, 4, 2, 1, false, false, false}},
            {"fp8 K/V", {128, 192, 64, 12, 3, 1, true, true, false, true}},
-           {"persistent", persistent},
            {"decode block", decode}}) {
     EXPECT_EQ(with(s, 2).producer_warps, 1) << what;
   }
-}
-
-// Clusters of two only on the warpgroup path over contiguous 16-bit K/V
-// without split-KV, persistent blocks, the decode block or two producer
-// warps; they change nothing else of the configuration (the same threads,
-// registers and shared memory: the pair shares copies, not buffers).
-TEST(TileConfig, ClustersOnlyWhereTheyApply) {
-  const auto with = [](TileShape s, int cluster) {
-    s.cluster = cluster;
-    return make_tile_config(s);
-  };
-  const TileShape wgmma{80, 64, 64, 4, 3, 1, false, true, false};
-  EXPECT_EQ(make_tile_config(wgmma).cluster, 1);
-  const TileConfig two = with(wgmma, 2);
-  EXPECT_EQ(two.cluster, 2);
-  EXPECT_EQ(two.threads, make_tile_config(wgmma).threads);
-  EXPECT_EQ(two.smem_bytes, make_tile_config(wgmma).smem_bytes);
-  EXPECT_EQ(two.consumer_registers, make_tile_config(wgmma).consumer_registers);
-  EXPECT_EQ(two.blocks_per_sm, make_tile_config(wgmma).blocks_per_sm);
-  TileShape paged = wgmma;
-  paged.paged = true;
-  TileShape split = wgmma;
-  split.split_kv = true;
-  TileShape fp8 = wgmma;
-  fp8.kv_fp8 = true;
-  TileShape persistent = wgmma;
-  persistent.persistent = true;
-  TileShape producers = wgmma;
-  producers.producer_warps = 2;
-  ASSERT_EQ(make_tile_config(producers).producer_warps, 2);
-  const TileShape decode{128,   32,    64,   4, 4,     2,     true, true,
-                         false, false, true, 0, false, false, true, true};
-  ASSERT_TRUE(make_tile_config(decode).mma_decode);
-  for (const auto& [what, s] : std::vector<std::pair<const char*, TileShape>>{
-           {"mma.sync", {80, 64, 64, 4, 3, 1, false, false, false}},
-           {"paged", paged},
-           {"split-KV", split},
-           {"fp8 K/V", fp8},
-           {"persistent", persistent},
-           {"two producer warps", producers},
-           {"decode block", decode}}) {
-    EXPECT_EQ(with(s, 2).cluster, 1) << what;
-  }
-  // Any other value is no cluster (the kernels refuse it at compile time).
-  EXPECT_EQ(with(wgmma, 3).cluster, 1);
 }
 
 // A paged tile's TMA boxes (paged_box_rows): for every key tile and page

@@ -193,57 +193,6 @@ TEST_F(SplitPlanTest, AWindowBoundsTheKeysThatCountForSplitting) {
   EXPECT_GT(k->split_plan(a, kSms).num_splits, 1);
 }
 
-// A persistent prefill variant (tuning persistent=1) takes the grid's
-// cells from a counter in the workspace: 256 bytes of counters, no parts,
-// for a prefill and for any other shape alike; the plain variant needs
-// none.
-TEST_F(SplitPlanTest, PersistentBlocksNeedTheCountersAlone) {
-  AttentionFlags flags;
-  flags.head_dim = 128;
-  flags.causal = true;
-  auto persistent = kernel(flags, {{"persistent", 1}});
-  ASSERT_TRUE(persistent->persistent());
-  AttentionArgs a = decode_args(8, 2048, 32, 8);
-  a.max_seqlen_q = a.max_seqlen_k = 2048;
-  a.total_q = 8 * 2048;
-  const SplitPlan plan = persistent->split_plan(a, kSms);
-  EXPECT_EQ(plan.num_splits, 1);
-  EXPECT_EQ(plan.counters_offset, 0u);
-  EXPECT_EQ(plan.workspace_bytes, 256u);
-  EXPECT_EQ(plan.lse_offset, 256u);  // (the counters' end: no parts past them)
-  EXPECT_EQ(plan.o_offset, 256u);
-  EXPECT_EQ(kernel(flags)->split_plan(a, kSms).workspace_bytes, 0u);
-}
-
-// A persistent split variant: the cell counters first (256 bytes), then
-// the split's own counters and parts, each offset by them; a launch that
-// does not split needs the cell counters alone.
-TEST_F(SplitPlanTest, PersistentSplitsPutTheCellCountersFirst) {
-  auto plain = kernel(split_flags(128));
-  auto persistent = kernel(split_flags(128), {{"persistent", 1}});
-  ASSERT_TRUE(persistent->persistent());
-  ASSERT_FALSE(plain->persistent());
-  const AttentionArgs a = decode_args(1, 2048, 32, 8);
-  const SplitPlan p = plain->split_plan(a, kSms);
-  const SplitPlan q = persistent->split_plan(a, kSms);
-  ASSERT_GT(p.num_splits, 1);
-  EXPECT_EQ(q.num_splits, p.num_splits);
-  EXPECT_EQ(q.counters_offset, p.counters_offset + 256);
-  EXPECT_EQ(q.lse_offset, p.lse_offset + 256);
-  EXPECT_EQ(q.o_offset, p.o_offset + 256);
-  EXPECT_EQ(q.workspace_bytes, p.workspace_bytes + 256);
-  // 256 sequences x 8 kv heads fill the GPU: no split, the cell counters.
-  const SplitPlan full = persistent->split_plan(decode_args(256, 512, 32, 8), kSms);
-  EXPECT_EQ(full.num_splits, 1);
-  EXPECT_EQ(full.counters_offset, 0u);
-  EXPECT_EQ(full.workspace_bytes, 256u);
-  EXPECT_EQ(plain->split_plan(decode_args(256, 512, 32, 8), kSms).workspace_bytes, 0u);
-  // The decode block (decode_mma) has no persistent loop: the param does
-  // nothing there.
-  auto block = kernel(split_flags(128), {{"persistent", 1}, {"decode_mma", 1}, {"block_m", 64}});
-  EXPECT_FALSE(block->persistent());
-}
-
 TEST_F(SplitPlanTest, DecodeShapedLaunchesGoToTheSplitSibling) {
   AttentionFlags flags;
   flags.head_dim = 128;

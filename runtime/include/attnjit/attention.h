@@ -134,8 +134,7 @@ struct AttentionArgs {
   // on host-known sizes (num_seqs, heads, max_seqlen_q/k, window), so one
   // CUDA graph serves a batch-size bucket.
   int num_splits = 0;
-  // Scratch for the parts, or a persistent variant's cell counters
-  // (split_plan says how many bytes).
+  // Scratch for the parts (split_plan says how many bytes).
   // Null: the library keeps one per (context, stream), allocated zeroed on
   // first need outside a CUDA-graph capture. A caller's must be zeroed
   // once before first use and used by one stream at a time; the kernels
@@ -148,10 +147,7 @@ struct AttentionArgs {
 // the workspace it needs (0 bytes for one split): counters [query tiles,
 // B, grid.y] int32 at counters_offset, then lse parts [splits, total_q,
 // Hq] and output parts [splits, total_q, Hq, D] fp32, each 256-byte
-// aligned. A persistent variant's launch also needs the 256 bytes of the
-// counter its blocks take the grid's cells from, first: a persistent
-// launch that does not split needs those alone; one that splits has its
-// split counters and parts after them (counters_offset 256).
+// aligned.
 struct SplitPlan {
   int num_splits = 1;
   size_t counters_offset = 0, lse_offset = 0, o_offset = 0;
@@ -250,13 +246,6 @@ class AttentionKernel {
   // GQA packing: 0 none, 1 packed, 2 each sequence as suits it
   // (TileConfig::unpack_long).
   int pack_gqa() const { return current().pack_gqa_; }
-  // Persistent blocks (tuning param persistent): a block per resident
-  // slot, the blocks taking the grid's cells from a counter in the
-  // workspace (split_plan).
-  bool persistent() const { return current().persistent_; }
-  // Blocks per cluster (tuning param cluster): 1, or 2 where neighbouring
-  // query tiles share their K/V copies (TileConfig::cluster).
-  int cluster() const { return current().cluster_; }
   EntrySource source() const { return current().source_; }
 
   // Tiers (docs/tiers.md). Unless ATTNJIT_TIERED=0, get() of a variant that
@@ -296,9 +285,7 @@ class AttentionKernel {
 
   // The split schedule this variant (a split_kv one) would use for `args`
   // on a GPU of `sm_count` SMs (0: the current device's), and the
-  // workspace the launch needs: the parts and their counters, and a
-  // persistent variant's 256 bytes of cell counters at the start (before
-  // a split's own).
+  // workspace the launch needs: the parts and their counters.
   SplitPlan split_plan(const AttentionArgs& args, int sm_count = 0) const;
   // The kernel a launch with `args` runs: this one, its split sibling for
   // a decode-shaped batch, and (of either) the small_pages sibling for
@@ -307,8 +294,6 @@ class AttentionKernel {
   AttentionKernel& for_args(const AttentionArgs& args);
 
  private:
-  // split_plan without a persistent variant's cell counters.
-  SplitPlan split_parts_plan(const AttentionArgs& args, int sm_count) const;
   // A sibling variant (the same flags but a schedule flag), fetched once.
   struct Sibling {
     std::mutex mutex;
@@ -373,8 +358,6 @@ class AttentionKernel {
   int block_m_ = 0;
   int pack_gqa_ = 0;  // as pack_gqa()
   bool tma_ = false;  // the sm_90a warpgroup path: k and v through TMA maps
-  bool persistent_ = false;  // a block per resident slot, taking the grid's cells from a counter
-  int cluster_ = 1;          // blocks per cluster along the grid's x
   TmaBox tma_box_;
   int block_n_ = 0, min_blocks_ = 1, split_keys_ = 0;
   // The rows of V's blocks in this variant's small_pages sibling where that

@@ -215,8 +215,7 @@ typedef struct attnjit_attention_args {
    * decode"). A decode-shaped launch (every sequence's new tokens times
    * Hq / Hkv within 64 rows) splits its keys over blocks where the GPU
    * would otherwise idle. num_splits: 0 the library's choice, 1 never, n
-   * at most n. workspace: scratch for the parts (and a persistent
-   * variant's cell counters), zeroed before its first
+   * at most n. workspace: scratch for the parts, zeroed before its first
    * use and used by one stream at a time (the kernels leave it zeroed);
    * attnjit_split_workspace_bytes says how much a launch needs. Null: the
    * library keeps one per (context, stream), allocated outside any CUDA
@@ -261,8 +260,7 @@ ATTNJIT_API attnjit_status attnjit_attention_launch(attnjit_kernel* kernel,
                                                     void* stream);
 
 /* Since API version 3: the workspace bytes a launch with `args` needs
- * (split-KV parts; 256 for a persistent variant's counters; 0: none), into
- * *bytes. Checks the arguments as the
+ * (split-KV parts; 0: none), into *bytes. Checks the arguments as the
  * launch does; launches nothing. Reads the current context's SM count. */
 ATTNJIT_API attnjit_status attnjit_split_workspace_bytes(attnjit_kernel* kernel,
                                                          const attnjit_attention_args* args,

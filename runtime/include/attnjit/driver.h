@@ -90,18 +90,12 @@ class Driver {
   void read_global(CuContext ctx, CuModule module, const std::string& name, void* dst,
                    size_t bytes);
   void set_max_dynamic_smem(CuFunction fn, int bytes);
-  // Blocks of `fn` one SM holds at once with this block size and dynamic
-  // shared memory (registers, shared memory and the launch bound all
-  // counted); 0 where the driver cannot say.
-  int max_active_blocks(CuFunction fn, unsigned block_x, unsigned smem_bytes);
   // cuTensorMapEncodeTiled (a host-side encode, no context needed).
   // Throws Error(kDriver) with the shape if the driver rejects it.
   void encode_tensor_map(TensorMapBytes& map, const TiledTensor& tensor);
   // cuLaunchKernelEx on `stream`; no synchronization, no allocation.
-  // cluster_x > 1: blocks in clusters of cluster_x along x (grid_x a
-  // multiple of it).
   void launch(CuFunction fn, unsigned grid_x, unsigned grid_y, unsigned grid_z, unsigned block_x,
-              unsigned smem_bytes, CuStream stream, void** args, unsigned cluster_x = 1);
+              unsigned smem_bytes, CuStream stream, void** args);
 
   // For tests, benchmarks and the reference check (never on the launch path).
   CuDevicePtr mem_alloc(size_t bytes);

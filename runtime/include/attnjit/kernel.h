@@ -29,19 +29,13 @@ class Kernel {
   // there (cuModuleLoadData, shared-memory attribute set once) and launches
   // on `stream` with the threads and dynamic shared memory recorded in the
   // module's launch info. No synchronization, no allocation after the first
-  // launch in a context. Throws Error(kDriver). cluster_x: as
-  // Driver::launch.
-  void launch(unsigned grid_x, unsigned grid_y, unsigned grid_z, CuStream stream, void** args,
-              unsigned cluster_x = 1);
+  // launch in a context. Throws Error(kDriver).
+  void launch(unsigned grid_x, unsigned grid_y, unsigned grid_z, CuStream stream, void** args);
 
   // Threads per block and dynamic shared memory, from the launch info.
   // Loads the module into the current context if needed.
   unsigned threads();
   unsigned smem_bytes();
-  // Blocks one SM of the current context's device holds at once (the
-  // driver's occupancy figure, asked once per context); 0 where the driver
-  // cannot say.
-  int blocks_per_sm();
 
  private:
   struct Loaded {
@@ -51,7 +45,6 @@ class Kernel {
     CuFunction fn = nullptr;
     unsigned threads = 0;
     unsigned smem = 0;
-    int blocks_per_sm = 0;
   };
   const Loaded& loaded_for_current_context();
   std::unique_ptr<Loaded> load_into(CuContext ctx);
