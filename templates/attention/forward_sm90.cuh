@@ -40,28 +40,26 @@ __device__ void forward_sm90(const Params<typename C::dtype>& prm) {
   if (warp >= C::warps) {
     if constexpr (kTile.rebalance) ptx::setmaxnreg_dec<kTile.producer_registers>();
     const int ptid = tid - C::warps * 32;
-    const int first = work.range.first_tile, last = work.range.last_tile;
     if constexpr (kFp8) {
-      Mainloop::Fp8Producer::run(smem, KV(prm, work), first, last, ptid);
+      Mainloop::Fp8Producer::run(smem, KV(prm, work), prm, work, ptid);
     } else if constexpr (kTile.producer_warps == 2) {
       // K from the first producer warp, V from the second, each with the
       // source's copying lanes of its own warp.
       using Producer = typename Mainloop::Producer;
       if (ptid < 64 && KV::issues_copies(lane)) {
         if (ptid < 32) {
-          Producer::template run<Mainloop::kKeys>(smem, KV(prm, work), first, last, lane);
+          Producer::template run<Mainloop::kKeys>(smem, KV(prm, work), prm, work, lane);
         } else {
-          Producer::template run<Mainloop::kValues>(smem, KV(prm, work), first, last, lane);
+          Producer::template run<Mainloop::kValues>(smem, KV(prm, work), prm, work, lane);
         }
       }
     } else if (KV::issues_copies(ptid)) {
-      Mainloop::Producer::run(smem, KV(prm, work), first, last, lane);
+      Mainloop::Producer::run(smem, KV(prm, work), prm, work, lane);
     }
     return;
   }
   if constexpr (kTile.rebalance) ptx::setmaxnreg_inc<kTile.consumer_registers>();
-  typename Mainloop::Consumer consumer(prm, smem, work.range.first_tile, work.range.last_tile,
-                                       tid, warp, lane);
+  typename Mainloop::Consumer consumer(prm, smem, tid, warp, lane);
   typename Mainloop::Softmax softmax;
   float o[Mainloop::kOutBlocks][4];
   consumer.run(work, softmax, o);

@@ -21,6 +21,7 @@
 #include "attention/softmax.cuh"
 #include "attention/tile_config.cuh"
 #include "attention/tile_io.cuh"
+#include "attention/tile_walk.cuh"
 #include "common/ptx.cuh"
 #include "common/tma.cuh"
 #include "common/types.cuh"
@@ -164,14 +165,16 @@ struct MainloopSm90 {
   // each ring with its own barriers).
   enum Copies { kKeysAndValues, kKeys, kValues };
   struct Producer {
-    template <Copies kCopies = kKeysAndValues>
-    static __device__ __forceinline__ void run(const SharedTiles& smem, const KV& kv, int first,
-                                               int last, int lane) {
+    template <Copies kCopies = kKeysAndValues, class Work>
+    static __device__ __forceinline__ void run(const SharedTiles& smem, const KV& kv,
+                                               const Params<T>& prm, const Work& work, int lane) {
       if (lane == 0) kv.prefetch_maps();
       typename KV::Pages pages;
+      typename Work::Walk walk;
 #pragma unroll 1
-      for (int kt = first; kt <= last; ++kt) {
-        const int i = kt - first;
+      for (work.walk_start(prm, walk); walk.on(); work.walk_next(prm, walk)) {
+        const int kt = walk.kt;
+        const int i = walk.tile().i;
         const unsigned tile = Ring::stage(i) * kTile.kv_tile_bytes;  // in either ring
         if constexpr (kCopies != kValues) {
           if (i >= kStages) Ring::wait_empty(smem.ring.empty_k, i);
@@ -217,17 +220,21 @@ struct MainloopSm90 {
       for (int st = 0; st < kRawStages; ++st) ptx::mbarrier_init(staged(smem, st), 1);
     }
 
-    static __device__ __forceinline__ void run(const SharedTiles& smem, const KV& kv, int first,
-                                               int last, int ptid) {
-      typename KV::Pages pages;  // the copying threads'
+    template <class Work>
+    static __device__ __forceinline__ void run(const SharedTiles& smem, const KV& kv,
+                                               const Params<T>& prm, const Work& work, int ptid) {
+      typename KV::Pages pages;   // the copying threads'
+      typename Work::Walk ahead;  // the copying threads': the next tile to stage
       if (KV::issues_copies(ptid)) {
         if (ptid == 0) kv.prefetch_maps();
+        work.walk_start(prm, ahead);
 #pragma unroll 1
-        for (int i = 0; i < kRawStages; ++i) stage(smem, kv, first, last, i, ptid, pages);
+        for (int i = 0; i < kRawStages; ++i) stage(smem, kv, prm, work, ahead, ptid, pages);
       }
+      typename Work::Walk walk;
 #pragma unroll 1
-      for (int kt = first; kt <= last; ++kt) {
-        const int i = kt - first;
+      for (work.walk_start(prm, walk); walk.on(); work.walk_next(prm, walk)) {
+        const int i = walk.tile().i;
         const unsigned tile = Ring::stage(i) * kTile.kv_tile_bytes;
         ptx::mbarrier_wait(staged(smem, i), unsigned(i / kRawStages) & 1u);
         if (i >= kStages) Ring::wait_empty(smem.ring.empty_k, i);
@@ -240,21 +247,26 @@ struct MainloopSm90 {
         ptx::fence_proxy_async_shared();
         ptx::mbarrier_arrive(Ring::at(smem.ring.full_v, i));
         ptx::named_barrier_sync(2, kThreads);
-        if (KV::issues_copies(ptid)) stage(smem, kv, first, last, i + kRawStages, ptid, pages);
+        if (KV::issues_copies(ptid)) stage(smem, kv, prm, work, ahead, ptid, pages);
       }
     }
 
-    // TMA of tile first + i into its staging buffer (nothing past the last
-    // tile), by the producer threads the source names (issues_copies). Each copying lane orders the
+    // TMA of the `ahead` walk's tile into its staging buffer (nothing once
+    // the walk is done), then on to the next tile, by the producer threads
+    // the source names (issues_copies). Each copying lane orders the
     // warpgroup's reads of the buffer's previous tile (named barrier 2)
     // before the async proxy's writes.
-    static __device__ __forceinline__ void stage(const SharedTiles& smem, const KV& kv, int first,
-                                                 int last, int i, int lane,
+    template <class Work>
+    static __device__ __forceinline__ void stage(const SharedTiles& smem, const KV& kv,
+                                                 const Params<T>& prm, const Work& work,
+                                                 typename Work::Walk& ahead, int lane,
                                                  typename KV::Pages& pages) {
-      const int kt = first + i;
-      if (kt > last) return;
+      if (!ahead.on()) return;
+      const KeyTile t = ahead.tile();
       ptx::fence_proxy_async_shared();
-      kv.tma_stage_fp8(raw(smem, i), raw(smem, i) + kRawBytes, staged(smem, i), kt, lane, pages);
+      kv.tma_stage_fp8(raw(smem, t.i), raw(smem, t.i) + kRawBytes, staged(smem, t.i), t.kt, lane,
+                       pages);
+      work.walk_next(prm, ahead);
     }
   };
 
@@ -264,7 +276,6 @@ struct MainloopSm90 {
   struct Consumer {
     const Params<T>& prm;
     const SharedTiles& smem;
-    const int first, last;  // the work tile's key tiles
     const int tid, warp, lane;
     int warp_row;      // this warp's first row in the work tile (set by run)
     int wg_row0;       // this warpgroup's first row in the Q tile
@@ -272,11 +283,9 @@ struct MainloopSm90 {
     float multiplier;  // what the softmax multiplies scores by (LogitScale)
 
     __device__ __forceinline__ Consumer(const Params<T>& params, const SharedTiles& tiles,
-                                        int first_tile, int last_tile, int thread, int w, int l)
+                                        int thread, int w, int l)
         : prm(params),
           smem(tiles),
-          first(first_tile),
-          last(last_tile),
           tid(thread),
           warp(w),
           lane(l) {}
@@ -315,8 +324,10 @@ struct MainloopSm90 {
     // the epilogue stores none of them.
     template <class Work>
     __device__ __forceinline__ void pass_tiles(const Work& work) const {
+      typename Work::Walk walk;
 #pragma unroll 1
-      for (int kt = first; kt <= last; ++kt) {
+      for (work.walk_start(prm, walk); walk.on(); work.walk_next(prm, walk)) {
+        const KeyTile kt = walk.tile();
         wait_k(kt);
         release_k(kt);
         wait_v(work, kt);
@@ -329,16 +340,16 @@ struct MainloopSm90 {
     template <class Work>
     __device__ __forceinline__ void first_tile(const Work& work, const RowState& rows,
                                                Softmax& softmax, unsigned (&a)[BN / 16][4],
-                                               float (&correction)[2]) const {
-      wait_k(first);
+                                               float (&correction)[2], const KeyTile& t) const {
+      wait_k(t);
       float s[kScoreBlocks][4];
       ptx::warpgroup_arrive();
-      issue_scores(s, first);
+      issue_scores(s, t);
       ptx::warpgroup_commit();
       ptx::warpgroup_wait<0>();
       ptx::fence_operands(s);
-      release_k(first);
-      softmax_tile(work, rows, softmax, s, first, correction);
+      release_k(t);
+      softmax_tile(work, rows, softmax, s, t, correction);
       pack_p(a, s);
     }
 
@@ -352,22 +363,28 @@ struct MainloopSm90 {
       // wait for P V (t - 1), and the V release after it, above the
       // softmax, so in the SASS the two do not overlap; docs/tuning.md has
       // the two-buffer loop that fixed the order and measured slower.)
+      // The tiles are the walk's (tile_walk.cuh): every tile of the range,
+      // or those a spec's mask does not leave empty.
       unsigned a[BN / 16][4];
-      if (first <= last) {
+      typename Work::Walk walk;
+      work.walk_start(prm, walk);
+      const bool any = walk.on();
+      if (any) {
         float correction[2];
-        first_tile(work, rows, softmax, a, correction);
+        first_tile(work, rows, softmax, a, correction, walk.tile());
       }
 #pragma unroll 1
-      for (int kt = first + 1; kt <= last; ++kt) {
+      for (work.walk_next(prm, walk); walk.on(); work.walk_next(prm, walk)) {
+        const KeyTile kt = walk.tile(), before = walk.previous();
         wait_k(kt);
-        wait_v(work, kt - 1);
+        wait_v(work, before);
         float s[kScoreBlocks][4];
         ptx::fence_operands(o);
         ptx::fence_operands(a);
         ptx::warpgroup_arrive();
         issue_scores(s, kt);
         ptx::warpgroup_commit();
-        issue_pv(o, a, kt - 1);
+        issue_pv(o, a, before);
         ptx::warpgroup_commit();
         ptx::warpgroup_wait<1>();
         ptx::fence_operands(s);
@@ -377,11 +394,11 @@ struct MainloopSm90 {
         ptx::warpgroup_wait<0>();
         ptx::fence_operands(o);
         ptx::fence_operands(a);
-        release_v(kt - 1);
+        release_v(before);
         if (moved) Softmax::rescale(o, correction);
         pack_p(a, s);
       }
-      if (first <= last) last_pv(work, o, a);
+      if (any) last_pv(work, o, a, walk.previous());
     }
 
     // cp.async by every consumer thread, one commit group.
@@ -426,31 +443,30 @@ struct MainloopSm90 {
       }
     }
 
-    // Key tile kt's index in the ring.
-    __device__ __forceinline__ int ring_index(int kt) const { return kt - first; }
-    __device__ __forceinline__ unsigned k_tile(int kt) const {
-      return SharedTiles::tile(smem.k, ring_index(kt));
+    // A visited tile's buffers: the ring's by its visit index.
+    __device__ __forceinline__ unsigned k_tile(const KeyTile& t) const {
+      return SharedTiles::tile(smem.k, t.i);
     }
-    __device__ __forceinline__ unsigned v_tile(int kt) const {
-      return SharedTiles::tile(smem.v, ring_index(kt));
+    __device__ __forceinline__ unsigned v_tile(const KeyTile& t) const {
+      return SharedTiles::tile(smem.v, t.i);
     }
-    __device__ __forceinline__ void wait_k(int kt) const {
-      Ring::wait_full(smem.ring.full_k, ring_index(kt));
+    __device__ __forceinline__ void wait_k(const KeyTile& t) const {
+      Ring::wait_full(smem.ring.full_k, t.i);
     }
-    // This warp is done with tile kt's K (or V) buffer.
-    __device__ __forceinline__ void release_k(int kt) const {
-      Ring::release(smem.ring.empty_k, ring_index(kt), lane);
+    // This warp is done with tile t's K (or V) buffer.
+    __device__ __forceinline__ void release_k(const KeyTile& t) const {
+      Ring::release(smem.ring.empty_k, t.i, lane);
     }
-    __device__ __forceinline__ void release_v(int kt) const {
-      Ring::release(smem.ring.empty_v, ring_index(kt), lane);
+    __device__ __forceinline__ void release_v(const KeyTile& t) const {
+      Ring::release(smem.ring.empty_v, t.i, lane);
     }
 
-    // V of tile kt has landed (and, in the tail tile, had its rows past
+    // V of tile t has landed (and, in the tail tile, had its rows past
     // the sequence's keys zeroed).
     template <class Work>
-    __device__ __forceinline__ void wait_v(const Work& work, int kt) const {
-      Ring::wait_full(smem.ring.full_v, ring_index(kt));
-      if (kt == tail_tile) zero_v_tail(work, kt);
+    __device__ __forceinline__ void wait_v(const Work& work, const KeyTile& t) const {
+      Ring::wait_full(smem.ring.full_v, t.i);
+      if (t.kt == tail_tile) zero_v_tail(work, t);
     }
 
     // The TMA copies whole tiles: in the one that holds the sequence's last
@@ -460,16 +476,17 @@ struct MainloopSm90 {
     // before P V reads the tile. K needs nothing: masked scores are
     // replaced.
     template <class Work>
-    __device__ __forceinline__ void zero_v_tail(const Work& work, int kt) const {
-      VRows::template zero_rows<BN, kConsumerThreads>(v_tile(kt), work.n_k - kt * BN, tid);
+    __device__ __forceinline__ void zero_v_tail(const Work& work, const KeyTile& t) const {
+      VRows::template zero_rows<BN, kConsumerThreads>(v_tile(t), work.n_k - t.kt * BN, tid);
       ptx::fence_proxy_async_shared();
       ptx::named_barrier_sync(1, kConsumerThreads);
     }
 
-    // S = Q K^T of tile kt, issued (not waited for).
-    __device__ __forceinline__ void issue_scores(float (&s)[kScoreBlocks][4], int kt) const {
+    // S = Q K^T of tile t, issued (not waited for).
+    __device__ __forceinline__ void issue_scores(float (&s)[kScoreBlocks][4],
+                                                 const KeyTile& t) const {
       const unsigned long long q0 = Rows::k_major_first(smem.q, wg_row0);
-      const unsigned long long k0 = Rows::k_major_first(k_tile(kt), 0);
+      const unsigned long long k0 = Rows::k_major_first(k_tile(t), 0);
 #pragma unroll
       for (int kk = 0; kk < D / 16; ++kk) {
         ptx::WarpgroupMma<BN>::template ss<kBF16>(s, Rows::template k_major_step<BM>(q0, kk),
@@ -477,25 +494,26 @@ struct MainloopSm90 {
       }
     }
 
-    // O += P V of tile kt, issued.
+    // O += P V of tile t, issued.
     __device__ __forceinline__ void issue_pv(float (&o)[kOutBlocks][4],
-                                             const unsigned (&a)[BN / 16][4], int kt) const {
-      const unsigned long long v0 = VRows::template mn_major_first<BN>(v_tile(kt));
+                                             const unsigned (&a)[BN / 16][4],
+                                             const KeyTile& t) const {
+      const unsigned long long v0 = VRows::template mn_major_first<BN>(v_tile(t));
 #pragma unroll
       for (int kk = 0; kk < BN / 16; ++kk) {
         ptx::WarpgroupMma<D>::template rs<kBF16>(o, a[kk], VRows::mn_major_step(v0, kk), 1);
       }
     }
 
-    // Scores of tile kt -> probabilities, and the output's rescale factor;
+    // Scores of tile t -> probabilities, and the output's rescale factor;
     // true when the warp's output needs it (update_scores).
     template <class Work>
     __device__ __forceinline__ bool softmax_tile(const Work& work, const RowState& rows,
                                                  Softmax& softmax, float (&s)[kScoreBlocks][4],
-                                                 int kt, float (&correction)[2]) const {
-      const int j0 = kt * BN;
-      const bool edge = work.edge_tile(prm, kt);
-      to_logits<C>(s, prm, rows.sink2, rows.keys, j0, edge, work.score_tile(prm, kt), lane);
+                                                 const KeyTile& t, float (&correction)[2]) const {
+      const int j0 = t.kt * BN;
+      const bool edge = work.edge_tile(prm, t);
+      to_logits<C>(s, prm, rows.sink2, rows.keys, j0, edge, work.score_tile(prm, t.kt), lane);
       return softmax.update_scores(s, correction, multiplier);
     }
 
@@ -506,15 +524,15 @@ struct MainloopSm90 {
       for (int kk = 0; kk < BN / 16; ++kk) pack_p_fragment<T>(a[kk], s, kk);
     }
 
-    // The last tile's P V.
+    // The last visited tile's P V.
     template <class Work>
     __device__ __forceinline__ void last_pv(const Work& work, float (&o)[kOutBlocks][4],
-                                            unsigned (&a)[BN / 16][4]) {
-      wait_v(work, last);
+                                            unsigned (&a)[BN / 16][4], const KeyTile& t) {
+      wait_v(work, t);
       ptx::fence_operands(o);
       ptx::fence_operands(a);
       ptx::warpgroup_arrive();
-      issue_pv(o, a, last);
+      issue_pv(o, a, t);
       ptx::warpgroup_commit();
       ptx::warpgroup_wait<0>();
       ptx::fence_operands(o);

@@ -16,57 +16,11 @@
 #include "attention/params.cuh"
 #include "attention/sinks.cuh"
 #include "attention/tile_config.cuh"
+#include "attention/tile_walk.cuh"
 #include "common/ptx.cuh"
 
 namespace attnjit {
 namespace attention {
-
-// Bit l holds pred(l) for lane l of the calling warp, whose 32 lanes all
-// call it together. (Compiled for the host, the lanes run in turn.)
-template <class Pred>
-__device__ __forceinline__ unsigned warp_ballot(Pred pred) {
-#ifdef __CUDA_ARCH__
-  return __ballot_sync(0xffffffffu, pred(static_cast<int>(threadIdx.x & 31)));
-#else
-  unsigned bits = 0;
-  for (int lane = 0; lane < 32; ++lane) bits |= pred(lane) ? 1u << lane : 0u;
-  return bits;
-#endif
-}
-
-__device__ __forceinline__ int lowest_set_bit(unsigned bits) {
-#ifdef __CUDA_ARCH__
-  return __ffs(bits) - 1;
-#else
-  return __builtin_ctz(bits);
-#endif
-}
-
-// The first t in [lo, hi] where keep(t) holds (none: hi + 1, or lo for an
-// empty range, as the loop leaves it): the answer
-// of a loop from lo, found 32 candidates at a time, one per lane, so a
-// long run of tiles that fail costs n / 32 steps of parallel tests. Every
-// lane of the warp calls it with the same arguments.
-template <class Keep>
-__device__ __forceinline__ int first_where(int lo, int hi, Keep keep) {
-  for (int base = lo; base <= hi; base += 32) {
-    const unsigned hits =
-        warp_ballot([&](int lane) { return base + lane <= hi && keep(base + lane); });
-    if (hits != 0) return base + lowest_set_bit(hits);
-  }
-  return lo > hi ? lo : hi + 1;
-}
-// The last t in [lo, hi] where keep(t) holds (none: lo - 1, or hi for an
-// empty range), likewise.
-template <class Keep>
-__device__ __forceinline__ int last_where(int lo, int hi, Keep keep) {
-  for (int top = hi; top >= lo; top -= 32) {
-    const unsigned hits =
-        warp_ballot([&](int lane) { return top - lane >= lo && keep(top - lane); });
-    if (hits != 0) return top - lowest_set_bit(hits);
-  }
-  return lo > hi ? hi : lo - 1;
-}
 
 // One query tile of kBlockM (packed) rows of one sequence and head slot.
 template <class C, int kBlockM, int kBlockN>
@@ -169,6 +123,15 @@ struct WorkTile {
                                last_key(kt), n_q, n_k);
   }
 
+  // user_class where the walk skips tiles (never called otherwise).
+  __device__ __forceinline__ int tile_class(const Params<T>& prm, int kt) const {
+    if constexpr (kSkipsEmpty) {
+      return user_class(prm, kt);
+    } else {
+      return 1;
+    }
+  }
+
   // Key tiles the spec's mask leaves empty at either end of the range are
   // not visited (nor loaded); the warp's lanes classify 32 tiles at a time
   // (a sorted tensor's reads make each class a few loads, and a query late
@@ -253,6 +216,28 @@ struct WorkTile {
       return edge || (t < 32 ? ((full_bits >> t) & 1u) == 0 : user_class(prm, kt) != 2);
     } else {
       return edge;
+    }
+  }
+
+  // The key tiles to visit, in order (tile_walk.cuh): with a spec's mask
+  // that is not folded into the rows' key ranges, those of `range` its
+  // classes do not call empty, wherever they are; otherwise every tile of
+  // `range`. Every warp that walks finds the same tiles.
+  static constexpr bool kSkipsEmpty = user_mask<C>() && !user_mask_in_row_keys<C>();
+  using Walk = TileWalk<kSkipsEmpty>;
+  __device__ __forceinline__ void walk_start(const Params<T>& prm, Walk& walk) const {
+    walk.start(range.first_tile, range.last_tile, [&](int kt) { return tile_class(prm, kt); });
+  }
+  __device__ __forceinline__ void walk_next(const Params<T>& prm, Walk& walk) const {
+    walk.next([&](int kt) { return tile_class(prm, kt); });
+  }
+  // Whether a visited tile needs the element mask: the walk knows its
+  // class by the spec's mask.
+  __device__ __forceinline__ bool edge_tile(const Params<T>& prm, const KeyTile& t) const {
+    if constexpr (kSkipsEmpty) {
+      return !mask.interior(p_first, p_last, t.kt * kBlockN, kBlockN) || !t.full;
+    } else {
+      return edge_tile(prm, t.kt);
     }
   }
 

@@ -62,31 +62,46 @@ __device__ __forceinline__ int last_where(int lo, int hi, Keep keep) {
   return lo > hi ? hi : lo - 1;
 }
 
-// Bits of the classes (0 empty, 1 partial, 2 full) of tiles base + lane,
-// one per lane; tiles past `last` are empty.
+// Bits of the classes (0 empty, 1 partial, 2 full) of tiles base + l,
+// l < 32; tiles past `last` are empty. A whole warp takes a tile per lane;
+// a part of one (the producer's copying lanes) has each of its lanes take
+// all 32 in turn, with the same result.
 template <class Classify>
 __device__ __forceinline__ void warp_classes(int base, int last, const Classify& classify,
                                              unsigned& nonempty, unsigned& full) {
 #ifdef __CUDA_ARCH__
-  const int t = base + static_cast<int>(threadIdx.x & 31);
-  const int c = t <= last ? classify(t) : 0;
-  nonempty = __ballot_sync(0xffffffffu, c != 0);
-  full = __ballot_sync(0xffffffffu, c == 2);
-#else
-  nonempty = full = 0;
-  for (int lane = 0; lane < 32; ++lane) {
-    const int c = base + lane <= last ? classify(base + lane) : 0;
-    nonempty |= c != 0 ? 1u << lane : 0u;
-    full |= c == 2 ? 1u << lane : 0u;
+  if (__activemask() == 0xffffffffu) {
+    const int t = base + static_cast<int>(threadIdx.x & 31);
+    const int c = t <= last ? classify(t) : 0;
+    nonempty = __ballot_sync(0xffffffffu, c != 0);
+    full = __ballot_sync(0xffffffffu, c == 2);
+    return;
   }
 #endif
+  nonempty = full = 0;
+#pragma unroll 1
+  for (int l = 0; l < 32; ++l) {
+    const int c = base + l <= last ? classify(base + l) : 0;
+    nonempty |= c != 0 ? 1u << l : 0u;
+    full |= c == 2 ? 1u << l : 0u;
+  }
 }
+
+// A visited key tile: its index in the key range and how many tiles were
+// visited before it (its K/V ring index); full: a spec's mask leaves
+// every pair of it visible (walks that skip only).
+struct KeyTile {
+  int kt;
+  int i;
+  bool full;
+};
 
 template <bool kSkips>
 struct TileWalk {
+  static constexpr bool kSkipsEmpty = kSkips;
   int kt = 0;    // the current key tile; past `last` once the walk is done
-  int i = 0;     // tiles visited before it
-  int last = -1;
+  int i = 0;     // kSkips: tiles visited before it (else kt - first)
+  int first = 0, last = -1;
   // kSkips: bit t says tile base + t is not empty (full); kt is in
   // [base, base + 32) while the walk is on.
   unsigned nonempty = 0, full = 0;
@@ -97,12 +112,13 @@ struct TileWalk {
   // Classify(kt) -> 0 empty, 1 partial, 2 full; every lane of the warp
   // calls start and next together (a ballot), with the same arguments.
   template <class Classify>
-  __device__ __forceinline__ void start(int first, int last_tile, const Classify& classify) {
-    kt = first;
+  __device__ __forceinline__ void start(int first_tile, int last_tile, const Classify& classify) {
+    kt = first_tile;
+    first = first_tile;
     i = 0;
     last = last_tile;
     if constexpr (kSkips) {
-      base = first;
+      base = first_tile;
       warp_classes(base, last, classify, nonempty, full);
       seek(classify);
     }
@@ -110,15 +126,38 @@ struct TileWalk {
 
   template <class Classify>
   __device__ __forceinline__ void next(const Classify& classify) {
-    ++i;
-    ++kt;
-    if constexpr (kSkips) seek(classify);
+    if constexpr (kSkips) {
+      previous_ = tile();
+      ++i;
+      ++kt;
+      seek(classify);
+    } else {
+      ++kt;
+    }
   }
 
   // Whether the current tile is full by the mask's classes (kSkips).
   __device__ __forceinline__ bool is_full() const { return (full >> (kt - base)) & 1u; }
 
+  __device__ __forceinline__ KeyTile tile() const {
+    if constexpr (kSkips) {
+      return {kt, i, is_full()};
+    } else {
+      return {kt, kt - first, false};
+    }
+  }
+  // The tile visited before the current one (after a next()).
+  __device__ __forceinline__ KeyTile previous() const {
+    if constexpr (kSkips) {
+      return previous_;
+    } else {
+      return {kt - 1, kt - 1 - first, false};
+    }
+  }
+
  private:
+  KeyTile previous_{0, 0, false};
+
   // On to the first non-empty tile from kt (or past last).
   template <class Classify>
   __device__ __forceinline__ void seek(const Classify& classify) {

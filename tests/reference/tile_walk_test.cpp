@@ -32,7 +32,12 @@ std::vector<Visit> walk(int first, int last, const std::function<int(int)>& clas
   std::vector<Visit> visits;
   attention::TileWalk<kSkips> w;
   for (w.start(first, last, classify); w.on(); w.next(classify)) {
-    visits.push_back({w.kt, w.i, kSkips ? w.is_full() : false});
+    const attention::KeyTile t = w.tile();
+    if (!visits.empty()) {
+      EXPECT_EQ(w.previous().kt, visits.back().kt);
+      EXPECT_EQ(w.previous().i, visits.back().i);
+    }
+    visits.push_back({t.kt, t.i, t.full});
     if (visits.size() > 100000) break;  // a walk that does not end
   }
   return visits;
