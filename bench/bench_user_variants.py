@@ -120,6 +120,22 @@ def _key0_bias(device, batch, seqlen, hq):
     return dict(radius=radius, key0_bias=bias), mask, score
 
 
+def _streaming(device, batch, seqlen, hq):
+    sink_tokens, window = 4, 1023
+
+    def mask(b, h, p, j):
+        return (j <= p) & ((j < sink_tokens) | (p - j <= window))
+    return dict(sink_tokens=sink_tokens, window=window), mask, None
+
+
+def _strided(device, batch, seqlen, hq):
+    stride = 8
+
+    def mask(b, h, p, j):
+        return (j <= p) & ((p - j) % stride == 0)
+    return dict(stride=stride), mask, None
+
+
 PROBLEMS = [
     Problem("llama4_chunked_local", "chunked_local", 2, 8192, 32, 8, 128,
             _chunked, flags=dict(causal=True)),
@@ -134,6 +150,12 @@ PROBLEMS = [
     Problem("key0_bias_expr", "key0_bias_expr", 4, 4096, 16, 16, 80,
             _key0_bias, builtin=dict(window_size=(64, 64),
                                      sinks_mode="bias_key0")),
+    # Masks nobody tuned for: two intervals per query tile (sink tokens and
+    # a window; the built-in causal window is the comparable rate), and
+    # every tile partial.
+    Problem("streaming_llm", "streaming_llm", 4, 8192, 32, 8, 128,
+            _streaming, builtin=dict(causal=True, window_size=(1023, 0))),
+    Problem("strided", "strided", 2, 8192, 32, 8, 128, _strided),
 ]
 
 
