@@ -436,6 +436,19 @@ def _key0_bias_expr(lens_q, lens_k, hq):
     return dict(radius=radius, key0_bias=bias), mask, score
 
 
+def _streaming_llm(lens_q, lens_k, hq):
+    # StreamingLLM's rule: the first sink_tokens keys and a causal window.
+    sink_tokens, window = 3, 37
+    mask = lambda b, h, p, j: (j <= p) & ((j < sink_tokens) | (p - j <= window))  # noqa: E731
+    return dict(sink_tokens=sink_tokens, window=window), mask, None
+
+
+def _strided(lens_q, lens_k, hq):
+    stride = 5
+    mask = lambda b, h, p, j: (j <= p) & ((p - j) % stride == 0)  # noqa: E731
+    return dict(stride=stride), mask, None
+
+
 EXAMPLE_CASES = {
     "chunked_local": (dict(causal=True), _chunked_local),
     "prefix_lm": ({}, _prefix_lm),
@@ -444,6 +457,8 @@ EXAMPLE_CASES = {
     "causal_expr": ({}, _causal_expr),
     "sliding_window_expr": ({}, _sliding_window_expr),
     "key0_bias_expr": ({}, _key0_bias_expr),
+    "streaming_llm": ({}, _streaming_llm),
+    "strided": ({}, _strided),
 }
 SHAPES = [  # (lens_q, lens_k, hq, hkv, d)
     ((130, 1, 64), (130, 200, 64), 8, 2, 128),   # prefill, decode, chunk
