@@ -409,7 +409,7 @@ void AttentionKernel::init_from(const Signature& sig, const LookupResult& found,
   kernel_ = std::make_unique<Kernel>(found.entry);
   const attention::TileConfig tile = tile_config_of(sig);
   block_m_ = tile.shape.block_m;
-  pack_gqa_ = attention::pack_mode(tile.shape.pack_gqa, tile.shape.split_kv);
+  pack_gqa_ = tile.shape.pack_gqa;
   tma_ = tile.shape.wgmma;  // fp8 K/V: raw byte tiles, which the producer converts
   tma_box_ = TmaBox{tile.tma_chunk, tile.tma_box_rows, tile.swizzle_bytes, tile.mma_decode};
   block_n_ = tile.shape.block_n;
@@ -495,7 +495,6 @@ LaunchGrid attention_grid(const AttentionArgs& a, int block_m, int pack_gqa, int
   attention::TileConfig tile{};
   tile.shape.block_m = block_m;
   tile.shape.pack_gqa = pack_gqa;
-  tile.unpack_long = pack_gqa == 2;
   const attention::GridShape grid = attention::grid_shape(tile, a.max_seqlen_q, a.num_heads_q,
                                                           a.num_heads_kv, a.num_seqs, num_splits);
   return LaunchGrid{grid.x, grid.y, grid.z};
