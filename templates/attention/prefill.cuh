@@ -43,7 +43,6 @@ struct attention_prefill_traits {
   static_assert(attention::DecodeMma<C>::known, "tuning param decode_mma is 0, 1 or 2");
   static_assert(attention::ProducerWarps<C>::value == 1 || attention::ProducerWarps<C>::value == 2,
                 "tuning param producer_warps is 1 or 2");
-  static_assert(attention::UniformBoxes<C>::known, "tuning param uniform_boxes is 0 or 1");
   static constexpr unsigned threads = attention::tile_config<C>().threads;
   static constexpr unsigned smem_bytes = attention::tile_config<C>().smem_bytes;
   // Blocks per SM to fit: the tuning's min_blocks, fewer where the shared

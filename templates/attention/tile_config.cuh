@@ -439,21 +439,6 @@ struct ProducerWarps<C, decltype(void(C::producer_warps))> {
   static constexpr int value = C::producer_warps;
 };
 
-// Whether a generated Config's paged copies come from one elected lane with
-// warp-uniform pages (its tuning param uniform_boxes; kv_source.cuh,
-// PagedKV::for_each_box), not a lane per box; false for a Config without
-// one. Device code alone: the host's numbers do not depend on it.
-template <class C, class = void>
-struct UniformBoxes {
-  static constexpr bool value = false;
-  static constexpr bool known = true;  // (a value the kernels know)
-};
-template <class C>
-struct UniformBoxes<C, decltype(void(C::uniform_boxes))> {
-  static constexpr bool value = C::uniform_boxes != 0;
-  static constexpr bool known = C::uniform_boxes == 0 || C::uniform_boxes == 1;
-};
-
 // The device side: a generated Config's configuration, from its tuning
 // params and the register cap the compile options announce
 // (ATTNJIT_MAX_REGISTERS is defined when one is set).

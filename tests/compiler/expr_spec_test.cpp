@@ -224,12 +224,10 @@ TEST(ExprSpec, OwnTuningRulesComeFirst) {
   const auto tiles = [&](const Spec& spec, std::map<std::string, FlagValue> given) {
     return make_signature(spec, resolve_flags(spec, given), options).tuning;
   };
-  // (decode_mma, producer_warps and uniform_boxes have defaults, which the
-  // rule takes.)
+  // (decode_mma and producer_warps have defaults, which the rule takes.)
   std::vector<std::pair<std::string, int64_t>> expected = kEveryParamValues;
   expected.emplace_back("decode_mma", 0);
   expected.emplace_back("producer_warps", 1);
-  expected.emplace_back("uniform_boxes", 1);
   EXPECT_EQ(tiles(own, {{"head_dim", int64_t{128}}}), expected);
   // Not matched by its rule: the extended spec's, as for the built-in flags.
   for (const auto& given : std::vector<std::map<std::string, FlagValue>>{

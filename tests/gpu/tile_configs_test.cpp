@@ -85,10 +85,8 @@ std::vector<Case> cases() {
       return t;
     };
   };
-  // ... K and V copied by two producer warps, and a paged cache's boxes
-  // issued by one elected lane.
+  // ... K and V copied by two producer warps.
   const auto two_producers = with("producer_warps", 2);
-  const auto uniform = with("uniform_boxes", 1);
   std::vector<Case> hopper = {{oss, wg(64, 128, 3, 1)},
                               {oss, wg(192, 64, 2, 0)},
                               {mimo, wg(192, 32, 2, 0)},
@@ -111,10 +109,9 @@ std::vector<Case> cases() {
                               {paged_small, wg(192, 64, 2, 1)},
                               {paged_small, wg(64, 32, 2, 1)},
                               {paged_small, two_producers(wg(128, 128, 3, 1))},
-                              {paged, uniform(wg(128, 128, 2, 1))},
-                              {paged_small, uniform(wg(128, 128, 3, 1))},
-                              {paged_small, uniform(two_producers(wg(128, 64, 4, 1)))},
-                              {paged_fp8, uniform(wg(128, 64, 2, 0))},
+                              {paged, wg(128, 128, 2, 1)},
+                              {paged_small, wg(128, 128, 3, 1)},
+                              {paged_small, two_producers(wg(128, 64, 4, 1))},
                               {paged, two_producers(wg(128, 128, 2, 1))},
                               {oss, two_producers(wg(64, 64, 3, 1))},
                               {spans, two_producers(wg(128, 128, 2, 0))},
