@@ -474,8 +474,6 @@ void AttentionKernel::launch_this(const AttentionArgs& a, CuStream stream,
     std::memcpy(&params.v_map, maps[1], sizeof(params.v_map));
   }
   const LaunchGrid grid = attention_grid(a, block_m_, pack_gqa_, plan.num_splits);
-  params.tiles_x = int32_t(grid.x);
-  params.num_seqs = a.num_seqs;
   if (user_fields_.empty()) {
     void* args[] = {&params};
     kernel_->launch(grid.x, grid.y, grid.z, stream, args);
