@@ -250,6 +250,15 @@ TEST(ExprSpec, OwnTuningRuleErrors) {
             "stages, min_blocks, pack_gqa, wgmma, split_keys)");
   EXPECT_EQ(spec_error(head + "tuning:\n  rules:\n    - {block_mm: 64}\n"),
             "t.yaml:9:8: unknown key 'block_mm' in tuning rule (did you mean 'block_m'?)");
+  // The params of deleted schedules are unknown keys, at the key.
+  for (const char* gone : {"pingpong", "persistent", "uniform_boxes", "cluster"}) {
+    const std::string error =
+        spec_error(head + "tuning:\n  rules:\n    - {" + kEveryParam + ", " + gone + ": 0}\n");
+    EXPECT_EQ(error.rfind("t.yaml:9:", 0), 0u) << error;
+    EXPECT_NE(error.find(std::string("unknown key '") + gone + "' in tuning rule"),
+              std::string::npos)
+        << error;
+  }
   EXPECT_EQ(spec_error(head + "tuning:\n  rules:\n    - {when: {head_dm: [128]}}\n"),
             "t.yaml:9:15: unknown flag 'head_dm' in tuning rule (did you mean 'head_dim'?)");
   EXPECT_EQ(spec_error(head + "tuning:\n  rulez: []\n"),
