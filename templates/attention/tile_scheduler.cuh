@@ -3,10 +3,10 @@
 // block per tile over the grid of grid_shape (tile_config.cuh): (query
 // tiles, heads, sequences), grid.y over kv heads when packing GQA, else
 // over query heads. blockIdx.x counts query tiles from the last, so with a
-// causal mask the tiles with the most keys go in the first wave. Another order would be another scheduler
-// type: the mainloops and the epilogue only see the work tile. With
-// split-KV each query tile has its key range split over blocks
-// (set_split); the epilogue combines the parts.
+// causal mask the tiles with the most keys go in the first wave. Another
+// order would be another scheduler type: the mainloops and the epilogue
+// only see the work tile. With split-KV each query tile has its key range
+// split over blocks (set_split); the epilogue combines the parts.
 #pragma once
 
 #include "attention/gqa_rows.cuh"
