@@ -200,7 +200,7 @@ std::vector<std::map<std::string, int64_t>> tuning_grid(int head_dim, bool gqa, 
     return grid;
   }
   auto add = [&](int bm, int warps, int bn, int stages, int min_blocks, int wgmma) {
-    for (int pack = 0; pack <= (gqa ? 2 : 0); ++pack) {
+    for (int pack = 0; pack <= (gqa ? 1 : 0); ++pack) {
       // Every param but split_keys named: a rule's decode_mma must not slip
       // into a config the table then prints without it.
       grid.push_back({{"block_m", bm},

@@ -409,7 +409,7 @@ void AttentionKernel::init_from(const Signature& sig, const LookupResult& found,
   kernel_ = std::make_unique<Kernel>(found.entry);
   const attention::TileConfig tile = tile_config_of(sig);
   block_m_ = tile.shape.block_m;
-  pack_gqa_ = attention::pack_mode(tile.shape.pack_gqa, tile.shape.split_kv);
+  pack_gqa_ = tile.shape.pack_gqa;
   tma_ = tile.shape.wgmma;  // fp8 K/V: raw byte tiles, which the producer converts
   tma_box_ = TmaBox{tile.tma_chunk, tile.tma_box_rows, tile.swizzle_bytes, tile.mma_decode};
   block_n_ = tile.shape.block_n;
@@ -474,8 +474,6 @@ void AttentionKernel::launch_this(const AttentionArgs& a, CuStream stream,
     std::memcpy(&params.v_map, maps[1], sizeof(params.v_map));
   }
   const LaunchGrid grid = attention_grid(a, block_m_, pack_gqa_, plan.num_splits);
-  params.tiles_x = int32_t(grid.x);
-  params.num_seqs = a.num_seqs;
   if (user_fields_.empty()) {
     void* args[] = {&params};
     kernel_->launch(grid.x, grid.y, grid.z, stream, args);
@@ -495,7 +493,6 @@ LaunchGrid attention_grid(const AttentionArgs& a, int block_m, int pack_gqa, int
   attention::TileConfig tile{};
   tile.shape.block_m = block_m;
   tile.shape.pack_gqa = pack_gqa;
-  tile.unpack_long = pack_gqa == 2;
   const attention::GridShape grid = attention::grid_shape(tile, a.max_seqlen_q, a.num_heads_q,
                                                           a.num_heads_kv, a.num_seqs, num_splits);
   return LaunchGrid{grid.x, grid.y, grid.z};

@@ -258,8 +258,7 @@ std::vector<CheckShape> standard_check_shapes(const AttentionFlags& flags) {
   shapes.push_back(ragged);
   // q shorter than k (bottom-right), GQA 8, a window of 0 on the left and
   // unbounded on the right, a span longer than the window; a chunk of 128
-  // queries (whole 64- and 128-row tiles of one head: pack_gqa 2 runs it
-  // unpacked).
+  // queries (whole 64- and 128-row tiles of one head).
   CheckShape chunked{"q_shorter_gqa8", {17, 64, 128}, {150, 194, 300}, 8, 1, 0, -1, {}, 2.f};
   chunked.spans = {{{120, 149}}, {{0, 3}, {130, 193}}, {{150, 200}, {240, 299}}};
   shapes.push_back(chunked);

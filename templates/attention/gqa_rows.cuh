@@ -12,24 +12,9 @@
 namespace attnjit {
 namespace attention {
 
-// pack_gqa 2 (TileConfig::unpack_long): each sequence decides. It runs
-// unpacked (group 1 in its PackedRows: a query head per tile, as a prefill
-// without packing does) where its unpacked tiles U are at most 9/8 of its
-// packed ones P (8 U <= 9 P): always for whole tiles of one head or from 8
-// x block_m queries on, never where its packed rows fit one tile (a
-// decode), so the decodes beside chunks in a mixed batch keep packing and
-// each of their K/V tiles serves the whole group. The launch grid has
-// group x ceil(max_q / block_m) query cells per kv head, enough for either
-// (grid_shape).
-__device__ __forceinline__ bool runs_unpacked(int n_q, int group, int block_m) {
-  const long long packed = (static_cast<long long>(n_q) * group + block_m - 1) / block_m;
-  const long long unpacked = static_cast<long long>(group) * ((n_q + block_m - 1) / block_m);
-  return group > 1 && n_q > 0 && 8 * unpacked <= 9 * packed;
-}
-
 template <bool kPack>
 struct PackedRows {
-  int group;           // heads interleaved per position (1 without packing, or unpacked)
+  int group;           // heads interleaved per position (1 without packing)
   int head0;           // the head of member 0 of each group
   int rows;            // valid rows of this sequence: n_q * group
   long long by_group;  // divisor_magic(group) (packing only; the launch's, computed on the

@@ -194,7 +194,8 @@ struct PagedKV {
   using T = typename C::dtype;
   static constexpr int D = C::head_dim;
   static constexpr int BN = C::block_n;
-  // The first producer warp: a lane per page of a tile (tma_load).
+  // The first producer warp, every lane of it (its lanes hold the window
+  // on the block table; one elected lane issues the copies: for_each_box).
   static __device__ __forceinline__ bool issues_copies(int ptid) { return ptid < 32; }
 
   // The producer warp's window on the sequence's row of the block table,
@@ -208,7 +209,7 @@ struct PagedKV {
   long long k_row_stride, v_row_stride, k_page_stride, v_page_stride;
   const int* table;  // the sequence's row of the block table
   int page_size;
-  int page_shift;  // log2 of a page size that is a power of two, else -1 (uniform_boxes)
+  int page_shift;  // log2 of a page size that is a power of two, else -1
   int n_k, hk;
   int n_pages;  // the pages that hold the sequence's keys (the table's entries read)
   // [pages, rows of a page, heads, D] (D innermost); small_pages' v_map:
@@ -269,8 +270,8 @@ struct PagedKV {
   }
 
   // TMA of key tile kt: boxes of paged_box_rows(block_n, page_size) rows,
-  // each inside one page (the runtime encodes the maps' boxes so), a lane
-  // per box (for_each_page).
+  // each inside one page (the runtime encodes the maps' boxes so; issued
+  // by for_each_page).
   // Boxes past the sequence's last page are not issued, and the barrier
   // expects only the bytes issued; their rows keep stale data, which the
   // consumers mask (K) or zero (V, the tail tile) like any row past the
@@ -283,8 +284,8 @@ struct PagedKV {
   // small_pages (TileConfig::v_block_rows below block_n): V in blocks of
   // v_block_rows keys (BlockedRows, smem_sm90.cuh), each one box of all of
   // D through the 5-D map [pages, heads, swizzle chunks, rows of a page,
-  // chunk columns], a lane per block. Every page size is a multiple of the
-  // block's 16 rows, so a block lies inside one page.
+  // chunk columns]. Every page size is a multiple of the block's 16 rows,
+  // so a block lies inside one page.
   __device__ __forceinline__ void tma_load_v(unsigned tile, unsigned full, int kt, int lane,
                                              Pages& pages) const {
     constexpr TileConfig kTile = tile_config<C>();
@@ -314,33 +315,24 @@ struct PagedKV {
   }
 
  private:
-  // The page of page index `index` in [w.base, w.base + 64), by a shuffle
-  // of every lane (of entries loaded before this tile: page_window.cuh).
+  // The page of page index `index` in [w.base, w.base + 64), the same in
+  // every lane (`index` is): one shuffle from the lane that holds it, of
+  // the entry chosen first (entries loaded before this tile:
+  // page_window.cuh).
   static __device__ __forceinline__ int window_page(const Pages& w, int index) {
-    const WindowSlot slot = window_slot(w.base, index);
-    const int in_cur = __shfl_sync(0xffffffffu, w.cur, slot.lane);
-    const int in_next = __shfl_sync(0xffffffffu, w.next, slot.lane);
-    return slot.in_next ? in_next : in_cur;
-  }
-
-  // The page of page index `index`, the same in every lane (`index` is):
-  // one shuffle from the lane that holds it, of the entry chosen first.
-  static __device__ __forceinline__ int window_page_uniform(const Pages& w, int index) {
     const WindowSlot slot = window_slot(w.base, index);
     return __shfl_sync(0xffffffffu, slot.in_next ? w.next : w.cur, slot.lane);
   }
 
   // The boxes of key tile kt (every lane of the producer warp calls it):
-  // one lane first sets the bytes the barrier `bar` expects (`row_bytes`
-  // per row issued), then each box b is issued as issue(first row of the
-  // box in the tile, its row in the page, the page), the page from the
-  // window. Either lane b issues box b (uniform_boxes 0), or one elected
-  // lane issues them all (uniform_boxes 1): then a box's page comes by a
-  // shuffle from a lane every lane agrees on, so the TMA's coordinates are
-  // warp-uniform and ptxas issues each box as it is, not as a loop over
-  // the lanes that hold different pages (ELECT, R2UR, UTMALDG, BRA.U.ANY
-  // per lane). The table's entries past the sequence's pages are never
-  // read (its row may end there).
+  // one elected lane first sets the bytes the barrier `bar` expects
+  // (`row_bytes` per row issued), then issues each box b as issue(first
+  // row of the box in the tile, its row in the page, the page), the page
+  // shuffled from the window's lane that holds it, a lane every lane
+  // agrees on, so the TMA's coordinates are warp-uniform and ptxas issues
+  // each box as it is, not as a loop over lanes that hold different
+  // pages. The table's entries past the sequence's pages are never read
+  // (its row may end there).
   template <class Issue>
   __device__ __forceinline__ void for_each_page(unsigned bar, unsigned row_bytes, int kt, int lane,
                                                 Pages& pages, Issue issue) const {
@@ -354,48 +346,37 @@ struct PagedKV {
   __device__ __forceinline__ void for_each_box(unsigned bar, unsigned row_bytes, int j0,
                                                const TileBoxes& t, int lane, Pages& pages,
                                                Issue issue) const {
-    static_assert(BN / 16 <= 32, "a tile's boxes, a lane each");
-    if constexpr (UniformBoxes<C>::value) {
-      // The divisions by the page size and the box rows are shifts where
-      // those are powers of two (the box rows always are with a key tile
-      // that is one; page sizes mostly are).
-      int index = page_shift >= 0 ? j0 >> page_shift : j0 / page_size;
-      int in_page = j0 - index * page_size;
-      window_to(pages, index, lane, n_pages, [this](int i) { return table[i]; });
-      int boxes = t.boxes;
-      if constexpr ((BN & (BN - 1)) == 0) {
-        const int left = (n_k - j0 + t.rows - 1) >> (__ffs(t.rows) - 1);
-        boxes = BN / t.rows < left ? BN / t.rows : left;
-      }
-      const bool leader = ptx::elect_one_sync();
-      if (leader) {
-        ptx::mbarrier_arrive_expect_tx(bar, static_cast<unsigned>(boxes * t.rows) * row_bytes);
-      }
-      // Box b's key is box_key(t, j0, b), the one lane b would take; its
-      // page index and row in the page step on from the first box's (the
-      // boxes' rows divide the page size), with no division per box.
+    static_assert(BN / 16 <= 32, "a tile's boxes span at most 32 pages (page_window.cuh)");
+    // The divisions by the page size and the box rows are shifts where
+    // those are powers of two (the box rows always are with a key tile
+    // that is one; page sizes mostly are).
+    int index = page_shift >= 0 ? j0 >> page_shift : j0 / page_size;
+    int in_page = j0 - index * page_size;
+    window_to(pages, index, lane, n_pages, [this](int i) { return table[i]; });
+    int boxes = t.boxes;
+    if constexpr ((BN & (BN - 1)) == 0) {
+      const int left = (n_k - j0 + t.rows - 1) >> (__ffs(t.rows) - 1);
+      boxes = BN / t.rows < left ? BN / t.rows : left;
+    }
+    const bool leader = ptx::elect_one_sync();
+    if (leader) {
+      ptx::mbarrier_arrive_expect_tx(bar, static_cast<unsigned>(boxes * t.rows) * row_bytes);
+    }
+    // Box b's key is box_key(t, j0, b); its page index and row in the page
+    // step on from the first box's (the boxes' rows divide the page size),
+    // with no division per box.
 #pragma unroll
-      for (int b = 0; b < BN / 16; ++b) {
-        if (b < boxes) {
-          const int page = window_page_uniform(pages, index);
-          if (leader) issue(b * t.rows, in_page, page);
-          in_page += t.rows;
-          if (in_page == page_size) {
-            in_page = 0;
-            ++index;
-          }
+    for (int b = 0; b < BN / 16; ++b) {
+      if (b < boxes) {
+        const int page = window_page(pages, index);
+        if (leader) issue(b * t.rows, in_page, page);
+        in_page += t.rows;
+        if (in_page == page_size) {
+          in_page = 0;
+          ++index;
         }
       }
-      return;
     }
-    window_to(pages, j0 / page_size, lane, n_pages, [this](int i) { return table[i]; });
-    if (lane == 0) {
-      ptx::mbarrier_arrive_expect_tx(bar, static_cast<unsigned>(t.boxes * t.rows) * row_bytes);
-    }
-    __syncwarp();
-    const int j = box_key(t, j0, lane);
-    const int page = window_page(pages, j / page_size);
-    if (lane < t.boxes) issue(lane * t.rows, j % page_size, page);
   }
 
   template <int kThreads>

@@ -158,11 +158,11 @@ struct MainloopSm90 {
   // The producer: the threads of the producer warpgroup the source names
   // (KV::issues_copies) issue every copy, K of tile i once the consumers
   // are done with Q K^T of tile i - stages, V once they are done with its
-  // P V (contiguous K/V: lane 0 alone; pages: a lane per page the tile
-  // spans, so the block-table lookups overlap). kCopies: what this warp
-  // copies, K and V (one producer warp), or K alone or V alone
-  // (kTile.producer_warps 2: a warp for each, walking the tiles apart,
-  // each ring with its own barriers).
+  // P V (contiguous K/V: lane 0 alone; pages: every lane of a warp, which
+  // hold its window on the block table, one of them issuing). kCopies:
+  // what this warp copies, K and V (one producer warp), or K alone or V
+  // alone (kTile.producer_warps 2: a warp for each, walking the tiles
+  // apart, each ring with its own barriers).
   enum Copies { kKeysAndValues, kKeys, kValues };
   struct Producer {
     template <Copies kCopies = kKeysAndValues, class Work>

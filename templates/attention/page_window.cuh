@@ -5,14 +5,14 @@
 // with its registers, and the shuffles between them).
 //
 // A key tile is copied as boxes of `rows` keys, each inside one page
-// (tile_boxes), a lane of the copying warp per box. Lane l holds the pages
+// (tile_boxes), box b's the key of lane b (box_key). Lane l holds the pages
 // of page indices base + l (`cur`), base + 32 + l (`next`) and base + 64 +
 // l (`ahead`), base a multiple of 32. A tile whose first page index lies
 // past [base, base + 32) moves the window: on by 32 (cur takes next, next
 // takes ahead, ahead loads the 32 after), or anywhere else (all three
 // load). A tile's boxes span at most 32 page indices after its first
 // (block_n / 16 boxes of at least 16 rows), so each of its pages is in cur
-// or next, and a lane finds its box's page by shuffling those from the
+// or next, and every lane finds a box's page by shuffling those from the
 // lane that holds it. So the entries a tile reads were loaded 32 or more
 // pages before it, except after a jump (a split's or a work tile's first
 // tile). Only entries below the sequence's page count are read at all.

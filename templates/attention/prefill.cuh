@@ -38,13 +38,11 @@ struct attention_prefill_traits {
   // The tuning params that choose among ways, each one of its values (a
   // value the kernels do not know is an error, not one of the others).
   static_assert(C::wgmma == 0 || C::wgmma == 1, "tuning param wgmma is 0 or 1");
-  static_assert(C::pack_gqa >= 0 && C::pack_gqa <= 2,
-                "tuning param pack_gqa is 0 (a query head per tile), 1 (GQA packed) or 2 (by "
-                "sequence)");
+  static_assert(C::pack_gqa == 0 || C::pack_gqa == 1,
+                "tuning param pack_gqa is 0 (a query head per tile) or 1 (GQA packed)");
   static_assert(attention::DecodeMma<C>::known, "tuning param decode_mma is 0, 1 or 2");
   static_assert(attention::ProducerWarps<C>::value == 1 || attention::ProducerWarps<C>::value == 2,
                 "tuning param producer_warps is 1 or 2");
-  static_assert(attention::UniformBoxes<C>::known, "tuning param uniform_boxes is 0 or 1");
   static constexpr unsigned threads = attention::tile_config<C>().threads;
   static constexpr unsigned smem_bytes = attention::tile_config<C>().smem_bytes;
   // Blocks per SM to fit: the tuning's min_blocks, fewer where the shared

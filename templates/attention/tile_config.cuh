@@ -24,7 +24,7 @@ namespace attention {
 struct TileShape {
   int head_dim, block_m, block_n, warps, stages, min_blocks;
   // pack_gqa: 0 a tile holds one query head, 1 the heads of a kv head
-  // interleaved, 2 each sequence as suits it (TileConfig::unpack_long).
+  // interleaved.
   int pack_gqa;
   bool wgmma, register_cap;
   bool kv_fp8 = false;  // K/V stored as fp8 (kv_dtype), converted on the way in
@@ -99,11 +99,6 @@ struct TileConfig {
   // register shares use it: asking for blocks that cannot be resident
   // only takes registers away.
   int blocks_per_sm;
-  // pack_gqa 2 without split-KV: the grid's y is the kv heads, as with
-  // packing, and each sequence is packed or runs one query head per tile
-  // as suits its length (gqa_rows.cuh, runs_unpacked; its cells per kv
-  // head: grid_shape). Split-KV variants (decodes) pack as with 1.
-  bool unpack_long;
   // wgmma with split-KV at D 64 or 128, tuning param decode_mma 1 (a
   // decode block, decode_sm90.cuh): no warpgroup MMAs, and with fp8 K/V no
   // converting producer. One producer warp copies the K/V tiles by TMA
@@ -129,17 +124,6 @@ struct TileConfig {
 // the driver's reserve (227 KiB).
 constexpr unsigned kMaxSmemPerBlockSm90 = unsigned(smem_per_sm(90) - kReservedSmemPerBlock);
 static_assert(kMaxSmemPerBlockSm90 == 227 * 1024, "sm_90's block limit");
-
-// TileConfig::unpack_long from the tuning values (also the kernels' own
-// test, tile_scheduler.cuh).
-ATTNJIT_TILE_CONSTEXPR bool unpacks_long(int pack_gqa, bool split_kv) {
-  return pack_gqa == 2 && !split_kv;
-}
-// The packing a variant launches with (attention_grid's pack_gqa): 0 none,
-// 1 packed, 2 by sequence (a split-KV variant's 2 packs: 1).
-ATTNJIT_TILE_CONSTEXPR int pack_mode(int pack_gqa, bool split_kv) {
-  return unpacks_long(pack_gqa, split_kv) ? 2 : pack_gqa != 0 ? 1 : 0;
-}
 
 // Rows of a paged TMA box: the greatest common divisor of the key tile and
 // the page size (both multiples of 16), so that every box of a tile starts
@@ -288,7 +272,6 @@ ATTNJIT_TILE_CONSTEXPR TileConfig make_tile_config(const TileShape& shape) {
   c.shape = shape;
   c.consumer_threads = shape.warps * 32;
   c.warpgroups = shape.wgmma ? shape.warps / 4 : 0;
-  c.unpack_long = unpacks_long(shape.pack_gqa, shape.split_kv);
   // (4 or 8 warps of 16 rows each: the phases, warps / groups of rows,
   // then divide the ring's stages for every group count; decode_sm90.cuh.)
   // (Swapped, decode_mma 2: row groups of 8, at most one per warp, so
@@ -356,9 +339,8 @@ ATTNJIT_TILE_CONSTEXPR TileConfig make_tile_config(const TileShape& shape) {
 }
 
 // The launch grid: x query tiles of block_m (packed) rows over the longest
-// sequence (unpack_long: enough cells for it a query head per tile), y
-// heads (kv heads when packing GQA: a block holds the Hq / Hkv query heads
-// of one, else query heads), z sequences. The kernels' tile scheduler maps
+// sequence, y heads (kv heads when packing GQA: a block holds the Hq / Hkv
+// query heads of one, else query heads), z sequences. The kernels' tile scheduler maps
 // each block back to its rows.
 struct GridShape {
   unsigned x, y, z;
@@ -375,10 +357,7 @@ ATTNJIT_TILE_CONSTEXPR GridShape grid_shape(const TileConfig& tile, long long ma
   const bool pack = tile.shape.pack_gqa != 0;
   const long long group = pack ? heads_q / heads_kv : 1;
   const long long block_m = tile.shape.block_m;
-  // (unpack_long: a sequence's cells are enough for it unpacked, which
-  // needs at least as many as packed.)
-  const long long m_tiles = tile.unpack_long ? group * ((max_seqlen_q + block_m - 1) / block_m)
-                                             : (max_seqlen_q * group + block_m - 1) / block_m;
+  const long long m_tiles = (max_seqlen_q * group + block_m - 1) / block_m;
   const long long x = num_splits > 1 ? m_tiles * num_splits : m_tiles;
   return GridShape{unsigned(x), unsigned(pack ? heads_kv : heads_q), unsigned(num_seqs)};
 }
@@ -458,21 +437,6 @@ struct ProducerWarps {
 template <class C>
 struct ProducerWarps<C, decltype(void(C::producer_warps))> {
   static constexpr int value = C::producer_warps;
-};
-
-// Whether a generated Config's paged copies come from one elected lane with
-// warp-uniform pages (its tuning param uniform_boxes; kv_source.cuh,
-// PagedKV::for_each_box), not a lane per box; false for a Config without
-// one. Device code alone: the host's numbers do not depend on it.
-template <class C, class = void>
-struct UniformBoxes {
-  static constexpr bool value = false;
-  static constexpr bool known = true;  // (a value the kernels know)
-};
-template <class C>
-struct UniformBoxes<C, decltype(void(C::uniform_boxes))> {
-  static constexpr bool value = C::uniform_boxes != 0;
-  static constexpr bool known = C::uniform_boxes == 0 || C::uniform_boxes == 1;
 };
 
 // The device side: a generated Config's configuration, from its tuning

@@ -2,13 +2,11 @@
 // knows of its sequence (rows, keys, mask, the key tiles to visit). One
 // block per tile over the grid of grid_shape (tile_config.cuh): (query
 // tiles, heads, sequences), grid.y over kv heads when packing GQA, else
-// over query heads. blockIdx.x counts query tiles from the last (pack_gqa
-// 2, a sequence run unpacked: each query head of the group's tiles in
-// turn, each from its last), so with a causal mask the tiles with the most
-// keys go in the first wave. Another order would be another scheduler
-// type: the mainloops and the epilogue only see the work tile. With
-// split-KV each query tile has its key range split over blocks
-// (set_split); the epilogue combines the parts.
+// over query heads. blockIdx.x counts query tiles from the last, so with a
+// causal mask the tiles with the most keys go in the first wave. Another
+// order would be another scheduler type: the mainloops and the epilogue
+// only see the work tile. With split-KV each query tile has its key range
+// split over blocks (set_split); the epilogue combines the parts.
 #pragma once
 
 #include "attention/gqa_rows.cuh"
@@ -309,30 +307,16 @@ struct WorkTile {
 
 // The tile of cell (x, y, b) of the launch grid (grid_shape): x counts
 // query tiles from the last (with split-KV, num_splits cells per tile, one
-// per part of its keys; pack_gqa 2 on an unpacked sequence, the tiles of
-// each query head of the kv head in turn), y is a head slot (a kv head when packing
-// GQA, else a query head), b the sequence. False when the cell has no tile (the grid covers
-// the longest sequence).
+// per part of its keys), y is a head slot (a kv head when packing GQA,
+// else a query head), b the sequence. False when the cell has no tile
+// (the grid covers the longest sequence).
 template <class C, int kBlockM, int kBlockN>
 __device__ __forceinline__ bool tile_at(const Params<typename C::dtype>& prm,
                                         WorkTile<C, kBlockM, kBlockN>& work, int x, int y, int b) {
   constexpr bool kPack = C::pack_gqa != 0;
-  const int group = prm.gqa_group;
   const int hk =
       kPack ? y : static_cast<int>(divide_by_magic(static_cast<unsigned>(y), prm.gqa_group_magic));
   work.set_sequence(prm, b, hk, y);
-  if constexpr (unpacks_long(C::pack_gqa, C::split_kv)) {
-    // A sequence that runs unpacked: the grid's group * T cells in x
-    // are T tiles (from the last, so the longest with a causal mask come
-    // first) for each query head of the kv head in turn, head-major: the
-    // order of an unpacked launch's (tile, query head) cells.
-    if (runs_unpacked(work.n_q, group, kBlockM)) {
-      const int tiles = prm.tiles_x / group;
-      const int member = x / tiles;
-      x -= member * tiles;
-      work.map = PackedRows<true>{1, hk * group + member, work.n_q, divisor_magic(1)};
-    }
-  }
   if constexpr (C::split_kv) {
     // Each query tile is split over its keys: cell x is part
     // x % num_splits of tile x / num_splits from the last.

@@ -224,12 +224,10 @@ TEST(ExprSpec, OwnTuningRulesComeFirst) {
   const auto tiles = [&](const Spec& spec, std::map<std::string, FlagValue> given) {
     return make_signature(spec, resolve_flags(spec, given), options).tuning;
   };
-  // (decode_mma, producer_warps and uniform_boxes have defaults, which the
-  // rule takes.)
+  // (decode_mma and producer_warps have defaults, which the rule takes.)
   std::vector<std::pair<std::string, int64_t>> expected = kEveryParamValues;
   expected.emplace_back("decode_mma", 0);
   expected.emplace_back("producer_warps", 1);
-  expected.emplace_back("uniform_boxes", 1);
   EXPECT_EQ(tiles(own, {{"head_dim", int64_t{128}}}), expected);
   // Not matched by its rule: the extended spec's, as for the built-in flags.
   for (const auto& given : std::vector<std::map<std::string, FlagValue>>{
@@ -252,6 +250,15 @@ TEST(ExprSpec, OwnTuningRuleErrors) {
             "stages, min_blocks, pack_gqa, wgmma, split_keys)");
   EXPECT_EQ(spec_error(head + "tuning:\n  rules:\n    - {block_mm: 64}\n"),
             "t.yaml:9:8: unknown key 'block_mm' in tuning rule (did you mean 'block_m'?)");
+  // The params of deleted schedules are unknown keys, at the key.
+  for (const char* gone : {"pingpong", "persistent", "uniform_boxes", "cluster"}) {
+    const std::string error =
+        spec_error(head + "tuning:\n  rules:\n    - {" + kEveryParam + ", " + gone + ": 0}\n");
+    EXPECT_EQ(error.rfind("t.yaml:9:", 0), 0u) << error;
+    EXPECT_NE(error.find(std::string("unknown key '") + gone + "' in tuning rule"),
+              std::string::npos)
+        << error;
+  }
   EXPECT_EQ(spec_error(head + "tuning:\n  rules:\n    - {when: {head_dm: [128]}}\n"),
             "t.yaml:9:15: unknown flag 'head_dm' in tuning rule (did you mean 'head_dim'?)");
   EXPECT_EQ(spec_error(head + "tuning:\n  rulez: []\n"),

@@ -110,15 +110,13 @@ std::vector<DecodeCase> decode_cases() {
                       {"block_n", 32},
                       {"stages", 8},
                       {"min_blocks", 1}}});
-    // The paged swapped block with its boxes from one elected lane
-    // (uniform_boxes 1) at the rules' 32-row tiles.
+    // The paged swapped block at the rules' 32-row tiles of 64 keys.
     cases.push_back({f,
                      {{"decode_mma", 2},
                       {"block_m", 32},
                       {"block_n", 64},
                       {"stages", 4},
-                      {"min_blocks", 2},
-                      {"uniform_boxes", 1}}});
+                      {"min_blocks", 2}}});
   }
   return cases;
 }
@@ -166,8 +164,7 @@ INSTANTIATE_TEST_SUITE_P(Kv, DecodeBlock, ::testing::ValuesIn(decode_cases()),
                                   (t.at("decode_mma") == 2 ? "_swapped" : "") +
                                   (t.at("decode_mma") == 2 && t.at("block_m") > 8
                                        ? "_m" + std::to_string(t.at("block_m"))
-                                       : "") +
-                                  (t.count("uniform_boxes") != 0 ? "_uniform" : "");
+                                       : "");
                          });
 
 }  // namespace

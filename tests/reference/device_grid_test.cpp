@@ -1,9 +1,9 @@
 // The launch grid (attention_grid, runtime) and the kernels' tile
 // scheduler (templates/attention/tile_scheduler.cuh, compiled for the host)
 // together: for random varlen batches, GQA groups, tile heights and with
-// and without GQA packing (and packing by sequence, pack_gqa 2), every
-// (token, query head) output row belongs to exactly one block, and each
-// block reads the k/v head of its query heads. No GPU.
+// and without GQA packing, every (token, query head) output row belongs to
+// exactly one block, and each block reads the k/v head of its query heads.
+// No GPU.
 #include <gtest/gtest.h>
 
 #include <array>
@@ -88,42 +88,15 @@ void check_grid(std::mt19937_64& rng) {
   const AttentionArgs args = batch_args(num_seqs, hq, hkv, max_q);
   const LaunchGrid grid = attention_grid(args, kBlockM, kPack);
 
-  attention::Params<unsigned short> prm = batch_params(cu_q, cu_k, hq, hkv);
-  prm.tiles_x = int(grid.x);                  // (pack_gqa 2 splits the cells in x by it)
+  const attention::Params<unsigned short> prm = batch_params(cu_q, cu_k, hq, hkv);
   std::map<std::pair<int, int>, int> writes;  // (token, head) -> blocks
   for (blockIdx.z = 0; blockIdx.z < grid.z; ++blockIdx.z) {
-    const int n_q = cu_q[blockIdx.z + 1] - cu_q[blockIdx.z];
-    // pack_gqa 2: unpacked where that takes at most 9/8 of the packed
-    // tiles (so a sequence of whole tiles always, a decode never); the
-    // test's own statement of runs_unpacked' rule, so a change to either
-    // shows.
-    const int packed_tiles = (n_q * group + kBlockM - 1) / kBlockM;
-    const int unpacked_tiles = group * ((n_q + kBlockM - 1) / kBlockM);
-    const bool unpacked = kPack == 2 && group > 1 && 8 * unpacked_tiles <= 9 * packed_tiles;
-    if (kPack == 2 && group > 1 && n_q > 0 && n_q % kBlockM == 0) ASSERT_TRUE(unpacked) << what;
-    if (kPack == 2 && group > 1 && n_q * group <= kBlockM && n_q > 0) {
-      ASSERT_FALSE(unpacked) << what;
-    }
-    int tiles = 0;
     for (blockIdx.y = 0; blockIdx.y < grid.y; ++blockIdx.y) {
       for (blockIdx.x = 0; blockIdx.x < grid.x; ++blockIdx.x) {
         using Scheduler = attention::TileScheduler<Config<kPack>, kBlockM, 64>;
         typename Scheduler::Work work;
         if (!Scheduler::get(prm, work)) continue;
         ASSERT_LT(work.row0, work.row_end) << what;
-        ++tiles;
-        if (kPack == 2) {
-          ASSERT_EQ(work.map.group, unpacked ? 1 : group) << what << " n_q " << n_q;
-          // Unpacked, the cells in x are each query head's tiles in turn
-          // (head-major), each head's from its last (the most keys, causal).
-          if (unpacked) {
-            const int per_head = int(grid.x) / group;
-            const int member = int(blockIdx.x) / per_head;
-            const int from_last = int(blockIdx.x) % per_head;
-            ASSERT_EQ(work.row0, (unpacked_tiles / group - 1 - from_last) * kBlockM) << what;
-            ASSERT_EQ(work.map.head0, int(blockIdx.y) * group + member) << what;
-          }
-        }
         for (int row = work.row0; row < work.row_end; ++row) {
           const int pos = work.map.position(row);
           const int head = work.map.head(row);
@@ -135,9 +108,6 @@ void check_grid(std::mt19937_64& rng) {
           ++writes[{work.q_begin + pos, head}];
         }
       }
-    }
-    if (kPack == 2 && n_q > 0) {
-      ASSERT_EQ(tiles, int(grid.y) * (unpacked ? unpacked_tiles : packed_tiles)) << what;
     }
   }
   ASSERT_EQ(int(writes.size()), cu_q.back() * hq) << what;
@@ -180,11 +150,8 @@ void check_split(std::mt19937_64& rng) {
   using Tile = std::tuple<int, int, int>;
   const auto visits = [&](auto config, int splits, std::map<Key, int>& seen,
                           std::map<int, std::vector<std::pair<Tile, int>>>& parts) {
-    using Config = decltype(config);
-    using Scheduler = attention::TileScheduler<Config, kBlockM, kBlockN>;
-    // (pack_gqa 2 packs every sequence of a split-KV variant.)
-    const int pack = attention::pack_mode(Config::pack_gqa, Config::split_kv);
-    const LaunchGrid grid = attention_grid(args, kBlockM, pack, splits);
+    using Scheduler = attention::TileScheduler<decltype(config), kBlockM, kBlockN>;
+    const LaunchGrid grid = attention_grid(args, kBlockM, kPack, splits);
     gridDim = HostDim3{grid.x, grid.y, grid.z};
     for (blockIdx.z = 0; blockIdx.z < grid.z; ++blockIdx.z) {
       for (blockIdx.y = 0; blockIdx.y < grid.y; ++blockIdx.y) {
@@ -212,9 +179,7 @@ void check_split(std::mt19937_64& rng) {
   };
   std::map<Key, int> whole, split;
   std::map<int, std::vector<std::pair<Tile, int>>> whole_parts, split_parts;
-  // (pack_gqa 2's split variant packs every sequence: its visits are
-  // those of the packed schedule.)
-  visits(Config < kPack == 2 ? 1 : kPack > {}, 1, whole, whole_parts);
+  visits(Config<kPack>{}, 1, whole, whole_parts);
   visits(Config<kPack, true, kMinTiles * kBlockN>{}, num_splits, split, split_parts);
   ASSERT_EQ(whole.size(), split.size()) << what;
   for (const auto& [key, count] : split) {
@@ -246,7 +211,6 @@ TEST(DeviceGrid, SplitKvVisitsEveryKeyTileOnce) {
     check_split<1, 64, 1>(rng);
     check_split<1, 64, 4>(rng);
     check_split<0, 64, 2>(rng);
-    check_split<2, 64, 1>(rng);
     // The decode block's 8-row tiles (decode_mma 2): a GQA-16 head, or
     // two queries at GQA 8, in two or more tiles, each split.
     check_split<1, 8, 1>(rng);
@@ -264,9 +228,6 @@ TEST(DeviceGrid, EveryOutputRowBelongsToExactlyOneBlock) {
     check_grid<1, 64>(rng);
     check_grid<1, 128>(rng);
     check_grid<1, 192>(rng);
-    check_grid<2, 64>(rng);
-    check_grid<2, 128>(rng);
-    check_grid<2, 192>(rng);
   }
 }
 

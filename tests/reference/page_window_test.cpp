@@ -5,9 +5,9 @@
 // tiles, sequence lengths and the key-tile ranges a split may walk, every
 // box of every tile must get its own page, no table entry at or past the
 // sequence's pages may be read, none twice, and but after a jump none in
-// the move of the tile that needs it. No GPU. (With uniform_boxes the
-// kernel takes box b's key and page as lane b would here, every lane
-// shuffling from the same holder; only who issues the copy differs.)
+// the move of the tile that needs it. No GPU. (The kernel takes box b's
+// key and page as lane b does here, every lane shuffling from the same
+// holder, and one elected lane issues every box.)
 #include <gtest/gtest.h>
 
 #include <algorithm>

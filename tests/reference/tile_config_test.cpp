@@ -388,7 +388,7 @@ TEST(TileConfig, GridShapeIsTheRuntimeLaunchGrid) {
   std::mt19937_64 rng(7);
   for (int trial = 0; trial < 2000; ++trial) {
     const int block_m = 64 << int(rng() % 3);
-    const int pack = int(rng() % 3);  // 2: packed or not by sequence
+    const int pack = int(rng() % 2);
     const TileConfig c = make_tile_config({128, block_m, 64, 4, 2, 1, pack, false, false});
     AttentionArgs args;
     args.num_heads_kv = 1 + int(rng() % 8);
@@ -401,22 +401,7 @@ TEST(TileConfig, GridShapeIsTheRuntimeLaunchGrid) {
     ASSERT_EQ(got.x, want.x) << trial;
     ASSERT_EQ(got.y, want.y) << trial;
     ASSERT_EQ(got.z, want.z) << trial;
-    // Packing by sequence: room for the longest sequence unpacked, one
-    // head per tile, under each kv head.
-    const long long group = args.num_heads_q / args.num_heads_kv;
-    if (pack == 2) {
-      ASSERT_TRUE(c.unpack_long);
-      ASSERT_EQ(got.x, group * ((args.max_seqlen_q + block_m - 1) / block_m)) << trial;
-      ASSERT_EQ(got.y, unsigned(args.num_heads_kv)) << trial;
-    }
   }
-  // Split-KV variants pack every sequence under pack_gqa 2.
-  EXPECT_FALSE(make_tile_config([] {
-                 attention::TileShape s{128, 64, 64, 4, 2, 1, 2, true, false};
-                 s.split_kv = true;
-                 return s;
-               }())
-                   .unpack_long);
   // 2^31 packed rows do not overflow the row count.
   const TileConfig c = make_tile_config({128, 64, 64, 4, 2, 1, true, false, false});
   EXPECT_EQ(attention::grid_shape(c, 1 << 28, 8, 1, 1).x, (1u << 31) / 64);

@@ -147,6 +147,19 @@ TEST(EnvTuning, AMalformedValueIsAnErrorNamingTheVariable) {
               ::testing::ExitedWithCode(2), "ATTNJIT_TUNING: unknown tuning param 'stagse'");
 }
 
+// The params of deleted schedules are unknown names, in any entry.
+TEST(EnvTuning, AParamOfADeletedScheduleIsAnErrorNamingIt) {
+  GTEST_FLAG_SET(death_test_style, "threadsafe");
+  EXPECT_EXIT(get_under_env_tuning("pingpong=0"), ::testing::ExitedWithCode(2),
+              "ATTNJIT_TUNING: unknown tuning param 'pingpong'");
+  EXPECT_EXIT(get_under_env_tuning("split_kv=true:persistent=1"), ::testing::ExitedWithCode(2),
+              "ATTNJIT_TUNING: unknown tuning param 'persistent'");
+  EXPECT_EXIT(get_under_env_tuning("kv_layout=paged:uniform_boxes=0"),
+              ::testing::ExitedWithCode(2), "ATTNJIT_TUNING: unknown tuning param 'uniform_boxes'");
+  EXPECT_EXIT(get_under_env_tuning("stages=3,cluster=2"), ::testing::ExitedWithCode(2),
+              "ATTNJIT_TUNING: unknown tuning param 'cluster'");
+}
+
 // Blanks around the values and empty entries are allowed.
 TEST(EnvTuning, BlanksAndEmptyEntriesAreAllowed) {
   GTEST_FLAG_SET(death_test_style, "threadsafe");

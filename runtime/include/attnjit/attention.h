@@ -194,8 +194,7 @@ AttentionArgs generic_args(const AttentionFlags& requested, const AttentionArgs&
 struct LaunchGrid {
   unsigned x = 0, y = 0, z = 0;
 };
-// pack_gqa: 0 one query head per tile, 1 packed GQA, 2 packed or unpacked
-// by sequence (a variant's tuning pack_gqa 2 without split-KV).
+// pack_gqa: 0 one query head per tile, 1 packed GQA.
 LaunchGrid attention_grid(const AttentionArgs& args, int block_m, int pack_gqa, int num_splits = 1);
 
 // A TMA box of k or v: `chunk` elements of D (one swizzle chunk), one
@@ -243,8 +242,7 @@ class AttentionKernel {
   const AttentionFlags& flags() const { return flags_; }
   Kernel& kernel() { return *current().kernel_; }
   int block_m() const { return current().block_m_; }
-  // GQA packing: 0 none, 1 packed, 2 each sequence as suits it
-  // (TileConfig::unpack_long).
+  // GQA packing: 0 none, 1 packed.
   int pack_gqa() const { return current().pack_gqa_; }
   EntrySource source() const { return current().source_; }
 
