@@ -176,15 +176,15 @@ LoadResult run_load(const Load& load, const std::string& user_dir, const std::st
   return result;
 }
 
-// Every file under `dir` is a valid entry under its own name, a lock file,
-// and nothing else (no temp file of an abandoned publish).
+// Every file under `dir` is a valid entry under its own name, and nothing
+// else: no temp file of an abandoned publish, and no lock file (each
+// holder removes its lock as it lets go).
 void expect_only_good_files(const std::string& dir, int* entries) {
   *entries = 0;
   std::error_code ec;
   for (const auto& item : fs::recursive_directory_iterator(dir, ec)) {
     if (!item.is_regular_file()) continue;
     const fs::path& path = item.path();
-    if (path.extension() == ".lock") continue;
     ASSERT_EQ(path.extension(), ".ajk") << "stray file " << path;
     const CacheKey key{path.stem().string()};
     EXPECT_NO_THROW(decode_entry(testing::read_bytes(path.string()), key)) << path;
