@@ -192,6 +192,13 @@ void expect_only_good_files(const std::string& dir, int* entries) {
   }
 }
 
+// gtest's "GetParam() = ..." reads as the load, not as the struct's bytes.
+void PrintTo(const Load& l, std::ostream* os) {
+  *os << l.processes << " processes x " << l.threads << " threads, " << l.variants << " keys, "
+      << l.per_thread << " per thread, " << l.rounds << " rounds, " << l.compile_ms
+      << " ms compiles" << (l.remove_dir ? ", dir removed" : "");
+}
+
 class CacheLoad : public ::testing::TestWithParam<Load> {};
 
 TEST_P(CacheLoad, EachKeyCompiledOnceAndEveryLookupRight) {

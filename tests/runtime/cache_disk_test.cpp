@@ -118,6 +118,10 @@ struct Damage {
   const char* reason;
 };
 
+// gtest's "GetParam() = ..." (its failure lines, the test list) shows the
+// name, not the struct's bytes.
+void PrintTo(const Damage& damage, std::ostream* os) { *os << damage.name; }
+
 class CacheDamage : public ::testing::TestWithParam<Damage> {};
 
 TEST_P(CacheDamage, IsDetectedCountedRecompiledAndReplaced) {
