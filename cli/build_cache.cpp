@@ -35,6 +35,7 @@
 #include "attnjit/record.h"
 #include "attnjit/selfcheck.h"
 #include "commands.h"
+#include "names.h"
 
 namespace attnjit::cli {
 namespace {
@@ -59,9 +60,11 @@ struct Shard {
   size_t count = 1;
 };
 
+// Throws Error(kArgument) "'3/2': K must be in [0, 2)" for a bad one
+// (add_build_cache checks --shard with it while parsing).
 Shard parse_shard(const std::string& text) {
   const auto bad = [&](const std::string& why) {
-    return Error(ErrorKind::kArgument, "--shard " + text + ": " + why);
+    return Error(ErrorKind::kArgument, detail::quoted(text) + ": " + why);
   };
   const size_t slash = text.find('/');
   const auto is_number = [](const std::string& s) {
@@ -517,7 +520,17 @@ Runner add_build_cache(CLI::App& app) {
                "List the variants that would be built, one per target, and compile nothing");
   app.add_option("--shard", a->shard,
                  "K/N: build only the K-th of N disjoint shards (K from 0 to N-1) of the "
-                 "variants sorted by target and signature; shard directories merge by copying");
+                 "variants sorted by target and signature; shard directories merge by copying")
+      ->check(CLI::Validator(
+          [](std::string& value) -> std::string {
+            try {
+              parse_shard(value);
+            } catch (const Error& e) {
+              return e.what();
+            }
+            return "";
+          },
+          "K/N", "shard"));
   app.add_flag("--generic", a->generic,
                "Also build the generic variant of each attention variant (the tier that "
                "answers while a variant compiles: ATTNJIT_TIERED)");
