@@ -35,6 +35,7 @@
 #include "attnjit/record.h"
 #include "attnjit/selfcheck.h"
 #include "commands.h"
+#include "names.h"
 
 namespace attnjit::cli {
 namespace {
@@ -59,9 +60,11 @@ struct Shard {
   size_t count = 1;
 };
 
+// Throws Error(kArgument) "'3/2': K must be in [0, 2)" for a bad one
+// (add_build_cache checks --shard with it while parsing).
 Shard parse_shard(const std::string& text) {
   const auto bad = [&](const std::string& why) {
-    return Error(ErrorKind::kArgument, "--shard " + text + ": " + why);
+    return Error(ErrorKind::kArgument, detail::quoted(text) + ": " + why);
   };
   const size_t slash = text.find('/');
   const auto is_number = [](const std::string& s) {
@@ -212,7 +215,55 @@ void write_manifest(const std::string& dir, const std::string& name,
   std::printf("manifest:   %s\n", path.c_str());
 }
 
-int print_summary(const std::vector<WorkItem>& items, const std::string& dir, double wall) {
+// The flags of `flags` that differ from the spec's defaults,
+// "head_dim=256,causal=true".
+std::string changed_flags(const Spec& spec, const FlagSet& flags) {
+  std::string text;
+  for (const auto& [name, value] : flags.values) {
+    const FlagDecl* decl = nullptr;
+    for (const FlagDecl& d : spec.flags) {
+      if (d.name == name) decl = &d;
+    }
+    if (decl != nullptr && decl->default_value && *decl->default_value == value) continue;
+    text += (text.empty() ? "" : ",") + name + "=" + to_string(value);
+  }
+  return text.empty() ? "(every flag at its default)" : text;
+}
+
+// The variants whose kernels spill registers to local memory, the most
+// bytes first: the first kMaxListed, then how many more (manifest.json
+// has every variant's spill_stores and spill_loads).
+void print_spills(const std::vector<WorkItem>& items, const std::string& manifest_name) {
+  constexpr size_t kMaxListed = 10;
+  std::vector<const WorkItem*> spilling;
+  for (const WorkItem& it : items) {
+    if (it.error.empty() && (it.resources.spill_stores > 0 || it.resources.spill_loads > 0)) {
+      spilling.push_back(&it);
+    }
+  }
+  if (spilling.empty()) return;
+  std::stable_sort(spilling.begin(), spilling.end(), [](const WorkItem* x, const WorkItem* y) {
+    const int bx = x->resources.spill_stores + x->resources.spill_loads;
+    const int by = y->resources.spill_stores + y->resources.spill_loads;
+    if (bx != by) return bx > by;
+    return x->signature.options.target.name() < y->signature.options.target.name();
+  });
+  std::printf("\n%zu variant(s) spill registers (bytes of spill stores / loads per thread):\n",
+              spilling.size());
+  for (size_t i = 0; i < spilling.size() && i < kMaxListed; ++i) {
+    const WorkItem& it = *spilling[i];
+    std::printf("  %-7s %-28s %5d B / %5d B  %s\n", it.signature.options.target.name().c_str(),
+                it.signature.display_name().c_str(), it.resources.spill_stores,
+                it.resources.spill_loads, changed_flags(*it.spec, it.signature.flags).c_str());
+  }
+  if (spilling.size() > kMaxListed) {
+    std::printf("  ... and %zu more (%s lists every variant's spill_stores and spill_loads)\n",
+                spilling.size() - kMaxListed, manifest_name.c_str());
+  }
+}
+
+int print_summary(const std::vector<WorkItem>& items, const std::string& dir, double wall,
+                  const std::string& manifest_name) {
   struct Row {
     int variants = 0, compiled = 0, cached = 0, failed = 0;
     double compile_s = 0;
@@ -233,7 +284,7 @@ int print_summary(const std::vector<WorkItem>& items, const std::string& dir, do
       ++r.cached;
     }
     r.max_regs = std::max(r.max_regs, it.resources.registers);
-    if (it.resources.spill_stores > 0) ++r.spills;
+    if (it.resources.spill_stores > 0 || it.resources.spill_loads > 0) ++r.spills;
   }
   std::printf("\n%-8s %9s %9s %10s %7s %13s %9s %14s\n", "target", "variants", "compiled",
               "from cache", "failed", "compile time", "max regs", "with spills");
@@ -244,6 +295,7 @@ int print_summary(const std::vector<WorkItem>& items, const std::string& dir, do
     compiled += r.compiled;
     failed += r.failed;
   }
+  print_spills(items, manifest_name);
   std::printf("cache:      %s (%.1f s wall)\n", dir.c_str(), wall);
   if (compiled == 0 && failed == 0) {
     std::printf("nothing compiled: all %zu variants were already in the cache\n", items.size());
@@ -425,12 +477,11 @@ int run_build_cache(const BuildArgs& a) {
   }
   // A shard's manifest has its own name, so that copying the shards into
   // one directory keeps every one of them.
-  write_manifest(config.user_dir,
-                 shard.count > 1
-                     ? fmt::format("manifest-shard-{}-of-{}.json", shard.index, shard.count)
-                     : "manifest.json",
-                 manifest_of(items));
-  int rc = print_summary(items, config.user_dir, wall);
+  const std::string manifest_name =
+      shard.count > 1 ? fmt::format("manifest-shard-{}-of-{}.json", shard.index, shard.count)
+                      : "manifest.json";
+  write_manifest(config.user_dir, manifest_name, manifest_of(items));
+  int rc = print_summary(items, config.user_dir, wall, manifest_name);
   if (rc == 0 && !a.no_check) {
     std::string why;
     if (!Driver::available(&why)) {
@@ -455,8 +506,10 @@ Runner add_build_cache(CLI::App& app) {
   app.add_option("--spec", a->specs,
                  "Embedded spec names or YAML paths (default: every embedded spec)");
   app.add_option("--target", a->targets,
-                 "Targets (default: the local GPU's, else sm_80 and sm_90a)");
-  app.add_option("-j,--jobs", a->jobs, "Parallel compiles (default: cores)");
+                 std::string("Targets: ") + kTargetNames +
+                     " (default: the local GPU's, else sm_80 and sm_90a)");
+  app.add_option("-j,--jobs", a->jobs, "Parallel compiles, at least 1 (default, or 0: one per core)")
+      ->check(job_count());
   app.add_option("-o,--out", a->out,
                  "Cache directory (default: $ATTNJIT_CACHE_DIR, "
                  "$XDG_CACHE_HOME/attnjit or ~/.cache/attnjit)");
@@ -467,7 +520,17 @@ Runner add_build_cache(CLI::App& app) {
                "List the variants that would be built, one per target, and compile nothing");
   app.add_option("--shard", a->shard,
                  "K/N: build only the K-th of N disjoint shards (K from 0 to N-1) of the "
-                 "variants sorted by target and signature; shard directories merge by copying");
+                 "variants sorted by target and signature; shard directories merge by copying")
+      ->check(CLI::Validator(
+          [](std::string& value) -> std::string {
+            try {
+              parse_shard(value);
+            } catch (const Error& e) {
+              return e.what();
+            }
+            return "";
+          },
+          "K/N", "shard"));
   app.add_flag("--generic", a->generic,
                "Also build the generic variant of each attention variant (the tier that "
                "answers while a variant compiles: ATTNJIT_TIERED)");

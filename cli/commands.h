@@ -33,4 +33,16 @@ Spec load_spec_argument(const std::string& name_or_path);
 std::vector<Target> targets_or_default(const std::vector<std::string>& names,
                                        bool* from_gpu = nullptr);
 
+// The targets a --target option takes, for its help.
+inline constexpr const char* kTargetNames =
+    "sm_80, sm_86, sm_89, sm_90a, or sm_90 (portable Hopper code: no wgmma or setmaxnreg)";
+
+// A CLI11 check that the value is one of `names` ("'asm' is not one of
+// none, source, ..."), with the closest one suggested.
+CLI::Validator one_of(std::vector<std::string> names);
+
+// A CLI11 check for -j/--jobs: a whole number, at least 0 (0: one job per
+// core).
+CLI::Validator job_count();
+
 }  // namespace attnjit::cli

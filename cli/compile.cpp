@@ -85,8 +85,15 @@ int run_compile(const CompileArgs& a) {
   FlagSet flags = !a.preset.empty() ? resolve_preset(spec, a.preset)
                                     : resolve_flags(spec, parse_flag_assignments(spec, a.flags));
   const Target target = parse_target(a.target);
-  const Signature sig = make_signature(spec, flags, CompileOptions::from_environment(target),
-                                       parse_tuning_overrides(a.tuning, "--tuning"));
+  const std::map<std::string, int64_t> overrides = parse_tuning_overrides(a.tuning, "--tuning");
+  Signature sig =
+      make_signature(spec, flags, CompileOptions::from_environment(target), overrides);
+  // A compile that fails names where its tiles came from: --tuning's values
+  // are the command line's, not the spec's rule.
+  const std::string generic = "the overrides ";
+  if (!overrides.empty() && sig.tuning_from.rfind(generic, 0) == 0) {
+    sig.tuning_from = "--tuning " + sig.tuning_from.substr(generic.size());
+  }
   const GeneratedSource source = generate_source(spec, sig);
   const CacheKey key = make_cache_key(sig, source.key_text());
   std::FILE* info = a.out.empty() && a.emit != "none" ? stderr : stdout;
@@ -133,9 +140,9 @@ Runner add_compile(CLI::App& app) {
       ->excludes(preset);
   app.add_option("--tuning", a->tuning,
                  "Override the spec's tile configuration, e.g. \"block_m=64,wgmma=1\"");
-  app.add_option("--target", a->target, "sm_80, sm_86, sm_89, sm_90a")->capture_default_str();
+  app.add_option("--target", a->target, kTargetNames)->capture_default_str();
   app.add_option("--emit", a->emit, "none, source, params (the kernel's parameter struct), ptx or cubin")
-      ->check(CLI::IsMember({"none", "source", "params", "ptx", "cubin"}))
+      ->check(one_of({"none", "source", "params", "ptx", "cubin"}))
       ->capture_default_str();
   app.add_option("-o,--out", a->out, "Write what --emit selects to this file");
   app.add_flag("--no-cache", a->no_cache, "Compile with NVRTC directly, bypassing the cache");

@@ -1,5 +1,6 @@
 // `attnjit inspect` (a cache directory) and `attnjit specs` (the embedded
 // specs).
+#include <algorithm>
 #include <cstdio>
 #include <memory>
 #include <optional>
@@ -17,6 +18,40 @@
 
 namespace attnjit::cli {
 namespace {
+
+bool is_shard_name(const std::string& name) {
+  return name.size() == 2 && std::all_of(name.begin(), name.end(), [](char c) {
+           return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f');
+         });
+}
+
+// Whether `dir`, which holds no entry, is still recognisably a cache: a
+// build-cache manifest, or a shard folder (two hex digits) holding nothing
+// but what attnjit writes there (entries, lock files, publish temp files)
+// or nothing at all. An empty `dir` is not.
+bool looks_like_empty_cache(const std::string& dir) {
+  namespace fs = std::filesystem;
+  std::error_code ec;
+  bool shard_seen = false;
+  for (fs::directory_iterator it(dir, ec), end; !ec && it != end; it.increment(ec)) {
+    const std::string name = it->path().filename().string();
+    if (name == "manifest.json" || (name.rfind("manifest-shard-", 0) == 0 &&
+                                    it->path().extension() == ".json")) {
+      return true;
+    }
+    std::error_code inner;
+    if (!is_shard_name(name) || !it->is_directory(inner)) continue;
+    for (fs::directory_iterator f(it->path(), inner); !inner && f != end; f.increment(inner)) {
+      const fs::path& p = f->path();
+      const std::string file = p.filename().string();
+      const bool ours = p.extension() == ".ajk" || p.extension() == ".lock" ||
+                        (file[0] == '.' && file.find(".tmp.") != std::string::npos);
+      if (!ours) return false;
+    }
+    shard_seen = true;
+  }
+  return shard_seen;
+}
 
 int run_inspect(const std::string& dir_arg, bool quiet) {
   const bool explicit_dir = !dir_arg.empty();
@@ -43,6 +78,22 @@ int run_inspect(const std::string& dir_arg, bool quiet) {
     throw Error(ErrorKind::kArgument, "cannot read cache directory '" + dir + "': " + ec.message());
   }
   const std::vector<EntryReport> entries = scan_cache_dir(dir);
+  // A directory with no entry must still look like a cache: `inspect` on
+  // some other directory is a mistake, not an empty cache. (The default
+  // directory may be empty: nothing has been compiled into it yet.)
+  if (entries.empty() && !looks_like_empty_cache(dir)) {
+    const bool empty = std::filesystem::is_empty(dir, ec);
+    if (!explicit_dir && empty) {
+      std::printf("%s: no cache yet (nothing has been compiled into it): 0 entries\n",
+                  dir.c_str());
+      return 0;
+    }
+    throw Error(ErrorKind::kArgument,
+                "'" + dir + "' is not an attnjit cache directory: it " +
+                    (empty ? std::string("is empty") : std::string("holds no cache entries")) +
+                    " (a cache holds <2 hex digits>/<key>.ajk files; `attnjit build-cache "
+                    "--out DIR` makes one)");
+  }
   int bad = 0;
   size_t bytes = 0;
   for (const EntryReport& e : entries) {
@@ -137,7 +188,7 @@ Runner add_inspect(CLI::App& app) {
   auto quiet = std::make_shared<bool>(false);
   app.add_option("dir", *dir,
                  "Cache directory (default: the user cache directory); "
-                 "one that does not exist is an error");
+                 "one that does not exist or is not a cache is an error");
   app.add_flag("-q,--quiet", *quiet, "Only list bad entries");
   return [dir, quiet] { return run_inspect(*dir, *quiet); };
 }

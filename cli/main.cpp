@@ -42,7 +42,10 @@ int usage_error(const std::string& where, const std::string& message) {
 
 // The first argument must be a subcommand or one of attnjit's own options.
 int check_first_argument(const CLI::App& app, int argc, char** argv) {
-  if (argc < 2) return 0;
+  if (argc < 2) {
+    return usage_error("attnjit", "no subcommand given (subcommands: " +
+                                      attnjit::detail::join(subcommand_names(app), ", ") + ")");
+  }
   if (argv[1][0] == '-') {
     const std::string given(argv[1]);
     const std::string name = given.substr(0, given.find('='));
@@ -84,6 +87,30 @@ int report_extras(const CLI::App& app) {
       command, "unexpected argument " + attnjit::detail::quoted(first) + " for '" + command + "'");
 }
 
+// Any other error of CLI11's parser (an option's value that does not
+// convert or is not accepted, options that exclude each other, a missing
+// value): its message, in attnjit's form, with the subcommand it was given to.
+int report_parse_error(const CLI::App& app, const CLI::ParseError& e) {
+  const CLI::App* where = &app;
+  for (const CLI::App* sub : app.get_subcommands()) where = sub;
+  const std::string command =
+      where == &app ? std::string("attnjit") : "attnjit " + where->get_name();
+  std::string message = e.what();
+  if (message.empty()) message = e.get_name();
+  // "--preset: 1 required TEXT missing": an option given without its value.
+  const size_t colon = message.find(": ");
+  if (e.get_name() == "ArgumentMismatch" && colon != std::string::npos &&
+      message.find(" required ", colon) != std::string::npos &&
+      message.size() > 8 && message.compare(message.size() - 8, 8, " missing") == 0) {
+    message = message.substr(0, colon) + ": needs a value";
+  }
+  if (e.get_name() == "RequiredError" && where == &app) {
+    message = "no subcommand given (subcommands: " +
+              attnjit::detail::join(subcommand_names(app), ", ") + ")";
+  }
+  return usage_error(command, message);
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -93,7 +120,7 @@ int main(int argc, char** argv) {
       "default."};
   app.require_subcommand(1);
   app.set_help_all_flag("--help-all", "Show the help of every subcommand");
-  app.set_version_flag("--version", std::string("attnjit ") + ATTNJIT_VERSION);
+  app.set_version_flag("-V,--version", std::string("attnjit ") + ATTNJIT_VERSION);
   using attnjit::cli::Runner;
   std::vector<std::pair<CLI::App*, Runner>> commands;
   auto add = [&](const char* name, const char* help, Runner (*make)(CLI::App&)) {
@@ -123,9 +150,10 @@ int main(int argc, char** argv) {
     app.parse(argc, argv);
   } catch (const CLI::ExtrasError&) {
     return report_extras(app);
+  } catch (const CLI::Success& e) {
+    return app.exit(e);  // --help, --help-all, --version: exit 0
   } catch (const CLI::ParseError& e) {
-    const int rc = app.exit(e);  // help and version exit 0
-    return rc == 0 ? 0 : kUsageError;
+    return report_parse_error(app, e);
   }
   try {
     for (auto& [sub, run] : commands) {

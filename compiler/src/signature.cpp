@@ -129,7 +129,18 @@ Signature make_signature(const Spec& spec, const FlagSet& flags, const CompileOp
                                        options.target.name() + " and tuning param " +
                                        detail::quoted(param) + " has no override");
   }
-  if (from_rule) signature.tuning_from = "the tuning rule at " + rule->loc.str();
+  // Overrides first: a compile they break is theirs, not the rule's.
+  std::vector<std::string> overridden;
+  for (const auto& [param, value] : signature.tuning) {
+    if (overrides.count(param) != 0) overridden.push_back(param + "=" + std::to_string(value));
+  }
+  const std::string rule_text = from_rule ? "the tuning rule at " + rule->loc.str() : "";
+  if (overridden.empty()) {
+    signature.tuning_from = rule_text;
+  } else {
+    signature.tuning_from = "the overrides " + detail::join(overridden, ",");
+    if (from_rule) signature.tuning_from += ", the other params from " + rule_text;
+  }
   return signature;
 }
 

@@ -10,6 +10,7 @@
 #include <cerrno>
 #include <cstring>
 #include <thread>
+#include <utility>
 
 namespace attnjit::cache_disk {
 namespace {
@@ -164,18 +165,39 @@ bool is_transient(int error) {
 
 FileLock::~FileLock() { release(); }
 
-FileLock::FileLock(FileLock&& other) noexcept : fd_(other.fd_) { other.fd_ = -1; }
+FileLock::FileLock(FileLock&& other) noexcept : fd_(other.fd_), path_(std::move(other.path_)) {
+  other.fd_ = -1;
+}
 
 FileLock& FileLock::operator=(FileLock&& other) noexcept {
   if (this == &other) return *this;
   release();
   fd_ = other.fd_;
+  path_ = std::move(other.path_);
   other.fd_ = -1;
   return *this;
 }
 
+namespace {
+
+// Whether `fd` is the file linked at `path` now.
+bool is_linked_at(int fd, const std::string& path) {
+  struct stat held, linked;
+  if (::fstat(fd, &held) != 0 || ::stat(path.c_str(), &linked) != 0) return false;
+  return held.st_dev == linked.st_dev && held.st_ino == linked.st_ino;
+}
+
+}  // namespace
+
 void FileLock::release() noexcept {
   if (fd_ < 0) return;
+  // Removed while still locked, so that no lock file stays behind. A
+  // process waiting on this file then locks an unlinked file, sees that
+  // (acquire) and starts over on the path; the path's file is only ever
+  // unlinked by its holder. (Only if the file is still ours: were the
+  // directory removed and a peer's new lock file put there meanwhile,
+  // that one stays.)
+  if (is_linked_at(fd_, path_)) ::unlink(path_.c_str());
   ::flock(fd_, LOCK_UN);
   ::close(fd_);
   fd_ = -1;
@@ -183,21 +205,37 @@ void FileLock::release() noexcept {
 
 FileLock FileLock::acquire(const std::string& path, std::chrono::milliseconds limit) {
   FileLock lock;
-  int fd = ::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
-  if (fd < 0) return lock;
   auto deadline = std::chrono::steady_clock::now() + limit;
   auto pause = std::chrono::milliseconds(1);
-  while (::flock(fd, LOCK_EX | LOCK_NB) != 0) {
-    bool busy = errno == EWOULDBLOCK || errno == EINTR;
-    if (!busy || std::chrono::steady_clock::now() >= deadline) {
+  auto wait = [&] {
+    if (std::chrono::steady_clock::now() >= deadline) return false;
+    std::this_thread::sleep_for(pause);
+    pause = std::min(pause * 2, std::chrono::milliseconds(50));
+    return true;
+  };
+  for (;;) {
+    int fd = ::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+    if (fd < 0) return lock;
+    bool locked = false;
+    while (!(locked = ::flock(fd, LOCK_EX | LOCK_NB) == 0)) {
+      bool busy = errno == EWOULDBLOCK || errno == EINTR;
+      if (!busy || !wait()) break;
+    }
+    if (!locked) {
       ::close(fd);
       return lock;
     }
-    std::this_thread::sleep_for(pause);
-    pause = std::min(pause * 2, std::chrono::milliseconds(50));
+    // The holder before us unlinks the file as it lets go (release): the
+    // lock is ours only if the file is still the one at `path`; else the
+    // path's current file (or a new one) is tried.
+    if (is_linked_at(fd, path)) {
+      lock.fd_ = fd;
+      lock.path_ = path;
+      return lock;
+    }
+    ::close(fd);
+    if (std::chrono::steady_clock::now() >= deadline) return lock;
   }
-  lock.fd_ = fd;
-  return lock;
 }
 
 }  // namespace attnjit::cache_disk

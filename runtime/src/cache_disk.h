@@ -42,9 +42,13 @@ bool is_key_hex(const std::string& text);
 bool is_transient(int error);
 
 // An exclusive flock on `path` (created if needed), released on
-// destruction. acquire() polls for at most `limit` and returns an unheld
-// lock when the file cannot be opened or locked in time, so a caller never
-// blocks forever and falls back to working without it.
+// destruction, which also removes the file (while it is still locked), so
+// that a directory of locks is left empty. A process that waited on the
+// removed file finds that it is no longer the one at `path` and locks the
+// path anew: two holders never overlap. acquire() polls for at most
+// `limit` and returns an unheld lock when the file cannot be opened or
+// locked in time, so a caller never blocks forever and falls back to
+// working without it.
 class FileLock {
  public:
   FileLock() = default;
@@ -60,6 +64,7 @@ class FileLock {
  private:
   void release() noexcept;
   int fd_ = -1;
+  std::string path_;
 };
 
 }  // namespace attnjit::cache_disk

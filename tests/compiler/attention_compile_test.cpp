@@ -1,14 +1,18 @@
-// Every variant of the attention spec's matrix and presets compiles with
-// NVRTC for sm_80 and sm_90a, carries its launch info, asks for no more
-// shared memory per block than the target has, and (warpgroup kernels
-// that rebalance registers) starts with the registers of the blocks per SM
-// its shared memory allows.
+// A spread sample of the attention spec's matrix and presets (every variant
+// is compiled by the main job, `attnjit build-cache`, not here) compiles with
+// NVRTC, carries its launch info, asks for no more shared memory per block
+// than the target has, and (warpgroup kernels that rebalance registers)
+// starts with the registers of the blocks per SM its shared memory allows;
+// every rule of the tuning table is among what compiles.
 #include <gtest/gtest.h>
 
 #include <algorithm>
 #include <atomic>
+#include <map>
 #include <mutex>
+#include <set>
 #include <thread>
+#include <tuple>
 
 #include <fmt/format.h>
 
@@ -66,16 +70,101 @@ std::vector<std::string> compile_all(const Spec& spec, const std::vector<Signatu
   return failures;
 }
 
-TEST(AttentionCompile, EveryMatrixVariantCompilesForSm80AndSm90a) {
-  const Spec spec = load_embedded_spec("attention");
+// The variants compiled by MatrixSampleCompilesAndCoversEveryTuningRule,
+// chosen without compiling anything, the same on every run:
+//  - every kStride-th of the matrix-and-presets variants for sm_80 and
+//    sm_90a in turn (the spec's order, sm_80's then sm_90a's);
+//  - the first variant of each (target, head_dim, kv_layout, kv_dtype) the
+//    above missed;
+//  - for each tuning rule no variant above resolves to, the first variant
+//    that does, on sm_80, sm_90a, sm_86, sm_89 or sm_90 (the portable
+//    Hopper target: the rules without `targets`), or else (a rule for
+//    flags outside the matrix) the variant made of the rule's own `when`.
+// `unreached` gets the rules none of these resolves to: shadowed ones.
+std::vector<Signature> matrix_sample(const Spec& spec, std::vector<std::string>* unreached) {
+  constexpr size_t kStride = 17;
   const std::vector<FlagSet> variants = matrix_and_presets(spec);
-  std::vector<Signature> work;
+  const auto signature = [&](const FlagSet& flags, const char* target) {
+    return make_signature(spec, flags, CompileOptions::from_environment(parse_target(target)));
+  };
+  std::vector<Signature> sample;
+  std::set<std::string> taken;  // canonical signatures (they name the target)
+  const auto take = [&](Signature sig) {
+    if (taken.insert(sig.canonical()).second) sample.push_back(std::move(sig));
+  };
+  std::vector<Signature> main;  // sm_80's variants, then sm_90a's
   for (const char* target : {"sm_80", "sm_90a"}) {
-    for (const FlagSet& f : variants) {
-      work.push_back(
-          make_signature(spec, f, CompileOptions::from_environment(parse_target(target))));
+    for (const FlagSet& f : variants) main.push_back(signature(f, target));
+  }
+  for (size_t i = 0; i < main.size(); i += kStride) take(main[i]);
+  using Storage = std::tuple<std::string, int64_t, std::string, std::string>;
+  const auto storage_of = [](const Signature& sig) {
+    return Storage{sig.options.target.name(), std::get<int64_t>(sig.flags.at("head_dim")),
+                   std::get<std::string>(sig.flags.at("kv_layout")),
+                   std::get<std::string>(sig.flags.at("kv_dtype"))};
+  };
+  std::set<Storage> storages;
+  for (const Signature& sig : sample) storages.insert(storage_of(sig));
+  for (const Signature& sig : main) {
+    if (storages.insert(storage_of(sig)).second) take(sig);
+  }
+  // A signature made without overrides names the rule it resolved to.
+  std::set<std::string> covered;
+  for (const Signature& sig : sample) covered.insert(sig.tuning_from);
+  for (const TuningRule& rule : spec.tuning.rules) {
+    const std::string from = "the tuning rule at " + rule.loc.str();
+    if (covered.count(from) != 0) continue;
+    bool found = false;
+    for (const char* target : {"sm_80", "sm_90a", "sm_86", "sm_89", "sm_90"}) {
+      for (size_t i = 0; i < variants.size() && !found; ++i) {
+        Signature sig = signature(variants[i], target);
+        if (sig.tuning_from == from) {
+          take(std::move(sig));
+          found = true;
+        }
+      }
+      if (found) break;
+    }
+    // A rule for flags the matrix lacks (an engine may still ask for
+    // them): the variant of its own `when` (the first value of each, the
+    // other flags at their defaults) on its first target.
+    if (!found) {
+      std::map<std::string, FlagValue> given;
+      for (const auto& [flag, values] : rule.when) given[flag] = values.front();
+      const std::string target = rule.targets.empty() ? "sm_80" : rule.targets.front();
+      try {
+        Signature sig = make_signature(
+            spec, resolve_flags(spec, given),
+            CompileOptions::from_environment(parse_target(target)));
+        if (sig.tuning_from == from) {
+          take(std::move(sig));
+          found = true;
+        }
+      } catch (const Error&) {
+        // Flags that break a constraint: the rule stays unreached.
+      }
+    }
+    if (found) {
+      covered.insert(from);
+    } else {
+      unreached->push_back(rule.loc.str());
     }
   }
+  return sample;
+}
+
+TEST(AttentionCompile, MatrixSampleCompilesAndCoversEveryTuningRule) {
+  const Spec spec = load_embedded_spec("attention");
+  std::vector<std::string> unreached;
+  const std::vector<Signature> work = matrix_sample(spec, &unreached);
+  // Every rule of the table is reached: one that neither a variant of the
+  // matrix nor its own `when` resolves to is shadowed by a rule above it.
+  for (const std::string& loc : unreached) {
+    ADD_FAILURE() << "no variant resolves to the tuning rule at " << loc
+                  << " (a rule above it takes its flags)";
+  }
+  EXPECT_GE(work.size(), 60u);
+  EXPECT_LE(work.size(), 90u);
   const auto failures = compile_all(spec, work, [&](const Signature& sig, const CompiledKernel& k) {
     std::string problem;
     if (k.cubin.size() < 4 || k.cubin.compare(0, 4,
@@ -108,7 +197,14 @@ TEST(AttentionCompile, EveryMatrixVariantCompilesForSm80AndSm90a) {
     }
     return problem;
   });
-  std::printf("compiled %zu variants for sm_80 and sm_90a\n", work.size());
+  std::map<std::string, int> per_target;
+  for (const Signature& sig : work) ++per_target[sig.options.target.name()];
+  std::string counts;
+  for (const auto& [target, n] : per_target) {
+    counts += (counts.empty() ? "" : ", ") + std::to_string(n) + " " + target;
+  }
+  std::printf("compiled a sample of %zu variants (%s) covering %zu tuning rules\n", work.size(),
+              counts.c_str(), spec.tuning.rules.size() - unreached.size());
   for (const auto& f : failures) ADD_FAILURE() << f;
 }
 

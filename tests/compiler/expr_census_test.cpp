@@ -115,6 +115,11 @@ struct Case {
   bool causal_flag;
 };
 
+// gtest's "GetParam() = ..." shows the example, not the struct's bytes.
+void PrintTo(const Case& c, std::ostream* os) {
+  *os << c.name << (c.causal_flag ? " (causal flag)" : "");
+}
+
 class ExprCensus : public ::testing::TestWithParam<Case> {};
 
 TEST_P(ExprCensus, ClassesAreExactOnTheExample) {

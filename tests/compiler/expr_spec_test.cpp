@@ -285,10 +285,15 @@ TEST(ExprSpec, AFailedCompileNamesTheTuningRule) {
     EXPECT_NE(std::string(error.what()).find("wgmma = 1 needs the sm_90a target"),
               std::string::npos);
   }
-  // Overrides for every param: no rule to name.
+  // Overrides for every param: no rule to name, the overrides instead.
   std::map<std::string, int64_t> all;
   for (const auto& [param, value] : sig.tuning) all[param] = value;
-  EXPECT_EQ(make_signature(own, resolve_flags(own, {}), options, all).tuning_from, "");
+  const std::string all_from = make_signature(own, resolve_flags(own, {}), options, all).tuning_from;
+  EXPECT_EQ(all_from.rfind("the overrides block_m=", 0), 0u) << all_from;
+  EXPECT_EQ(all_from.find("tuning rule"), std::string::npos) << all_from;
+  // One override: it is named first, the rule for the rest.
+  EXPECT_EQ(make_signature(own, resolve_flags(own, {}), options, {{"wgmma", 0}}).tuning_from,
+            "the overrides wgmma=0, the other params from the tuning rule at u.yaml:9:7");
 }
 
 TEST(ExprSpec, ExampleSpecsLoad) {

@@ -121,6 +121,16 @@ std::vector<DecodeCase> decode_cases() {
   return cases;
 }
 
+// gtest's "GetParam() = ..." reads as the flags and the tuning values.
+void PrintTo(const DecodeCase& c, std::ostream* os) {
+  PrintTo(c.flags, os);
+  std::string tuning;
+  for (const auto& [param, value] : c.tuning) {
+    tuning += (tuning.empty() ? "" : ",") + param + "=" + std::to_string(value);
+  }
+  *os << " | " << tuning;
+}
+
 class DecodeBlock : public ::testing::TestWithParam<DecodeCase> {};
 
 TEST_P(DecodeBlock, MatchesTheReferenceOnEveryShape) {

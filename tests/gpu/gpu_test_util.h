@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include <cstdio>
+#include <ostream>
 #include <random>
 #include <string>
 #include <vector>
@@ -14,6 +15,26 @@
 #include "attnjit/attention.h"
 #include "attnjit/driver.h"
 #include "attnjit/selfcheck.h"
+
+namespace attnjit {
+
+// The flags that differ from AttentionFlags' defaults, as `--flags` takes
+// them ("head_dim=80,causal=true"), "defaults" for none: gtest's
+// "GetParam() = ..." for a test over AttentionFlags, instead of the
+// struct's bytes. (Every GPU test includes this header, so every one that
+// prints AttentionFlags prints them so.)
+inline void PrintTo(const AttentionFlags& flags, std::ostream* os) {
+  const FlagSet mine = flags.to_flag_set();
+  const FlagSet base = AttentionFlags{}.to_flag_set();
+  std::string text;
+  for (size_t i = 0; i < mine.values.size(); ++i) {
+    if (i < base.values.size() && mine.values[i].second == base.values[i].second) continue;
+    text += (text.empty() ? "" : ",") + mine.values[i].first + "=" + to_string(mine.values[i].second);
+  }
+  *os << (text.empty() ? "defaults" : text);
+}
+
+}  // namespace attnjit
 
 namespace attnjit::testing {
 

@@ -343,6 +343,9 @@ const std::vector<ArgCase>& arg_cases() {
   return all;
 }
 
+// gtest's "GetParam() = ..." shows the case's name, not its bytes.
+void PrintTo(const ArgCase& c, std::ostream* os) { *os << c.name; }
+
 class AttentionArgsValidation : public ::testing::TestWithParam<ArgCase> {};
 
 TEST_P(AttentionArgsValidation, AcceptsOrRejectsNamingTheArgument) {

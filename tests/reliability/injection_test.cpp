@@ -124,6 +124,9 @@ std::string with_payload(const std::string& yaml, const std::string& payload) {
 
 // One test per place; every payload in it (SCOPED_TRACE names the one that
 // fails), so that the suite stays a few dozen ctest entries.
+// gtest's "GetParam() = ..." shows the place's name, not its bytes.
+void PrintTo(const Place& place, std::ostream* os) { *os << place.name; }
+
 class SpecInjection : public ::testing::TestWithParam<Place> {};
 
 void expect_rejected(const Place& place, const Payload& payload) {
@@ -273,6 +276,8 @@ TEST(HandMadeSpecInjection, CleanSpecGeneratesCleanSource) {
       generate_source(spec, make_signature(spec, resolve_flags(spec, {}), options));
   EXPECT_EQ(generated_source_problem(spec, source), std::nullopt) << source.text;
 }
+
+void PrintTo(const HandMadePlace& place, std::ostream* os) { *os << place.name; }
 
 class HandMadeInjection : public ::testing::TestWithParam<HandMadePlace> {};
 

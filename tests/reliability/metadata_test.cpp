@@ -205,6 +205,9 @@ const std::vector<MetadataCase>& cases() {
   return all;
 }
 
+// gtest's "GetParam() = ..." shows the case's name, not its bytes.
+void PrintTo(const MetadataCase& c, std::ostream* os) { *os << c.name; }
+
 class CheckedMode : public ::testing::TestWithParam<MetadataCase> {};
 
 TEST_P(CheckedMode, AcceptsOrNamesTheViolation) {

@@ -6,11 +6,14 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <chrono>
+#include <filesystem>
 #include <thread>
 #include <vector>
 
 #include "attnjit/cache.h"
+#include "cache_disk.h"
 #include "cache_test_support.h"
 
 namespace attnjit {
@@ -135,6 +138,46 @@ TEST(CacheProcesses, TwoCachesOnOneDirectoryCompileOnce) {
     EXPECT_EQ(a.stats().compiles + b.stats().compiles, 1u);
     EXPECT_EQ(a.stats().disk_hits + b.stats().disk_hits, 1u);
   }
+}
+
+// The lock file goes with its holder's release, and exclusion holds
+// anyway: threads (each lock its own open file description, as processes
+// have) take one lock path in turn many times over, so that waiters often
+// sit on a file its holder has just removed; never two inside at once, and
+// no file at the end.
+TEST(CacheProcesses, LockFilesAreRemovedAndStillExclude) {
+  testing::TempDir dir;
+  if (!flock_works(dir.path())) GTEST_SKIP() << "flock does not exclude here";
+  const std::string path = dir / "k.lock";
+  {
+    cache_disk::FileLock lock = cache_disk::FileLock::acquire(path, std::chrono::seconds(5));
+    ASSERT_TRUE(lock.held());
+    EXPECT_TRUE(std::filesystem::exists(path));
+  }
+  EXPECT_FALSE(std::filesystem::exists(path));
+
+  constexpr int kThreads = 6;
+  constexpr int kRounds = 150;
+  std::atomic<int> inside{0}, overlaps{0}, unheld{0};
+  std::vector<std::thread> threads;
+  for (int t = 0; t < kThreads; ++t) {
+    threads.emplace_back([&] {
+      for (int i = 0; i < kRounds; ++i) {
+        cache_disk::FileLock lock = cache_disk::FileLock::acquire(path, std::chrono::seconds(30));
+        if (!lock.held()) {
+          ++unheld;
+          continue;
+        }
+        if (++inside != 1) ++overlaps;
+        std::this_thread::sleep_for(std::chrono::microseconds(50));
+        --inside;
+      }
+    });
+  }
+  for (auto& t : threads) t.join();
+  EXPECT_EQ(overlaps.load(), 0);
+  EXPECT_EQ(unheld.load(), 0);
+  EXPECT_FALSE(std::filesystem::exists(path));
 }
 
 }  // namespace

@@ -25,8 +25,10 @@ struct Signature {
   std::vector<std::pair<std::string, int64_t>> tuning;  // spec param order
   CompileOptions options;
   // Where the tuning values came from, for messages only (not part of the
-  // canonical signature or any key): "the tuning rule at FILE:LINE:COL",
-  // or empty when overrides set every param.
+  // canonical signature or any key): "the tuning rule at FILE:LINE:COL";
+  // with overrides "the overrides block_m=64,wgmma=1" and, when the rule
+  // set the other params, ", the other params from the tuning rule at
+  // FILE:LINE:COL"; empty when the params' defaults set everything.
   std::string tuning_from;
 
   // "attention_prefill[dtype=bf16,head_dim=128,...|block_m=128,...]@sm_90a"

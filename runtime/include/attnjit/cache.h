@@ -132,7 +132,8 @@ class KernelCache {
   // Entry files: <dir>/<key[0:2]>/<key>.ajk
   static std::string entry_path(const std::string& dir, const CacheKey& key);
   // The advisory lock beside it (flock), taken around compile and publish
-  // so that processes sharing a user directory compile a key once.
+  // so that processes sharing a user directory compile a key once; its
+  // holder removes it as it lets go, so none stays behind.
   static std::string lock_path(const std::string& dir, const CacheKey& key);
 
   // Unique for the process lifetime (never reused, unlike an address).
