@@ -153,6 +153,7 @@ void run_items(std::vector<WorkItem>& items, KernelCache& cache, int jobs) {
   std::atomic<size_t> next{0};
   std::atomic<size_t> done{0};
   std::mutex print_mutex;
+  const auto start = std::chrono::steady_clock::now();
   auto worker = [&] {
     for (size_t i = next++; i < items.size(); i = next++) {
       WorkItem& item = items[i];
@@ -168,11 +169,17 @@ void run_items(std::vector<WorkItem>& items, KernelCache& cache, int jobs) {
       item.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
       std::lock_guard<std::mutex> lock(print_mutex);
       const size_t n = ++done;
-      std::printf("[%zu/%zu] %-28s %-7s %-9s %7.0f ms%s\n", n, items.size(),
+      // The time left, from the rate so far (the variants take turns on
+      // the jobs, so the wall time per finished variant is the rate).
+      const double elapsed =
+          std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+      const std::string left =
+          n < items.size() ? fmt::format("  ~{:.0f} s left", elapsed / n * (items.size() - n)) : "";
+      std::printf("[%zu/%zu] %-28s %-7s %-9s %7.0f ms%s%s\n", n, items.size(),
                   item.signature.display_name().c_str(),
                   item.signature.options.target.name().c_str(),
                   item.error.empty() ? to_string(item.source) : "FAILED", item.seconds * 1e3,
-                  item.error.empty() ? "" : "  (see below)");
+                  item.error.empty() ? "" : "  (see below)", left.c_str());
       std::fflush(stdout);
     }
   };
