@@ -32,13 +32,27 @@ namespace {
 // one rule the kernels use (tile_config.cuh).
 attention::TileConfig tile_config_of(const Signature& sig) {
   const auto param = [&](const char* name) { return int(sig.tuning_value(name)); };
-  return attention::make_tile_config(attention::TileShape{
-      int(sig.flags.get_int("head_dim")), param("block_m"), param("block_n"), param("warps"),
-      param("stages"), param("min_blocks"), param("pack_gqa"), param("wgmma") != 0,
-      sig.options.max_registers != 0, sig.flags.get_name("kv_dtype") == "fp8_e4m3",
-      sig.flags.get_bool("split_kv"), attention::smem_per_sm(sig.options.target.sm),
-      param("decode_mma") != 0, param("decode_mma") == 2, sig.flags.get_bool("small_pages"),
-      param("producer_warps")});
+  struct {  // the names attention::tile_shape_of reads
+    int head_dim, block_m, block_n, warps, stages, min_blocks, pack_gqa, wgmma, smem_per_sm;
+    int decode_mma, producer_warps;
+    bool register_cap, kv_fp8, split_kv, small_pages;
+  } v{};
+  v.head_dim = int(sig.flags.get_int("head_dim"));
+  v.block_m = param("block_m");
+  v.block_n = param("block_n");
+  v.warps = param("warps");
+  v.stages = param("stages");
+  v.min_blocks = param("min_blocks");
+  v.pack_gqa = param("pack_gqa");
+  v.wgmma = param("wgmma");
+  v.smem_per_sm = attention::smem_per_sm(sig.options.target.sm);
+  v.decode_mma = param("decode_mma");
+  v.producer_warps = param("producer_warps");
+  v.register_cap = sig.options.max_registers != 0;
+  v.kv_fp8 = sig.flags.get_name("kv_dtype") == "fp8_e4m3";
+  v.split_kv = sig.flags.get_bool("split_kv");
+  v.small_pages = sig.flags.get_bool("small_pages");
+  return attention::make_tile_config(attention::tile_shape_of(v));
 }
 
 // The kernel ABI: the struct generated from the spec's `args`, filled by

@@ -40,8 +40,8 @@ struct attention_prefill_traits {
   static_assert(C::wgmma == 0 || C::wgmma == 1, "tuning param wgmma is 0 or 1");
   static_assert(C::pack_gqa == 0 || C::pack_gqa == 1,
                 "tuning param pack_gqa is 0 (a query head per tile) or 1 (GQA packed)");
-  static_assert(attention::DecodeMma<C>::known, "tuning param decode_mma is 0, 1 or 2");
-  static_assert(attention::ProducerWarps<C>::value == 1 || attention::ProducerWarps<C>::value == 2,
+  static_assert(C::decode_mma >= 0 && C::decode_mma <= 2, "tuning param decode_mma is 0, 1 or 2");
+  static_assert(C::producer_warps == 1 || C::producer_warps == 2,
                 "tuning param producer_warps is 1 or 2");
   static constexpr unsigned threads = attention::tile_config<C>().threads;
   static constexpr unsigned smem_bytes = attention::tile_config<C>().smem_bytes;

@@ -390,53 +390,50 @@ ATTNJIT_TILE_CONSTEXPR KeySplit split_keys(int first_tile, int last_tile, int nu
   return KeySplit{per, (count + per - 1) / per};
 }
 
-// Whether a generated Config stores K/V as fp8 (its kv_dtype flag; false
-// for a Config without one, as the host tests' are).
-template <class C, class = void>
-struct KvFp8 {
-  static constexpr bool value = false;
-};
-template <class C>
-struct KvFp8<C, decltype(void(C::kv_dtype))> {
-  static constexpr bool value = C::kv_dtype == C::kv_dtype_t::fp8_e4m3;
-};
+// The tile shape of a variant, field by field, from anything that names
+// them: a generated Config's members (tile_config below) or the host's
+// values of a signature (runtime/src/attention.cpp).
+template <class P>
+ATTNJIT_TILE_CONSTEXPR TileShape tile_shape_of(const P& p) {
+  TileShape s{};
+  s.head_dim = p.head_dim;
+  s.block_m = p.block_m;
+  s.block_n = p.block_n;
+  s.warps = p.warps;
+  s.stages = p.stages;
+  s.min_blocks = p.min_blocks;
+  s.pack_gqa = p.pack_gqa;
+  s.wgmma = p.wgmma != 0;
+  s.register_cap = p.register_cap;
+  s.kv_fp8 = p.kv_fp8;
+  s.split_kv = p.split_kv;
+  s.smem_per_sm = p.smem_per_sm;
+  s.decode_mma = p.decode_mma != 0;
+  s.decode_swap = p.decode_mma == 2;
+  s.small_pages = p.small_pages;
+  s.producer_warps = p.producer_warps;
+  return s;
+}
 
-// Whether a generated Config asks for the fp8 decode block (its tuning
-// param decode_mma; false for a Config without one, as the host tests'
-// and a user spec's before the param existed).
-template <class C, class = void>
-struct DecodeMma {
-  static constexpr bool value = false;
-  static constexpr bool swap = false;
-  static constexpr bool known = true;  // (a value the kernels know)
-};
+// A generated Config's values under the names tile_shape_of reads.
 template <class C>
-struct DecodeMma<C, decltype(void(C::decode_mma))> {
-  static constexpr bool value = C::decode_mma != 0;
-  static constexpr bool swap = C::decode_mma == 2;
-  static constexpr bool known = C::decode_mma >= 0 && C::decode_mma <= 2;
-};
-
-// Whether a generated Config asks for V in blocks of 16 keys (its
-// small_pages flag; false for a Config without one, as the host tests').
-template <class C, class = void>
-struct SmallPages {
-  static constexpr bool value = false;
-};
-template <class C>
-struct SmallPages<C, decltype(void(C::small_pages))> {
-  static constexpr bool value = C::small_pages;
-};
-
-// The producer warps a generated Config asks for (its tuning param
-// producer_warps; 1 for a Config without one).
-template <class C, class = void>
-struct ProducerWarps {
-  static constexpr int value = 1;
-};
-template <class C>
-struct ProducerWarps<C, decltype(void(C::producer_warps))> {
-  static constexpr int value = C::producer_warps;
+struct ConfigShape {
+  static constexpr int head_dim = C::head_dim, block_m = C::block_m, block_n = C::block_n;
+  static constexpr int warps = C::warps, stages = C::stages, min_blocks = C::min_blocks;
+  static constexpr int pack_gqa = C::pack_gqa, wgmma = C::wgmma;
+  static constexpr bool kv_fp8 = C::kv_dtype == C::kv_dtype_t::fp8_e4m3;
+  static constexpr bool split_kv = C::split_kv, small_pages = C::small_pages;
+  static constexpr int decode_mma = C::decode_mma, producer_warps = C::producer_warps;
+#if defined(ATTNJIT_MAX_REGISTERS)
+  static constexpr bool register_cap = true;
+#else
+  static constexpr bool register_cap = false;
+#endif
+#if defined(__CUDA_ARCH__)
+  static constexpr int smem_per_sm = attention::smem_per_sm(__CUDA_ARCH__ / 10);
+#else
+  static constexpr int smem_per_sm = 0;  // compiled for the host: the caller's shape says
+#endif
 };
 
 // The device side: a generated Config's configuration, from its tuning
@@ -444,21 +441,7 @@ struct ProducerWarps<C, decltype(void(C::producer_warps))> {
 // (ATTNJIT_MAX_REGISTERS is defined when one is set).
 template <class C>
 ATTNJIT_TILE_CONSTEXPR TileConfig tile_config() {
-#if defined(ATTNJIT_MAX_REGISTERS)
-  constexpr bool kRegisterCap = true;
-#else
-  constexpr bool kRegisterCap = false;
-#endif
-#if defined(__CUDA_ARCH__)
-  constexpr int kSmemPerSm = smem_per_sm(__CUDA_ARCH__ / 10);
-#else
-  constexpr int kSmemPerSm = 0;  // compiled for the host: the caller's shape says
-#endif
-  return make_tile_config(TileShape{C::head_dim, C::block_m, C::block_n, C::warps, C::stages,
-                                    C::min_blocks, C::pack_gqa, C::wgmma != 0, kRegisterCap,
-                                    KvFp8<C>::value, C::split_kv, kSmemPerSm, DecodeMma<C>::value,
-                                    DecodeMma<C>::swap, SmallPages<C>::value,
-                                    ProducerWarps<C>::value});
+  return make_tile_config(tile_shape_of(ConfigShape<C>{}));
 }
 
 }  // namespace attention
