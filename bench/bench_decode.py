@@ -55,8 +55,8 @@ reference checks them all.
     python3 bench/bench_decode.py --out bench/results/DATE-h200-COMMIT-decode.json
     python3 bench/bench_decode.py --quick        # one small problem of each kind
     python3 bench/bench_decode.py --no-sweep --peers attnjit_paged,sdpa_cudnn
-    python3 bench/bench_decode.py --self-test    # CPU: counting, verdicts, the peers
-    TRITON_INTERPRET=1 python3 bench/bench_decode.py --self-test  # + the Triton kernel
+    python3 bench/bench_decode_selftest.py      # CPU: counting, verdicts, the peers
+    TRITON_INTERPRET=1 python3 bench/bench_decode_selftest.py  # + the Triton kernel
 """
 
 import argparse
@@ -496,12 +496,7 @@ def main():
     ap.add_argument("--quick", action="store_true", help="one small problem of each kind")
     ap.add_argument("--no-sweep", action="store_true")
     ap.add_argument("--sweep-only", action="store_true")
-    ap.add_argument("--self-test", action="store_true",
-                    help="CPU checks of counting, verdicts and the peers' formulations")
     args = ap.parse_args()
-    if args.self_test:
-        from bench_decode_selftest import self_test
-        return self_test()
     chosen = [p for p in args.peers.split(",") if p]
     unknown = [p for p in chosen if p not in PEERS]
     if unknown:

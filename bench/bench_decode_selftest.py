@@ -1,6 +1,5 @@
 #!/usr/bin/env python3
-"""bench_decode.py's CPU self-test (`python3 bench/bench_decode.py
---self-test`, or this file): the K/V byte counts against brute force, the
+"""bench_decode.py's CPU self-test (`python3 bench/bench_decode_selftest.py`): the K/V byte counts against brute force, the
 Triton peer's split counts, the verdicts and issue targets on made-up rows,
 the e4m3 rounding of quantize_kv, and the peers that run without a GPU
 (SDPA's math path, eager FlexAttention, and with TRITON_INTERPRET=1 the

@@ -10,7 +10,7 @@
 
 #include <fmt/format.h>
 
-#include "attnjit/attention.h"
+#include "attnjit/attention_args.h"
 #include "attnjit/error.h"
 
 namespace attnjit {

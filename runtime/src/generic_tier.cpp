@@ -1,5 +1,5 @@
 // The generic tier's flags and arguments (attention.h, docs/tiers.md).
-#include "attnjit/attention.h"
+#include "attnjit/attention_args.h"
 
 namespace attnjit {
 

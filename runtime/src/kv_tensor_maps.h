@@ -2,7 +2,7 @@
 // (kv_tensor_maps.cpp), encoded on the launch path and kept per thread.
 #pragma once
 
-#include "attnjit/attention.h"
+#include "attnjit/attention_args.h"
 #include "attnjit/driver.h"
 
 namespace attnjit {

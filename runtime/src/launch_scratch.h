@@ -7,7 +7,7 @@
 #include <cstddef>
 #include <cstdint>
 
-#include "attnjit/attention.h"
+#include "attnjit/attention_args.h"
 #include "attnjit/driver.h"
 
 namespace attnjit {

@@ -1,5 +1,6 @@
 #!/usr/bin/env python3
-"""Checks how the units of compiler/ and runtime/ depend on each other.
+"""Checks how the units of compiler/ and runtime/, and the Python modules
+of python/attnjit/ and bench/, depend on each other.
 
 A unit is a header and the sources that implement it (spec.h with
 spec_parse.cpp, flags.cpp, ...; see UNIT_OF). Every function is declared in
@@ -12,7 +13,13 @@ call graph. This script fails on:
   pipeline: spec -> options -> signature -> codegen -> cache key -> NVRTC,
   over the units they share), or one missing from that order;
 - a compiler file that includes a runtime header;
-- a quoted #include that resolves to no file of the tree.
+- a runtime unit that includes a unit after it in RUNTIME_ORDER (the
+  layers: cache and driver below the kernel, the attention API's values
+  below the parts of its launch, those below the kernel object, the checks
+  and the C API on top), or one missing from that order;
+- a quoted #include that resolves to no file of the tree;
+- a cycle of imports between the Python modules of one folder
+  (python/attnjit/, bench/), imports inside functions included.
 
 Usage: check_layering.py SOURCE_DIR   (exit 0: the structure holds)
 """
@@ -38,6 +45,25 @@ COMPILER_ORDER = [
     "codegen",
     "cache_key",
     "nvrtc",  # compile_source() and the resource reports
+]
+
+# Lower units first; a runtime unit may include only units before it.
+RUNTIME_ORDER = [
+    "log",  # the runtime's stderr messages
+    "large_stack",
+    "reference",  # the CPU reference (plain arrays)
+    "cache_disk",  # files, locks, atomic publishing
+    "cache",  # KernelCache: memory, AOT dirs, disk, compile once
+    "driver",  # the CUDA driver, opened at run time
+    "kernel",  # a loaded module's entry point
+    "record",  # ATTNJIT_RECORD manifests
+    "attention_args",  # the attention API's values: flags, args, plans, checks
+    "kv_tensor_maps",  # the TMA maps of K and V
+    "launch_scratch",  # workspaces and scratch of a launch
+    "attention",  # AttentionKernel: variants, tiers, launches
+    "validate",  # metadata checks from host copies
+    "selfcheck",  # runs against the reference
+    "c_api",  # attnjit.h
 ]
 
 # Files whose unit is not their own stem.
@@ -71,12 +97,8 @@ UNIT_OF = {
     "runtime/src/user_kernel.cpp": "attention",
     "runtime/src/user_vm_tier.cpp": "attention",
     "runtime/src/user_vm_tier.h": "attention",
-    "runtime/src/attention_args.cpp": "attention",
     "runtime/src/attention_tier.cpp": "attention",
-    "runtime/src/generic_tier.cpp": "attention",
-    "runtime/src/kv_tensor_maps.cpp": "attention",
-    "runtime/src/kv_tensor_maps.h": "attention",
-    "runtime/src/launch_scratch.h": "attention",
+    "runtime/src/generic_tier.cpp": "attention_args",
     "runtime/src/cache_entry.cpp": "cache",
     "runtime/src/cache_get.cpp": "cache",
 }
@@ -202,21 +224,58 @@ def cycle_in(graph, component):
     raise AssertionError("a strongly connected component without a cycle")
 
 
-def order_problems(edges, compiler_units, order):
+def order_problems(edges, units, order, runtime_order=RUNTIME_ORDER):
     problems = []
     rank = {"compiler:" + name: position for position, name in enumerate(order)}
-    for unit in sorted(compiler_units - set(rank)):
-        problems.append("%s is not in COMPILER_ORDER (tests/layering/check_layering.py): "
-                        "place it in the pipeline" % unit)
+    rank.update({"runtime:" + name: position for position, name in enumerate(runtime_order)})
+    for unit in sorted(units - set(rank)):
+        library = unit.split(":")[0]
+        problems.append("%s is not in %s (tests/layering/check_layering.py): place it in %s"
+                        % (unit, "COMPILER_ORDER" if library == "compiler" else "RUNTIME_ORDER",
+                           "the pipeline" if library == "compiler" else "the layers"))
     for (source, target), where in sorted(edges.items()):
-        if not source.startswith("compiler:"):
-            continue
-        if target.startswith("runtime:"):
+        if source.startswith("compiler:") and target.startswith("runtime:"):
             problems.append("%s: the compiler includes the runtime's %s" % (where, target))
-        elif source in rank and target in rank and rank[target] > rank[source]:
-            problems.append("%s: %s includes %s, which comes after it in the pipeline"
-                            % (where, source, target))
+        elif (source.split(":")[0] == target.split(":")[0] and source in rank and target in rank
+              and rank[target] > rank[source]):
+            problems.append("%s: %s includes %s, which comes after it in the %s"
+                            % (where, source, target,
+                               "pipeline" if source.startswith("compiler:") else "layers"))
     return problems
+
+
+PYTHON_FOLDERS = ("python/attnjit", "bench")
+IMPORT = re.compile(r"^\s*(?:from\s+(\.?[A-Za-z_][A-Za-z_0-9]*)(?:\.[A-Za-z_0-9.]*)?\s+import\s+"
+                    r"([A-Za-z_0-9, ()]+)|import\s+([A-Za-z_][A-Za-z_0-9]*))")
+
+
+def python_edges(root, folder):
+    """{(module, module): 'file:line'} for the imports between the modules
+    of one folder (`from . import a, b`, `from .a import x`, `import a`,
+    `from a import x`), wherever in the file they are."""
+    path = os.path.join(root, folder)
+    if not os.path.isdir(path):
+        return {}
+    modules = {name[:-3] for name in os.listdir(path) if name.endswith(".py")}
+    edges = {}
+    for module in sorted(modules):
+        with open(os.path.join(path, module + ".py"), encoding="utf-8") as source:
+            for number, line in enumerate(source, 1):
+                match = IMPORT.match(line)
+                if not match:
+                    continue
+                origin, names, plain = match.groups()
+                if origin == ".":
+                    targets = [n.strip() for n in names.strip("() ").split(",")]
+                elif origin is not None:
+                    targets = [origin.lstrip(".")]
+                else:
+                    targets = [plain]
+                for target in targets:
+                    if target in modules and target != module:
+                        edges.setdefault((folder + ":" + module, folder + ":" + target),
+                                         "%s/%s.py:%d" % (folder, module, number))
+    return edges
 
 
 def check(root, order=COMPILER_ORDER):
@@ -227,8 +286,15 @@ def check(root, order=COMPILER_ORDER):
         steps = ["%s (%s)" % (a, edges[(a, b)]) for a, b in zip(cycle, cycle[1:])]
         problems.append("include cycle among %s: %s -> %s"
                         % (", ".join(units), " -> ".join(steps), cycle[-1]))
-    compiler_units = {unit_of(f) for f in files if f.startswith("compiler/")}
-    return problems + order_problems(edges, compiler_units, order)
+    units = {unit_of(f) for f in files}
+    problems += order_problems(edges, units, order)
+    for folder in PYTHON_FOLDERS:
+        imports = python_edges(root, folder)
+        for modules, cycle in find_cycles(imports):
+            steps = ["%s (%s)" % (a, imports[(a, b)]) for a, b in zip(cycle, cycle[1:])]
+            problems.append("import cycle among %s: %s -> %s"
+                            % (", ".join(modules), " -> ".join(steps), cycle[-1]))
+    return problems
 
 
 def main(argv):
@@ -239,8 +305,8 @@ def main(argv):
     for problem in problems:
         print("layering: " + problem)
     if not problems:
-        print("layering: compiler/ and runtime/ have no include cycle; compiler/ follows "
-              "its pipeline order")
+        print("layering: compiler/ and runtime/ have no include cycle and follow their "
+              "orders; python/attnjit/ and bench/ have no import cycle")
     return 1 if problems else 0
 
 

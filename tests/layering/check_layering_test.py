@@ -67,9 +67,51 @@ class CheckLayeringTest(unittest.TestCase):
         files = unit("kernel", ["cache_disk.h"], library="runtime")
         files["runtime/src/cache_disk.h"] = '#include "attnjit/kernel.h"\n'
         problems = self.problems(files)
-        self.assertEqual(len(problems), 1, problems)
+        self.assertEqual(len(problems), 2, problems)
         self.assertTrue(problems[0].startswith("include cycle among runtime:cache_disk, "
                                                "runtime:kernel:"), problems)
+        self.assertEqual(problems[1], "runtime/src/cache_disk.h:1: runtime:cache_disk includes "
+                                      "runtime:kernel, which comes after it in the layers")
+
+    def test_a_runtime_part_that_includes_the_kernel_object_runs_back_up(self):
+        files = unit("attention", ["kv_tensor_maps.h"], library="runtime")
+        files["runtime/src/kv_tensor_maps.h"] = '#include "attnjit/attention_args.h"\n'
+        files.update(unit("attention_args", library="runtime"))
+        self.assertEqual(self.problems(files), [])
+        files["runtime/src/kv_tensor_maps.h"] = '#include "attnjit/attention.h"\n'
+        problems = self.problems(files)
+        self.assertIn("runtime/src/kv_tensor_maps.h:1: runtime:kv_tensor_maps includes "
+                      "runtime:attention, which comes after it in the layers", problems)
+
+    def test_a_runtime_unit_outside_the_order_must_be_placed(self):
+        self.assertEqual(self.problems(unit("planner", library="runtime")),
+                         ["runtime:planner is not in RUNTIME_ORDER "
+                          "(tests/layering/check_layering.py): place it in the layers"])
+
+    def test_a_python_import_cycle_is_found_even_inside_a_function(self):
+        with Tree({}) as root:
+            os.makedirs(os.path.join(root, "bench"))
+            files = {"bench/run.py": "import os\n\ndef main():\n    from check import go\n",
+                     "bench/check.py": "from run import main  # noqa\n",
+                     "bench/other.py": "import run\n"}
+            for path, text in files.items():
+                with open(os.path.join(root, path), "w", encoding="utf-8") as out:
+                    out.write(text)
+            problems = check_layering.check(root)
+        self.assertEqual(problems, ["import cycle among bench:check, bench:run: bench:check "
+                                    "(bench/check.py:1) -> bench:run (bench/run.py:4) -> "
+                                    "bench:check"])
+
+    def test_a_package_importing_its_modules_is_no_cycle(self):
+        with Tree({}) as root:
+            os.makedirs(os.path.join(root, "python", "attnjit"))
+            files = {"python/attnjit/__init__.py": "from . import _a, _b\nfrom ._a import f\n",
+                     "python/attnjit/_a.py": "from . import _b\n",
+                     "python/attnjit/_b.py": "import os\n"}
+            for path, text in files.items():
+                with open(os.path.join(root, path), "w", encoding="utf-8") as out:
+                    out.write(text)
+            self.assertEqual(check_layering.check(root), [])
 
     def test_sources_of_one_unit_may_call_each_other(self):
         files = unit("spec", ["spec_sections.h"])

@@ -1,0 +1,218 @@
+// The attention API's values: the flags of a variant, the arguments of a
+// launch, and the plans and grids the runtime derives from them, apart
+// from the kernel object (attention.h), so that the runtime's own parts
+// (the TMA maps, the launch scratch) depend on these and not on it.
+// Semantics: docs/semantics.md of the repository.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <map>
+#include <string>
+#include <variant>
+
+#include "attnjit/spec.h"
+
+// The public C++ API: exported from libattnjit.so (the build hides the rest).
+#pragma GCC visibility push(default)
+
+namespace attnjit {
+
+enum class DType { kBF16, kFP16 };
+enum class SinkMode { kNone, kNullLogit, kBiasKey0 };
+enum class KvLayout { kContiguous, kPaged };
+enum class KvDType { kSame, kFp8E4M3 };  // kSame: q's dtype
+
+const char* to_string(DType dtype);
+const char* to_string(SinkMode mode);
+const char* to_string(KvLayout layout);
+const char* to_string(KvDType dtype);
+
+// The constexpr flags of the attention family.
+struct AttentionFlags {
+  DType dtype = DType::kBF16;
+  int head_dim = 128;
+  bool causal = false;
+  bool window = false;  // window_left / window_right are runtime args
+  SinkMode sinks = SinkMode::kNone;
+  bool mm_prefix = false;  // multimodal spans attend bidirectionally
+  bool mm_clamp = false;   // ... bounded by the left window alone
+  bool softcap = false;
+  bool return_lse = false;
+  KvLayout kv_layout = KvLayout::kContiguous;  // paged: an engine's page table
+  // K/V in q's dtype, or fp8 e4m3 with per-tensor scales (k_scale, v_scale):
+  // attention over the dequantized k = k8 * k_scale, v = v8 * v_scale.
+  KvDType kv_dtype = KvDType::kSame;
+  // A schedule, not a mode (the result is the same up to fp32 rounding):
+  // a decode's query tiles split their keys over several blocks. launch()
+  // picks a split variant by itself for decode-shaped batches (see
+  // AttentionArgs::num_splits); set it to ask for one directly.
+  bool split_kv = false;
+  // A schedule too: on sm_90a, V copied as one TMA box per 16 keys of a
+  // page (all of D) instead of one per page and swizzle chunk. launch()
+  // picks it by itself for pages of 16 keys (page_size % 32 == 16; off
+  // with ATTNJIT_SMALL_PAGES=0); needs kv_layout paged.
+  bool small_pages = false;
+
+  // The typed view of the spec's flags. The canonical form, which keys the
+  // memo and the cache, is the spec's FlagSet: to_flag_set() resolves
+  // these against the spec (throws Error(kFlags) for an illegal
+  // combination).
+  std::map<std::string, FlagValue> to_flag_map() const;
+  FlagSet to_flag_set() const;
+  // to_flag_set().str() for legal flags, spelled without resolving them
+  // (the memo's key on a hit; tests hold the two equal on every variant).
+  std::string canonical_text() const;
+  static AttentionFlags from_flag_set(const FlagSet& flags);
+};
+
+// Runtime arguments. Pointers are device pointers. Strides are in elements.
+struct AttentionArgs {
+  const void* q = nullptr;                // [total_q, Hq, D]
+  const void* k = nullptr;                // [total_k, Hkv, D]
+  const void* v = nullptr;                // [total_k, Hkv, D]
+  void* o = nullptr;                      // [total_q, Hq, D]
+  float* lse = nullptr;                   // [Hq, total_q], when return_lse
+  const float* sinks = nullptr;           // [Hq], when sinks != none
+  const int32_t* cu_seqlens_q = nullptr;  // [B+1]
+  const int32_t* cu_seqlens_k = nullptr;  // [B+1]
+  // Multimodal spans, CSR by sequence: spans of sequence b are
+  // mm_spans[2*s], mm_spans[2*s+1] (inclusive key positions) for
+  // s in [mm_span_offsets[b], mm_span_offsets[b+1]), sorted, disjoint.
+  const int32_t* mm_span_offsets = nullptr;  // [B+1], when mm_prefix
+  const int32_t* mm_spans = nullptr;         // [R, 2], when mm_prefix
+
+  int64_t q_row_stride = 0, q_head_stride = 0;
+  int64_t k_row_stride = 0, k_head_stride = 0;
+  int64_t v_row_stride = 0, v_head_stride = 0;
+  int64_t o_row_stride = 0, o_head_stride = 0;
+
+  int num_seqs = 0;      // B
+  int num_heads_q = 0;   // Hq
+  int num_heads_kv = 0;  // Hkv, divides Hq
+  int total_q = 0;       // rows of q and o (and lse's row length)
+  int total_k = 0;
+  int max_seqlen_q = 0;  // bounds the grid; >= every n_q(b)
+  int max_seqlen_k = 0;
+
+  float scale = 0.f;     // <= 0: 1/sqrt(D)
+  float softcap = 0.f;   // used when the softcap flag is on; must be > 0
+  int window_left = -1;  // used when the window flag is on; -1: unbounded
+  int window_right = -1;
+
+  // The paged layout (kv_layout = paged; docs/semantics.md, "Paged K/V"):
+  // k and v are caches of num_pages pages of page_size tokens; the token
+  // at row r of page g, head h sits at g * page_stride + r * row_stride +
+  // h * head_stride. Key position j of sequence b is row j % page_size of
+  // page block_table[b * block_table_stride + j / page_size]; n_k(b) is
+  // seqused_k[b], and cu_seqlens_k and total_k are not used.
+  const int32_t* block_table = nullptr;  // [B, block_table_stride]
+  const int32_t* seqused_k = nullptr;    // [B]
+  int64_t block_table_stride = 0;        // >= the pages of the longest sequence
+  int64_t k_page_stride = 0, v_page_stride = 0;
+  int page_size = 0;  // a multiple of 16
+  int num_pages = 0;  // pages in the k and v caches
+
+  // kv_dtype fp8_e4m3: k and v hold e4m3 bytes (strides still in elements,
+  // now bytes: multiples of 16); the scales are device pointers to one
+  // float each, so a CUDA graph captures the pointer, not the value.
+  const float* k_scale = nullptr;
+  const float* v_scale = nullptr;
+
+  // Split-KV (decode; docs/semantics.md "Split-KV"). num_splits: 0 lets
+  // the library choose (a decode-shaped batch, every sequence within one
+  // query tile, goes to the split variant, with a split count from the
+  // spec's tuning rules and the GPU's SM count); 1 never splits; n > 1
+  // uses the split variant with at most n splits. The count depends only
+  // on host-known sizes (num_seqs, heads, max_seqlen_q/k, window), so one
+  // CUDA graph serves a batch-size bucket.
+  int num_splits = 0;
+  // Scratch for the parts (split_plan says how many bytes).
+  // Null: the library keeps one per (context, stream), allocated zeroed on
+  // first need outside a CUDA-graph capture. A caller's must be zeroed
+  // once before first use and used by one stream at a time; the kernels
+  // leave its counters at zero.
+  void* workspace = nullptr;
+  size_t workspace_bytes = 0;
+};
+
+// The split schedule of one launch of a split variant: the split count and
+// the workspace it needs (0 bytes for one split): counters [query tiles,
+// B, grid.y] int32 at counters_offset, then lse parts [splits, total_q,
+// Hq] and output parts [splits, total_q, Hq, D] fp32, each 256-byte
+// aligned.
+struct SplitPlan {
+  int num_splits = 1;
+  size_t counters_offset = 0, lse_offset = 0, o_offset = 0;
+  size_t workspace_bytes = 0;
+};
+
+// Host-side checks that need no device access: null pointers the flags
+// need, alignment (16 bytes for q/k/v/o, 4 for the rest), strides (last
+// dimension contiguous, row strides a multiple of 8 elements), Hq % Hkv,
+// scale and softcap values. Throws Error(kArgument) naming the argument.
+void validate_attention_args(const AttentionFlags& flags, const AttentionArgs& args);
+
+// The generic tier (docs/tiers.md): one variant that answers, exactly, for
+// the flag sets that differ from it only in modes a runtime argument can
+// switch off. generic_flags(f) turns on the window (causal becomes
+// window_right = 0, except with mm_clamp, whose clamp reads the window
+// arguments alone), mm_prefix (no spans), the null-logit sink where no sink
+// was asked (a sink of -inf adds exp(-inf) = 0 to every denominator) and
+// return_lse (scratch where not asked); soft-cap, the key-0 bias, the
+// storage flags and split_kv stay as asked. Idempotent; legal whenever f is.
+AttentionFlags generic_flags(const AttentionFlags& requested);
+
+// Device memory the generic variant's arguments point into where the
+// request has none: num_seqs + 1 zero int32 span offsets, Hq float sinks
+// of -inf, and Hq * total_q floats of LSE.
+struct GenericScratch {
+  const int32_t* zero_span_offsets = nullptr;
+  const float* null_sinks = nullptr;
+  float* lse = nullptr;
+};
+
+// The arguments with which generic_flags(requested) computes what
+// `requested` computes with `args`: the same o, and the same lse where the
+// request returns it (tests/runtime/generic_tier_test.cpp holds the CPU
+// reference to that for every flag set).
+AttentionArgs generic_args(const AttentionFlags& requested, const AttentionArgs& args,
+                           const GenericScratch& scratch);
+
+// The grid of one launch: x query tiles of block_m (packed) rows over the
+// longest sequence, y heads (kv heads when packing GQA, else query heads),
+// z sequences. The kernels' tile scheduler (templates/attention/tile_scheduler.cuh)
+// maps each block to its rows; tests/reference/device_grid_test.cpp checks
+// the two together write every output row exactly once.
+struct LaunchGrid {
+  unsigned x = 0, y = 0, z = 0;
+};
+// pack_gqa: 0 one query head per tile, 1 packed GQA.
+LaunchGrid attention_grid(const AttentionArgs& args, int block_m, int pack_gqa, int num_splits = 1);
+
+// A TMA box of k or v: `chunk` elements of D (one swizzle chunk), one
+// head, `rows` keys; rows of `swizzle_bytes` in shared memory.
+struct TmaBox {
+  int chunk = 0, rows = 0, swizzle_bytes = 0;
+  // fp8 K/V: the raw rows arrive swizzled, boxes `chunk` bytes wide (the
+  // decode block's layout, TileConfig::mma_decode), instead of unswizzled
+  // rows of D bytes for a converting producer.
+  bool fp8_swizzled = false;
+  // small_pages (TileConfig::v_block_rows < block_n): V's boxes are this
+  // many rows of a page and all of D (a 5-D map: the swizzle chunks as a
+  // dimension of their own); 0: V's boxes are K's.
+  int v_block_rows = 0;
+};
+
+// The value of one of a user spec's own args (a spec that extends the
+// attention spec with `mask` / `score` expressions and args of its own,
+// docs/expressions.md): an int32 or float scalar, or a device pointer to a
+// declared tensor.
+struct UserArg {
+  std::string name;
+  std::variant<int32_t, float, const void*> value;
+};
+
+}  // namespace attnjit
+
+#pragma GCC visibility pop
