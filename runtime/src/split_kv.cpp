@@ -16,28 +16,10 @@
 #include "attnjit/error.h"
 #include "launch_scratch.h"
 #include "log.h"
+#include "planner.h"
 
 namespace attnjit {
 namespace {
-
-// A split count is taken once its waves fill the GPU this well relative
-// to the best count allowed (docs/tuning.md, "Chosen by the runtime").
-constexpr double kSplitSlack = 0.95;
-
-// The most keys one query of a batch can see: all of the longest
-// sequence's, or a window's worth (plus the chunk's own queries) when a
-// window bounds them and no unclamped span reaches past it (a clamped
-// span reaches no later than the sequence's last key, inside
-// window_left + max_seqlen_q).
-int64_t visible_keys(const AttentionFlags& flags, const AttentionArgs& a) {
-  int64_t keys = a.max_seqlen_k;
-  const bool spans_escape = flags.mm_prefix && !flags.mm_clamp;
-  if (flags.window && !spans_escape && a.window_left >= 0) {
-    const int64_t right = a.window_right >= 0 ? a.window_right : a.max_seqlen_k;
-    keys = std::min<int64_t>(keys, a.window_left + a.max_seqlen_q + right);
-  }
-  return keys;
-}
 
 // A library-owned workspace per (context, stream), zeroed when allocated;
 // it only grows, and a buffer it outgrows stays allocated (a CUDA graph may
@@ -56,81 +38,31 @@ WorkspaceCache& workspace_cache() {
 
 }  // namespace
 
+VariantShape AttentionKernel::shape() const {
+  VariantShape v;
+  v.head_dim = flags_.head_dim;
+  v.block_m = block_m_;
+  v.block_n = block_n_;
+  v.pack_gqa = pack_gqa_ != 0;
+  v.split_keys = split_keys_;
+  v.min_blocks = min_blocks_;
+  v.small_pages_rows = small_pages_rows_;
+  return v;
+}
+
 SplitPlan AttentionKernel::split_plan(const AttentionArgs& a, int sm_count) const {
   if (generic_) return current().split_plan(a, sm_count);
-  SplitPlan plan;
-  if (!flags_.split_kv || a.num_splits == 1 || a.num_seqs <= 0 || a.max_seqlen_q <= 0) {
-    return plan;
-  }
-  const int group = pack_gqa_ ? a.num_heads_q / a.num_heads_kv : 1;
-  // Every query tile of the longest sequence counts as a slot: a prefill's
-  // tiles already fill the GPU and get no split, and a decode's few (the
-  // decode block's 8-row tiles: two for GQA 16, or for two queries at
-  // GQA 8) split as one would.
-  const int64_t m_tiles = (int64_t(a.max_seqlen_q) * group + block_m_ - 1) / block_m_;
-  // More than 8 tiles (a decode's 64 packed rows at the swapped block's 8)
-  // is a prefill: no split, even forced (its parts and grid would grow with
-  // its length).
-  if (m_tiles > 8) return plan;
-  const int64_t slots =
-      int64_t(a.num_seqs) * (pack_gqa_ ? a.num_heads_kv : a.num_heads_q) * m_tiles;
-  const int64_t tiles = (visible_keys(flags_, a) + block_n_ - 1) / block_n_;
-  const int64_t min_tiles = std::max<int64_t>(1, (split_keys_ + block_n_ - 1) / block_n_);
-  const int64_t most = std::min<int64_t>({tiles / min_tiles, 128, a.num_splits > 1 ? a.num_splits : 128});
-  int splits = 1;
-  if (a.num_splits > 1) {
-    splits = int(std::max<int64_t>(1, most));
-  } else if (most > 1) {
-    // The fewest splits whose waves fill the GPU within kSplitSlack of the
-    // best count up to the most allowed: efficiency = waves / ceil(waves)
-    // over the blocks that run at once (SMs x blocks per SM). A decode is
-    // bound by the bytes its resident blocks pull, so a slot left idle is
-    // bandwidth lost; an extra split costs only its partial row and a turn
-    // of the combine.
-    const int64_t sms = sm_count > 0 ? sm_count : current_device_sm_count();
-    const double capacity = double(sms) * min_blocks_;
-    const auto efficiency = [&](int64_t s) {
-      const double waves = double(slots * s) / capacity;
-      return waves / std::ceil(waves);
-    };
-    if (double(slots) < 0.8 * capacity) {
-      double best = 0;
-      for (int64_t s = 1; s <= most; ++s) best = std::max(best, efficiency(s));
-      for (int64_t s = 1; s <= most; ++s) {
-        if (efficiency(s) >= kSplitSlack * best) {
-          splits = int(s);
-          break;
-        }
-      }
-    }
-  }
-  if (splits <= 1) return plan;
-  plan.num_splits = splits;
-  const LaunchGrid grid = attention_grid(a, block_m_, pack_gqa_, splits);
-  const size_t parts = size_t(splits) * size_t(a.total_q) * size_t(a.num_heads_q);
-  plan.counters_offset = 0;
-  plan.lse_offset = align256(
-      size_t(attention::split_counter_count(grid.x, grid.y, grid.z, splits)) * sizeof(int32_t));
-  plan.o_offset = plan.lse_offset + align256(parts * sizeof(float));
-  plan.workspace_bytes = plan.o_offset + align256(parts * size_t(flags_.head_dim) * sizeof(float));
-  return plan;
+  if (!flags_.split_kv || a.num_splits == 1 || a.num_seqs <= 0 || a.max_seqlen_q <= 0) return {};
+  return plan_splits(shape(), flags_, a, sm_count > 0 ? sm_count : current_device_sm_count());
 }
 
 AttentionKernel& AttentionKernel::for_args(const AttentionArgs& a) {
   if (generic_) return current().for_args(a);
   AttentionKernel* runs = this;
-  if (!flags_.split_kv && a.num_splits != 1) {
-    // Decode-shaped: every sequence within 64 packed rows (one query tile
-    // of most split rules; the swapped decode block's 8-row tiles split
-    // each of their up to eight).
-    constexpr int64_t kSplitRows = 64;
-    const int64_t group = a.num_heads_kv > 0 ? a.num_heads_q / a.num_heads_kv : 1;
-    const bool decode = a.max_seqlen_q > 0 && int64_t(a.max_seqlen_q) * group <= kSplitRows;
-    if (a.num_splits > 1 || decode) {
-      AttentionFlags flags = flags_;
-      flags.split_kv = true;
-      runs = &sibling(split_sibling_, flags);
-    }
+  if (wants_split(flags_, a)) {
+    AttentionFlags flags = flags_;
+    flags.split_kv = true;
+    runs = &sibling(split_sibling_, flags);
   }
   // Pages whose boxes are the sibling's V blocks (16 rows: pages of 16 mod
   // 32 keys): V as a box per 16 keys and all of D (at D 128 a 128-key
@@ -139,8 +71,7 @@ AttentionKernel& AttentionKernel::for_args(const AttentionArgs& a) {
   // is off, or it fails to build) this one serves, from then on (after a
   // passing error, such as the cache's or the driver's, for that launch).
   // ATTNJIT_SMALL_PAGES=0 turns it off (read at each such launch).
-  if (runs->small_pages_rows_ > 0 && !runs->flags_.small_pages &&
-      attention::paged_box_rows(runs->block_n_, a.page_size) == runs->small_pages_rows_ &&
+  if (wants_small_pages(runs->shape(), runs->flags_, a) &&
       !runs->small_pages_missing_.load(std::memory_order_relaxed) &&
       env_bool("ATTNJIT_SMALL_PAGES", true)) {
     AttentionFlags flags = runs->flags_;

@@ -60,6 +60,7 @@ RUNTIME_ORDER = [
     "attention_args",  # the attention API's values: flags, args, plans, checks
     "kv_tensor_maps",  # the TMA maps of K and V
     "launch_scratch",  # workspaces and scratch of a launch
+    "planner",  # what a launch runs: pure choices from a variant's shape and the args
     "attention",  # AttentionKernel: variants, tiers, launches
     "validate",  # metadata checks from host copies
     "selfcheck",  # runs against the reference

@@ -26,6 +26,8 @@
 
 namespace attnjit {
 
+struct VariantShape;  // the planner's view of a variant (runtime/src/planner.h)
+
 class AttentionKernel {
  public:
   // Gets the variant through `cache`, memoized per process by (cache,
@@ -91,6 +93,8 @@ class AttentionKernel {
   // on a GPU of `sm_count` SMs (0: the current device's), and the
   // workspace the launch needs: the parts and their counters.
   SplitPlan split_plan(const AttentionArgs& args, int sm_count = 0) const;
+  // What the launch planner reads of this variant (runtime/src/planner.h).
+  VariantShape shape() const;
   // The kernel a launch with `args` runs: this one, its split sibling for
   // a decode-shaped batch, and (of either) the small_pages sibling for
   // pages of 16 keys where that changes the kernel (fetched, and compiled

@@ -1,0 +1,105 @@
+// The launch planner (runtime/src/planner.h) alone: its choices from a
+// variant's shape and a launch's arguments, with no kernel, cache or
+// device. tests/runtime/split_plan_test.cpp checks the same through real
+// variants' tile configurations.
+#include <gtest/gtest.h>
+
+#include "planner.h"
+
+namespace attnjit {
+namespace {
+
+AttentionArgs batch(int seqs, int q_len, int keys, int hq, int hkv) {
+  AttentionArgs a;
+  a.num_seqs = seqs;
+  a.num_heads_q = hq;
+  a.num_heads_kv = hkv;
+  a.total_q = seqs * q_len;
+  a.max_seqlen_q = q_len;
+  a.max_seqlen_k = keys;
+  return a;
+}
+
+VariantShape split_shape() {
+  VariantShape v;
+  v.head_dim = 128;
+  v.block_m = 64;
+  v.block_n = 64;
+  v.pack_gqa = true;
+  v.split_keys = 512;
+  v.min_blocks = 2;
+  return v;
+}
+
+TEST(Planner, DecodeShapedBatchesGoToTheSplitSibling) {
+  AttentionFlags flags;
+  flags.causal = true;
+  EXPECT_TRUE(wants_split(flags, batch(8, 1, 4096, 32, 8)));   // 4 packed rows
+  EXPECT_TRUE(wants_split(flags, batch(8, 16, 4096, 32, 8)));  // 64 packed rows
+  EXPECT_FALSE(wants_split(flags, batch(8, 17, 4096, 32, 8)));  // 68: a prefill
+  AttentionArgs forced = batch(1, 512, 4096, 8, 8);
+  forced.num_splits = 4;  // asked for: even a prefill-shaped batch
+  EXPECT_TRUE(wants_split(flags, forced));
+  AttentionArgs never = batch(8, 1, 4096, 32, 8);
+  never.num_splits = 1;  // ruled out
+  EXPECT_FALSE(wants_split(flags, never));
+  flags.split_kv = true;  // already the split variant
+  EXPECT_FALSE(wants_split(flags, batch(8, 1, 4096, 32, 8)));
+}
+
+TEST(Planner, PagesThatAreTheSiblingsVBlocksTakeSmallPages) {
+  VariantShape v = split_shape();
+  v.block_n = 128;
+  v.small_pages_rows = 16;
+  AttentionFlags flags;
+  flags.kv_layout = KvLayout::kPaged;
+  AttentionArgs a = batch(4, 512, 8192, 32, 8);
+  for (int page : {16, 48, 80}) {  // 16 mod 32
+    a.page_size = page;
+    EXPECT_TRUE(wants_small_pages(v, flags, a)) << page;
+  }
+  for (int page : {32, 64, 256}) {
+    a.page_size = page;
+    EXPECT_FALSE(wants_small_pages(v, flags, a)) << page;
+  }
+  a.page_size = 16;
+  flags.small_pages = true;  // already the sibling
+  EXPECT_FALSE(wants_small_pages(v, flags, a));
+  flags.small_pages = false;
+  v.small_pages_rows = 0;  // a variant without such a sibling
+  EXPECT_FALSE(wants_small_pages(v, flags, a));
+}
+
+TEST(Planner, SplitsFillTheGpuAndOnlyDecodesSplit) {
+  AttentionFlags flags;
+  flags.head_dim = 128;
+  flags.causal = true;
+  flags.split_kv = true;
+  const VariantShape v = split_shape();
+  // 8 sequences x 8 kv heads = 64 slots on 132 SMs x 2: split until the
+  // waves fill; the parts and their workspace follow.
+  const SplitPlan few = plan_splits(v, flags, batch(8, 1, 32768, 64, 8), 132);
+  EXPECT_GT(few.num_splits, 1);
+  EXPECT_GT(few.workspace_bytes, 0u);
+  EXPECT_EQ(few.lse_offset % 256, 0u);
+  EXPECT_GT(few.o_offset, few.lse_offset);
+  // Enough slots to fill the GPU: no split, no workspace.
+  const SplitPlan full = plan_splits(v, flags, batch(256, 1, 2048, 32, 8), 132);
+  EXPECT_EQ(full.num_splits, 1);
+  EXPECT_EQ(full.workspace_bytes, 0u);
+  // A prefill (more than 8 query tiles) never splits, even when asked.
+  AttentionArgs prefill = batch(1, 1024, 32768, 64, 8);
+  prefill.num_splits = 4;
+  EXPECT_EQ(plan_splits(v, flags, prefill, 132).num_splits, 1);
+  // Asked for: that many, capped by the keys' parts (32768 / 512 = 64).
+  AttentionArgs forced = batch(8, 1, 32768, 64, 8);
+  forced.num_splits = 5;
+  EXPECT_EQ(plan_splits(v, flags, forced, 132).num_splits, 5);
+  forced.num_splits = 100;
+  EXPECT_EQ(plan_splits(v, flags, forced, 132).num_splits, 64);
+  // Fewer SMs fill sooner: no more splits than with more SMs.
+  EXPECT_LE(plan_splits(v, flags, batch(8, 1, 32768, 64, 8), 16).num_splits, few.num_splits);
+}
+
+}  // namespace
+}  // namespace attnjit
