@@ -53,7 +53,7 @@ bool wants_small_pages(const VariantShape& v, const AttentionFlags& flags,
 }
 
 SplitPlan plan_splits(const VariantShape& v, const AttentionFlags& flags, const AttentionArgs& a,
-                      int sm_count) {
+                      const std::function<int()>& sm_count) {
   SplitPlan plan;
   if (!flags.split_kv || a.num_splits == 1 || a.num_seqs <= 0 || a.max_seqlen_q <= 0) {
     return plan;
@@ -83,7 +83,7 @@ SplitPlan plan_splits(const VariantShape& v, const AttentionFlags& flags, const 
     // bound by the bytes its resident blocks pull, so a slot left idle is
     // bandwidth lost; an extra split costs only its partial row and a turn
     // of the combine.
-    const int64_t sms = sm_count;
+    const int64_t sms = sm_count();
     const double capacity = double(sms) * v.min_blocks;
     const auto efficiency = [&](int64_t s) {
       const double waves = double(slots * s) / capacity;

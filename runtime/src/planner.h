@@ -6,6 +6,8 @@
 // (tests/runtime/planner_test.cpp).
 #pragma once
 
+#include <functional>
+
 #include "attnjit/attention_args.h"
 
 namespace attnjit {
@@ -35,9 +37,10 @@ bool wants_small_pages(const VariantShape& shape, const AttentionFlags& flags,
 
 // The splits and workspace of a launch of a split_kv variant (one part and
 // no workspace otherwise, or where the batch is no decode): the fewest
-// splits whose waves fill sm_count SMs within a slack of the best count
-// allowed, or the count asked for.
+// splits whose waves fill the GPU's SMs within a slack of the best count
+// allowed, or the count asked for. sm_count() is asked only where the
+// choice needs it (a launch that names its splits needs no device).
 SplitPlan plan_splits(const VariantShape& shape, const AttentionFlags& flags,
-                      const AttentionArgs& args, int sm_count);
+                      const AttentionArgs& args, const std::function<int()>& sm_count);
 
 }  // namespace attnjit

@@ -53,7 +53,8 @@ VariantShape AttentionKernel::shape() const {
 SplitPlan AttentionKernel::split_plan(const AttentionArgs& a, int sm_count) const {
   if (generic_) return current().split_plan(a, sm_count);
   if (!flags_.split_kv || a.num_splits == 1 || a.num_seqs <= 0 || a.max_seqlen_q <= 0) return {};
-  return plan_splits(shape(), flags_, a, sm_count > 0 ? sm_count : current_device_sm_count());
+  return plan_splits(shape(), flags_, a,
+                     [sm_count] { return sm_count > 0 ? sm_count : current_device_sm_count(); });
 }
 
 AttentionKernel& AttentionKernel::for_args(const AttentionArgs& a) {

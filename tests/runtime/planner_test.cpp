@@ -4,6 +4,8 @@
 // variants' tile configurations.
 #include <gtest/gtest.h>
 
+#include <stdexcept>
+
 #include "planner.h"
 
 namespace attnjit {
@@ -19,6 +21,8 @@ AttentionArgs batch(int seqs, int q_len, int keys, int hq, int hkv) {
   a.max_seqlen_k = keys;
   return a;
 }
+
+const auto kH200 = [] { return 132; };
 
 VariantShape split_shape() {
   VariantShape v;
@@ -78,27 +82,32 @@ TEST(Planner, SplitsFillTheGpuAndOnlyDecodesSplit) {
   const VariantShape v = split_shape();
   // 8 sequences x 8 kv heads = 64 slots on 132 SMs x 2: split until the
   // waves fill; the parts and their workspace follow.
-  const SplitPlan few = plan_splits(v, flags, batch(8, 1, 32768, 64, 8), 132);
+  const SplitPlan few = plan_splits(v, flags, batch(8, 1, 32768, 64, 8), kH200);
   EXPECT_GT(few.num_splits, 1);
   EXPECT_GT(few.workspace_bytes, 0u);
   EXPECT_EQ(few.lse_offset % 256, 0u);
   EXPECT_GT(few.o_offset, few.lse_offset);
   // Enough slots to fill the GPU: no split, no workspace.
-  const SplitPlan full = plan_splits(v, flags, batch(256, 1, 2048, 32, 8), 132);
+  const SplitPlan full = plan_splits(v, flags, batch(256, 1, 2048, 32, 8), kH200);
   EXPECT_EQ(full.num_splits, 1);
   EXPECT_EQ(full.workspace_bytes, 0u);
   // A prefill (more than 8 query tiles) never splits, even when asked.
   AttentionArgs prefill = batch(1, 1024, 32768, 64, 8);
   prefill.num_splits = 4;
-  EXPECT_EQ(plan_splits(v, flags, prefill, 132).num_splits, 1);
+  EXPECT_EQ(plan_splits(v, flags, prefill, kH200).num_splits, 1);
   // Asked for: that many, capped by the keys' parts (32768 / 512 = 64).
   AttentionArgs forced = batch(8, 1, 32768, 64, 8);
   forced.num_splits = 5;
-  EXPECT_EQ(plan_splits(v, flags, forced, 132).num_splits, 5);
+  EXPECT_EQ(plan_splits(v, flags, forced, kH200).num_splits, 5);
   forced.num_splits = 100;
-  EXPECT_EQ(plan_splits(v, flags, forced, 132).num_splits, 64);
+  EXPECT_EQ(plan_splits(v, flags, forced, kH200).num_splits, 64);
+  // A launch that names its splits asks no device for its SM count.
+  const auto no_device = []() -> int { throw std::runtime_error("no device asked for"); };
+  EXPECT_EQ(plan_splits(v, flags, forced, no_device).num_splits, 64);
   // Fewer SMs fill sooner: no more splits than with more SMs.
-  EXPECT_LE(plan_splits(v, flags, batch(8, 1, 32768, 64, 8), 16).num_splits, few.num_splits);
+  const auto few_sms = [] { return 16; };
+  EXPECT_LE(plan_splits(v, flags, batch(8, 1, 32768, 64, 8), few_sms).num_splits,
+            few.num_splits);
 }
 
 }  // namespace
