@@ -88,30 +88,28 @@ class CheckLayeringTest(unittest.TestCase):
                          ["runtime:autotuner is not in RUNTIME_ORDER "
                           "(tests/layering/check_layering.py): place it in the layers"])
 
-    def test_a_python_import_cycle_is_found_even_inside_a_function(self):
+    def python_problems(self, files):
         with Tree({}) as root:
-            os.makedirs(os.path.join(root, "bench"))
-            files = {"bench/run.py": "import os\n\ndef main():\n    from check import go\n",
-                     "bench/check.py": "from run import main  # noqa\n",
-                     "bench/other.py": "import run\n"}
             for path, text in files.items():
+                os.makedirs(os.path.join(root, os.path.dirname(path)), exist_ok=True)
                 with open(os.path.join(root, path), "w", encoding="utf-8") as out:
                     out.write(text)
-            problems = check_layering.check(root)
+            return check_layering.check(root)
+
+    def test_a_python_import_cycle_is_found_even_inside_a_function(self):
+        problems = self.python_problems(
+            {"bench/run.py": "import os\n\ndef main():\n    from check import go\n",
+             "bench/check.py": "from run import main  # noqa\n",
+             "bench/other.py": "import run\n"})
         self.assertEqual(problems, ["import cycle among bench:check, bench:run: bench:check "
                                     "(bench/check.py:1) -> bench:run (bench/run.py:4) -> "
                                     "bench:check"])
 
     def test_a_package_importing_its_modules_is_no_cycle(self):
-        with Tree({}) as root:
-            os.makedirs(os.path.join(root, "python", "attnjit"))
-            files = {"python/attnjit/__init__.py": "from . import _a, _b\nfrom ._a import f\n",
-                     "python/attnjit/_a.py": "from . import _b\n",
-                     "python/attnjit/_b.py": "import os\n"}
-            for path, text in files.items():
-                with open(os.path.join(root, path), "w", encoding="utf-8") as out:
-                    out.write(text)
-            self.assertEqual(check_layering.check(root), [])
+        self.assertEqual(self.python_problems(
+            {"python/attnjit/__init__.py": "from . import _a, _b\nfrom ._a import f\n",
+             "python/attnjit/_a.py": "from . import _b\n",
+             "python/attnjit/_b.py": "import os\n"}), [])
 
     def test_sources_of_one_unit_may_call_each_other(self):
         files = unit("spec", ["spec_sections.h"])
