@@ -57,9 +57,14 @@ bool key_visible(const ReferenceProblem& pr, const std::vector<std::pair<int, in
 
 namespace {
 
-// One query row of one head: fills o (D values) and returns the LSE.
+int value_dim(const ReferenceProblem& pr) {
+  return pr.head_dim_v > 0 ? pr.head_dim_v : pr.head_dim;
+}
+
+// One query row of one head: fills o (D_v values) and returns the LSE.
 double attend_row(const ReferenceProblem& pr, const Sequence& seq, int h, int i, double* o) {
   const int D = pr.head_dim;
+  const int Dv = value_dim(pr);
   const int hk = h / (pr.num_heads_q / pr.num_heads_kv);
   const double scale = pr.scale > 0 ? pr.scale : 1.0 / std::sqrt(double(D));
   const float* q = &pr.q[(size_t(seq.q_begin + i) * pr.num_heads_q + h) * D];
@@ -84,7 +89,7 @@ double attend_row(const ReferenceProblem& pr, const Sequence& seq, int h, int i,
     keys.push_back(j);
   }
   const bool null_logit = pr.sink_mode == ReferenceProblem::Sinks::kNullLogit;
-  for (int d = 0; d < D; ++d) o[d] = 0;
+  for (int d = 0; d < Dv; ++d) o[d] = 0;
   if (logits.empty()) {
     return null_logit ? sink : -std::numeric_limits<double>::infinity();
   }
@@ -94,10 +99,10 @@ double attend_row(const ReferenceProblem& pr, const Sequence& seq, int h, int i,
   for (size_t n = 0; n < logits.size(); ++n) {
     const double w = std::exp(logits[n] - m);
     denom += w;
-    const float* v = &pr.v[(size_t(seq.k_begin + keys[n]) * pr.num_heads_kv + hk) * D];
-    for (int d = 0; d < D; ++d) o[d] += w * double(v[d]);
+    const float* v = &pr.v[(size_t(seq.k_begin + keys[n]) * pr.num_heads_kv + hk) * Dv];
+    for (int d = 0; d < Dv; ++d) o[d] += w * double(v[d]);
   }
-  for (int d = 0; d < D; ++d) o[d] /= denom;
+  for (int d = 0; d < Dv; ++d) o[d] /= denom;
   return m + std::log(denom);
 }
 
@@ -106,17 +111,18 @@ double attend_row(const ReferenceProblem& pr, const Sequence& seq, int h, int i,
 ReferenceResult reference_attention(const ReferenceProblem& pr) {
   assert(pr.num_heads_kv > 0 && pr.num_heads_q % pr.num_heads_kv == 0);
   assert(int(pr.cu_seqlens_q.size()) == pr.num_seqs + 1);
+  assert(value_dim(pr) <= pr.head_dim);
   const int total_q = pr.cu_seqlens_q.back();
-  const int D = pr.head_dim;
+  const int Dv = value_dim(pr);
   ReferenceResult out;
-  out.o.assign(size_t(total_q) * pr.num_heads_q * D, 0.0);
+  out.o.assign(size_t(total_q) * pr.num_heads_q * Dv, 0.0);
   out.lse.assign(size_t(pr.num_heads_q) * total_q, 0.0);
   for (int b = 0; b < pr.num_seqs; ++b) {
     const Sequence seq = sequence(pr, b);
     for (int h = 0; h < pr.num_heads_q; ++h) {
       for (int i = 0; i < seq.n_q; ++i) {
         const size_t row = size_t(seq.q_begin + i);
-        double* o = &out.o[(row * pr.num_heads_q + h) * D];
+        double* o = &out.o[(row * pr.num_heads_q + h) * Dv];
         out.lse[size_t(h) * total_q + row] = attend_row(pr, seq, h, i, o);
       }
     }
@@ -126,6 +132,7 @@ ReferenceResult reference_attention(const ReferenceProblem& pr) {
 
 ReferenceProblem gather_paged(ReferenceProblem pr, const PagedKv& paged) {
   const size_t row = size_t(pr.num_heads_kv) * pr.head_dim;  // one token of one page
+  const size_t row_v = size_t(pr.num_heads_kv) * value_dim(pr);
   pr.cu_seqlens_k.assign(1, 0);
   pr.k.clear();
   pr.v.clear();
@@ -134,9 +141,11 @@ ReferenceProblem gather_paged(ReferenceProblem pr, const PagedKv& paged) {
     for (int j = 0; j < n_k; ++j) {
       const int page = paged.block_table[size_t(b) * paged.max_pages + j / paged.page_size];
       assert(page >= 0 && page < paged.num_pages);
-      const size_t at = (size_t(page) * paged.page_size + j % paged.page_size) * row;
-      pr.k.insert(pr.k.end(), paged.k_cache.begin() + at, paged.k_cache.begin() + at + row);
-      pr.v.insert(pr.v.end(), paged.v_cache.begin() + at, paged.v_cache.begin() + at + row);
+      const size_t slot = size_t(page) * paged.page_size + j % paged.page_size;
+      pr.k.insert(pr.k.end(), paged.k_cache.begin() + slot * row,
+                  paged.k_cache.begin() + (slot + 1) * row);
+      pr.v.insert(pr.v.end(), paged.v_cache.begin() + slot * row_v,
+                  paged.v_cache.begin() + (slot + 1) * row_v);
     }
     pr.cu_seqlens_k.push_back(pr.cu_seqlens_k.back() + n_k);
   }

@@ -8,6 +8,7 @@
 
 #include <cmath>
 #include <limits>
+#include <random>
 #include <set>
 
 namespace attnjit {
@@ -299,6 +300,71 @@ TEST(Reference, UserMaskAndScore) {
   for (int j = 0; j <= 7; ++j) EXPECT_NEAR(scored.o[j], std::exp(-double(j)) / z, 1e-12) << j;
   EXPECT_EQ(scored.o[8], 0.0);
   EXPECT_NEAR(scored.lse[0], std::log(z), 1e-12);
+}
+
+}  // namespace
+}  // namespace attnjit
+
+namespace attnjit {
+namespace {
+
+// Values of their own width (D_v < D, as DeepSeek's 192/128 heads): the
+// output is the first D_v columns of the same attention over values padded
+// to D with anything, and the LSE does not change; also through a paged
+// cache whose V pages are D_v wide.
+TEST(Reference, ValuesOfTheirOwnWidthAreTheFirstColumns) {
+  std::mt19937 rng(7);
+  std::uniform_real_distribution<float> value(-1.f, 1.f);
+  ReferenceProblem wide;
+  wide.num_seqs = 2;
+  wide.num_heads_q = 4;
+  wide.num_heads_kv = 2;
+  wide.head_dim = 8;
+  wide.cu_seqlens_q = {0, 5, 8};
+  wide.cu_seqlens_k = {0, 9, 20};
+  wide.causal = true;
+  for (auto* t : {&wide.q, &wide.k, &wide.v}) {
+    const int rows = t == &wide.q ? 8 * 4 : 20 * 2;
+    for (int i = 0; i < rows * 8; ++i) t->push_back(value(rng));
+  }
+  const int dv = 3;
+  ReferenceProblem narrow = wide;
+  narrow.head_dim_v = dv;
+  narrow.v.clear();
+  for (size_t row = 0; row < wide.v.size() / 8; ++row) {
+    for (int d = 0; d < dv; ++d) narrow.v.push_back(wide.v[row * 8 + d]);
+  }
+  const ReferenceResult w = reference_attention(wide);
+  const ReferenceResult n = reference_attention(narrow);
+  ASSERT_EQ(n.o.size(), w.o.size() / 8 * dv);
+  for (size_t row = 0; row < w.o.size() / 8; ++row) {
+    for (int d = 0; d < dv; ++d) EXPECT_DOUBLE_EQ(n.o[row * dv + d], w.o[row * 8 + d]);
+  }
+  EXPECT_EQ(n.lse, w.lse);
+
+  // The same keys and values in pages of 4 tokens, in reverse order.
+  PagedKv paged;
+  paged.page_size = 4;
+  paged.max_pages = 3;
+  paged.seqused_k = {9, 11};
+  paged.num_pages = 6;
+  paged.k_cache.assign(size_t(6) * 4 * 2 * 8, 0.f);
+  paged.v_cache.assign(size_t(6) * 4 * 2 * dv, 0.f);
+  paged.block_table = {5, 4, 3, 2, 1, 0};
+  for (int b = 0; b < 2; ++b) {
+    for (int j = 0; j < paged.seqused_k[b]; ++j) {
+      const int page = paged.block_table[b * 3 + j / 4];
+      const size_t slot = size_t(page) * 4 + j % 4;
+      const size_t key = size_t(narrow.cu_seqlens_k[b] + j);
+      for (int x = 0; x < 2 * 8; ++x) paged.k_cache[slot * 16 + x] = narrow.k[key * 16 + x];
+      for (int x = 0; x < 2 * dv; ++x) {
+        paged.v_cache[slot * 2 * dv + x] = narrow.v[key * 2 * dv + x];
+      }
+    }
+  }
+  const ReferenceResult p = reference_attention(gather_paged(narrow, paged));
+  EXPECT_EQ(p.o, n.o);
+  EXPECT_EQ(p.lse, n.lse);
 }
 
 }  // namespace

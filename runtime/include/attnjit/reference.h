@@ -14,8 +14,9 @@ namespace attnjit {
 
 struct ReferenceProblem {
   int num_seqs = 0, num_heads_q = 0, num_heads_kv = 0, head_dim = 0;
+  int head_dim_v = 0;  // D_v, the width of v and o (<= head_dim); 0: head_dim
   std::vector<int32_t> cu_seqlens_q, cu_seqlens_k;  // [B+1]
-  std::vector<float> q, k, v;                       // [total, H, D], contiguous
+  std::vector<float> q, k, v;                       // [total, H, D] (v: D_v), contiguous
   std::vector<float> sinks;                         // [Hq] or empty
   enum class Sinks { kNone, kNullLogit, kBiasKey0 } sink_mode = Sinks::kNone;
   bool causal = false;
@@ -34,7 +35,7 @@ struct ReferenceProblem {
 };
 
 struct ReferenceResult {
-  std::vector<double> o;    // [total_q, Hq, D]
+  std::vector<double> o;    // [total_q, Hq, D_v]
   std::vector<double> lse;  // [Hq, total_q]
 };
 
@@ -46,7 +47,7 @@ ReferenceResult reference_attention(const ReferenceProblem& problem);
 // sequence's last page are never read.
 struct PagedKv {
   int page_size = 0, num_pages = 0, max_pages = 0;
-  std::vector<float> k_cache, v_cache;  // [num_pages, page_size, Hkv, D], contiguous
+  std::vector<float> k_cache, v_cache;  // [num_pages, page_size, Hkv, D (v: D_v)], contiguous
   std::vector<int32_t> block_table;     // [B, max_pages]
   std::vector<int32_t> seqused_k;       // [B]: n_k(b)
 };
