@@ -12,6 +12,8 @@ namespace {
 
 const std::vector<std::string> kConstraintKeys = {"if", "require", "forbid", "why"};
 const std::vector<std::string> kTuningKeys = {"params", "rules"};
+// A rule's keys besides its params; no param may take one of these names.
+const std::vector<std::string> kRuleKeys = {"when", "targets", "why"};
 
 // `{flag: value, ...}` with single, typed values.
 std::map<std::string, FlagValue> flag_assignments(const SpecReader& reader, const Spec& spec,
@@ -81,6 +83,10 @@ std::vector<std::string> parse_params(const SpecReader& reader, const Spec& spec
     if (std::count(params.begin(), params.end(), name) > 0) {
       reader.fail(item, "tuning param " + quoted(name) + " is declared twice");
     }
+    if (std::count(kRuleKeys.begin(), kRuleKeys.end(), name) > 0) {
+      reader.fail(item, "tuning param " + quoted(name) + " collides with the rule key " +
+                            quoted(name));
+    }
     for (const FlagDecl& decl : spec.flags) {
       const bool is_enum_type = decl.type == FlagType::kEnum && name == decl.name + "_t";
       if (decl.name == name || is_enum_type) {
@@ -95,7 +101,7 @@ std::vector<std::string> parse_params(const SpecReader& reader, const Spec& spec
 
 TuningRule parse_rule(const SpecReader& reader, const Spec& spec,
                       const std::vector<std::string>& params, const YAML::Node& node) {
-  std::vector<std::string> known = {"when", "targets"};
+  std::vector<std::string> known(kRuleKeys.begin(), kRuleKeys.end());
   known.insert(known.end(), params.begin(), params.end());
   TuningRule rule;
   rule.loc = reader.location(node);
@@ -107,6 +113,8 @@ TuningRule parse_rule(const SpecReader& reader, const Spec& spec,
       }
     } else if (entry.key == "targets") {
       rule.targets = parse_targets(reader, entry.value);
+    } else if (entry.key == "why") {
+      rule.why = reader.text(entry.value, "tuning rule: why");
     } else {
       rule.values[entry.key] = reader.integer(entry.value, "tuning param " + quoted(entry.key));
     }

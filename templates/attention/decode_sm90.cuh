@@ -5,9 +5,10 @@
 // multiplying: the converting producer of the warpgroup path (raw tile ->
 // producer converts into a second ring -> wgmma) made that a chain of
 // hand-offs per tile, and the H200 showed the consumers waiting for
-// converted K while the converters waited for each other (64 x 8k D128
-// paged: 0.77 ms against 0.53 ms in bf16, for half the bytes). Here
-// nothing is converted in shared memory:
+// converted K while the converters waited for each other, slower than
+// bf16 for half the bytes (a profile of 64 x 8k D128 paged:
+// bench/results/2026-12-01-h200-91ec9f4-ncu-decode-attnjit_paged_fp8.txt).
+// Here nothing is converted in shared memory:
 //
 // - One producer warp copies each key tile's K and V by TMA into a ring of
 //   kStages stages, swizzled (e4m3: as a tile of D / 2 16-bit elements, the

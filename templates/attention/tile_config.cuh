@@ -66,7 +66,7 @@ struct TileConfig {
   unsigned kv_tile_bytes;   // one K (or V) tile: one stage of the pipeline
   unsigned staging_offset;  // wgmma with fp8 K/V: the ring of raw fp8 tiles the producer converts
   int raw_stages;           // ... of this many tiles (K and V each): stages (a deeper raw ring
-                            // did not pay on the H200's fp8 decode: 0.818 vs 0.816 ms)
+                            // did not pay on the H200's fp8 decode: the conversion bounds it)
   unsigned barrier_offset;  // wgmma: the mbarrier ring, from the 1024-byte aligned tiles
   unsigned smem_bytes;      // dynamic shared memory per block
   int tma_chunk;            // swizzle chunk of D (elements) = the TMA box's width
@@ -109,7 +109,8 @@ struct TileConfig {
   // rows of its group, the warps' parts combined through shared memory at
   // the end. The H200 profile of the converting producer (64 x 8k D128
   // paged): consumers waiting for converted K, converters waiting at their
-  // own barrier, 0.77 ms against 0.53 for bf16.
+  // own barrier, slower than bf16 for half the bytes
+  // (bench/results/2026-12-01-h200-91ec9f4-ncu-decode-attnjit_paged_fp8.txt).
   bool mma_decode;
   // decode_mma 2: the decode block with its products swapped (keys and D
   // as the MMAs' M, each row group's <= 8 rows as N; DecodeSwapLayout).
@@ -236,8 +237,8 @@ ATTNJIT_TILE_CONSTEXPR void set_registers(TileConfig& c) {
 }
 
 // fp8 K/V decode (split-KV, one consumer warpgroup): the conversion, not
-// the copy, bounds the block (H200, 64 x 8k D128: 0.82 ms with the raw
-// ring at 2 or 7 tiles), and the consumers of a few packed rows need few
+// the copy, bounds the block (on the H200, a raw ring of 7 tiles ran no
+// faster than one of 2), and the consumers of a few packed rows need few
 // registers: a second producer warpgroup converts too, where the
 // consumers keep kDecodeConsumerRegisters and the launch share stays
 // above what ptxas needs for the wgmma of O (D / 2 accumulators and about

@@ -237,6 +237,8 @@ TEST(SpecErrors, Tuning) {
             "t.yaml:10:19: tuning param 'sinks_t' collides with flag 'sinks'");
   EXPECT_EQ(spec_error(kBase + "tuning: {params: [bm, bm]}\n"),
             "t.yaml:10:23: tuning param 'bm' is declared twice");
+  EXPECT_EQ(spec_error(kBase + "tuning: {params: [why]}\n"),
+            "t.yaml:10:19: tuning param 'why' collides with the rule key 'why'");
   EXPECT_EQ(spec_error(kBase + "tuning:\n  params: [block_m]\n  rules:\n    - {blok_m: 64}\n"),
             "t.yaml:13:8: unknown key 'blok_m' in tuning rule (did you mean 'block_m'?)");
   EXPECT_EQ(

@@ -109,6 +109,26 @@ TEST(SpecParse, AttentionTuningCoversTheMatrixOnEveryTarget) {
   }
 }
 
+TEST(SpecParse, TuningRuleWhyIsReadAndMisspeltKeysStillFail) {
+  const std::string head =
+      "family: f\ntemplate: testing/axpy.cuh\nentry: f\ntuning:\n  params: [bm]\n  rules:\n";
+  const Spec spec = parse_spec(
+      head + "    - {bm: 64, why: \"bench/results/2026-12-01-h200-ab3f253-tiles-try.txt\"}\n"
+             "    - {bm: 32}\n",
+      "w.yaml");
+  ASSERT_EQ(spec.tuning.rules.size(), 2u);
+  EXPECT_EQ(spec.tuning.rules[0].why, "bench/results/2026-12-01-h200-ab3f253-tiles-try.txt");
+  EXPECT_EQ(spec.tuning.rules[0].values, (std::map<std::string, int64_t>{{"bm", 64}}))
+      << "why is not a param";
+  EXPECT_TRUE(spec.tuning.rules[1].why.empty());
+  EXPECT_EQ(testing::spec_error(head + "    - {bm: 64, wyh: \"bench/results/x.txt\"}\n"),
+            "t.yaml:7:16: unknown key 'wyh' in tuning rule (did you mean 'why'?)");
+  // The attention spec's rules cite their results files there.
+  const Spec attention = load_embedded_spec("attention");
+  EXPECT_TRUE(std::any_of(attention.tuning.rules.begin(), attention.tuning.rules.end(),
+                          [](const TuningRule& rule) { return !rule.why.empty(); }));
+}
+
 TEST(SpecParse, AttentionArgs) {
   const Spec spec = load_embedded_spec("attention");
   const auto arg = [&](const std::string& name) -> const ArgDecl& {

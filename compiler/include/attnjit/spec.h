@@ -70,6 +70,7 @@ struct TuningRule {
   std::map<std::string, std::vector<FlagValue>> when;  // flag -> any of
   std::vector<std::string> targets;                    // empty: any target
   std::map<std::string, int64_t> values;               // param -> value
+  std::string why;  // where the values come from (a bench/results/ file); not used otherwise
   SourceLocation loc;
 };
 
