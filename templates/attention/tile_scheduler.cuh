@@ -20,6 +20,18 @@
 namespace attnjit {
 namespace attention {
 
+// Whether a variant's key loop skips the tiles a spec's mask leaves empty
+// inside the range (the warpgroup path's producers and consumers walk
+// them); the decode block and the mma.sync path visit the whole range.
+template <class C>
+__host__ __device__ constexpr bool walks_past_empty_tiles() {
+  if constexpr (user_mask<C>() && !user_mask_in_row_keys<C>()) {
+    return C::wgmma != 0 && !tile_config<C>().mma_decode;
+  } else {
+    return false;
+  }
+}
+
 // One query tile of kBlockM (packed) rows of one sequence and head slot.
 template <class C, int kBlockM, int kBlockN>
 struct WorkTile {
@@ -134,7 +146,8 @@ struct WorkTile {
   // not visited (nor loaded); the warp's lanes classify 32 tiles at a time
   // (a sorted tensor's reads make each class a few loads, and a query late
   // in a long sequence may pass a hundred empty tiles). Empty tiles
-  // between visible ones are visited with the element mask. Every thread
+  // between visible ones are skipped by the warpgroup path's walk
+  // (walk_start) and visited with the element mask elsewhere. Every thread
   // of the block gets here together (TileScheduler::get); each warp finds
   // the same range on its own (sharing one would need a block barrier).
   // A mask with bounding conjuncts (abs(p - j) <= r, j <= p + c, ...)
@@ -160,8 +173,8 @@ struct WorkTile {
     }
     if constexpr (user_mask_in_row_keys<C>()) {
       note_full_keys(prm);
-    } else {
-      note_full_tiles(prm);
+    } else if constexpr (!kSkipsEmpty) {
+      note_full_tiles(prm);  // (a walk keeps the classes of its own tiles)
     }
   }
 
@@ -217,11 +230,12 @@ struct WorkTile {
     }
   }
 
-  // The key tiles to visit, in order (tile_walk.cuh): with a spec's mask
-  // that is not folded into the rows' key ranges, those of `range` its
-  // classes do not call empty, wherever they are; otherwise every tile of
-  // `range`. Every warp that walks finds the same tiles.
-  static constexpr bool kSkipsEmpty = user_mask<C>() && !user_mask_in_row_keys<C>();
+  // The key tiles to visit, in order (tile_walk.cuh): on the warpgroup
+  // path (not the decode block), with a spec's mask that is not folded into
+  // the rows' key ranges, those of `range` its classes do not call empty,
+  // wherever they are; otherwise every tile of `range`. Every warp that
+  // walks finds the same tiles.
+  static constexpr bool kSkipsEmpty = walks_past_empty_tiles<C>();
   using Walk = TileWalk<kSkipsEmpty>;
   __device__ __forceinline__ void walk_start(const Params<T>& prm, Walk& walk) const {
     walk.start(range.first_tile, range.last_tile, [&](int kt) { return tile_class(prm, kt); });
@@ -273,7 +287,9 @@ struct WorkTile {
       range.first_tile += x * ks.per;
       range.last_tile = ptx::imin(range.last_tile, range.first_tile + ks.per - 1);
       // (A folded mask's full keys do not depend on the range.)
-      if constexpr (user_mask<C>() && !user_mask_in_row_keys<C>()) note_full_tiles(prm);
+      if constexpr (user_mask<C>() && !user_mask_in_row_keys<C>() && !kSkipsEmpty) {
+        note_full_tiles(prm);
+      }
     }
     return true;
   }
