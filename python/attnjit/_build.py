@@ -27,11 +27,8 @@ def _targets(target, op):
 def _run(spec, variants, target, cache_dir, jobs, op):
     if cache_dir is not None:
         cache_dir = os.fspath(cache_dir)
-    try:
-        return _C.compile_variants(_spec_of(spec), variants,
-                                   _targets(target, op), cache_dir, int(jobs or 0))
-    except _C.Error as e:
-        raise type(e)(f"{op}: {e}") from None
+    return _C.compile_variants(_spec_of(spec), variants, _targets(target, op),
+                               cache_dir, int(jobs or 0))
 
 
 def compile(flags=None, *, target, spec=None, preset=None, cache_dir=None):
