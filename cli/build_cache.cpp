@@ -83,16 +83,7 @@ Shard parse_shard(const std::string& text) {
   return shard;
 }
 
-struct WorkItem {
-  const Spec* spec;
-  Signature signature;
-  // Filled by the worker.
-  EntrySource source = EntrySource::kCompiled;
-  double seconds = 0;
-  std::string key;
-  ResourceUsage resources;
-  std::string error;
-};
+using WorkItem = BuildItem;  // (attnjit/cache.h)
 
 std::vector<FlagSet> variants_of(const Spec& spec, bool presets_only) {
   if (!presets_only) return matrix_and_presets(spec);
@@ -150,42 +141,20 @@ std::vector<WorkItem> manifest_items(const std::string& path, const std::vector<
 }
 
 void run_items(std::vector<WorkItem>& items, KernelCache& cache, int jobs) {
-  std::atomic<size_t> next{0};
-  std::atomic<size_t> done{0};
-  std::mutex print_mutex;
   const auto start = std::chrono::steady_clock::now();
-  auto worker = [&] {
-    for (size_t i = next++; i < items.size(); i = next++) {
-      WorkItem& item = items[i];
-      const auto t0 = std::chrono::steady_clock::now();
-      try {
-        const LookupResult r = cache.get(*item.spec, item.signature);
-        item.source = r.source;
-        item.key = r.entry->key.hex;
-        item.resources = r.entry->kernel.resources;
-      } catch (const Error& e) {
-        item.error = e.what();
-      }
-      item.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-      std::lock_guard<std::mutex> lock(print_mutex);
-      const size_t n = ++done;
-      // The time left, from the rate so far (the variants take turns on
-      // the jobs, so the wall time per finished variant is the rate).
-      const double elapsed =
-          std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-      const std::string left =
-          n < items.size() ? fmt::format("  ~{:.0f} s left", elapsed / n * (items.size() - n)) : "";
-      std::printf("[%zu/%zu] %-28s %-7s %-9s %7.0f ms%s%s\n", n, items.size(),
-                  item.signature.display_name().c_str(),
-                  item.signature.options.target.name().c_str(),
-                  item.error.empty() ? to_string(item.source) : "FAILED", item.seconds * 1e3,
-                  item.error.empty() ? "" : "  (see below)", left.c_str());
-      std::fflush(stdout);
-    }
-  };
-  std::vector<std::thread> threads;
-  for (int t = 0; t < jobs; ++t) threads.emplace_back(worker);
-  for (auto& t : threads) t.join();
+  build_variants(items, cache, jobs, [&](const WorkItem& item, size_t n) {
+    // The time left, from the rate so far (the variants take turns on
+    // the jobs, so the wall time per finished variant is the rate).
+    const double elapsed =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    const std::string left =
+        n < items.size() ? fmt::format("  ~{:.0f} s left", elapsed / n * (items.size() - n)) : "";
+    std::printf("[%zu/%zu] %-28s %-7s %-9s %7.0f ms%s%s\n", n, items.size(),
+                item.signature.display_name().c_str(), item.signature.options.target.name().c_str(),
+                item.error.empty() ? to_string(item.source) : "FAILED", item.seconds * 1e3,
+                item.error.empty() ? "" : "  (see below)", left.c_str());
+    std::fflush(stdout);
+  });
 }
 
 nlohmann::json manifest_of(const std::vector<WorkItem>& items) {

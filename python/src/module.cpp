@@ -10,15 +10,12 @@
 #include <nanobind/stl/vector.h>
 
 #include <algorithm>
-#include <atomic>
-#include <chrono>
 #include <cstdint>
 #include <exception>
 #include <memory>
 #include <optional>
 #include <set>
 #include <string>
-#include <thread>
 #include <tuple>
 #include <variant>
 #include <vector>
@@ -350,59 +347,37 @@ nb::list compile_variants(const std::optional<UserSpec>& user, const nb::object&
     for (nb::handle h : variants) flag_sets.push_back(to_flag_set(nb::cast<nb::dict>(h), spec));
   }
   if (targets.empty()) throw Error(ErrorKind::kArgument, "no target given (e.g. 'sm_90a')");
-  struct Item {
-    Signature signature;
-    std::string source, key, error;
-    double seconds = 0;
-    int spills = 0;
-  };
-  std::vector<Item> items;
+  std::vector<BuildItem> items;
   for (const std::string& t : targets) {
     const Target target = parse_target(t);
     for (const FlagSet& f : flag_sets) {
-      items.push_back({make_signature(spec, f, CompileOptions::from_environment(target))});
+      BuildItem item;
+      item.spec = &spec;
+      item.signature = make_signature(spec, f, CompileOptions::from_environment(target));
+      items.push_back(std::move(item));
     }
   }
   CacheConfig config = CacheConfig::from_environment();
   if (cache_dir) config.user_dir = *cache_dir;
-  if (jobs < 1) jobs = int(std::max(1u, std::thread::hardware_concurrency()));
   {
     nb::gil_scoped_release release;
     KernelCache cache(config);
-    std::atomic<size_t> next{0};
-    auto worker = [&] {
-      for (size_t i = next++; i < items.size(); i = next++) {
-        Item& item = items[i];
-        const auto t0 = std::chrono::steady_clock::now();
-        try {
-          const LookupResult r = cache.get(spec, item.signature);
-          item.source = to_string(r.source);
-          item.key = r.entry->key.hex;
-          item.spills = std::max(0, r.entry->kernel.resources.spill_stores);
-        } catch (const std::exception& e) {
-          item.error = e.what();
-        }
-        item.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-      }
-    };
-    std::vector<std::thread> threads;
-    for (int t = 0; t < std::min<int>(jobs, int(items.size())); ++t) threads.emplace_back(worker);
-    for (std::thread& t : threads) t.join();
+    build_variants(items, cache, jobs);
     if (cache.disk_disabled()) {
       throw Error(ErrorKind::kCache, "the cache directory " + config.user_dir +
                                          " is not writable; nothing was stored");
     }
   }
   nb::list out;
-  for (const Item& item : items) {
+  for (const BuildItem& item : items) {
     nb::dict d;
     d["variant"] = item.signature.display_name();
     d["flags"] = item.signature.flags.str();
     d["target"] = item.signature.options.target.name();
-    d["source"] = item.source;
+    d["source"] = item.error.empty() ? to_string(item.source) : "";
     d["key"] = item.key;
     d["seconds"] = item.seconds;
-    d["spills"] = item.spills;
+    d["spills"] = std::max(0, item.resources.spill_stores);
     d["error"] = item.error;
     out.append(d);
   }

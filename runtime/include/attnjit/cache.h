@@ -165,6 +165,25 @@ struct EntryReport {
 };
 std::vector<EntryReport> scan_cache_dir(const std::string& dir);
 
+// One variant of a parallel build (build_variants): what to compile, and
+// what came of it.
+struct BuildItem {
+  const Spec* spec = nullptr;
+  Signature signature;
+  EntrySource source = EntrySource::kCompiled;
+  double seconds = 0;
+  std::string key;  // the entry's, when built
+  ResourceUsage resources;
+  std::string error;  // empty: built
+};
+
+// Looks every item up in `cache` (compiling it where no cache holds it),
+// `jobs` at a time (0: one per core); an item's failure is recorded in it
+// and the others go on. After each item, `done(item, finished)` runs under
+// a lock (finished: how many are done), for progress.
+void build_variants(std::vector<BuildItem>& items, KernelCache& cache, int jobs,
+                    const std::function<void(const BuildItem&, size_t)>& done = {});
+
 }  // namespace attnjit
 
 #pragma GCC visibility pop
