@@ -14,7 +14,6 @@ namespace attnjit {
 
 // What of a variant's tile configuration the planner reads.
 struct VariantShape {
-  int head_dim = 0;
   int block_m = 0, block_n = 0;
   bool pack_gqa = false;
   int split_keys = 0;     // the fewest keys a split part takes

@@ -40,7 +40,6 @@ WorkspaceCache& workspace_cache() {
 
 VariantShape AttentionKernel::shape() const {
   VariantShape v;
-  v.head_dim = flags_.head_dim;
   v.block_m = block_m_;
   v.block_n = block_n_;
   v.pack_gqa = pack_gqa_ != 0;

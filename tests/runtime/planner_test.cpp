@@ -26,7 +26,6 @@ const auto kH200 = [] { return 132; };
 
 VariantShape split_shape() {
   VariantShape v;
-  v.head_dim = 128;
   v.block_m = 64;
   v.block_n = 64;
   v.pack_gqa = true;
