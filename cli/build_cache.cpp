@@ -386,13 +386,25 @@ int run_build_cache(const BuildArgs& a) {
   if (!a.manifest.empty()) {
     items = manifest_items(a.manifest, specs, names, a.targets);
   } else {
+    // A matrix entry whose flags the spec has no kernel for on a target
+    // (a tuning rule that says `unsupported`, e.g. head dims past 256 off
+    // sm_90a) is skipped there, and counted.
+    std::map<std::string, int> unsupported;
     for (const Spec& spec : specs) {
       for (const FlagSet& flags : variants_of(spec, a.presets_only)) {
         for (const Target& t : targets) {
+          if (!unsupported_reason(spec, flags, t).empty()) {
+            ++unsupported[t.name()];
+            continue;
+          }
           items.push_back(
               {&spec, make_signature(spec, flags, CompileOptions::from_environment(t))});
         }
       }
+    }
+    for (const auto& [target, count] : unsupported) {
+      std::printf("skipping %d variant(s) with no kernel on %s (`attnjit compile` on one says why)\n",
+                  count, target.c_str());
     }
   }
   if (a.generic) add_generic_variants(items);

@@ -175,6 +175,17 @@ int run_specs(const std::vector<std::string>& files) {
     const size_t built = matrix_and_presets(spec).size();
     std::printf("  build-cache %zu variants per target (the matrix and %zu preset(s) outside it)\n",
                 built, built - m.variants.size());
+    // ... less those a tuning rule says have no kernel on a target.
+    for (const Target& target : supported_targets()) {
+      size_t skipped = 0;
+      for (const FlagSet& flags : matrix_and_presets(spec)) {
+        if (!unsupported_reason(spec, flags, target).empty()) ++skipped;
+      }
+      if (skipped > 0) {
+        std::printf("  build-cache skips %zu on %s (no kernel there)\n", skipped,
+                    target.name().c_str());
+      }
+    }
   }
   std::printf("embedded templates: %zu headers, digest %.16s\n", embedded_headers().size(),
               embedded_headers_digest().c_str());

@@ -47,7 +47,32 @@ std::string flags_text(const FlagSet& flags) {
 }
 
 
+std::string unsupported_text(const Spec& spec, const FlagSet& flags, const Target& target,
+                             const TuningRule& rule) {
+  return detail::quoted(spec.family) + " has no kernel for " + flags_text(flags) + " on " +
+         target.name() + ": " + rule.unsupported + " (the tuning rule at " + rule.loc.str() + ")";
+}
+
+const TuningRule* first_rule(const Spec& spec, const FlagSet& flags, const Target& target) {
+  FlagSet tuned_as = flags;
+  for (auto& [name, value] : tuned_as.values) {
+    if (auto it = spec.tune_as.find(name); it != spec.tune_as.end()) value = it->second;
+  }
+  for (const TuningRule& candidate : spec.tuning.rules) {
+    if (rule_matches(candidate, tuned_as, target)) return &candidate;
+  }
+  return nullptr;
+}
+
 }  // namespace
+
+std::string unsupported_reason(const Spec& spec, const FlagSet& flags, const Target& target) {
+  check_flag_set(spec, flags);
+  const TuningRule* rule = first_rule(spec, flags, target);
+  return rule != nullptr && !rule->unsupported.empty()
+             ? unsupported_text(spec, flags, target, *rule)
+             : std::string();
+}
 
 void check_tuning_overrides(const Spec& spec, const std::map<std::string, int64_t>& overrides) {
   for (const auto& [param, value] : overrides) {
@@ -88,17 +113,10 @@ Signature make_signature(const Spec& spec, const FlagSet& flags, const CompileOp
                          const std::map<std::string, int64_t>& overrides) {
   check_flag_set(spec, flags);
   check_tuning_overrides(spec, overrides);
-  // A user spec's tune_as: the rules see those mask-shape flags as given.
-  FlagSet tuned_as = flags;
-  for (auto& [name, value] : tuned_as.values) {
-    if (auto it = spec.tune_as.find(name); it != spec.tune_as.end()) value = it->second;
-  }
-  const TuningRule* rule = nullptr;
-  for (const TuningRule& candidate : spec.tuning.rules) {
-    if (rule_matches(candidate, tuned_as, options.target)) {
-      rule = &candidate;
-      break;
-    }
+  // (A user spec's tune_as: the rules see those mask-shape flags as given.)
+  const TuningRule* rule = first_rule(spec, flags, options.target);
+  if (rule != nullptr && !rule->unsupported.empty()) {
+    throw Error(ErrorKind::kFlags, unsupported_text(spec, flags, options.target, *rule));
   }
   Signature signature{spec.family, spec.entry, flags, {}, options, {}};
   bool from_rule = false;

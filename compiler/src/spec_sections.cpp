@@ -13,7 +13,7 @@ namespace {
 const std::vector<std::string> kConstraintKeys = {"if", "require", "forbid", "why"};
 const std::vector<std::string> kTuningKeys = {"params", "rules"};
 // A rule's keys besides its params; no param may take one of these names.
-const std::vector<std::string> kRuleKeys = {"when", "targets", "why"};
+const std::vector<std::string> kRuleKeys = {"when", "targets", "why", "unsupported"};
 
 // `{flag: value, ...}` with single, typed values.
 std::map<std::string, FlagValue> flag_assignments(const SpecReader& reader, const Spec& spec,
@@ -115,9 +115,15 @@ TuningRule parse_rule(const SpecReader& reader, const Spec& spec,
       rule.targets = parse_targets(reader, entry.value);
     } else if (entry.key == "why") {
       rule.why = reader.text(entry.value, "tuning rule: why");
+    } else if (entry.key == "unsupported") {
+      rule.unsupported = reader.text(entry.value, "tuning rule: unsupported");
+      if (rule.unsupported.empty()) reader.fail(entry.value, "tuning rule: unsupported says why");
     } else {
       rule.values[entry.key] = reader.integer(entry.value, "tuning param " + quoted(entry.key));
     }
+  }
+  if (!rule.unsupported.empty() && !rule.values.empty()) {
+    reader.fail(node, "tuning rule: a rule that says `unsupported` sets no params");
   }
   return rule;
 }

@@ -12,7 +12,11 @@ import warnings
 
 import torch
 
-HEAD_DIMS = (64, 80, 96, 128, 192, 256)
+from . import _C
+
+# The spec's head dims (384 and 512 on sm_90a only: elsewhere the compile
+# says so).
+HEAD_DIMS = tuple(_C.flag_values("head_dim"))
 SINK_MODES = ("none", "null_logit", "bias_key0")
 
 _DTYPE_NAMES = {torch.bfloat16: "bf16", torch.float16: "fp16"}

@@ -326,7 +326,11 @@ nb::list compile_variants(const std::optional<UserSpec>& user, const nb::object&
                           const std::optional<std::string>& cache_dir, int jobs) {
   const Spec& spec = user ? *user->spec : attnjit::attention_spec();
   std::vector<FlagSet> flag_sets;
-  if (nb::isinstance<nb::str>(variants)) {
+  // The spec's own lists skip, per target, the flags it has no kernel for
+  // there (as `attnjit build-cache` does); a flag dict asked for by name
+  // is an error then.
+  const bool listed = nb::isinstance<nb::str>(variants);
+  if (listed) {
     const std::string which = nb::cast<std::string>(variants);
     if (which == "matrix") {
       flag_sets = matrix_and_presets(spec);
@@ -351,6 +355,7 @@ nb::list compile_variants(const std::optional<UserSpec>& user, const nb::object&
   for (const std::string& t : targets) {
     const Target target = parse_target(t);
     for (const FlagSet& f : flag_sets) {
+      if (listed && !unsupported_reason(spec, f, target).empty()) continue;
       BuildItem item;
       item.spec = &spec;
       item.signature = make_signature(spec, f, CompileOptions::from_environment(target));
@@ -507,6 +512,19 @@ NB_MODULE(_C, m) {
         "cache_dir"_a = nb::none(), "jobs"_a = 0,
         "Compiles a spec's variants ('matrix', 'presets' or flag dicts) for explicit targets "
         "into a cache directory; no GPU needed. One dict per variant and target.");
+  m.def(
+      "flag_values",
+      [](const std::string& name) {
+        for (const FlagDecl& decl : attention_spec().flags) {
+          if (decl.name != name) continue;
+          nb::list values;
+          for (int64_t v : decl.int_values) values.append(v);
+          for (const std::string& v : decl.enum_values) values.append(v);
+          return values;
+        }
+        throw Error(ErrorKind::kFlags, "the attention spec has no flag '" + name + "'");
+      },
+      "name"_a, "The values the attention spec declares for a flag (e.g. head_dim's).");
   m.def("cache_stats", &cache_stats,
         "Counters of the process-wide kernel cache (and of the generic tier's launches).");
   m.def(

@@ -63,3 +63,14 @@ def test_an_unwritable_cache_dir_is_an_error(tmp_path):
     blocked.write_text("not a directory")
     with pytest.raises(Exception, match="not writable"):
         attnjit.compile({"causal": True}, target="sm_80", cache_dir=blocked / "cache")
+
+
+def test_wide_heads_are_sm90a_only(tmp_path):
+    assert {384, 512} <= set(attnjit.HEAD_DIMS)
+    assert list(attnjit.HEAD_DIMS) == attnjit._C.flag_values("head_dim")
+    built = attnjit.compile({"causal": True, "head_dim": 512}, target="sm_90a",
+                            cache_dir=tmp_path)
+    assert not built[0]["error"]
+    with pytest.raises(attnjit.Error, match="sm_90a's warpgroup path only"):
+        attnjit.compile({"head_dim": 512}, target="sm_80", cache_dir=tmp_path)
+

@@ -23,13 +23,15 @@ struct Epilogue {
   static constexpr int kStride = SmemRow<C::head_dim>::kStride;
 
   // One warp's rows [row0, row0 + 16) of the work tile: its output
-  // accumulators o and softmax state; `stage` is 16 padded rows of shared
-  // memory.
+  // accumulators o (columns [col0, col0 + 8 kOutBlocks): all of D, or the
+  // part of a warpgroup that splits D) and softmax state; `stage` is 16
+  // padded rows of shared memory. The warp holding column 0 writes the LSE.
   template <class Softmax, int kOutBlocks, class Work>
   static __device__ __forceinline__ void store(const Params<T>& prm, const Work& work,
                                                const Softmax& softmax,
                                                const float (&o)[kOutBlocks][4], T* stage, int row0,
-                                               int lane) {
+                                               int lane, int col0 = 0) {
+    static_assert(8 * kOutBlocks <= C::head_dim, "a warp's columns are some of D");
     float inv[2], lse[2];
     softmax.finish(0, inv[0], lse[0]);
     softmax.finish(1, inv[1], lse[1]);
@@ -40,23 +42,26 @@ struct Epilogue {
     }
     if constexpr (C::split_kv) {
       if (work.splits > 1) {
-        store_part(prm, work, o, inv, lse, row0, lane);
+        store_part(prm, work, o, inv, lse, row0, lane, col0);
         return;
       }
     }
 #pragma unroll
     for (int r = 0; r < 2; ++r) {
-      unsigned* row =
-          reinterpret_cast<unsigned*>(stage + (lane / 4 + 8 * r) * kStride + 2 * (lane % 4));
+      unsigned* row = reinterpret_cast<unsigned*>(stage + (lane / 4 + 8 * r) * kStride + col0 +
+                                                  2 * (lane % 4));
 #pragma unroll
       for (int db = 0; db < kOutBlocks; ++db) {
         row[db * 4] = element<T>::pack(o[db][2 * r] * inv[r], o[db][2 * r + 1] * inv[r]);
       }
     }
     __syncwarp();
-    store_warp_rows<C::head_dim>(prm.o + work.q_begin * prm.o_row_stride, prm.o_row_stride,
-                                 prm.o_head_stride, stage, work.map, row0, lane);
-    if constexpr (C::return_lse) store_lse(prm, work, lse, row0, lane);
+    store_warp_rows<8 * kOutBlocks, kStride>(prm.o + work.q_begin * prm.o_row_stride + col0,
+                                             prm.o_row_stride, prm.o_head_stride, stage + col0,
+                                             work.map, row0, lane);
+    if constexpr (C::return_lse) {
+      if (col0 == 0) store_lse(prm, work, lse, row0, lane);
+    }
   }
 
   // Split-KV, after every warp's store(): the block that stores a tile's
@@ -78,19 +83,19 @@ struct Epilogue {
   static __device__ __forceinline__ void store_part(const Params<T>& prm, const Work& work,
                                                     const float (&o)[kOutBlocks][4],
                                                     const float (&inv)[2], const float (&lse)[2],
-                                                    int row0, int lane) {
+                                                    int row0, int lane, int col0) {
 #pragma unroll
     for (int r = 0; r < 2; ++r) {
       const int row = row0 + lane / 4 + 8 * r;
       if (row >= work.map.rows) continue;
       const long long slot = part_slot(prm, work, work.split, row);
-      float* dst = prm.o_partial + slot * C::head_dim + 2 * (lane % 4);
+      float* dst = prm.o_partial + slot * C::head_dim + col0 + 2 * (lane % 4);
 #pragma unroll
       for (int db = 0; db < kOutBlocks; ++db) {
         *reinterpret_cast<float2*>(dst + db * 8) =
             make_float2(o[db][2 * r] * inv[r], o[db][2 * r + 1] * inv[r]);
       }
-      if (lane % 4 == 0) prm.lse_partial[slot] = lse[r];
+      if (lane % 4 == 0 && col0 == 0) prm.lse_partial[slot] = lse[r];
     }
   }
 

@@ -66,7 +66,13 @@ __device__ void forward_sm90(const Params<typename C::dtype>& prm) {
   // Every consumer is done with Q and the tiles before any stages its
   // output over them.
   ptx::named_barrier_sync(1, Mainloop::kConsumerThreads);
-  Epilogue::store(prm, work, softmax, o, smem.output_rows(warp), consumer.warp_row, lane);
+  if constexpr (Mainloop::kDSplit > 1) {
+    // (Each warpgroup stores its columns of the rows both hold.)
+    Epilogue::store(prm, work, softmax, o, smem.output_rows(warp), consumer.warp_row, lane,
+                    consumer.column0());
+  } else {
+    Epilogue::store(prm, work, softmax, o, smem.output_rows(warp), consumer.warp_row, lane);
+  }
   Epilogue::finish_split(prm, work, tid, Mainloop::kConsumerThreads,
                          [] { ptx::named_barrier_sync(1, Mainloop::kConsumerThreads); });
 }

@@ -92,7 +92,14 @@ struct MainloopSm90 {
   static constexpr int kStages = C::stages;
   static_assert(C::warps % 4 == 0 && C::warps >= 4,
                 "wgmma needs whole warpgroups (warps % 4 == 0)");
-  static_assert(BM == 64 * kTile.warpgroups, "wgmma: block_m must be 64 rows per warpgroup");
+  // Warpgroups that split D (kDSplit 2) share their 64 rows.
+  static constexpr int kDSplit = kTile.d_split;
+  static_assert(BM * kDSplit == 64 * kTile.warpgroups,
+                "wgmma: block_m must be 64 rows per warpgroup (per two warpgroups past D 256)");
+  static_assert(D <= kMaxHeadDimWgmma, "wgmma: head dim at most 512");
+  // The columns of O, and of the scores' reduction, that one warpgroup owns.
+  static constexpr int kDPart = D / kDSplit;
+  static_assert(kDPart <= 256, "one warpgroup's part of D is at most 256 columns");
   static_assert(BN % 16 == 0 && BN <= 256, "wgmma: block_n must be a multiple of 16, at most 256");
   static_assert(kStages >= 2, "the pipeline needs at least two stages");
   // (A split variant's epilogue flag takes 1024 bytes of static shared
@@ -107,21 +114,28 @@ struct MainloopSm90 {
                 "every shared address of a block fits a descriptor's start field");
   static constexpr int kConsumerThreads = kTile.consumer_threads;
   static constexpr int kScoreBlocks = BN / 8;  // n8 blocks of S
-  static constexpr int kOutBlocks = D / 8;     // n8 blocks of O
+  static constexpr int kOutBlocks = kDPart / 8;  // n8 blocks of this warpgroup's O
   static constexpr bool kBF16 = element<T>::is_bf16;
   using Rows = SwizzledRows<D>;
   static_assert(Rows::kChunk == kTile.tma_chunk, "the TMA box is one swizzle chunk wide");
   // V's layout: Rows', or blocks of 16 keys (small_pages; TileConfig::v_block_rows).
   using VRows = BlockedRows<D, kTile.v_block_rows>;
+  static_assert(kDPart % Rows::kChunk == 0, "a warpgroup's part of D is whole swizzle chunks");
   using Ring = TileRing<kStages>;
   using Softmax =
       OnlineSoftmax<kScoreBlocks, kOutBlocks, slack_max_pays(D, BN, C::split_kv != 0)>;
   using RowKeys = typename Mask<C>::RowKeys;
   using KvSource = KV;
 
+  // Consumer warp w's 16 rows of the tile: the w-th, or (kDSplit 2, two
+  // warpgroups over one 64-row slice) the (w % 4)-th.
+  static __device__ __forceinline__ int row_warp(int w) { return kDSplit > 1 ? w % 4 : w; }
+
   // Shared memory from a 1024-byte aligned base: Q, the K ring, the V ring
   // (swizzled), the ring's barriers past them (tile_config.cuh). The
-  // epilogue stages output rows over Q and the first tiles.
+  // epilogue stages output rows over Q and the first tiles. (fp8 K/V: the
+  // raw ring at kTile.staging_offset; kDSplit 2: the scores' exchange at
+  // kTile.exchange_offset, both from q.)
   struct SharedTiles {
     unsigned char* raw;
     unsigned pad;  // raw + pad is 1024-byte aligned
@@ -142,9 +156,10 @@ struct MainloopSm90 {
     static __device__ __forceinline__ unsigned tile(unsigned tiles, int i) {
       return tiles + Ring::stage(i) * kTile.kv_tile_bytes;
     }
-    // 16 padded rows (SmemRow) for warp w's output, over Q.
+    // 16 padded rows (SmemRow) for warp w's output, over Q (the warps of
+    // warpgroups that split D stage the same rows, each its columns).
     __device__ __forceinline__ T* output_rows(int w) const {
-      return reinterpret_cast<T*>(raw + pad) + w * 16 * SmemRow<D>::kStride;
+      return reinterpret_cast<T*>(raw + pad) + row_warp(w) * 16 * SmemRow<D>::kStride;
     }
   };
 
@@ -290,22 +305,27 @@ struct MainloopSm90 {
           warp(w),
           lane(l) {}
 
+    // The part of D this thread's warpgroup owns (kDSplit 2), else 0.
+    __device__ __forceinline__ int d_part() const { return kDSplit > 1 ? warp / 4 : 0; }
+    // The first column of O this thread's warpgroup owns.
+    __device__ __forceinline__ int column0() const { return d_part() * kDPart; }
+
     // softmax and o: this thread's softmax state and output accumulators,
     // for the epilogue.
     template <class Work>
     __device__ __forceinline__ void run(const Work& work, Softmax& softmax,
                                         float (&o)[kOutBlocks][4]) {
       load_q(work);
-      warp_row = work.row0 + warp * 16;
+      warp_row = work.row0 + row_warp(warp) * 16;
       RowState rows;
       init_rows(work, rows, softmax, o);
-      wg_row0 = (warp / 4) * 64;
+      wg_row0 = (row_warp(warp) / 4) * 64;
       ptx::cp_async_wait<0>();
       ptx::fence_proxy_async_shared();
       ptx::named_barrier_sync(1, kConsumerThreads);  // Q is in shared memory
       tail_tile = work.n_k % BN != 0 ? work.n_k / BN : -1;
       multiplier = LogitScale<C>::score_multiplier(score_scale<C>(prm));
-      if constexpr (kTile.warpgroups > 1) {
+      if constexpr (kTile.warpgroups / kDSplit > 1) {
         if (work.row0 + wg_row0 >= work.row_end) {
           pass_tiles(work);
           return;
@@ -349,6 +369,7 @@ struct MainloopSm90 {
       ptx::warpgroup_wait<0>();
       ptx::fence_operands(s);
       release_k(t);
+      exchange_scores(s, t);
       softmax_tile(work, rows, softmax, s, t, correction);
       pack_p(a, s);
     }
@@ -389,6 +410,7 @@ struct MainloopSm90 {
         ptx::warpgroup_wait<1>();
         ptx::fence_operands(s);
         release_k(kt);
+        exchange_scores(s, kt);
         float correction[2];
         const bool moved = softmax_tile(work, rows, softmax, s, kt, correction);
         ptx::warpgroup_wait<0>();
@@ -482,26 +504,85 @@ struct MainloopSm90 {
       ptx::named_barrier_sync(1, kConsumerThreads);
     }
 
-    // S = Q K^T of tile t, issued (not waited for).
+    // S = Q K^T of tile t, issued (not waited for): over all of D, or
+    // (kDSplit 2) over this warpgroup's part, whose columns are whole
+    // swizzle chunks, so its k-steps start kDPart / 16 steps in. (Written
+    // twice so that the variants without the split keep their code.)
     __device__ __forceinline__ void issue_scores(float (&s)[kScoreBlocks][4],
                                                  const KeyTile& t) const {
       const unsigned long long q0 = Rows::k_major_first(smem.q, wg_row0);
       const unsigned long long k0 = Rows::k_major_first(k_tile(t), 0);
+      if constexpr (kDSplit > 1) {
+        constexpr int kSteps = kDPart / 16;
+        const int kk0 = d_part() * kSteps;
 #pragma unroll
-      for (int kk = 0; kk < D / 16; ++kk) {
-        ptx::WarpgroupMma<BN>::template ss<kBF16>(s, Rows::template k_major_step<BM>(q0, kk),
-                                                  Rows::template k_major_step<BN>(k0, kk), kk > 0);
+        for (int kk = 0; kk < kSteps; ++kk) {
+          ptx::WarpgroupMma<BN>::template ss<kBF16>(
+              s, Rows::template k_major_step<BM>(q0, kk0 + kk),
+              Rows::template k_major_step<BN>(k0, kk0 + kk), kk > 0);
+        }
+      } else {
+#pragma unroll
+        for (int kk = 0; kk < D / 16; ++kk) {
+          ptx::WarpgroupMma<BN>::template ss<kBF16>(s, Rows::template k_major_step<BM>(q0, kk),
+                                                    Rows::template k_major_step<BN>(k0, kk),
+                                                    kk > 0);
+        }
       }
     }
 
-    // O += P V of tile t, issued.
+    // kDSplit 2: each warpgroup holds the scores over its part of D; both
+    // add the other's (through shared memory, one buffer per warpgroup and
+    // tile parity) and then hold the same S, bit for bit (a + b == b + a),
+    // so both run the same softmax on the same rows. A thread's fragment
+    // has the same (row, key) positions in either warpgroup, so thread t
+    // reads slot t. The parity keeps a buffer from being written again
+    // before the other warpgroup has read it: that write comes after the
+    // next tile's barrier, which the reader reaches only past its read.
+    __device__ __forceinline__ void exchange_scores(float (&s)[kScoreBlocks][4],
+                                                    const KeyTile& t) const {
+      if constexpr (kDSplit > 1) {
+        static_assert(kDSplit == 2, "two warpgroups split D");
+        constexpr unsigned kBuffer = 128u * 16u * kScoreBlocks;  // one warpgroup's scores
+        const unsigned base = smem.q + kTile.exchange_offset + unsigned(t.i & 1) * 2u * kBuffer;
+        const unsigned mine = base + unsigned(d_part()) * kBuffer + unsigned(tid % 128) * 16u;
+        const unsigned theirs =
+            base + unsigned(d_part() ^ 1) * kBuffer + unsigned(tid % 128) * 16u;
+#pragma unroll
+        for (int b = 0; b < kScoreBlocks; ++b) {
+          ptx::st_shared_f32x4(mine + unsigned(b) * 128u * 16u, s[b][0], s[b][1], s[b][2], s[b][3]);
+        }
+        ptx::named_barrier_sync(3, 256);
+#pragma unroll
+        for (int b = 0; b < kScoreBlocks; ++b) {
+          float other[4];
+          ptx::ld_shared_f32x4(theirs + unsigned(b) * 128u * 16u, other);
+#pragma unroll
+          for (int e = 0; e < 4; ++e) s[b][e] += other[e];
+        }
+      }
+    }
+
+    // O += P V of tile t, issued: into this warpgroup's columns.
     __device__ __forceinline__ void issue_pv(float (&o)[kOutBlocks][4],
                                              const unsigned (&a)[BN / 16][4],
                                              const KeyTile& t) const {
-      const unsigned long long v0 = VRows::template mn_major_first<BN>(v_tile(t));
+      if constexpr (kDSplit > 1) {
+        // This warpgroup's columns: whole swizzle chunks of
+        // kTile.v_block_rows rows each, one after the other.
+        const unsigned columns = unsigned(column0() / Rows::kChunk) *
+                                 unsigned(kTile.v_block_rows * Rows::kSwizzleBytes);
+        const unsigned long long v0 = VRows::template mn_major_first<BN>(v_tile(t) + columns);
 #pragma unroll
-      for (int kk = 0; kk < BN / 16; ++kk) {
-        ptx::WarpgroupMma<D>::template rs<kBF16>(o, a[kk], VRows::mn_major_step(v0, kk), 1);
+        for (int kk = 0; kk < BN / 16; ++kk) {
+          ptx::WarpgroupMma<kDPart>::template rs<kBF16>(o, a[kk], VRows::mn_major_step(v0, kk), 1);
+        }
+      } else {
+        const unsigned long long v0 = VRows::template mn_major_first<BN>(v_tile(t));
+#pragma unroll
+        for (int kk = 0; kk < BN / 16; ++kk) {
+          ptx::WarpgroupMma<D>::template rs<kBF16>(o, a[kk], VRows::mn_major_step(v0, kk), 1);
+        }
       }
     }
 

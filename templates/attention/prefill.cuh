@@ -38,6 +38,8 @@ struct attention_prefill_traits {
   // The tuning params that choose among ways, each one of its values (a
   // value the kernels do not know is an error, not one of the others).
   static_assert(C::wgmma == 0 || C::wgmma == 1, "tuning param wgmma is 0 or 1");
+  static_assert(C::wgmma != 0 || C::head_dim <= attention::kMaxHeadDimMmaSync,
+                "heads wider than 256 need the warpgroup path (wgmma = 1, sm_90a)");
   static_assert(C::pack_gqa == 0 || C::pack_gqa == 1,
                 "tuning param pack_gqa is 0 (a query head per tile) or 1 (GQA packed)");
   static_assert(C::decode_mma >= 0 && C::decode_mma <= 2, "tuning param decode_mma is 0, 1 or 2");

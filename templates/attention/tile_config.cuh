@@ -57,7 +57,16 @@ struct TileConfig {
   TileShape shape;
   int threads;              // per block: the consumer warps, plus the producer warpgroup (wgmma)
   int consumer_threads;     // the threads that run the MMAs: shape.warps * 32
-  int warpgroups;           // consumer warpgroups of 4 warps, 64 rows each (wgmma; 0 otherwise)
+  int warpgroups;           // consumer warpgroups of 4 warps (wgmma; 0 otherwise)
+  // wgmma: the consumer warpgroups that share one 64-row slice of the tile
+  // and split D between them (1: each warpgroup owns 64 rows and all of D).
+  // Heads wider than 256 (d_split_for): 64 rows x D of fp32 output
+  // accumulators would be 2 x D registers per thread, so each of two
+  // warpgroups owns D / 2 columns of O, computes the scores over its half
+  // of D, and the two add their partial scores through shared memory
+  // (mainloop_sm90.cuh, Consumer::exchange_scores).
+  int d_split;
+  unsigned exchange_offset;  // d_split 2: the partial scores' buffers (set_shared_memory)
   int producer_warpgroups;  // wgmma: 1, or 2 converting fp8 K/V for a decode block (below)
   int m_tiles;              // m16 row tiles per consumer warp
   bool q_in_registers;      // mma.sync: Q's fragments stay in registers across key tiles
@@ -152,6 +161,21 @@ ATTNJIT_TILE_CONSTEXPR int swizzle_chunk(int head_dim) {
   return head_dim % 64 == 0 ? 64 : head_dim % 32 == 0 ? 32 : 16;
 }
 
+// The warpgroups that split one row slice's D (TileConfig::d_split): two
+// past 256 columns, where D / 2 must be whole swizzle chunks (384, 512).
+ATTNJIT_TILE_CONSTEXPR int d_split_for(int head_dim) { return head_dim > 256 ? 2 : 1; }
+
+// The widest head the warpgroup path takes, and mma.sync's (one warp
+// holds 16 rows x D of output accumulators: D / 2 registers per thread).
+constexpr int kMaxHeadDimWgmma = 512;
+constexpr int kMaxHeadDimMmaSync = 256;
+
+// d_split 2: the bytes of the partial-score buffers, [tile parity][warpgroup]
+// of 64 rows x block_n fp32 (mainloop_sm90.cuh, Consumer::exchange_scores).
+ATTNJIT_TILE_CONSTEXPR unsigned score_exchange_bytes(int d_split, int block_n) {
+  return d_split > 1 ? unsigned(2 * d_split * 64 * block_n * 4) : 0u;
+}
+
 // mma.sync's shared rows are padded by 16 bytes, which makes every ldmatrix
 // phase hit 8 distinct 16-byte bank groups for all supported head dims.
 ATTNJIT_TILE_CONSTEXPR int padded_row_stride(int head_dim) { return head_dim + 8; }
@@ -202,7 +226,8 @@ ATTNJIT_TILE_CONSTEXPR void set_shared_memory(TileConfig& c) {
   const unsigned staged_output = unsigned(s.block_m * c.smem_row_stride * 2);
   c.staging_offset = tiles;
   const unsigned staging = 2u * unsigned(c.raw_stages * s.block_n * s.head_dim);
-  const unsigned used = tiles + staging;
+  c.exchange_offset = tiles + staging;
+  const unsigned used = c.exchange_offset + score_exchange_bytes(c.d_split, s.block_n);
   c.barrier_offset = used > staged_output ? used : staged_output;
   c.smem_bytes = 1024u + c.barrier_offset + unsigned((4 * s.stages + c.raw_stages) * 8);
 }
@@ -273,6 +298,7 @@ ATTNJIT_TILE_CONSTEXPR TileConfig make_tile_config(const TileShape& shape) {
   c.shape = shape;
   c.consumer_threads = shape.warps * 32;
   c.warpgroups = shape.wgmma ? shape.warps / 4 : 0;
+  c.d_split = shape.wgmma ? d_split_for(shape.head_dim) : 1;
   // (4 or 8 warps of 16 rows each: the phases, warps / groups of rows,
   // then divide the ring's stages for every group count; decode_sm90.cuh.)
   // (Swapped, decode_mma 2: row groups of 8, at most one per warp, so

@@ -85,21 +85,23 @@ __device__ __forceinline__ void load_query_rows_async(T* smem, const T* seq_base
       tid);
 }
 
-// Copies a warp's 16 staged rows from shared to global memory, 16 bytes per
-// lane and step; rows at or past `row_end` are not written.
-template <int kHeadDim, class T, class Map>
+// Copies a warp's 16 staged rows of kColumns elements (shared rows of
+// kSmemStride) from shared to global memory, 16 bytes per lane and step;
+// rows at or past `row_end` are not written.
+template <int kColumns, int kSmemStride = SmemRow<kColumns>::kStride, class T, class Map>
 __device__ __forceinline__ void store_warp_rows(T* seq_base, long long row_stride,
                                                 long long head_stride, const T* smem,
                                                 const Map& map, int row0, int lane) {
-  using Row = SmemRow<kHeadDim>;
-  constexpr int kTotal = 16 * Row::kChunks;
+  constexpr int kChunks = kColumns / 8;
+  static_assert(kColumns % 8 == 0 && kSmemStride >= kColumns, "whole 16-byte chunks of a row");
+  constexpr int kTotal = 16 * kChunks;
 #pragma unroll
   for (int c = lane; c < kTotal; c += 32) {
-    const int r = c / Row::kChunks;
-    const int chunk = c % Row::kChunks;
+    const int r = c / kChunks;
+    const int chunk = c % kChunks;
     const int row = row0 + r;
     if (row < map.rows) {
-      const uint4_t* src = reinterpret_cast<const uint4_t*>(smem + r * Row::kStride + chunk * 8);
+      const uint4_t* src = reinterpret_cast<const uint4_t*>(smem + r * kSmemStride + chunk * 8);
       *reinterpret_cast<uint4_t*>(seq_base + map.position(row) * row_stride +
                                   map.head(row) * head_stride + chunk * 8) = *src;
     }

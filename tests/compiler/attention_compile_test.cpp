@@ -80,6 +80,8 @@ std::vector<std::string> compile_all(const Spec& spec, const std::vector<Signatu
 //    that does, on sm_80, sm_90a, sm_86, sm_89 or sm_90 (the portable
 //    Hopper target: the rules without `targets`), or else (a rule for
 //    flags outside the matrix) the variant made of the rule's own `when`.
+// Variants a rule says are `unsupported` on a target are not compiled
+// there; such a rule counts as reached when some variant meets it.
 // `unreached` gets the rules none of these resolves to: shadowed ones.
 std::vector<Signature> matrix_sample(const Spec& spec, std::vector<std::string>* unreached) {
   constexpr size_t kStride = 17;
@@ -92,9 +94,21 @@ std::vector<Signature> matrix_sample(const Spec& spec, std::vector<std::string>*
   const auto take = [&](Signature sig) {
     if (taken.insert(sig.canonical()).second) sample.push_back(std::move(sig));
   };
+  std::set<std::string> covered;  // the rules reached (tuning_from, or an unsupported one's)
+  const auto supported = [&](const FlagSet& flags, const char* target) {
+    const std::string why = unsupported_reason(spec, flags, parse_target(target));
+    for (const TuningRule& rule : spec.tuning.rules) {
+      if (!why.empty() && why.find("the tuning rule at " + rule.loc.str() + ")") != std::string::npos) {
+        covered.insert("the tuning rule at " + rule.loc.str());
+      }
+    }
+    return why.empty();
+  };
   std::vector<Signature> main;  // sm_80's variants, then sm_90a's
   for (const char* target : {"sm_80", "sm_90a"}) {
-    for (const FlagSet& f : variants) main.push_back(signature(f, target));
+    for (const FlagSet& f : variants) {
+      if (supported(f, target)) main.push_back(signature(f, target));
+    }
   }
   for (size_t i = 0; i < main.size(); i += kStride) take(main[i]);
   using Storage = std::tuple<std::string, int64_t, std::string, std::string>;
@@ -109,7 +123,6 @@ std::vector<Signature> matrix_sample(const Spec& spec, std::vector<std::string>*
     if (storages.insert(storage_of(sig)).second) take(sig);
   }
   // A signature made without overrides names the rule it resolved to.
-  std::set<std::string> covered;
   for (const Signature& sig : sample) covered.insert(sig.tuning_from);
   for (const TuningRule& rule : spec.tuning.rules) {
     const std::string from = "the tuning rule at " + rule.loc.str();
@@ -117,6 +130,7 @@ std::vector<Signature> matrix_sample(const Spec& spec, std::vector<std::string>*
     bool found = false;
     for (const char* target : {"sm_80", "sm_90a", "sm_86", "sm_89", "sm_90"}) {
       for (size_t i = 0; i < variants.size() && !found; ++i) {
+        if (!supported(variants[i], target)) continue;
         Signature sig = signature(variants[i], target);
         if (sig.tuning_from == from) {
           take(std::move(sig));
@@ -216,6 +230,49 @@ TEST(AttentionCompile, MatrixSampleCompilesAndCoversEveryTuningRule) {
 // gives two blocks per SM 168 registers: ten warps over the four
 // schedulers), and with no warpgroup MMA in it. A config whose ring does
 // not fit a block's shared memory is a compile error that says so.
+// Heads wider than 256: on sm_90a, two warpgroups split D (384 threads,
+// block_m 64) with no spills, in every storage and schedule; on every
+// other target the spec answers that they need sm_90a.
+TEST(AttentionCompile, WideHeadsRunOnTheWarpgroupPathOnly) {
+  const Spec spec = load_embedded_spec("attention");
+  const auto flags = [&](const std::string& text) {
+    return resolve_flags(spec, parse_flag_assignments(spec, text));
+  };
+  for (const char* target : {"sm_80", "sm_86", "sm_89", "sm_90"}) {
+    const CompileOptions options = CompileOptions::from_environment(parse_target(target));
+    try {
+      make_signature(spec, flags("head_dim=512,causal=true"), options);
+      ADD_FAILURE() << "head_dim 512 resolved on " << target;
+    } catch (const Error& e) {
+      EXPECT_EQ(e.kind(), ErrorKind::kFlags);
+      EXPECT_NE(std::string(e.what()).find("sm_90a's warpgroup path only"), std::string::npos)
+          << e.what();
+    }
+    EXPECT_FALSE(unsupported_reason(spec, flags("head_dim=384"), parse_target(target)).empty());
+  }
+  const CompileOptions options = CompileOptions::from_environment(parse_target("sm_90a"));
+  std::vector<Signature> work;
+  for (const char* text :
+       {"head_dim=512,causal=true,mm_prefix=true", "head_dim=384,return_lse=true,softcap=true",
+        "head_dim=512,causal=true,kv_layout=paged,small_pages=true,split_kv=true",
+        "head_dim=512,causal=true,kv_layout=paged,kv_dtype=fp8_e4m3,split_kv=true,sinks=null_logit",
+        "head_dim=512,dtype=fp16,window=true,sinks=bias_key0,kv_dtype=fp8_e4m3"}) {
+    EXPECT_TRUE(unsupported_reason(spec, flags(text), options.target).empty()) << text;
+    work.push_back(make_signature(spec, flags(text), options));
+  }
+  const auto failures = compile_all(spec, work, [](const Signature&, const CompiledKernel& k) {
+    if (k.resources.threads != 384) {
+      return "launches " + std::to_string(k.resources.threads) + " threads, not 384";
+    }
+    if (k.resources.spill_stores != 0 || k.resources.spill_loads != 0) {
+      return "spills " + std::to_string(k.resources.spill_stores) + " B stores, " +
+             std::to_string(k.resources.spill_loads) + " B loads";
+    }
+    return std::string();
+  });
+  for (const auto& f : failures) ADD_FAILURE() << f;
+}
+
 TEST(AttentionCompile, DecodeBlockCompilesWithoutSpills) {
   const Spec spec = load_embedded_spec("attention");
   const CompileOptions options = CompileOptions::from_environment(parse_target("sm_90a"));

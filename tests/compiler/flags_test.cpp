@@ -46,7 +46,7 @@ TEST(ResolveFlags, Errors) {
   EXPECT_EQ(flags_error(spec, {{"causl", true}}), "unknown flag 'causl' (did you mean 'causal'?)");
   EXPECT_EQ(flags_error(spec, {{"zzz", true}}), "unknown flag 'zzz'");
   EXPECT_EQ(flags_error(spec, {{"head_dim", int64_t{72}}}),
-            "flag 'head_dim': 72 is not one of 64, 80, 96, 128, 192, 256");
+            "flag 'head_dim': 72 is not one of 64, 80, 96, 128, 192, 256, 384, 512");
   EXPECT_EQ(flags_error(spec, {{"causal", int64_t{1}}}), "flag 'causal' expects a bool");
   EXPECT_EQ(flags_error(spec, {{"head_dim", std::string("128")}}),
             "flag 'head_dim' expects an int");
@@ -142,12 +142,12 @@ TEST(FlagAssignments, Errors) {
       assignment_error("causal=ture"),
       "flag 'causal' expects a bool (true, false, 1 or 0), got 'ture' (did you mean 'true'?)");
   EXPECT_EQ(assignment_error("head_dim=abc"),
-            "flag 'head_dim' expects an int (one of 64, 80, 96, 128, 192, 256), got 'abc'");
+            "flag 'head_dim' expects an int (one of 64, 80, 96, 128, 192, 256, 384, 512), got 'abc'");
   EXPECT_EQ(assignment_error("head_dim=99999999999999999999"),
             "flag 'head_dim': '99999999999999999999' is out of range (one of 64, 80, 96, 128, 192, "
-            "256)");
+            "256, 384, 512)");
   EXPECT_EQ(assignment_error("head_dim=72"),
-            "flag 'head_dim': 72 is not one of 64, 80, 96, 128, 192, 256");
+            "flag 'head_dim': 72 is not one of 64, 80, 96, 128, 192, 256, 384, 512");
   EXPECT_EQ(assignment_error("causl=true"), "unknown flag 'causl' (did you mean 'causal'?)");
   EXPECT_EQ(assignment_error("causal"), "expected name=value, got 'causal' in 'causal'");
   EXPECT_EQ(assignment_error("causal=true,"), "expected name=value, got '' in 'causal=true,'");

@@ -60,8 +60,8 @@ TEST(SpecParse, AttentionFlags) {
   EXPECT_EQ(dtype.loc.str(), attention_at("dtype:"));
   const FlagDecl& head_dim = *spec.find_flag("head_dim");
   EXPECT_EQ(head_dim.type, FlagType::kInt);
-  EXPECT_EQ(head_dim.int_values, (std::vector<int64_t>{64, 80, 96, 128, 192, 256}));
-  EXPECT_EQ(head_dim.doc, "D of q, k and v");
+  EXPECT_EQ(head_dim.int_values, (std::vector<int64_t>{64, 80, 96, 128, 192, 256, 384, 512}));
+  EXPECT_EQ(head_dim.doc, "D of q, k and v (384 and 512 on sm_90a only)");
   const FlagDecl& sinks = *spec.find_flag("sinks");
   EXPECT_EQ(sinks.type, FlagType::kEnum);
   EXPECT_EQ(sinks.enum_values, (std::vector<std::string>{"none", "null_logit", "bias_key0"}));
@@ -98,15 +98,66 @@ TEST(SpecParse, AttentionTuningCoversTheMatrixOnEveryTarget) {
   ASSERT_FALSE(spec.tuning.rules.empty());
   EXPECT_EQ(spec.tuning.params.front(), "block_m");
   const TuningRule& first = spec.tuning.rules.front();
-  EXPECT_EQ(first.when.at("head_dim"), (std::vector<FlagValue>{int64_t{192}, int64_t{256}}));
+  EXPECT_EQ(first.when.at("head_dim"), (std::vector<FlagValue>{int64_t{384}, int64_t{512}}));
   EXPECT_TRUE(spec.tuning.rules.back().when.empty()) << "the last rule catches everything";
+  // Every variant resolves on every target, but where a rule says the
+  // target has no kernel for it: heads wider than 256 off sm_90a, there
+  // only.
   for (const FlagSet& flags : expand_matrix(spec).variants) {
+    const bool wide = std::get<int64_t>(flags.at("head_dim")) > 256;
     for (const Target& target : supported_targets()) {
       CompileOptions options;
       options.target = target;
-      EXPECT_NO_THROW(make_signature(spec, flags, options));
+      const bool has_kernel = !wide || target.name() == "sm_90a";
+      EXPECT_EQ(unsupported_reason(spec, flags, target).empty(), has_kernel)
+          << flags.str() << " on " << target.name();
+      if (has_kernel) {
+        EXPECT_NO_THROW(make_signature(spec, flags, options));
+      } else {
+        EXPECT_THROW(make_signature(spec, flags, options), Error);
+      }
     }
   }
+}
+
+// A rule that says `unsupported` marks its flags as having no kernel on
+// its targets: make_signature throws its text (kFlags), unsupported_reason
+// returns it, the other targets fall through to later rules; such a rule
+// sets no params and says why.
+TEST(SpecParse, UnsupportedRuleRejectsItsFlagsOnItsTargets) {
+  const std::string head =
+      "family: f\ntemplate: testing/axpy.cuh\nentry: f\n"
+      "flags:\n  wide: {type: bool, default: false}\ntuning:\n  params: [bm]\n  rules:\n";
+  const Spec spec = parse_spec(
+      head + "    - {targets: [sm_80], when: {wide: true}, unsupported: \"too wide here\"}\n"
+             "    - {bm: 32}\n",
+      "u.yaml");
+  ASSERT_EQ(spec.tuning.rules.size(), 2u);
+  EXPECT_EQ(spec.tuning.rules[0].unsupported, "too wide here");
+  EXPECT_TRUE(spec.tuning.rules[0].values.empty());
+  const FlagSet wide = resolve_flags(spec, {{"wide", true}});
+  const FlagSet narrow = resolve_flags(spec, {});
+  const Target sm80 = parse_target("sm_80"), sm90a = parse_target("sm_90a");
+  const std::string why = unsupported_reason(spec, wide, sm80);
+  EXPECT_NE(why.find("has no kernel for wide=true on sm_80: too wide here (the tuning rule at "
+                     "u.yaml:9:7)"),
+            std::string::npos)
+      << why;
+  EXPECT_TRUE(unsupported_reason(spec, wide, sm90a).empty());
+  EXPECT_TRUE(unsupported_reason(spec, narrow, sm80).empty());
+  try {
+    make_signature(spec, wide, CompileOptions::from_environment(sm80));
+    ADD_FAILURE() << "an unsupported variant resolved";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.kind(), ErrorKind::kFlags);
+    EXPECT_EQ(std::string(e.what()), why);
+  }
+  EXPECT_EQ(make_signature(spec, wide, CompileOptions::from_environment(sm90a)).tuning_value("bm"),
+            32);
+  EXPECT_EQ(testing::spec_error(head + "    - {bm: 64, unsupported: \"no\"}\n"),
+            "t.yaml:9:7: tuning rule: a rule that says `unsupported` sets no params");
+  EXPECT_EQ(testing::spec_error(head + "    - {unsupported: \"\"}\n"),
+            "t.yaml:9:21: tuning rule: unsupported says why");
 }
 
 TEST(SpecParse, TuningRuleWhyIsReadAndMisspeltKeysStillFail) {

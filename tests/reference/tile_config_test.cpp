@@ -49,6 +49,13 @@ const Expected kExpected[] = {
     {{80, 192, 80, 12, 2, 1, false, true, false}, 512, 83008, 1, false, true, 32, 160},
     {{64, 192, 64, 12, 2, 1, false, true, false}, 512, 58432, 1, false, true, 32, 160},
     {{96, 192, 64, 12, 2, 1, false, true, false}, 512, 87104, 1, false, true, 32, 160},
+    // Heads wider than 256: two warpgroups split D over 64 rows (no m16
+    // tiles of their own), Q and two stages of 32-key K and V, then the
+    // scores' exchange, [2 parities][2 warpgroups] x 64 x 32 fp32.
+    {{512, 64, 32, 8, 2, 1, true, true, false}, 384, 1024 + 65536 + 4 * 32768 + 32768 + 64, 0,
+     false, true, 24, 240},
+    {{384, 64, 32, 8, 2, 1, true, true, false}, 384, 1024 + 49152 + 4 * 24576 + 32768 + 64, 0,
+     false, true, 24, 240},
     // Autotuner configs on sm_90a.
     {{96, 64, 64, 4, 2, 2, false, true, false}, 256, 62528, 1, false, true, 40, 216},
     {{80, 128, 48, 8, 4, 1, false, true, false}, 384, 83072, 1, false, true, 24, 240},
@@ -96,7 +103,8 @@ TEST(TileConfig, SpecRulesMatchWhatTheKernelsReport) {
     EXPECT_EQ(c.launch_registers, std::min(255, 65536 / (c.threads * e.shape.min_blocks) / 8 * 8));
     if (e.shape.wgmma) {
       EXPECT_EQ(c.warpgroups, e.shape.warps / 4);
-      EXPECT_EQ(c.shape.block_m, 64 * c.warpgroups);
+      EXPECT_EQ(c.d_split, e.shape.head_dim > 256 ? 2 : 1);
+      EXPECT_EQ(c.shape.block_m, 64 * c.warpgroups / c.d_split);
       // The barriers sit past the tiles (or the staged output), 32 bytes
       // per stage (and 8 per raw fp8 stage), after 1024 bytes of slack.
       EXPECT_EQ(c.smem_bytes,

@@ -387,7 +387,7 @@ TEST(AttentionArgsValidation, PassingPathIsCheap) {
 
 TEST(UnsupportedHeadDimsAndTargets, AreFlagErrorsBeforeAnyCompile) {
   const Spec& spec = attention_spec();
-  for (int64_t head_dim : {0, -64, 32, 72, 100, 127, 129, 320, 512, 1 << 20}) {
+  for (int64_t head_dim : {0, -64, 32, 72, 100, 127, 129, 320, 448, 1024, 1 << 20}) {
     AttentionFlags flags = base_flags();
     flags.head_dim = int(head_dim);
     try {
@@ -404,6 +404,22 @@ TEST(UnsupportedHeadDimsAndTargets, AreFlagErrorsBeforeAnyCompile) {
     KernelCache cache(testing::memory_config());
     const Target target = parse_target("sm_80");
     EXPECT_THROW(AttentionKernel::get(flags, cache, &target), Error);
+    EXPECT_EQ(cache.stats().compiles, 0u);
+  }
+  // Heads wider than 256 are flags only sm_90a has a kernel for: on
+  // sm_80 a flag error that names it, compiling nothing.
+  for (const int head_dim : {384, 512}) {
+    AttentionFlags flags = base_flags();
+    flags.head_dim = head_dim;
+    KernelCache cache(testing::memory_config());
+    const Target target = parse_target("sm_80");
+    try {
+      AttentionKernel::get(flags, cache, &target);
+      ADD_FAILURE() << "head_dim " << head_dim << " accepted on sm_80";
+    } catch (const Error& e) {
+      EXPECT_EQ(e.kind(), ErrorKind::kFlags);
+      EXPECT_NE(std::string(e.what()).find("sm_90a"), std::string::npos) << e.what();
+    }
     EXPECT_EQ(cache.stats().compiles, 0u);
   }
   for (const char* name : {"sm_75", "sm_70", "sm_100", "sm_100a", "sm_120", "sm_80a", "compute_90",

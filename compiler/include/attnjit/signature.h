@@ -38,8 +38,14 @@ struct Signature {
   int64_t tuning_value(const std::string& param) const;  // asserts presence
 };
 
+// The error make_signature would throw because the first tuning rule that
+// matches `flags` on `target` says `unsupported` (no kernel there), or ""
+// (build-cache skips such variants of a matrix).
+std::string unsupported_reason(const Spec& spec, const FlagSet& flags, const Target& target);
+
 // Applies the spec's tuning rules. Throws Error(kFlags) when no rule
-// matches or a rule leaves a param unset. `overrides` (param -> value)
+// matches, the rule says the flags are unsupported on the target, or a
+// rule leaves a param unset. `overrides` (param -> value)
 // win over the rules, for the autotuner.
 Signature make_signature(const Spec& spec, const FlagSet& flags, const CompileOptions& options,
                          const std::map<std::string, int64_t>& overrides = {});

@@ -71,6 +71,9 @@ struct TuningRule {
   std::vector<std::string> targets;                    // empty: any target
   std::map<std::string, int64_t> values;               // param -> value
   std::string why;  // where the values come from (a bench/results/ file); not used otherwise
+  // Not empty: the flags this rule matches have no kernel on its targets,
+  // and this says why (make_signature's error; build-cache skips them).
+  std::string unsupported;
   SourceLocation loc;
 };
 

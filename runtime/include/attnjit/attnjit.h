@@ -143,7 +143,7 @@ typedef enum attnjit_kv_layout {
 typedef struct attnjit_attention_flags {
   size_t struct_size;
   int32_t dtype;    /* attnjit_dtype */
-  int32_t head_dim; /* 64, 80, 96, 128, 192, 256 */
+  int32_t head_dim; /* 64, 80, 96, 128, 192, 256; 384, 512 on sm_90a */
   int32_t causal;
   int32_t window;    /* window_left / window_right are launch arguments */
   int32_t sinks;     /* attnjit_sinks */
