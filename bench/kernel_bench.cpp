@@ -268,14 +268,15 @@ Configs parse_tries(const std::string& list) {
 
 // Whether a config passes on the first standard shapes of the flags (fresh
 // inputs each), and its largest error.
-std::pair<bool, double> check_config(const AttentionFlags& f,
+std::pair<bool, double> check_config(const AttentionFlags& f, const Schedule& schedule,
                                      const std::map<std::string, int64_t>& config) {
   double worst = 0;
   bool passed = true;
   const auto shapes = standard_check_shapes(f);
   for (size_t k = 0; k < shapes.size() && k < 4; ++k) {
     const CheckResult r =
-        check_attention(f, shapes[k], 1000 + k, KernelCache::global(), std::nullopt, config);
+        check_attention(f, shapes[k], 1000 + k, KernelCache::global(), std::nullopt, config,
+                        CheckTier::kSpecialized, schedule);
     worst = std::max(worst, r.o_error);
     passed = passed && r.passed(error_bound(f.dtype));
   }
@@ -288,6 +289,7 @@ std::pair<bool, double> check_config(const AttentionFlags& f,
 // their times (and checks) as JSON.
 template <class TimeMs>
 nlohmann::json time_configs(const std::string& name, const AttentionFlags& f,
+                            const Schedule& schedule,
                             const Configs& configs, bool check, double ms, TimeMs time_ms) {
   std::vector<std::shared_ptr<AttentionKernel>> kernels(configs.size());
   std::vector<std::thread> pool;
@@ -296,7 +298,8 @@ nlohmann::json time_configs(const std::string& name, const AttentionFlags& f,
     pool.emplace_back([&] {
       for (size_t i = next++; i < configs.size(); i = next++) {
         try {
-          kernels[i] = AttentionKernel::get(f, KernelCache::global(), nullptr, configs[i]);
+          kernels[i] = AttentionKernel::get(f.to_flag_set(schedule), KernelCache::global(), nullptr,
+                                            configs[i]);
         } catch (const std::exception& e) {
           std::fprintf(stderr, "config %zu: %s\n", i, e.what());
         }
@@ -311,7 +314,7 @@ nlohmann::json time_configs(const std::string& name, const AttentionFlags& f,
     if (!kernels[i]) continue;
     nlohmann::json c(configs[i]);
     if (check) {
-      const auto [passed, worst] = check_config(f, configs[i]);
+      const auto [passed, worst] = check_config(f, schedule, configs[i]);
       c["checked_error"] = worst;
       c["checked"] = passed;
       if (!passed) {
@@ -392,10 +395,11 @@ int main(int argc, char** argv) {
     f.window = pr.window_left >= 0 || pr.window_right >= 0;
     f.sinks = pr.sinks;
     f.mm_prefix = f.mm_clamp = pr.spans;
-    f.split_kv = decode;
+    // A decode times its split variant (as its launch would pick it).
+    const Schedule schedule{decode, false};
     if (pr.kv_fp8) f.kv_dtype = KvDType::kFp8E4M3;
     if (pr.page_size > 0) f.kv_layout = KvLayout::kPaged;
-    auto kernel = AttentionKernel::get(f);
+    auto kernel = AttentionKernel::get(f.to_flag_set(schedule));
     // Times are the specialized variant's, not the generic tier's that
     // answers while it compiles (docs/tiers.md).
     kernel->wait_specialized();
@@ -533,7 +537,7 @@ int main(int argc, char** argv) {
           tune ? tuning_grid(pr.head_dim, pr.heads_q != pr.heads_kv,
                              current_device_target() == parse_target("sm_90a"), decode)
                : tries;
-      tuned = time_configs(pr.name, f, configs, /*check=*/!tune, ms, time_ms);
+      tuned = time_configs(pr.name, f, schedule, configs, /*check=*/!tune, ms, time_ms);
     }
     long long pairs = 0;
     for (int p = pr.seqlen - n_q; p < pr.seqlen; ++p) {

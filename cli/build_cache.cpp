@@ -336,9 +336,10 @@ void add_generic_variants(std::vector<WorkItem>& items) {
   for (size_t i = 0; i < count; ++i) {
     const Spec& spec = *items[i].spec;
     if (spec.family != attention_spec().family) continue;  // a user spec has its own
-    const AttentionFlags generic =
-        generic_flags(AttentionFlags::from_flag_set(items[i].signature.flags));
-    Signature sig = make_signature(spec, generic.to_flag_set(), items[i].signature.options);
+    const FlagSet& flags = items[i].signature.flags;
+    const AttentionFlags generic = generic_flags(AttentionFlags::from_flag_set(flags));
+    Signature sig = make_signature(spec, generic.to_flag_set(Schedule::of(flags)),
+                                   items[i].signature.options);
     if (have.insert(id(sig)).second) items.push_back({&spec, std::move(sig)});
   }
 }

@@ -31,7 +31,9 @@ int check_user_on_gpu(std::shared_ptr<const Spec> spec,
     if (flags.kv_layout != KvLayout::kContiguous) continue;  // user specs: contiguous K/V
     for (const CheckShape& shape : standard_check_shapes(flags)) {
       const auto values = default_user_values(*spec, shape, ++seed);
-      const CheckResult r = check_user_attention(spec, flags, shape, ++seed, values);
+      const CheckResult r = check_user_attention(spec, flags, shape, ++seed, values,
+                                                 KernelCache::global(), CheckTier::kSpecialized,
+                                                 Schedule::of(set));
       const bool ok = r.passed(error_bound(flags.dtype));
       failures += !ok;
       std::printf("%-34s %-22s %10.2e %10.0e %s\n", (name.empty() ? r.variant : name).c_str(),
@@ -85,7 +87,8 @@ int check_on_gpu(const std::vector<std::pair<std::string, FlagSet>>& variants, K
   for (const auto& [name, set] : variants) {
     const AttentionFlags flags = AttentionFlags::from_flag_set(set);
     for (const CheckShape& shape : standard_check_shapes(flags)) {
-      const CheckResult r = check_attention(flags, shape, ++seed, cache);
+      const CheckResult r = check_attention(flags, shape, ++seed, cache, std::nullopt, {},
+                                            CheckTier::kSpecialized, Schedule::of(set));
       const bool ok = r.passed(error_bound(flags.dtype));
       failures += !ok;
       std::printf("%-34s %-22s %10.2e %10.2e %10.0e %s\n",

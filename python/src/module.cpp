@@ -73,6 +73,21 @@ FlagSet to_flag_set(const nb::dict& given, const Spec& spec = attnjit::attention
   return resolve_flags(spec, flags);
 }
 
+// The flags of a kernel to launch: the planner picks the schedule per
+// launch (Schedule), so a dict naming a schedule flag is refused.
+FlagSet launch_flag_set(const nb::dict& given, const Spec& spec = attnjit::attention_spec()) {
+  for (const char* name : {"split_kv", "small_pages"}) {
+    if (given.contains(name)) {
+      throw Error(ErrorKind::kFlags,
+                  std::string("'") + name +
+                      "' is a schedule the launch picks, not a flag to ask for (num_splits "
+                      "asks for or rules out splits; ATTNJIT_SMALL_PAGES=0 turns small pages "
+                      "off); attnjit.compile builds such variants for a cache");
+    }
+  }
+  return to_flag_set(given, spec);
+}
+
 Target resolve_target(const std::optional<std::string>& target) {
   // Without one, the caller's current context decides (the compile thread
   // has none).
@@ -81,7 +96,7 @@ Target resolve_target(const std::optional<std::string>& target) {
 
 std::shared_ptr<AttentionKernel> get_kernel(const nb::dict& flags,
                                             const std::optional<std::string>& target) {
-  const FlagSet flag_set = to_flag_set(flags);
+  const FlagSet flag_set = launch_flag_set(flags);
   const Target resolved = resolve_target(target);
   // A miss compiles for a few hundred milliseconds: let other threads run.
   nb::gil_scoped_release release;
@@ -134,7 +149,7 @@ nb::list user_spec_args(const UserSpec& u) {
 
 std::shared_ptr<AttentionKernel> get_user_kernel(const UserSpec& u, const nb::dict& flags,
                                                  const std::optional<std::string>& target) {
-  const FlagSet flag_set = to_flag_set(flags, *u.spec);
+  const FlagSet flag_set = launch_flag_set(flags, *u.spec);
   const Target resolved = resolve_target(target);
   nb::gil_scoped_release release;
   return attnjit::on_large_stack([&] {

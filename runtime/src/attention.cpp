@@ -142,13 +142,23 @@ std::map<std::string, FlagValue> AttentionFlags::to_flag_map() const {
           {"softcap", softcap},
           {"return_lse", return_lse},
           {"kv_layout", std::string(to_string(kv_layout))},
-          {"kv_dtype", std::string(to_string(kv_dtype))},
-          {"split_kv", split_kv},
-          {"small_pages", small_pages}};
+          {"kv_dtype", std::string(to_string(kv_dtype))}};
 }
 
-FlagSet AttentionFlags::to_flag_set() const {
-  return resolve_flags(attention_spec(), to_flag_map());
+FlagSet AttentionFlags::to_flag_set(const Schedule& schedule) const {
+  std::map<std::string, FlagValue> values = to_flag_map();
+  values["split_kv"] = schedule.split_kv;
+  values["small_pages"] = schedule.small_pages;
+  return resolve_flags(attention_spec(), values);
+}
+
+FlagSet AttentionFlags::to_flag_set() const { return to_flag_set(Schedule{}); }
+
+Schedule Schedule::of(const FlagSet& flags) {
+  Schedule s;
+  s.split_kv = flags.get_bool("split_kv");
+  s.small_pages = flags.get_bool("small_pages");
+  return s;
 }
 
 AttentionFlags AttentionFlags::from_flag_set(const FlagSet& flags) {
@@ -167,8 +177,6 @@ AttentionFlags AttentionFlags::from_flag_set(const FlagSet& flags) {
   f.return_lse = flags.get_bool("return_lse");
   f.kv_layout = flags.get_name("kv_layout") == "paged" ? KvLayout::kPaged : KvLayout::kContiguous;
   f.kv_dtype = flags.get_name("kv_dtype") == "fp8_e4m3" ? KvDType::kFp8E4M3 : KvDType::kSame;
-  f.split_kv = flags.get_bool("split_kv");
-  f.small_pages = flags.get_bool("small_pages");
   return f;
 }
 
@@ -198,19 +206,19 @@ std::string memo_key(const KernelCache& cache, const std::string& flag_text,
 // flags, the target and the options read from the environment on this
 // call), so a repeat costs no string formatting and no lock. The memo
 // never drops a kernel, so a remembered one is always the memo's.
+// (get(AttentionFlags) asks for the default schedule: it is not packed.)
 uint64_t pack_flags(const AttentionFlags& f) {
-  static_assert(sizeof(AttentionFlags) == 32, "pack_flags must read every AttentionFlags field");
+  static_assert(sizeof(AttentionFlags) == 28, "pack_flags must read every AttentionFlags field");
   uint64_t bits = static_cast<uint32_t>(f.head_dim);
   const auto put = [&](uint64_t value, int width) { bits = bits << width | value; };
   put(static_cast<uint64_t>(f.dtype), 4);
   put(static_cast<uint64_t>(f.sinks), 4);
   put(static_cast<uint64_t>(f.kv_layout), 2);
   put(static_cast<uint64_t>(f.kv_dtype), 2);
-  for (bool b : {f.causal, f.window, f.mm_prefix, f.mm_clamp, f.softcap, f.return_lse, f.split_kv,
-                 f.small_pages}) {
+  for (bool b : {f.causal, f.window, f.mm_prefix, f.mm_clamp, f.softcap, f.return_lse}) {
     put(b ? 1 : 0, 1);
   }
-  return bits;  // 32 + 20 bits
+  return bits;  // 32 + 18 bits
 }
 
 struct RecentHit {
@@ -260,13 +268,16 @@ std::shared_ptr<AttentionKernel> memo_find(const std::string& key) {
 
 }  // namespace
 
-std::string AttentionFlags::canonical_text() const {
+std::string AttentionFlags::canonical_text(const Schedule& schedule) const {
   return fmt::format(
       "dtype={},head_dim={},causal={},window={},sinks={},mm_prefix={},mm_clamp={},softcap={},"
       "return_lse={},kv_layout={},kv_dtype={},split_kv={},small_pages={}",
       to_string(dtype), head_dim, causal, window, to_string(sinks), mm_prefix, mm_clamp, softcap,
-      return_lse, to_string(kv_layout), to_string(kv_dtype), split_kv, small_pages);
+      return_lse, to_string(kv_layout), to_string(kv_dtype), schedule.split_kv,
+      schedule.small_pages);
 }
+
+std::string AttentionFlags::canonical_text() const { return canonical_text(Schedule{}); }
 
 namespace {
 
@@ -420,6 +431,7 @@ std::shared_ptr<AttentionKernel> AttentionKernel::get(
 void AttentionKernel::init_from(const Signature& sig, const LookupResult& found,
                                 KernelCache& cache, const Target& target) {
   flags_ = AttentionFlags::from_flag_set(sig.flags);
+  schedule_ = Schedule::of(sig.flags);
   kernel_ = std::make_unique<Kernel>(found.entry);
   const attention::TileConfig tile = tile_config_of(sig);
   block_m_ = tile.shape.block_m;
@@ -469,7 +481,7 @@ void AttentionKernel::launch_this(const AttentionArgs& a, CuStream stream,
                                   const std::vector<UserArg>& user_args) {
   KernelParams params = kernel_params(flags_, a);
   SplitPlan plan;
-  if (flags_.split_kv) {
+  if (schedule_.split_kv) {
     plan = split_plan(a);
     params.num_splits = plan.num_splits;
     if (plan.workspace_bytes > 0) {

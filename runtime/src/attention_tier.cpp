@@ -80,11 +80,12 @@ std::shared_ptr<AttentionKernel> AttentionKernel::tiered(const Signature& sig, K
     return kernel;
   }
   const AttentionFlags requested = AttentionFlags::from_flag_set(sig.flags);
+  const Schedule schedule = Schedule::of(sig.flags);
   const AttentionFlags generic = generic_flags(requested);
-  if (generic.canonical_text() == requested.canonical_text()) return nullptr;
+  if (generic.canonical_text(schedule) == requested.canonical_text(schedule)) return nullptr;
   std::optional<Signature> generic_sig;
   try {
-    generic_sig = make_signature(spec, generic.to_flag_set(), sig.options);
+    generic_sig = make_signature(spec, generic.to_flag_set(schedule), sig.options);
   } catch (const Error&) {
     return nullptr;  // no generic variant for these flags: compile as always
   }
@@ -95,6 +96,7 @@ std::shared_ptr<AttentionKernel> AttentionKernel::tiered(const Signature& sig, K
 
   auto kernel = std::shared_ptr<AttentionKernel>(new AttentionKernel());
   kernel->flags_ = requested;
+  kernel->schedule_ = schedule;
   kernel->generic_ = std::move(generic_kernel);
   kernel->cache_ = &cache;
   kernel->target_ = target;

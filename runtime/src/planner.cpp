@@ -33,8 +33,8 @@ int64_t visible_keys(const AttentionFlags& flags, const AttentionArgs& a) {
 
 }  // namespace
 
-bool wants_split(const AttentionFlags& flags, const AttentionArgs& a) {
-  if (flags.split_kv || a.num_splits == 1) return false;
+bool wants_split(const VariantShape& v, const AttentionArgs& a) {
+  if (v.split_kv || a.num_splits == 1) return false;
   // Decode-shaped: every sequence within 64 packed rows (one query tile
   // of most split rules; the swapped decode block's 8-row tiles split
   // each of their up to eight).
@@ -44,18 +44,17 @@ bool wants_split(const AttentionFlags& flags, const AttentionArgs& a) {
   return a.num_splits > 1 || decode;
 }
 
-bool wants_small_pages(const VariantShape& v, const AttentionFlags& flags,
-                       const AttentionArgs& a) {
+bool wants_small_pages(const VariantShape& v, const AttentionArgs& a) {
   // Pages whose boxes are the sibling's V blocks (16 rows: pages of 16 mod
   // 32 keys): V as a box per 16 keys and all of D.
-  return v.small_pages_rows > 0 && !flags.small_pages &&
+  return v.small_pages_rows > 0 && !v.small_pages &&
          attention::paged_box_rows(v.block_n, a.page_size) == v.small_pages_rows;
 }
 
 SplitPlan plan_splits(const VariantShape& v, const AttentionFlags& flags, const AttentionArgs& a,
                       const std::function<int()>& sm_count) {
   SplitPlan plan;
-  if (!flags.split_kv || a.num_splits == 1 || a.num_seqs <= 0 || a.max_seqlen_q <= 0) {
+  if (!v.split_kv || a.num_splits == 1 || a.num_seqs <= 0 || a.max_seqlen_q <= 0) {
     return plan;
   }
   const int group = v.pack_gqa ? a.num_heads_q / a.num_heads_kv : 1;

@@ -21,20 +21,21 @@ struct VariantShape {
   // Rows of V's blocks in the small_pages sibling where that sibling
   // would take a page size (0: it never would).
   int small_pages_rows = 0;
+  // The variant's schedule (Schedule): a split one, a small_pages one.
+  bool split_kv = false, small_pages = false;
 };
 
-// Whether a launch of a variant without split_kv goes to its split
+// Whether a launch of a variant that does not split goes to its split
 // sibling: split parts were asked for, or the batch is decode-shaped (every
 // sequence within 64 packed query rows) and splitting was not ruled out
 // (num_splits 1).
-bool wants_split(const AttentionFlags& flags, const AttentionArgs& args);
+bool wants_split(const VariantShape& shape, const AttentionArgs& args);
 
 // Whether a paged launch goes to the small_pages sibling of the variant
 // whose shape this is: its pages are that sibling's V blocks.
-bool wants_small_pages(const VariantShape& shape, const AttentionFlags& flags,
-                       const AttentionArgs& args);
+bool wants_small_pages(const VariantShape& shape, const AttentionArgs& args);
 
-// The splits and workspace of a launch of a split_kv variant (one part and
+// The splits and workspace of a launch of a split variant (one part and
 // no workspace otherwise, or where the batch is no decode): the fewest
 // splits whose waves fill the GPU's SMs within a slack of the best count
 // allowed, or the count asked for. sm_count() is asked only where the

@@ -286,26 +286,27 @@ namespace {
 CheckResult run_check(const AttentionFlags& flags, const CheckShape& shape, uint64_t seed,
                       KernelCache& cache, std::optional<SinkMode> reference_sinks,
                       const std::map<std::string, int64_t>& tuning_overrides,
-                      CheckTier tier, const UserCheck* user);
+                      CheckTier tier, const UserCheck* user, const Schedule& schedule);
 
 }  // namespace
 
 CheckResult check_attention(const AttentionFlags& flags, const CheckShape& shape, uint64_t seed,
                             KernelCache& cache, std::optional<SinkMode> reference_sinks,
                             const std::map<std::string, int64_t>& tuning_overrides,
-                            CheckTier tier) {
-  return run_check(flags, shape, seed, cache, reference_sinks, tuning_overrides, tier, nullptr);
+                            CheckTier tier, const Schedule& schedule) {
+  return run_check(flags, shape, seed, cache, reference_sinks, tuning_overrides, tier, nullptr,
+                   schedule);
 }
 
 CheckResult check_user_attention(std::shared_ptr<const Spec> spec, const AttentionFlags& flags,
                                  const CheckShape& shape, uint64_t seed,
                                  const std::vector<UserCheckArg>& user_args, KernelCache& cache,
-                                 CheckTier tier) {
+                                 CheckTier tier, const Schedule& schedule) {
   if (flags.kv_layout != KvLayout::kContiguous) {
     throw Error(ErrorKind::kArgument, "check_user_attention: contiguous K/V only");
   }
   const UserCheck user{std::move(spec), &user_args};
-  return run_check(flags, shape, seed, cache, std::nullopt, {}, tier, &user);
+  return run_check(flags, shape, seed, cache, std::nullopt, {}, tier, &user, schedule);
 }
 
 namespace {
@@ -313,7 +314,7 @@ namespace {
 CheckResult run_check(const AttentionFlags& flags, const CheckShape& shape, uint64_t seed,
                       KernelCache& cache, std::optional<SinkMode> reference_sinks,
                       const std::map<std::string, int64_t>& tuning_overrides,
-                      CheckTier tier, const UserCheck* user) {
+                      CheckTier tier, const UserCheck* user, const Schedule& schedule) {
   const SinkMode ref_sinks = reference_sinks.value_or(flags.sinks);
   ReferenceProblem pr = make_problem(flags, shape, ref_sinks);
   const int D = flags.head_dim;
@@ -350,11 +351,15 @@ CheckResult run_check(const AttentionFlags& flags, const CheckShape& shape, uint
   if (paged) pages = make_paged_cache(pr, k_bits, v_bits, shape.page_size, rng);
   std::shared_ptr<AttentionKernel> kernel;
   if (user != nullptr) {
-    kernel = AttentionKernel::get_user(user->spec, resolve_flags(*user->spec, flags.to_flag_map()),
-                                       cache);
+    std::map<std::string, FlagValue> values = flags.to_flag_map();
+    values["split_kv"] = schedule.split_kv;
+    values["small_pages"] = schedule.small_pages;
+    kernel = AttentionKernel::get_user(user->spec, resolve_flags(*user->spec, values), cache);
     add_user_expressions(*user, pr);
-  } else {
+  } else if (schedule == Schedule{}) {
     kernel = AttentionKernel::get(flags, cache, nullptr, tuning_overrides);
+  } else {
+    kernel = AttentionKernel::get(flags.to_flag_set(schedule), cache, nullptr, tuning_overrides);
   }
   // A check is of the variant itself unless asked otherwise: where a tier
   // answered (docs/tiers.md), its compile lands first.

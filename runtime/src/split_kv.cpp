@@ -46,12 +46,16 @@ VariantShape AttentionKernel::shape() const {
   v.split_keys = split_keys_;
   v.min_blocks = min_blocks_;
   v.small_pages_rows = small_pages_rows_;
+  v.split_kv = schedule_.split_kv;
+  v.small_pages = schedule_.small_pages;
   return v;
 }
 
 SplitPlan AttentionKernel::split_plan(const AttentionArgs& a, int sm_count) const {
   if (generic_) return current().split_plan(a, sm_count);
-  if (!flags_.split_kv || a.num_splits == 1 || a.num_seqs <= 0 || a.max_seqlen_q <= 0) return {};
+  if (!schedule_.split_kv || a.num_splits == 1 || a.num_seqs <= 0 || a.max_seqlen_q <= 0) {
+    return {};
+  }
   return plan_splits(shape(), flags_, a,
                      [sm_count] { return sm_count > 0 ? sm_count : current_device_sm_count(); });
 }
@@ -59,10 +63,10 @@ SplitPlan AttentionKernel::split_plan(const AttentionArgs& a, int sm_count) cons
 AttentionKernel& AttentionKernel::for_args(const AttentionArgs& a) {
   if (generic_) return current().for_args(a);
   AttentionKernel* runs = this;
-  if (wants_split(flags_, a)) {
-    AttentionFlags flags = flags_;
-    flags.split_kv = true;
-    runs = &sibling(split_sibling_, flags);
+  if (wants_split(shape(), a)) {
+    Schedule split = schedule_;
+    split.split_kv = true;
+    runs = &sibling(split_sibling_, split);
   }
   // Pages whose boxes are the sibling's V blocks (16 rows: pages of 16 mod
   // 32 keys): V as a box per 16 keys and all of D (at D 128 a 128-key
@@ -71,13 +75,13 @@ AttentionKernel& AttentionKernel::for_args(const AttentionArgs& a) {
   // is off, or it fails to build) this one serves, from then on (after a
   // passing error, such as the cache's or the driver's, for that launch).
   // ATTNJIT_SMALL_PAGES=0 turns it off (read at each such launch).
-  if (wants_small_pages(runs->shape(), runs->flags_, a) &&
+  if (wants_small_pages(runs->shape(), a) &&
       !runs->small_pages_missing_.load(std::memory_order_relaxed) &&
       env_bool("ATTNJIT_SMALL_PAGES", true)) {
-    AttentionFlags flags = runs->flags_;
-    flags.small_pages = true;
+    Schedule small = runs->schedule_;
+    small.small_pages = true;
     try {
-      runs = &runs->sibling(runs->small_pages_sibling_, flags, runs->tuning_overrides_);
+      runs = &runs->sibling(runs->small_pages_sibling_, small, runs->tuning_overrides_);
     } catch (const Error& e) {
       // What will fail again (no JIT, a failed build) is not asked for
       // again; a passing cache or driver error is, at the next launch.
@@ -101,18 +105,20 @@ AttentionKernel& AttentionKernel::for_args(const AttentionArgs& a) {
   return *runs;
 }
 
-AttentionKernel& AttentionKernel::sibling(Sibling& s, const AttentionFlags& flags,
+AttentionKernel& AttentionKernel::sibling(Sibling& s, const Schedule& schedule,
                                           const std::map<std::string, int64_t>& tuning) {
   if (AttentionKernel* ready = s.ready.load(std::memory_order_acquire)) return *ready;
   std::lock_guard<std::mutex> lock(s.mutex);
   if (!s.kernel) {
     std::shared_ptr<AttentionKernel> kernel;
     if (user_spec_) {
-      std::map<std::string, FlagValue> values = flags.to_flag_map();
+      std::map<std::string, FlagValue> values = flags_.to_flag_map();
+      values["split_kv"] = schedule.split_kv;
+      values["small_pages"] = schedule.small_pages;
       kernel = AttentionKernel::get_user(user_spec_, resolve_flags(*user_spec_, values), *cache_,
                                          &target_, tuning);
     } else {
-      kernel = AttentionKernel::get(flags, *cache_, &target_, tuning);
+      kernel = AttentionKernel::get(flags_.to_flag_set(schedule), *cache_, &target_, tuning);
     }
     // A tier may answer for the sibling (docs/tiers.md), and a tier's
     // kernel launches only through its own dispatch (its tier's args): the

@@ -171,6 +171,7 @@ std::shared_ptr<AttentionKernel> AttentionKernel::user_tiered(
   const std::shared_ptr<const Spec> vm_ptr(std::shared_ptr<const Spec>(), &vm_spec);
   auto kernel = std::shared_ptr<AttentionKernel>(new AttentionKernel());
   kernel->flags_ = AttentionFlags::from_flag_set(sig.flags);
+  kernel->schedule_ = Schedule::of(sig.flags);
   kernel->set_user_spec(spec);
   kernel->generic_ = make_user_kernel(vm_ptr, *vm_sig, *found, cache, target);
   kernel->vm_ = std::make_shared<UserVm>(std::move(*plan));

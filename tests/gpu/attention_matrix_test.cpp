@@ -7,7 +7,7 @@
 namespace attnjit {
 namespace {
 
-class AttentionMatrix : public ::testing::TestWithParam<AttentionFlags> {};
+class AttentionMatrix : public ::testing::TestWithParam<testing::Variant> {};
 
 TEST_P(AttentionMatrix, MatchesReferenceOnEveryShape) {
   ATTNJIT_REQUIRE_GPU();
@@ -15,8 +15,8 @@ TEST_P(AttentionMatrix, MatchesReferenceOnEveryShape) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Spec, AttentionMatrix, ::testing::ValuesIn(testing::spec_variants()),
-                         [](const ::testing::TestParamInfo<AttentionFlags>& info) {
-                           return testing::flags_name(info.param);
+                         [](const ::testing::TestParamInfo<testing::Variant>& info) {
+                           return testing::variant_name(info.param);
                          });
 
 }  // namespace

@@ -22,6 +22,9 @@
 namespace attnjit {
 namespace {
 
+// Every case is a split variant (the decode block serves only those).
+const Schedule kSplit{true, false};
+
 struct DecodeCase {
   AttentionFlags flags;
   std::map<std::string, int64_t> tuning;
@@ -36,7 +39,6 @@ std::vector<DecodeCase> decode_cases() {
         base.head_dim = d;
         base.kv_dtype = kv;
         base.kv_layout = layout;
-        base.split_kv = true;
         std::vector<AttentionFlags> flag_sets;
         AttentionFlags plain = base;
         plain.causal = true;
@@ -101,7 +103,6 @@ std::vector<DecodeCase> decode_cases() {
     f.sinks = SinkMode::kNullLogit;
     f.kv_dtype = kv;
     f.kv_layout = KvLayout::kPaged;
-    f.split_kv = true;
     // Eight warps (128 rows of 16 per warp): the block takes them too.
     cases.push_back({f,
                      {{"decode_mma", 1},
@@ -123,7 +124,7 @@ std::vector<DecodeCase> decode_cases() {
 
 // gtest's "GetParam() = ..." reads as the flags and the tuning values.
 void PrintTo(const DecodeCase& c, std::ostream* os) {
-  PrintTo(c.flags, os);
+  PrintTo(c.flags, os, kSplit);
   std::string tuning;
   for (const auto& [param, value] : c.tuning) {
     tuning += (tuning.empty() ? "" : ",") + param + "=" + std::to_string(value);
@@ -145,17 +146,19 @@ TEST_P(DecodeBlock, MatchesTheReferenceOnEveryShape) {
   // warps and one producer warp.
   const auto warps = c.tuning.find("warps");
   const unsigned threads = 32u * unsigned(warps == c.tuning.end() ? 4 : warps->second) + 32u;
-  auto kernel = AttentionKernel::get(c.flags, KernelCache::global(), nullptr, c.tuning);
+  auto kernel =
+      AttentionKernel::get(c.flags.to_flag_set(kSplit), KernelCache::global(), nullptr, c.tuning);
   kernel->wait_specialized();
   ASSERT_EQ(kernel->kernel().threads(), threads)
-      << testing::flags_name(c.flags) << " [" << config << "] is not the decode block";
+      << testing::flags_name(c.flags, kSplit) << " [" << config << "] is not the decode block";
   for (const CheckShape& shape : standard_check_shapes(c.flags)) {
     const uint64_t seed = testing::fresh_seed();
     const CheckResult r =
-        check_attention(c.flags, shape, seed, KernelCache::global(), std::nullopt, c.tuning);
+        check_attention(c.flags, shape, seed, KernelCache::global(), std::nullopt, c.tuning,
+                        CheckTier::kSpecialized, kSplit);
     const std::string line =
         fmt::format("{} [{}] {:<22} o_err={:.3e} lse_err={:.3e} written={} seed={}",
-                    testing::flags_name(c.flags), config, shape.name, r.o_error, r.lse_error,
+                    testing::flags_name(c.flags, kSplit), config, shape.name, r.o_error, r.lse_error,
                     r.output_written, seed);
     std::printf("%s\n", line.c_str());
     std::fflush(stdout);
@@ -167,7 +170,7 @@ INSTANTIATE_TEST_SUITE_P(Kv, DecodeBlock, ::testing::ValuesIn(decode_cases()),
                          [](const ::testing::TestParamInfo<DecodeCase>& info) {
                            const auto& t = info.param.tuning;
                            const auto warps = t.find("warps");
-                           return testing::flags_name(info.param.flags) + "_n" +
+                           return testing::flags_name(info.param.flags, kSplit) + "_n" +
                                   std::to_string(t.at("block_n")) + "_s" +
                                   std::to_string(t.at("stages")) +
                                   (warps == t.end() ? "" : "_w" + std::to_string(warps->second)) +

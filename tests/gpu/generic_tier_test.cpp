@@ -29,19 +29,18 @@ const std::string& generic_dir() {
 // The generic variant of `flags` and its split sibling (and on a paged
 // cache the small_pages siblings of both), compiled into the shared
 // directory once.
-void build_generic(const AttentionFlags& flags) {
+void build_generic(const testing::Variant& v) {
   static std::mutex mutex;
   std::lock_guard<std::mutex> lock(mutex);
   CacheConfig config;
   config.user_dir = generic_dir();
   KernelCache builder(config);
-  AttentionFlags generic = generic_flags(flags);
+  const AttentionFlags generic = generic_flags(v.flags);
   for (bool split : {false, true}) {
     for (bool small : {false, true}) {
       if (small && generic.kv_layout != KvLayout::kPaged) continue;
-      generic.split_kv = split;
-      generic.small_pages = small || flags.small_pages;
-      AttentionKernel::get(generic, builder);
+      const Schedule schedule{split, small || v.schedule.small_pages};
+      AttentionKernel::get(generic.to_flag_set(schedule), builder);
     }
   }
 }
@@ -50,17 +49,17 @@ void build_generic(const AttentionFlags& flags) {
 // and K/V storage) whose generic variant differs from it; the split
 // siblings come through for_args. 113 tests (2.2 s each on the H200): shard by dtype
 // on the device (--gtest_filter='Matrix/GenericTier.*/bf16*').
-std::vector<AttentionFlags> tiered_variants() {
-  std::vector<AttentionFlags> out;
-  for (const AttentionFlags& f : testing::spec_variants()) {
-    if (f.split_kv) continue;
-    if (generic_flags(f).canonical_text() == f.canonical_text()) continue;
-    out.push_back(f);
+std::vector<testing::Variant> tiered_variants() {
+  std::vector<testing::Variant> out;
+  for (const testing::Variant& v : testing::spec_variants()) {
+    if (v.schedule.split_kv) continue;
+    if (generic_flags(v.flags).canonical_text() == v.flags.canonical_text()) continue;
+    out.push_back(v);
   }
   return out;
 }
 
-class GenericTier : public ::testing::TestWithParam<AttentionFlags> {
+class GenericTier : public ::testing::TestWithParam<testing::Variant> {
  protected:
   // Tiering on for this test alone (get() reads the variable on each miss).
   void SetUp() override { setenv("ATTNJIT_TIERED", "1", 1); }
@@ -70,26 +69,27 @@ class GenericTier : public ::testing::TestWithParam<AttentionFlags> {
 TEST_P(GenericTier, MatchesTheReferenceOfTheRequestedFlags) {
   ATTNJIT_REQUIRE_GPU();
   ASSERT_FALSE(generic_dir().empty());
-  const AttentionFlags flags = GetParam();
-  build_generic(flags);
+  const testing::Variant v = GetParam();
+  if (const std::string why = testing::no_kernel_here(v); !why.empty()) GTEST_SKIP() << why;
+  build_generic(v);
   CacheConfig config;
   config.user_dir = generic_dir();
   config.no_jit = true;  // the variant itself never lands: every launch is generic
   KernelCache cache(config);
   const uint64_t before = AttentionKernel::generic_launches();
-  testing::expect_matches_reference_on_every_shape(flags, cache, " via generic",
+  testing::expect_matches_reference_on_every_shape(v, cache, " via generic",
                                                    CheckTier::kAsLaunched);
   EXPECT_GT(AttentionKernel::generic_launches(), before);
   // The background compile failed (no JIT) and said so; the kernel keeps
   // answering through the generic variant.
-  auto kernel = AttentionKernel::get(flags, cache);
+  auto kernel = AttentionKernel::get(v.flags.to_flag_set(v.schedule), cache);
   EXPECT_EQ(kernel->tier(), AttentionKernel::Tier::kGeneric);
   EXPECT_THROW(kernel->wait_specialized(), Error);
 }
 
 INSTANTIATE_TEST_SUITE_P(Matrix, GenericTier, ::testing::ValuesIn(tiered_variants()),
-                         [](const ::testing::TestParamInfo<AttentionFlags>& info) {
-                           return testing::flags_name(info.param);
+                         [](const ::testing::TestParamInfo<testing::Variant>& info) {
+                           return testing::variant_name(info.param);
                          });
 
 }  // namespace

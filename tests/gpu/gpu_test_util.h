@@ -23,8 +23,9 @@ namespace attnjit {
 // "GetParam() = ..." for a test over AttentionFlags, instead of the
 // struct's bytes. (Every GPU test includes this header, so every one that
 // prints AttentionFlags prints them so.)
-inline void PrintTo(const AttentionFlags& flags, std::ostream* os) {
-  const FlagSet mine = flags.to_flag_set();
+inline void PrintTo(const AttentionFlags& flags, std::ostream* os,
+                    const Schedule& schedule = Schedule{}) {
+  const FlagSet mine = flags.to_flag_set(schedule);
   const FlagSet base = AttentionFlags{}.to_flag_set();
   std::string text;
   for (size_t i = 0; i < mine.values.size(); ++i) {
@@ -51,16 +52,31 @@ inline uint64_t fresh_seed() {
   return (uint64_t(rd()) << 32) ^ rd();
 }
 
+// A variant of the spec's matrix: its flags and its schedule (the matrix
+// names split and small-pages variants, which only a FlagSet asks for; a
+// check of one runs that variant on every shape).
+struct Variant {
+  AttentionFlags flags;
+  Schedule schedule;
+};
+
 // Every variant of the attention spec's matrix and presets.
-inline std::vector<AttentionFlags> spec_variants() {
-  std::vector<AttentionFlags> out;
+inline std::vector<Variant> spec_variants() {
+  std::vector<Variant> out;
   for (const FlagSet& set : matrix_and_presets(attention_spec())) {
-    out.push_back(AttentionFlags::from_flag_set(set));
+    out.push_back(Variant{AttentionFlags::from_flag_set(set), Schedule::of(set)});
   }
   return out;
 }
 
-inline std::string flags_name(const AttentionFlags& f) {
+// Why the current GPU has no kernel for a variant (heads past 256 off
+// sm_90a), or "".
+inline std::string no_kernel_here(const Variant& v) {
+  return unsupported_reason(attention_spec(), v.flags.to_flag_set(v.schedule),
+                            current_device_target());
+}
+
+inline std::string flags_name(const AttentionFlags& f, const Schedule& schedule = {}) {
   std::string name = std::string(to_string(f.dtype)) + "_d" + std::to_string(f.head_dim);
   if (f.causal) name += "_causal";
   if (f.window) name += "_window";
@@ -71,23 +87,32 @@ inline std::string flags_name(const AttentionFlags& f) {
   if (f.return_lse) name += "_lse";
   if (f.kv_layout == KvLayout::kPaged) name += "_paged";
   if (f.kv_dtype == KvDType::kFp8E4M3) name += "_fp8";
-  if (f.split_kv) name += "_split";
-  if (f.small_pages) name += "_smallpages";
+  if (schedule.split_kv) name += "_split";
+  if (schedule.small_pages) name += "_smallpages";
   return name;
 }
+
+inline std::string variant_name(const Variant& v) { return flags_name(v.flags, v.schedule); }
+
+// gtest's "GetParam() = ..." for a test over Variants: the flags (and
+// schedule flags) that differ from the defaults.
+inline void PrintTo(const Variant& v, std::ostream* os) { attnjit::PrintTo(v.flags, os, v.schedule); }
 
 // check_attention of `flags` through `cache` on every standard shape,
 // fresh inputs each, one line per shape (`label` after the flags' name),
 // each expected within the dtype's error bound.
-inline void expect_matches_reference_on_every_shape(const AttentionFlags& flags, KernelCache& cache,
+inline void expect_matches_reference_on_every_shape(const Variant& v, KernelCache& cache,
                                                     const std::string& label = "",
                                                     CheckTier tier = CheckTier::kSpecialized) {
+  const AttentionFlags& flags = v.flags;
+  if (const std::string why = no_kernel_here(v); !why.empty()) GTEST_SKIP() << why;
   const double bound = error_bound(flags.dtype);
   for (const CheckShape& shape : standard_check_shapes(flags)) {
     const uint64_t seed = fresh_seed();
-    const CheckResult r = check_attention(flags, shape, seed, cache, std::nullopt, {}, tier);
+    const CheckResult r =
+        check_attention(flags, shape, seed, cache, std::nullopt, {}, tier, v.schedule);
     const std::string line = fmt::format(
-        "{}{} {:<22} o_err={:.3e} lse_err={:.3e} written={} guard={} seed={}", flags_name(flags),
+        "{}{} {:<22} o_err={:.3e} lse_err={:.3e} written={} guard={} seed={}", variant_name(v),
         label, shape.name, r.o_error, r.lse_error, r.output_written, r.guard_intact, seed);
     std::printf("%s\n", line.c_str());
     EXPECT_TRUE(r.passed(bound)) << line;

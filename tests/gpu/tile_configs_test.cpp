@@ -18,6 +18,7 @@ namespace {
 struct Case {
   AttentionFlags flags;
   std::map<std::string, int64_t> tuning;
+  Schedule schedule;  // the small_pages variant itself, on every shape
 };
 
 // The flag sets the tile configurations run with: the GPT-OSS window,
@@ -55,8 +56,8 @@ std::vector<Case> cases() {
   paged.causal = paged.return_lse = true;
   paged.kv_layout = KvLayout::kPaged;
   // ... V in blocks of 16 keys (small_pages), every page size of the shapes.
-  AttentionFlags paged_small = paged;
-  paged_small.small_pages = true;
+  const AttentionFlags paged_small = paged;
+  const Schedule small{false, true};
   AttentionFlags paged_fp8 = paged;
   paged_fp8.head_dim = 64;
   paged_fp8.kv_dtype = KvDType::kFp8E4M3;
@@ -105,13 +106,13 @@ std::vector<Case> cases() {
                               {paged, wg(192, 64, 2, 1)},
                               {paged, wg(128, 128, 2, 0)},
                               {paged_fp8, wg(128, 64, 2, 0)},
-                              {paged_small, wg(128, 64, 4, 1)},
-                              {paged_small, wg(192, 64, 2, 1)},
-                              {paged_small, wg(64, 32, 2, 1)},
-                              {paged_small, two_producers(wg(128, 128, 3, 1))},
+                              {paged_small, wg(128, 64, 4, 1), small},
+                              {paged_small, wg(192, 64, 2, 1), small},
+                              {paged_small, wg(64, 32, 2, 1), small},
+                              {paged_small, two_producers(wg(128, 128, 3, 1)), small},
                               {paged, wg(128, 128, 2, 1)},
-                              {paged_small, wg(128, 128, 3, 1)},
-                              {paged_small, two_producers(wg(128, 64, 4, 1))},
+                              {paged_small, wg(128, 128, 3, 1), small},
+                              {paged_small, two_producers(wg(128, 64, 4, 1)), small},
                               {paged, two_producers(wg(128, 128, 2, 1))},
                               {oss, two_producers(wg(64, 64, 3, 1))},
                               {spans, two_producers(wg(128, 128, 2, 0))},
@@ -141,13 +142,16 @@ void check_case(const Case& c, const std::string& config) {
     // Written before the launch and flushed: a kernel that hangs (a
     // barrier protocol bug) leaves its config and shape as the log's
     // last line when the run is killed.
-    std::printf("running %s [%s] %s\n", testing::flags_name(c.flags).c_str(), config.c_str(),
+    std::printf("running %s [%s] %s\n", testing::flags_name(c.flags, c.schedule).c_str(),
+                config.c_str(),
                 shape.name.c_str());
     std::fflush(stdout);
     const CheckResult r =
-        check_attention(c.flags, shape, seed, KernelCache::global(), std::nullopt, c.tuning);
+        check_attention(c.flags, shape, seed, KernelCache::global(), std::nullopt, c.tuning,
+                        CheckTier::kSpecialized, c.schedule);
     const std::string line = fmt::format("{} [{}] {:<22} o_err={:.3e} lse_err={:.3e} seed={}",
-                                         testing::flags_name(c.flags), config, shape.name,
+                                         testing::flags_name(c.flags, c.schedule), config,
+                                         shape.name,
                                          r.o_error, r.lse_error, seed);
     std::printf("%s\n", line.c_str());
     std::fflush(stdout);
@@ -186,10 +190,9 @@ TEST(TileConfigs, PagesOfSixteenWithoutTheSmallPagesSibling) {
   for (const AttentionFlags& flags : {paged, spans}) {
     // What ran: the variant, or for a decode its split sibling; never a
     // small_pages one.
-    AttentionFlags split = flags;
-    split.split_kv = true;
     const std::string own = AttentionKernel::get(flags)->kernel().name();
-    const std::string split_own = AttentionKernel::get(split)->kernel().name();
+    const std::string split_own =
+        AttentionKernel::get(flags.to_flag_set(Schedule{true, false}))->kernel().name();
     for (const CheckShape& shape : standard_check_shapes(flags)) {
       const uint64_t seed = testing::fresh_seed();
       const CheckResult r = check_attention(flags, shape, seed, KernelCache::global());

@@ -162,9 +162,9 @@ TEST_P(UserVariantsViaVm, MatchesTheReferenceOfTheSameExpressions) {
       config.user_dir = vm_dir();
       KernelCache builder(config);
       for (const bool split : {false, true}) {
-        AttentionFlags f = flags;
-        f.split_kv = split;
-        AttentionKernel::get_user(vm_ptr, resolve_flags(vm, f.to_flag_map()), builder);
+        std::map<std::string, FlagValue> values = flags.to_flag_map();
+        values["split_kv"] = split;
+        AttentionKernel::get_user(vm_ptr, resolve_flags(vm, values), builder);
       }
     }
     CacheConfig config;

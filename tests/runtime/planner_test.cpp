@@ -35,50 +35,50 @@ VariantShape split_shape() {
 }
 
 TEST(Planner, DecodeShapedBatchesGoToTheSplitSibling) {
-  AttentionFlags flags;
-  flags.causal = true;
-  EXPECT_TRUE(wants_split(flags, batch(8, 1, 4096, 32, 8)));   // 4 packed rows
-  EXPECT_TRUE(wants_split(flags, batch(8, 16, 4096, 32, 8)));  // 64 packed rows
-  EXPECT_FALSE(wants_split(flags, batch(8, 17, 4096, 32, 8)));  // 68: a prefill
+  VariantShape v = split_shape();
+  EXPECT_TRUE(wants_split(v, batch(8, 1, 4096, 32, 8)));   // 4 packed rows
+  EXPECT_TRUE(wants_split(v, batch(8, 16, 4096, 32, 8)));  // 64 packed rows
+  EXPECT_FALSE(wants_split(v, batch(8, 17, 4096, 32, 8)));  // 68: a prefill
   AttentionArgs forced = batch(1, 512, 4096, 8, 8);
   forced.num_splits = 4;  // asked for: even a prefill-shaped batch
-  EXPECT_TRUE(wants_split(flags, forced));
+  EXPECT_TRUE(wants_split(v, forced));
   AttentionArgs never = batch(8, 1, 4096, 32, 8);
   never.num_splits = 1;  // ruled out
-  EXPECT_FALSE(wants_split(flags, never));
-  flags.split_kv = true;  // already the split variant
-  EXPECT_FALSE(wants_split(flags, batch(8, 1, 4096, 32, 8)));
+  EXPECT_FALSE(wants_split(v, never));
+  v.split_kv = true;  // already the split variant
+  EXPECT_FALSE(wants_split(v, batch(8, 1, 4096, 32, 8)));
 }
 
 TEST(Planner, PagesThatAreTheSiblingsVBlocksTakeSmallPages) {
   VariantShape v = split_shape();
   v.block_n = 128;
   v.small_pages_rows = 16;
-  AttentionFlags flags;
-  flags.kv_layout = KvLayout::kPaged;
   AttentionArgs a = batch(4, 512, 8192, 32, 8);
   for (int page : {16, 48, 80}) {  // 16 mod 32
     a.page_size = page;
-    EXPECT_TRUE(wants_small_pages(v, flags, a)) << page;
+    EXPECT_TRUE(wants_small_pages(v, a)) << page;
   }
   for (int page : {32, 64, 256}) {
     a.page_size = page;
-    EXPECT_FALSE(wants_small_pages(v, flags, a)) << page;
+    EXPECT_FALSE(wants_small_pages(v, a)) << page;
   }
   a.page_size = 16;
-  flags.small_pages = true;  // already the sibling
-  EXPECT_FALSE(wants_small_pages(v, flags, a));
-  flags.small_pages = false;
+  v.small_pages = true;  // already the sibling
+  EXPECT_FALSE(wants_small_pages(v, a));
+  v.small_pages = false;
   v.small_pages_rows = 0;  // a variant without such a sibling
-  EXPECT_FALSE(wants_small_pages(v, flags, a));
+  EXPECT_FALSE(wants_small_pages(v, a));
 }
 
 TEST(Planner, SplitsFillTheGpuAndOnlyDecodesSplit) {
   AttentionFlags flags;
   flags.head_dim = 128;
   flags.causal = true;
-  flags.split_kv = true;
-  const VariantShape v = split_shape();
+  VariantShape v = split_shape();
+  v.split_kv = true;
+  // (A variant that does not split plans one part.)
+  VariantShape whole = split_shape();
+  EXPECT_EQ(plan_splits(whole, flags, batch(8, 1, 32768, 64, 8), kH200).num_splits, 1);
   // 8 sequences x 8 kv heads = 64 slots on 132 SMs x 2: split until the
   // waves fill; the parts and their workspace follow.
   const SplitPlan few = plan_splits(v, flags, batch(8, 1, 32768, 64, 8), kH200);

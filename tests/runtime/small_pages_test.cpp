@@ -55,8 +55,8 @@ TEST_F(SmallPagesTest, PagesOfSixteenKeysGoToTheSibling) {
   AttentionArgs chunk = paged_args(4, 512, 8192, 16);
   AttentionKernel& small = k->for_args(chunk);
   ASSERT_NE(&small, k.get());
-  EXPECT_TRUE(small.flags().small_pages);
-  EXPECT_FALSE(small.flags().split_kv);
+  EXPECT_TRUE(small.schedule().small_pages);
+  EXPECT_FALSE(small.schedule().split_kv);
   EXPECT_EQ(small.block_m(), k->block_m());
   EXPECT_EQ(&k->for_args(chunk), &small);  // fetched once
   // Tiles of 16-row boxes: 16 mod 32.
@@ -70,11 +70,11 @@ TEST_F(SmallPagesTest, PagesOfSixteenKeysGoToTheSibling) {
   // A decode at page 16: the split sibling's own small_pages sibling.
   AttentionArgs decode = paged_args(64, 1, 8192, 16);
   AttentionKernel& runs = k->for_args(decode);
-  EXPECT_TRUE(runs.flags().split_kv);
-  EXPECT_TRUE(runs.flags().small_pages);
+  EXPECT_TRUE(runs.schedule().split_kv);
+  EXPECT_TRUE(runs.schedule().small_pages);
   decode.page_size = 64;
-  EXPECT_TRUE(k->for_args(decode).flags().split_kv);
-  EXPECT_FALSE(k->for_args(decode).flags().small_pages);
+  EXPECT_TRUE(k->for_args(decode).schedule().split_kv);
+  EXPECT_FALSE(k->for_args(decode).schedule().small_pages);
   // The sibling itself launches as it is.
   EXPECT_EQ(&small.for_args(paged_args(4, 512, 8192, 16)), &small);
 }
@@ -90,9 +90,9 @@ TEST_F(SmallPagesTest, VariantsItWouldNotChangeKeepTheirOwnKernel) {
   AttentionArgs a = paged_args(4, 512, 8192, 0);
   EXPECT_EQ(&c->for_args(a), c.get());
   // small_pages needs the paged layout.
-  AttentionFlags bad = contiguous;
-  bad.small_pages = true;
-  EXPECT_THROW(kernel(bad), Error);
+  EXPECT_THROW(AttentionKernel::get(contiguous.to_flag_set(Schedule{false, true}), cache_,
+                                    &target_),
+               Error);
 }
 
 // A variant got with tuning overrides (the autotuner's, the tile-config
@@ -106,13 +106,13 @@ TEST_F(SmallPagesTest, TheSiblingKeepsTheOverridesAndTheUserSpec) {
   const AttentionArgs chunk = paged_args(4, 512, 8192, 16);
   AttentionKernel& small = k->for_args(chunk);
   ASSERT_NE(&small, k.get());
-  EXPECT_TRUE(small.flags().small_pages);
+  EXPECT_TRUE(small.schedule().small_pages);
   EXPECT_EQ(small.block_m(), 64);  // the rule's is 128
   setenv("ATTNJIT_SMALL_PAGES", "0", 1);
   auto other = kernel(paged_flags(128));
   EXPECT_EQ(&other->for_args(chunk), other.get());
   unsetenv("ATTNJIT_SMALL_PAGES");
-  EXPECT_TRUE(other->for_args(chunk).flags().small_pages);
+  EXPECT_TRUE(other->for_args(chunk).schedule().small_pages);
 
   const auto spec = std::make_shared<const Spec>(
       load_spec_file(std::string(ATTNJIT_SOURCE_DIR) + "/specs/examples/causal_expr.yaml"));
@@ -121,7 +121,7 @@ TEST_F(SmallPagesTest, TheSiblingKeepsTheOverridesAndTheUserSpec) {
   auto user = AttentionKernel::get_user(spec, flags, cache_, &target_);
   AttentionKernel& user_small = user->for_args(chunk);
   ASSERT_NE(&user_small, user.get());
-  EXPECT_TRUE(user_small.flags().small_pages);
+  EXPECT_TRUE(user_small.schedule().small_pages);
   EXPECT_EQ(user_small.user_spec(), spec.get());
 }
 
@@ -145,17 +145,15 @@ TEST_F(SmallPagesTest, WithoutTheJitAMissingSiblingLeavesTheVariantServing) {
   EXPECT_EQ(&k->for_args(chunk), k.get());
   EXPECT_EQ(cache.stats().compiles, 0u);
   // Its sibling compiled into the directory: a variant got afresh finds it.
-  AttentionFlags small = paged_flags(128);
-  small.small_pages = true;
   {
     config.no_jit = false;
     KernelCache builder(config);
-    AttentionKernel::get(small, builder, &target_);
+    AttentionKernel::get(paged_flags(128).to_flag_set(Schedule{false, true}), builder, &target_);
   }
   config.no_jit = true;
   KernelCache later(config);
   auto again = AttentionKernel::get(paged_flags(128), later, &target_);
-  EXPECT_TRUE(again->for_args(chunk).flags().small_pages);
+  EXPECT_TRUE(again->for_args(chunk).schedule().small_pages);
   std::filesystem::remove_all(path);
 }
 

@@ -28,12 +28,12 @@ AttentionArgs decode_args(int batch, int keys, int hq, int hkv) {
   return a;
 }
 
-// A causal split-KV variant of head dim d.
+// The flags of a causal variant of head dim d (its split sibling:
+// split_kernel).
 AttentionFlags split_flags(int d) {
   AttentionFlags flags;
   flags.head_dim = d;
   flags.causal = true;
-  flags.split_kv = true;
   return flags;
 }
 
@@ -44,12 +44,18 @@ class SplitPlanTest : public ::testing::Test {
                                           const std::map<std::string, int64_t>& tuning = {}) {
     return AttentionKernel::get(flags, cache_, &target_, tuning);
   }
+  // The split variant of `flags` (a schedule only a FlagSet names).
+  std::shared_ptr<AttentionKernel> split_kernel(const AttentionFlags& flags,
+                                                const std::map<std::string, int64_t>& tuning = {}) {
+    return AttentionKernel::get(flags.to_flag_set(Schedule{true, false}), cache_, &target_,
+                                tuning);
+  }
   KernelCache cache_;
   Target target_;
 };
 
 TEST_F(SplitPlanTest, DecodeSplitsWhereTheGpuWouldIdleAndNowhereElse) {
-  auto k = kernel(split_flags(64));
+  auto k = split_kernel(split_flags(64));
   // 8 sequences x 8 kv heads = 64 blocks on 264 slots: split, enough to
   // fill most of a wave, each part at least split_keys long.
   const SplitPlan few = k->split_plan(decode_args(8, 32768, 64, 8), kSms);
@@ -109,7 +115,7 @@ TEST_F(SplitPlanTest, DecodeSplitsWhereTheGpuWouldIdleAndNowhereElse) {
 // blocks before splitting, 264 slots): 32 splits (256 blocks), not the 29
 // (232 blocks, 12% idle) an 85% bar took.
 TEST_F(SplitPlanTest, ALongDecodeLeavesFewSlotsIdle) {
-  auto k = kernel(split_flags(128));
+  auto k = split_kernel(split_flags(128));
   EXPECT_EQ(k->split_plan(decode_args(1, 131072, 32, 8), kSms).num_splits, 32);
   // 4 x 8 = 32 blocks: 8 splits fill 256 of 264.
   EXPECT_EQ(k->split_plan(decode_args(4, 32768, 32, 8), kSms).num_splits, 8);
@@ -122,7 +128,7 @@ TEST_F(SplitPlanTest, ALongDecodeLeavesFewSlotsIdle) {
 // 2048 keys at 32/8 heads runs 16 parts per kv head, and over 512 keys 4
 // (at 512 keys a part: 4 and 1).
 TEST_F(SplitPlanTest, AShortDecodeSplitsIntoShortChains) {
-  auto k = kernel(split_flags(128));
+  auto k = split_kernel(split_flags(128));
   EXPECT_EQ(k->split_plan(decode_args(1, 2048, 32, 8), kSms).num_splits, 16);
   EXPECT_EQ(k->split_plan(decode_args(1, 512, 32, 8), kSms).num_splits, 4);
   // Fewer keys than two parts: none.
@@ -134,7 +140,7 @@ TEST_F(SplitPlanTest, AShortDecodeSplitsIntoShortChains) {
 TEST_F(SplitPlanTest, TheSwappedBlocksTilesEachSplit) {
   AttentionFlags flags = split_flags(128);
   flags.kv_dtype = KvDType::kFp8E4M3;
-  auto k = kernel(flags, {{"block_m", 8}});
+  auto k = split_kernel(flags, {{"block_m", 8}});
   ASSERT_EQ(k->block_m(), 8);
   // 32 sequences x 4 kv heads x 2 tiles (64/4 heads) = 256 blocks before
   // splitting, on 264 slots: little to gain.
@@ -164,7 +170,7 @@ TEST_F(SplitPlanTest, TheSwappedBlocksTilesEachSplit) {
 TEST_F(SplitPlanTest, TheRulesSwappedTilesHoldAKvHeadsRows) {
   AttentionFlags flags = split_flags(128);
   flags.kv_dtype = KvDType::kFp8E4M3;
-  auto k = kernel(flags);
+  auto k = split_kernel(flags);
   ASSERT_EQ(k->block_m(), 32);
   // 8 x 4 kv heads x 1 tile = 32 slots: split to fill most of a wave.
   const SplitPlan gqa16 = k->split_plan(decode_args(8, 8192, 64, 4), kSms);
@@ -184,7 +190,7 @@ TEST_F(SplitPlanTest, AWindowBoundsTheKeysThatCountForSplitting) {
   AttentionFlags flags = split_flags(64);
   flags.window = true;
   flags.sinks = SinkMode::kNullLogit;
-  auto k = kernel(flags);
+  auto k = split_kernel(flags);
   AttentionArgs a = decode_args(8, 32768, 64, 8);
   a.window_left = 127;
   a.window_right = 0;
@@ -200,7 +206,7 @@ TEST_F(SplitPlanTest, DecodeShapedLaunchesGoToTheSplitSibling) {
   auto k = kernel(flags);
   AttentionArgs a = decode_args(64, 8192, 32, 8);
   AttentionKernel& sibling = k->for_args(a);
-  EXPECT_TRUE(sibling.flags().split_kv);
+  EXPECT_TRUE(sibling.schedule().split_kv);
   EXPECT_EQ(sibling.block_m(), 64);
   EXPECT_TRUE(sibling.pack_gqa());
   EXPECT_EQ(&k->for_args(a), &sibling);  // fetched once

@@ -65,7 +65,7 @@ TEST_F(TierTest, AnUncachedVariantIsAnsweredByItsGenericOneUntilItLands) {
   // Its split sibling goes through the same tiering (compiled here, as
   // nothing cached the generic split variant).
   const AttentionArgs decode = testing::decode_shape();
-  EXPECT_TRUE(k->for_args(decode).flags().split_kv);
+  EXPECT_TRUE(k->for_args(decode).schedule().split_kv);
 }
 
 TEST_F(TierTest, CallersRacingForOneVariantShareOneKernelAndOneCompile) {

@@ -104,7 +104,7 @@ TEST_F(UserVmTier, ASplitSiblingIsItsOwnKernel) {
   ASSERT_EQ(k->tier(), Tier::kSpecialized) << "no VM variant of the unsplit flags";
   const AttentionArgs decode = testing::decode_shape();
   AttentionKernel& sibling = k->for_args(decode);
-  EXPECT_TRUE(sibling.flags().split_kv);
+  EXPECT_TRUE(sibling.schedule().split_kv);
   EXPECT_EQ(sibling.tier(), Tier::kSpecialized);
   EXPECT_EQ(sibling.user_spec(), spec.get());
   EXPECT_NE(sibling.block_m(), 0);

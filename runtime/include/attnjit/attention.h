@@ -44,10 +44,13 @@ class AttentionKernel {
       const Target* target = nullptr,
       const std::map<std::string, int64_t>& tuning_overrides = {});
 
-  // The requested flags. kernel(), block_m(), pack_gqa() and source()
+  // The requested flags, and the schedule this variant was compiled with
+  // (the default one unless it came from a FlagSet that names another, or
+  // is a sibling a launch ran). kernel(), block_m(), pack_gqa() and source()
   // describe the kernel that launches run now: the generic variant's while
   // the specialized one compiles (tier() == kGeneric), else this variant's.
   const AttentionFlags& flags() const { return flags_; }
+  const Schedule& schedule() const { return schedule_; }
   Kernel& kernel() { return *current().kernel_; }
   int block_m() const { return current().block_m_; }
   // GQA packing: 0 none, 1 packed.
@@ -102,15 +105,16 @@ class AttentionKernel {
   AttentionKernel& for_args(const AttentionArgs& args);
 
  private:
-  // A sibling variant (the same flags but a schedule flag), fetched once.
+  // A sibling variant (the same flags, another schedule), fetched once.
   struct Sibling {
     std::mutex mutex;
     std::shared_ptr<AttentionKernel> kernel;
     std::atomic<AttentionKernel*> ready{nullptr};
   };
   // `sibling`'s kernel, fetched through this variant's cache and target
-  // (and its user spec) with `flags` and `tuning` on its first use.
-  AttentionKernel& sibling(Sibling& sibling, const AttentionFlags& flags,
+  // (and its user spec) with this variant's flags, `schedule` and `tuning`
+  // on its first use.
+  AttentionKernel& sibling(Sibling& sibling, const Schedule& schedule,
                            const std::map<std::string, int64_t>& tuning = {});
   void launch_this(const AttentionArgs& args, CuStream stream,
                    const std::vector<UserArg>& user_args);
@@ -160,6 +164,7 @@ class AttentionKernel {
   struct UserVm;  // the spec's programs (device copies shared: user_vm_tier.cpp)
 
   AttentionFlags flags_;
+  Schedule schedule_;
   std::unique_ptr<Kernel> kernel_;
   // What the launch needs of the tile configuration (computed once, by the
   // kernels' own rule: templates/attention/tile_config.cuh).

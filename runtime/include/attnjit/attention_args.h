@@ -28,6 +28,8 @@ const char* to_string(SinkMode mode);
 const char* to_string(KvLayout layout);
 const char* to_string(KvDType dtype);
 
+struct Schedule;  // below
+
 // The constexpr flags of the attention family.
 struct AttentionFlags {
   DType dtype = DType::kBF16;
@@ -43,27 +45,42 @@ struct AttentionFlags {
   // K/V in q's dtype, or fp8 e4m3 with per-tensor scales (k_scale, v_scale):
   // attention over the dequantized k = k8 * k_scale, v = v8 * v_scale.
   KvDType kv_dtype = KvDType::kSame;
-  // A schedule, not a mode (the result is the same up to fp32 rounding):
-  // a decode's query tiles split their keys over several blocks. launch()
-  // picks a split variant by itself for decode-shaped batches (see
-  // AttentionArgs::num_splits); set it to ask for one directly.
+
+  // The typed view of the spec's flags, without its schedule flags (below).
+  // The canonical form, which keys the memo and the cache, is the spec's
+  // FlagSet: to_flag_set() resolves these, and a schedule, against the
+  // spec (throws Error(kFlags) for an illegal combination).
+  std::map<std::string, FlagValue> to_flag_map() const;
+  FlagSet to_flag_set(const Schedule& schedule) const;
+  FlagSet to_flag_set() const;  // with the default schedule
+  // to_flag_set(schedule).str() for legal flags, spelled without resolving
+  // them (the memo's key on a hit; tests hold the two equal on every
+  // variant).
+  std::string canonical_text(const Schedule& schedule) const;
+  std::string canonical_text() const;  // with the default schedule
+  // The flags of a FlagSet; its schedule flags are Schedule::of's.
+  static AttentionFlags from_flag_set(const FlagSet& flags);
+};
+
+// The planner's choices that are part of a variant's signature and cache
+// key but not of what it computes (the spec's schedule flags; the results
+// agree up to fp32 rounding). Users do not set them: launch() picks the
+// variant per launch (AttentionArgs::num_splits asks for or rules out
+// splits; ATTNJIT_SMALL_PAGES=0 turns small pages off). A FlagSet that
+// names them (a build step's, a spec-driven test's) gets that variant.
+struct Schedule {
+  // A decode's query tiles split their keys over several blocks, the last
+  // of which combines the parts.
   bool split_kv = false;
-  // A schedule too: on sm_90a, V copied as one TMA box per 16 keys of a
-  // page (all of D) instead of one per page and swizzle chunk. launch()
-  // picks it by itself for pages of 16 keys (page_size % 32 == 16; off
-  // with ATTNJIT_SMALL_PAGES=0); needs kv_layout paged.
+  // On sm_90a, V copied as one TMA box per 16 keys of a page (all of D)
+  // instead of one per page and swizzle chunk (pages of 16 mod 32 keys;
+  // kv_layout paged).
   bool small_pages = false;
 
-  // The typed view of the spec's flags. The canonical form, which keys the
-  // memo and the cache, is the spec's FlagSet: to_flag_set() resolves
-  // these against the spec (throws Error(kFlags) for an illegal
-  // combination).
-  std::map<std::string, FlagValue> to_flag_map() const;
-  FlagSet to_flag_set() const;
-  // to_flag_set().str() for legal flags, spelled without resolving them
-  // (the memo's key on a hit; tests hold the two equal on every variant).
-  std::string canonical_text() const;
-  static AttentionFlags from_flag_set(const FlagSet& flags);
+  static Schedule of(const FlagSet& flags);
+  bool operator==(const Schedule& o) const {
+    return split_kv == o.split_kv && small_pages == o.small_pages;
+  }
 };
 
 // Runtime arguments. Pointers are device pointers. Strides are in elements.
@@ -159,8 +176,9 @@ void validate_attention_args(const AttentionFlags& flags, const AttentionArgs& a
 // window_right = 0, except with mm_clamp, whose clamp reads the window
 // arguments alone), mm_prefix (no spans), the null-logit sink where no sink
 // was asked (a sink of -inf adds exp(-inf) = 0 to every denominator) and
-// return_lse (scratch where not asked); soft-cap, the key-0 bias, the
-// storage flags and split_kv stay as asked. Idempotent; legal whenever f is.
+// return_lse (scratch where not asked); soft-cap, the key-0 bias and the
+// storage flags stay as asked (and a variant's schedule is its generic
+// variant's). Idempotent; legal whenever f is.
 AttentionFlags generic_flags(const AttentionFlags& requested);
 
 // Device memory the generic variant's arguments point into where the

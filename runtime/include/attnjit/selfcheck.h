@@ -68,11 +68,14 @@ enum class CheckTier { kSpecialized, kAsLaunched };
 
 // `reference_sinks` compares against another sink mode's reference (the
 // seed evidence); by default the reference matches the kernel's flags.
+// `schedule`: the variant checked is that schedule's (a split one runs its
+// split code on every shape), not the one the launch would pick.
 CheckResult check_attention(const AttentionFlags& flags, const CheckShape& shape, uint64_t seed,
                             KernelCache& cache = KernelCache::global(),
                             std::optional<SinkMode> reference_sinks = std::nullopt,
                             const std::map<std::string, int64_t>& tuning_overrides = {},
-                            CheckTier tier = CheckTier::kSpecialized);
+                            CheckTier tier = CheckTier::kSpecialized,
+                            const Schedule& schedule = {});
 
 // A value for one of a user spec's own args (docs/expressions.md), as the
 // check uploads it: an int32 or float scalar, or a tensor's host data.
@@ -102,7 +105,8 @@ CheckResult check_user_attention(std::shared_ptr<const Spec> spec, const Attenti
                                  const CheckShape& shape, uint64_t seed,
                                  const std::vector<UserCheckArg>& user_args,
                                  KernelCache& cache = KernelCache::global(),
-                                 CheckTier tier = CheckTier::kSpecialized);
+                                 CheckTier tier = CheckTier::kSpecialized,
+                                 const Schedule& schedule = {});
 
 // Error bound for a dtype (docs/semantics.md "Error measure").
 double error_bound(DType dtype);
