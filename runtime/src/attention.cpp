@@ -23,6 +23,7 @@
 #include "attnjit/record.h"
 #include "kv_tensor_maps.h"
 #include "launch_scratch.h"
+#include "planner.h"
 
 namespace attnjit {
 
@@ -100,6 +101,15 @@ KernelParams kernel_params(const AttentionFlags& flags, const AttentionArgs& a) 
   p.v_scale = a.v_scale;
   p.num_splits = 1;  // launch_this() sets the split schedule
   return p;
+}
+
+// Rows of V's blocks in the small_pages sibling of a variant of this tile
+// configuration where that sibling is another kernel, else 0.
+int small_pages_rows_of(const attention::TileConfig& tile, bool paged) {
+  attention::TileShape small = tile.shape;
+  small.small_pages = true;
+  const int rows = attention::make_tile_config(small).v_block_rows;
+  return paged && rows < tile.shape.block_n ? rows : 0;
 }
 
 }  // namespace
@@ -366,6 +376,40 @@ const EnvTuning& env_tuning() {
 
 }  // namespace
 
+VariantShape AttentionKernel::planned_shape(Sibling& s, const Schedule& schedule) {
+  if (AttentionKernel* ready = s.ready.load(std::memory_order_acquire)) return ready->shape();
+  {
+    std::lock_guard<std::mutex> lock(s.mutex);
+    if (!s.planned) {
+      // The signature sibling() will get: the same flags and options, this
+      // schedule, no tuning overrides (and, for the built-in spec, the
+      // environment's tuning, as get() applies it).
+      const CompileOptions options = CompileOptions::from_environment(target_);
+      Signature sig;
+      if (user_spec_) {
+        std::map<std::string, FlagValue> values = flags_.to_flag_map();
+        values["split_kv"] = schedule.split_kv;
+        values["small_pages"] = schedule.small_pages;
+        sig = make_signature(*user_spec_, resolve_flags(*user_spec_, values), options);
+      } else {
+        const FlagSet flags = flags_.to_flag_set(schedule);
+        sig = make_signature(attention_spec(), flags, options, env_tuning().values_for(flags));
+      }
+      const attention::TileConfig tile = tile_config_of(sig);
+      s.planned_block_n = tile.shape.block_n;
+      s.planned_small_pages_rows =
+          small_pages_rows_of(tile, flags_.kv_layout == KvLayout::kPaged);
+      s.planned = true;
+    }
+  }
+  VariantShape v;
+  v.block_n = s.planned_block_n;
+  v.small_pages_rows = s.planned_small_pages_rows;
+  v.split_kv = schedule.split_kv;
+  v.small_pages = schedule.small_pages;
+  return v;
+}
+
 std::shared_ptr<AttentionKernel> AttentionKernel::get(
     const AttentionFlags& flags, KernelCache& cache, const Target* target,
     const std::map<std::string, int64_t>& tuning_overrides) {
@@ -440,11 +484,7 @@ void AttentionKernel::init_from(const Signature& sig, const LookupResult& found,
   tma_box_ = TmaBox{tile.tma_chunk, tile.tma_box_rows, tile.swizzle_bytes, tile.mma_decode};
   block_n_ = tile.shape.block_n;
   if (tile.v_block_rows < block_n_) tma_box_.v_block_rows = tile.v_block_rows;
-  attention::TileShape small = tile.shape;
-  small.small_pages = true;
-  const int small_rows = attention::make_tile_config(small).v_block_rows;
-  small_pages_rows_ =
-      flags_.kv_layout == KvLayout::kPaged && small_rows < block_n_ ? small_rows : 0;
+  small_pages_rows_ = small_pages_rows_of(tile, flags_.kv_layout == KvLayout::kPaged);
   // Blocks per SM: the binary's own launch bound where the entry records
   // it, else the same rule's (what the shared memory allows).
   const int recorded = found.entry->kernel.resources.min_blocks;

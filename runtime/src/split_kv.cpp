@@ -62,47 +62,57 @@ SplitPlan AttentionKernel::split_plan(const AttentionArgs& a, int sm_count) cons
 
 AttentionKernel& AttentionKernel::for_args(const AttentionArgs& a) {
   if (generic_) return current().for_args(a);
-  AttentionKernel* runs = this;
-  if (wants_split(shape(), a)) {
-    Schedule split = schedule_;
-    split.split_kv = true;
-    runs = &sibling(split_sibling_, split);
+  // The schedule this launch runs, decided before any sibling is fetched:
+  // the split sibling for a decode-shaped batch, and (of either) the
+  // small_pages sibling for pages whose boxes are its V blocks.
+  Schedule want = schedule_;
+  VariantShape shape = this->shape();
+  const bool to_split = wants_split(shape, a);
+  if (to_split) {
+    want.split_kv = true;
+    shape = planned_shape(split_sibling_, want);
   }
   // Pages whose boxes are the sibling's V blocks (16 rows: pages of 16 mod
   // 32 keys): V as a box per 16 keys and all of D (at D 128 a 128-key
-  // tile's 32 boxes become 24). Only a schedule, and this variant is correct at every page
-  // size: where the sibling cannot be had (no cache holds it and the JIT
-  // is off, or it fails to build) this one serves, from then on (after a
-  // passing error, such as the cache's or the driver's, for that launch).
-  // ATTNJIT_SMALL_PAGES=0 turns it off (read at each such launch).
-  if (wants_small_pages(runs->shape(), a) &&
-      !runs->small_pages_missing_.load(std::memory_order_relaxed) &&
+  // tile's 32 boxes become 24). Only a schedule, and the variant without
+  // it is correct at every page size: where the sibling cannot be had (no
+  // cache holds it and the JIT is off, or it fails to build) that one
+  // serves, from then on (after a passing error, such as the cache's or
+  // the driver's, for that launch). ATTNJIT_SMALL_PAGES=0 turns it off
+  // (read at each such launch).
+  std::atomic<bool>& missing = small_pages_missing_[to_split ? 1 : 0];
+  if (wants_small_pages(shape, a) && !missing.load(std::memory_order_relaxed) &&
       env_bool("ATTNJIT_SMALL_PAGES", true)) {
-    Schedule small = runs->schedule_;
+    Schedule small = want;
     small.small_pages = true;
+    // (This variant's own small_pages sibling runs its tiles, the tuning
+    // overrides it was got with; the split sibling is got without any, and
+    // so is its small_pages one.)
+    Sibling& slot = to_split ? split_small_pages_sibling_ : small_pages_sibling_;
+    const std::map<std::string, int64_t> none;
     try {
-      runs = &runs->sibling(runs->small_pages_sibling_, small, runs->tuning_overrides_);
+      return sibling(slot, small, to_split ? none : tuning_overrides_);
     } catch (const Error& e) {
       // What will fail again (no JIT, a failed build) is not asked for
       // again; a passing cache or driver error is, at the next launch.
       const bool lasting = e.kind() == ErrorKind::kNoJit || e.kind() == ErrorKind::kCompile ||
                            e.kind() == ErrorKind::kCodegen || e.kind() == ErrorKind::kSpec ||
                            e.kind() == ErrorKind::kFlags;
-      if (lasting) runs->small_pages_missing_.store(true, std::memory_order_relaxed);
-      if (e.kind() != ErrorKind::kNoJit && (lasting || runs->cache_->config().log)) {
+      if (lasting) missing.store(true, std::memory_order_relaxed);
+      if (e.kind() != ErrorKind::kNoJit && (lasting || cache_->config().log)) {
         log_line(
             fmt::format("attnjit: the small_pages sibling of {} failed ({}); it serves "
                         "pages of {} keys itself: {}",
-                        runs->kernel_->name(), to_string(e.kind()), a.page_size, e.what()));
-      } else if (runs->cache_->config().log) {
+                        kernel_->name(), to_string(e.kind()), a.page_size, e.what()));
+      } else if (cache_->config().log) {
         log_line(
             fmt::format("attnjit: no cache holds the small_pages sibling of {} and the JIT "
                         "is off; it serves pages of {} keys itself",
-                        runs->kernel_->name(), a.page_size));
+                        kernel_->name(), a.page_size));
       }
     }
   }
-  return *runs;
+  return to_split ? sibling(split_sibling_, want) : *this;
 }
 
 AttentionKernel& AttentionKernel::sibling(Sibling& s, const Schedule& schedule,

@@ -79,6 +79,28 @@ TEST_F(SmallPagesTest, PagesOfSixteenKeysGoToTheSibling) {
   EXPECT_EQ(&small.for_args(paged_args(4, 512, 8192, 16)), &small);
 }
 
+// A first decode at pages of 16 keys fetches the one kernel it runs (the
+// split sibling's small_pages sibling, planned from the split sibling's
+// signature), not the split sibling on the way: one compile, not two.
+TEST_F(SmallPagesTest, AFirstDecodeCompilesOnlyTheKernelItRuns) {
+  auto k = kernel(paged_flags(128));
+  const uint64_t before = cache_.stats().compiles;
+  AttentionKernel& runs = k->for_args(paged_args(64, 1, 8192, 16));
+  EXPECT_TRUE(runs.schedule().split_kv);
+  EXPECT_TRUE(runs.schedule().small_pages);
+  EXPECT_EQ(cache_.stats().compiles, before + 1);
+  // Pages of 64: the split sibling itself, fetched now.
+  AttentionKernel& split = k->for_args(paged_args(64, 1, 8192, 64));
+  EXPECT_TRUE(split.schedule().split_kv);
+  EXPECT_FALSE(split.schedule().small_pages);
+  EXPECT_EQ(cache_.stats().compiles, before + 2);
+  // The planned choice and the fetched sibling's own agree: a page-16
+  // decode still runs the same kernel now that the split sibling exists.
+  EXPECT_EQ(&k->for_args(paged_args(64, 1, 8192, 16)), &runs);
+  EXPECT_EQ(&split.for_args(paged_args(64, 1, 8192, 16)), &runs);
+  EXPECT_EQ(cache_.stats().compiles, before + 2);
+}
+
 TEST_F(SmallPagesTest, VariantsItWouldNotChangeKeepTheirOwnKernel) {
   // D 64 is one swizzle chunk: a page of 16 keys is one box of V already.
   auto d64 = kernel(paged_flags(64));

@@ -110,12 +110,21 @@ class AttentionKernel {
     std::mutex mutex;
     std::shared_ptr<AttentionKernel> kernel;
     std::atomic<AttentionKernel*> ready{nullptr};
+    // Before it is fetched, what the planner reads of it, from its
+    // signature's tile configuration (nothing compiled; under mutex).
+    bool planned = false;
+    int planned_block_n = 0, planned_small_pages_rows = 0;
   };
   // `sibling`'s kernel, fetched through this variant's cache and target
   // (and its user spec) with this variant's flags, `schedule` and `tuning`
   // on its first use.
   AttentionKernel& sibling(Sibling& sibling, const Schedule& schedule,
                            const std::map<std::string, int64_t>& tuning = {});
+  // The planner's view of the sibling of `schedule` in `sibling`: its own
+  // once fetched, else from its signature, so that a launch fetches only
+  // the sibling it runs (a decode at pages of 16 keys goes straight to the
+  // split sibling's small_pages one, and compiles nothing else).
+  VariantShape planned_shape(Sibling& sibling, const Schedule& schedule);
   void launch_this(const AttentionArgs& args, CuStream stream,
                    const std::vector<UserArg>& user_args);
   // A user spec's variant (user_kernel.cpp): its args checked by name and
@@ -178,8 +187,8 @@ class AttentionKernel {
   // paged launch whose boxes are that many rows goes to the sibling.
   int small_pages_rows_ = 0;
   // That sibling could not be had (no cache holds it and the JIT is off,
-  // or it failed to build): this one serves.
-  std::atomic<bool> small_pages_missing_{false};
+  // or it failed to build): this one serves; [1]: the split sibling's.
+  std::atomic<bool> small_pages_missing_[2] = {false, false};
   // The tuning overrides this variant was got with (the autotuner's, the
   // tile-config tests'): its small_pages sibling takes them too, so that
   // it runs the same tiles.
@@ -188,7 +197,7 @@ class AttentionKernel {
   // Where the siblings come from: this variant's cache and target.
   KernelCache* cache_ = nullptr;
   Target target_;
-  Sibling split_sibling_, small_pages_sibling_;
+  Sibling split_sibling_, small_pages_sibling_, split_small_pages_sibling_;
   // A user spec's variant: the spec, its own args' places in the params
   // struct (after the inherited ones), and the struct's size.
   struct UserField {
