@@ -15,6 +15,8 @@ layout; each on the contiguous and the paged layout):
     the contiguous layout, on both layouts);
   * GPT-OSS: 8 x 32768 keys 64/8 D64, window (127, 0), null-logit sinks
     (target: attnjit paged under 0.03 ms);
+  * Gemma-4's global layers: 64 x 8192 keys 32/4 D512 and 16 x 8192 16/2
+    D512 (the bandwidth target; fp8 at most 0.55x bf16);
   * a sweep: batch 1, 4, 16, 64, 256 x context 512 .. 131072, 32/8 D128,
     skipping points whose K/V pass 40 GB (attnjit on both layouts, cuDNN).
 For every row: time, K/V bytes, GB/s and % of the measured read bandwidth;

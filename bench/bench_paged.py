@@ -13,9 +13,13 @@ Problems:
     over 3072 cached keys in one launch, page size 16 (target < 0.6 ms), and
     with --only its parts alone (paged_problems.py mixed_parts:
     mixed_part_chunks_p16, mixed_part_decodes_p16);
+  * Gemma-4's global layers (D512, 32/4, page 16): a prefill of 2 x 8192
+    tokens with two 1100-token images each, unclamped (the issue's 550
+    TFLOP/s), and the chunked prefill above at D512 (500 TFLOP/s);
   * decodes (one query per sequence, page size 16): 8 x 32768 keys 64/8 D64,
-    64 x 8192 32/8 D128, 256 x 2048 32/8 D128, and GPT-OSS's
-    8 x 32768 64/8 D64 with a causal window of 127 and null-logit sinks.
+    64 x 8192 32/8 D128, 256 x 2048 32/8 D128, GPT-OSS's 8 x 32768 64/8 D64
+    with a causal window of 127 and null-logit sinks, and Gemma-4's global
+    64 x 8192 32/4 D512 and 16 x 8192 16/2 D512.
 
 Peers, each checked first against the fp32 reference (gather the pages, then
 a dense masked softmax; outputs written by the peer are poisoned with NaN
@@ -80,7 +84,7 @@ ERROR_BOUND = 2e-2
 def reference(pr, x):
     return dense_reference(x.q, x.k, x.v, x.cu_q, x.cu_k, causal=pr.causal,
                            window_size=pr.window, sinks=x.sinks, sinks_mode=pr.sinks,
-                           mm_prefix_ranges=x.ranges, mm_prefix_clamp=bool(pr.spans))
+                           mm_prefix_ranges=x.ranges, mm_prefix_clamp=bool(pr.spans) and pr.clamp)
 
 
 # --- peers --------------------------------------------------------------------
@@ -98,7 +102,7 @@ def attnjit_paged_peer(pr, x):
         return attnjit.paged_attention(
             x.q, x.k_cache, x.v_cache, x.table, x.cu_q, x.used_k, x.max_q, x.max_k,
             causal=pr.causal, window_size=pr.window, sinks=x.sinks, sinks_mode=pr.sinks,
-            mm_prefix_ranges=x.ranges, mm_prefix_clamp=bool(pr.spans), out=out)
+            mm_prefix_ranges=x.ranges, mm_prefix_clamp=bool(pr.spans) and pr.clamp, out=out)
     return run, lambda r: out, out, f"page {pr.page_size}"
 
 
@@ -111,7 +115,7 @@ def attnjit_contig_peer(pr, x):
         return attnjit.varlen_attention(
             x.q, x.k, x.v, x.cu_q, x.cu_k, x.max_q, x.max_k, causal=pr.causal,
             window_size=pr.window, sinks=x.sinks, sinks_mode=pr.sinks,
-            mm_prefix_ranges=x.ranges, mm_prefix_clamp=bool(pr.spans), out=out)
+            mm_prefix_ranges=x.ranges, mm_prefix_clamp=bool(pr.spans) and pr.clamp, out=out)
     return run, lambda r: out, out, "contiguous K/V (varlen_attention)"
 
 
@@ -560,7 +564,7 @@ def self_test():
         theirs, _ = varlen_attention_reference(
             x.q, x.k, x.v, x.cu_q, x.cu_k, causal=pr.causal, window_size=pr.window,
             sinks=x.sinks, sinks_mode=pr.sinks, mm_prefix_ranges=x.ranges,
-            mm_prefix_clamp=bool(pr.spans))
+            mm_prefix_clamp=bool(pr.spans) and pr.clamp)
         errs = {"reference vs project's": float(relative_error(want, theirs))}
         for name, builder in (("sdpa (math)", lambda: sdpa_peer(pr, x, backend=None)),
                               ("flex (eager)", lambda: flex_peer(pr, x, compile=False)),

@@ -16,12 +16,13 @@ class Problem:
 
     def __init__(self, name, kind, n_q, n_k, hq, hkv, d, causal=True, window=(-1, -1),
                  sinks="none", spans=(), page_size=16, base=None, target_ms=None,
-                 beat_cudnn=False, group=None):
+                 beat_cudnn=False, group=None, clamp=True):
         self.name, self.kind = name, kind
         self.n_q, self.n_k = list(n_q), list(n_k)
         self.hq, self.hkv, self.d = hq, hkv, d
         self.causal, self.window, self.sinks = causal, tuple(window), sinks
         self.spans = list(spans)
+        self.clamp = clamp          # spans bounded by the left window (mm_prefix_clamp)
         self.page_size = page_size
         self.base = base            # the bench/problems.py tuple of a paged_* problem
         self.target_ms = target_ms
@@ -79,7 +80,24 @@ def engine_problems():
                          [1] * MIXED_DECODES + [MIXED_CHUNK] * MIXED_CHUNKS,
                          [MIXED_KEYS] * (MIXED_DECODES + MIXED_CHUNKS), *MIXED_HEADS,
                          page_size=16, target_ms=0.6))
-    return probs + decode_problems()
+    return probs + wide_head_prefills() + decode_problems()
+
+
+# Gemma-4's global layers (head dim 512, GQA 8, causal; images bidirectional
+# and unclamped, as no window bounds them): a prefill of two 8192-token
+# sequences with two 1100-token images each, and a chunked prefill of 512
+# new tokens over 7680 cached (page 16). Their decodes: decode_problems().
+GEMMA4_GLOBAL_IMAGES = ((1024, 2123), (4096, 5195))
+
+
+def wide_head_prefills():
+    spans = [(b, r0, r1) for b in range(2) for r0, r1 in GEMMA4_GLOBAL_IMAGES]
+    return [
+        Problem("paged_gemma4_global_2x8k_d512_images", "paged", [8192] * 2, [8192] * 2,
+                32, 4, 512, spans=spans, page_size=16, clamp=False),
+        Problem("chunked_prefill_d512_p16", "chunked", [512] * 4, [8192] * 4, 32, 4, 512,
+                page_size=16),
+    ]
 
 
 def mixed_parts():
@@ -119,6 +137,9 @@ def decode_problems():
         decode_problem("decode_gpt_oss_8x32k_window127_null", 8, 32768, 64, 8, 64,
                        window=(127, 0), sinks="null_logit",
                        target_ms=GPT_OSS_DECODE_TARGET_MS),
+        # Gemma-4's global layers (D 512): the engine's and a smaller batch.
+        decode_problem("decode_gemma4_global_64x8k_d512", 64, 8192, 32, 4, 512),
+        decode_problem("decode_gemma4_global_16x8k_d512", 16, 8192, 16, 2, 512),
     ]
 
 
@@ -187,7 +208,7 @@ def problem_counts(pr):
         key = (pr.n_q[b], pr.n_k[b], tuple(spans_of[b]))
         if key not in memo:
             memo[key] = sequence_counts(pr.n_q[b], pr.n_k[b], pr.causal, pr.window,
-                                        spans_of[b], clamp=True)
+                                        spans_of[b], clamp=pr.clamp)
         pairs += memo[key][0]
         keys += memo[key][1]
     flops = 4.0 * pairs * pr.d * pr.hq
