@@ -44,7 +44,8 @@ void kv_tensor_maps(const AttentionFlags& flags, const AttentionArgs& a, const T
   const int64_t head_strides[2] = {a.k_head_stride, a.v_head_stride};
   const int64_t page_strides[2] = {a.k_page_stride, a.v_page_stride};
   // fp8 K/V: rows of D bytes, copied unswizzled into the producer's
-  // staging tiles (one box D bytes wide), converted there; or, for the
+  // staging tiles (one box D bytes wide, or 256-byte chunks of the row
+  // past that: attention::fp8_raw_chunk), converted there; or, for the
   // decode block that converts in registers, swizzled boxes of the tile
   // configuration's width in bytes (TmaBox::fp8_swizzled).
   const bool fp8 = flags.kv_dtype == KvDType::kFp8E4M3;
@@ -86,7 +87,7 @@ void kv_tensor_maps(const AttentionFlags& flags, const AttentionArgs& a, const T
       t.dims[1] = uint64_t(a.num_heads_kv);
       t.strides[0] = head_stride;
       t.strides[1] = row_stride;
-      t.box[0] = uint32_t(raw_rows ? d : box.chunk);
+      t.box[0] = uint32_t(raw_rows ? attention::fp8_raw_chunk(d) : box.chunk);
       t.box[1] = 1;
       if (paged) {
         // [pages, rows of a page, heads, D]; a box never crosses a page: a

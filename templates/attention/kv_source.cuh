@@ -35,6 +35,14 @@ struct Fp8Tiles {
   static constexpr int BN = C::block_n;
   static constexpr int kUnits = D / 16;  // 16-byte units of an fp8 row
   static_assert(D % 16 == 0, "fp8 K/V: head dim must be a multiple of 16");
+  // A staged raw tile: rows of D bytes, or past 256 bytes [chunk][row][256]
+  // (fp8_raw_chunk: one TMA box per chunk).
+  static constexpr int kRawChunk = fp8_raw_chunk(D);
+  static_assert(D % kRawChunk == 0, "fp8 K/V: whole 256-byte chunks of a row");
+  static __device__ __forceinline__ unsigned raw_offset(int r, int byte) {
+    return static_cast<unsigned>((byte / kRawChunk) * BN * kRawChunk + r * kRawChunk +
+                                 byte % kRawChunk);
+  }
 
   // Key tile kt of K (or V) into padded rows of T, spread over kThreads.
   template <int kThreads, class Source>
@@ -67,7 +75,12 @@ struct Fp8Tiles {
     for (int c = tid; c < kTotal; c += kThreads) {
       const int r = c / kUnits;
       const int u = c % kUnits;
-      const uint4_t in = ptx::ld_shared_16(staging + static_cast<unsigned>(r * D + 16 * u));
+      uint4_t in;
+      if constexpr (kRawChunk == D) {
+        in = ptx::ld_shared_16(staging + static_cast<unsigned>(r * D + 16 * u));
+      } else {
+        in = ptx::ld_shared_16(staging + raw_offset(r, 16 * u));
+      }
       uint4_t lo, hi;
       fp8::e4m3x16_to<T>(in, lo, hi);
       ptx::st_shared_16(tile + Rows::template offset<BN>(r, 2 * u), lo);
@@ -167,8 +180,13 @@ struct VarlenKV {
                                                 int kt, int, Pages&) const {
     const int row = k_begin + kt * BN;
     ptx::mbarrier_arrive_expect_tx(bar, 2u * unsigned(BN * D));
-    ptx::tma_load_3d(raw_k, k_map, bar, 0, hk, row);
-    ptx::tma_load_3d(raw_v, v_map, bar, 0, hk, row);
+    constexpr int kChunk = fp8_raw_chunk(D);
+#pragma unroll
+    for (int c = 0; c < D / kChunk; ++c) {
+      const unsigned at = static_cast<unsigned>(c * BN * kChunk);
+      ptx::tma_load_3d(raw_k + at, k_map, bar, c * kChunk, hk, row);
+      ptx::tma_load_3d(raw_v + at, v_map, bar, c * kChunk, hk, row);
+    }
   }
 
  private:
@@ -307,10 +325,14 @@ struct PagedKV {
   // keep stale bytes: masked in K, zeroed in V after conversion).
   __device__ __forceinline__ void tma_stage_fp8(unsigned raw_k, unsigned raw_v, unsigned bar,
                                                 int kt, int lane, Pages& pages) const {
+    constexpr int kChunk = fp8_raw_chunk(D);
     for_each_page(bar, 2u * unsigned(D), kt, lane, pages, [&](int row, int in_page, int page) {
-      const unsigned offset = static_cast<unsigned>(row * D);
-      ptx::tma_load_4d(raw_k + offset, k_map, bar, 0, hk, in_page, page);
-      ptx::tma_load_4d(raw_v + offset, v_map, bar, 0, hk, in_page, page);
+#pragma unroll
+      for (int c = 0; c < D / kChunk; ++c) {
+        const unsigned offset = static_cast<unsigned>(c * BN * kChunk + row * kChunk);
+        ptx::tma_load_4d(raw_k + offset, k_map, bar, c * kChunk, hk, in_page, page);
+        ptx::tma_load_4d(raw_v + offset, v_map, bar, c * kChunk, hk, in_page, page);
+      }
     });
   }
 

@@ -176,6 +176,12 @@ ATTNJIT_TILE_CONSTEXPR unsigned score_exchange_bytes(int d_split, int block_n) {
   return d_split > 1 ? unsigned(2 * d_split * 64 * block_n * 4) : 0u;
 }
 
+// fp8 K/V on the warpgroup path: the raw tile's rows arrive by TMA in
+// boxes at most 256 bytes wide (the TMA's limit per box dimension), so a
+// row wider than that is staged in column chunks of 256 bytes, chunk after
+// chunk, each [rows][256] (kv_source.cuh, Fp8Tiles::raw_offset).
+ATTNJIT_TILE_CONSTEXPR int fp8_raw_chunk(int head_dim) { return head_dim > 256 ? 256 : head_dim; }
+
 // mma.sync's shared rows are padded by 16 bytes, which makes every ldmatrix
 // phase hit 8 distinct 16-byte bank groups for all supported head dims.
 ATTNJIT_TILE_CONSTEXPR int padded_row_stride(int head_dim) { return head_dim + 8; }
