@@ -568,11 +568,8 @@ struct MainloopSm90 {
                                              const unsigned (&a)[BN / 16][4],
                                              const KeyTile& t) const {
       if constexpr (kDSplit > 1) {
-        // This warpgroup's columns: whole swizzle chunks of
-        // kTile.v_block_rows rows each, one after the other.
-        const unsigned columns = unsigned(column0() / Rows::kChunk) *
-                                 unsigned(kTile.v_block_rows * Rows::kSwizzleBytes);
-        const unsigned long long v0 = VRows::template mn_major_first<BN>(v_tile(t) + columns);
+        const unsigned long long v0 =
+            VRows::template mn_major_first<BN>(v_tile(t) + VRows::column_offset(column0()));
 #pragma unroll
         for (int kk = 0; kk < BN / 16; ++kk) {
           ptx::WarpgroupMma<kDPart>::template rs<kBF16>(o, a[kk], VRows::mn_major_step(v0, kk), 1);

@@ -115,6 +115,15 @@ struct BlockedRows {
     }
   }
 
+  // The bytes from a tile's start to its columns from col0 on, a whole
+  // number of swizzle chunks: inside each block, chunks lie kBlockRows
+  // rows apart. mn_major_first of the tile's address plus this reads those
+  // columns as the N of a narrower product (a warpgroup's part of D,
+  // mainloop_sm90.cuh), stepping by the whole tile's blocks.
+  static __device__ __forceinline__ unsigned column_offset(int col0) {
+    return unsigned(col0 / Rows::kChunk) * unsigned(kBlockRows * kSwizzleBytes);
+  }
+
   // MN-major operand (B = V for O += P V): keys 16 kk .. 16 kk + 15 of a
   // kRows tile, all D columns; first is kk = 0's, step moves it to kk (a
   // constant add).

@@ -162,6 +162,48 @@ void check_blocked_layout() {
   }
 }
 
+// Heads wider than 256 (mainloop_sm90.cuh, kDSplit 2): a warpgroup's P V
+// reads its half of D through a descriptor at the V tile plus
+// column_offset(its first column), stepping by the whole tile's blocks;
+// by wgmma's MN-major addressing (the model above) every unit of its part
+// is the unit of the whole tile at the part's columns, in either layout.
+template <int D, int kBlockRows, int kRows>
+void check_part_read() {
+  using Blocked = attention::BlockedRows<D, kBlockRows>;
+  using Rows = attention::SwizzledRows<D>;
+  constexpr int kPart = D / 2;
+  SCOPED_TRACE(testing::Message() << "D=" << D << " block=" << kBlockRows << " rows=" << kRows);
+  for (int part = 0; part < 2; ++part) {
+    const unsigned columns = Blocked::column_offset(part * kPart);
+    ASSERT_EQ(columns % 1024, 0u) << "a descriptor's swizzle atoms stay aligned";
+    for (const unsigned tile : {0u, 4096u, 100u * 1024u}) {
+      const unsigned long long first = Blocked::template mn_major_first<kRows>(tile + columns);
+      for (int kk = 0; kk < kRows / 16; ++kk) {
+        const unsigned long long desc = Blocked::mn_major_step(first, kk);
+        for (int k = 0; k < 16; ++k) {
+          for (int u = 0; u < kPart / 8; ++u) {
+            ASSERT_EQ(mn_major_address<Rows>(desc, k, u),
+                      tile + Blocked::template offset<kRows>(16 * kk + k, part * kPart / 8 + u))
+                << "part " << part << " tile " << tile << " kk " << kk << " k " << k << " u "
+                << u;
+          }
+        }
+      }
+    }
+  }
+}
+
+TEST(DeviceSwizzle, AWarpgroupsPartOfDIsReadWhereTheTileHoldsIt) {
+  // The wide-head rules' key tiles (32 keys; fp8 16), and with small
+  // pages V in blocks of 16 keys.
+  check_part_read<512, 32, 32>();
+  check_part_read<512, 16, 16>();
+  check_part_read<512, 16, 32>();
+  check_part_read<384, 32, 32>();
+  check_part_read<384, 16, 16>();
+  check_part_read<384, 16, 32>();
+}
+
 TEST(DeviceSwizzle, SmallPagesBlocksAreWhatOneBoxPerBlockWritesAndWgmmaReads) {
   // The small_pages head dims (two or more swizzle chunks of 32, 64 or
   // 128 bytes), their 16-key blocks in the tiles of the rules' block_n.
