@@ -13,8 +13,11 @@ the same problem (one sequence of at most 2048 tokens, every head, fresh
 inputs, output poisoned with NaN first). Peers: PyTorch SDPA (flash and
 cuDNN backends) where the mask is expressible, and FlexAttention (compiled;
 Triton-generated), and a hand-written Triton kernel (bench/triton_peer.py,
-not for spans). Prints a table; writes JSON (--out) and, where matplotlib
-is installed, the chart of bench/plot_results.py beside it (.png).
+not for spans), and FlashAttention-4 where it is importable (bench/peer_fa4.py:
+its varlen entry; not for the key-0 bias or spans; its output checked
+against the reference like attnjit's). Prints a table; writes JSON (--out)
+and, where matplotlib is installed, the chart of bench/plot_results.py
+beside it (.png).
 
     python3 bench/bench_attention.py --out bench/results/DATE-h200-COMMIT.json
 """
@@ -39,6 +42,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 os.environ.setdefault("ATTNJIT_TIERED", "0")
 from plot_results import write_chart_beside  # noqa: E402
 from flex_compile import compiled_flex  # noqa: E402
+from peer_fa4 import fa4_call, fa4_version  # noqa: E402
 from problems import PROBLEMS  # noqa: E402
 from triton_peer import triton_peer  # noqa: E402
 
@@ -118,7 +122,9 @@ def attnjit_call(pr, q, k, v, cu, sinks, ranges, seqlen, out=None):
 
 
 def check_error(pr):
-    """attnjit vs the fp32 reference on one sequence of <= 2048 tokens."""
+    """attnjit, and FA4 where it runs the problem, against the fp32 reference
+    on one sequence of <= 2048 tokens (the output poisoned first): (attnjit's
+    relative error, FA4's or None)."""
     name, _, seqlen, hq, hkv, d, causal, window, sinks_mode, use_spans = pr
     n = min(seqlen, 2048)
     spans = [(a, b) for a, b in image_spans(n)] if use_spans else []
@@ -131,7 +137,14 @@ def check_error(pr):
         q.float(), k.float(), v.float(), cu, cu, causal=causal, window_size=window,
         sinks=sinks if sinks_mode != "none" else None, sinks_mode=sinks_mode,
         mm_prefix_ranges=ranges, mm_prefix_clamp=use_spans)
-    return float(relative_error(out.float(), ref))
+    fa4_err = None
+    fa4, _ = fa4_call(pr, q, k, v, cu, sinks, n)
+    if fa4 is not None:
+        try:
+            fa4_err = float(relative_error(fa4().float(), ref))
+        except Exception as e:  # its column says why it has no time either
+            print(f"    (fa4 check: {type(e).__name__}: {str(e).splitlines()[0][:100]})")
+    return float(relative_error(out.float(), ref)), fa4_err
 
 
 def flex_peer(pr, q4, k4, v4, sinks, spans):
@@ -304,18 +317,25 @@ def main():
             print(f"    (flex: {type(e).__name__}: {str(e).splitlines()[0][:100]})")
             fns["flex"] = None
         fns["triton"] = triton_peer(pr, q, k, v, sinks)
+        fns["fa4"], fa4_why = fa4_call(pr, q, k, v, cu, sinks, seqlen)
+        if fa4_why:
+            print(f"    (fa4: {fa4_why})")
+        err, fa4_err = check_error(pr)
+        if fa4_err is not None and not fa4_err <= 2e-2:
+            print(f"    (fa4: its output is off the reference, rel err {fa4_err:.2e}: no time)")
+            fns["fa4"] = None
         rounds = time_in_rounds(fns)
         times = {p: (statistics.median(ts) if ts else None) for p, ts in rounds.items()}
-        err = check_error(pr)
         row = {"problem": name, "shape": f"{batch}x{seqlen} Hq{hq}/Hkv{hkv} D{d}",
                "useful_pairs": pairs, "useful_flops": flops, "bytes": bytes_,
-               "floor_ms": floor_ms, "attnjit_rel_err": err, "ms": times, "ms_rounds": rounds,
+               "floor_ms": floor_ms, "attnjit_rel_err": err, "fa4_rel_err": fa4_err,
+               "fa4_missing": fa4_why, "ms": times, "ms_rounds": rounds,
                "tflops": {k_: (flops / (t * 1e-3) / 1e12 if t else None) for k_, t in times.items()}}
         rows.append(row)
         del q, k, v, q4, k4, v4, out
         torch.cuda.empty_cache()
 
-    peers = ["attnjit", "sdpa_flash", "sdpa_cudnn", "flex", "triton"]
+    peers = ["attnjit", "sdpa_flash", "sdpa_cudnn", "flex", "triton", "fa4"]
     print(f"\n{'problem':<25}" + "".join(f"{p:>19}" for p in peers) + f"{'floor ms':>10}{'x floor':>9}{'err':>10}")
     for r in rows:
         cells = []
@@ -326,7 +346,8 @@ def main():
         print(f"{r['problem']:<25}" + "".join(cells) + f"{r['floor_ms']:10.3f}{ours / r['floor_ms']:9.2f}{r['attnjit_rel_err']:10.2e}")
     result = {"date": datetime.date.today().isoformat(), "gpu": torch.cuda.get_device_name(),
               "commit": args.commit, "torch": torch.__version__, "triton": triton.__version__,
-              "copy_bw": COPY_BW, "matmul_flops": MATMUL, "problems": rows}
+              "fa4": fa4_version(), "copy_bw": COPY_BW, "matmul_flops": MATMUL,
+              "problems": rows}
     steady_state_check(attnjit, result)
     if args.out:
         os.makedirs(os.path.dirname(args.out) or ".", exist_ok=True)

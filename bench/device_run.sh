@@ -53,6 +53,9 @@ STAGES=${STAGES:-build gpu python bench}
 export PATH=/opt/torch/.venv/bin:$PATH:/usr/local/cuda/bin
 export ATTNJIT_CACHE_DIR=$PWD/build-gpu/kcache
 export PYTHONPATH=$PWD/build-gpu/python
+# FlashAttention-4, where a session installed it (docs/device.md): its
+# package on PYTHONPATH, for bench_attention.py's FA4 column.
+if [[ -s /tmp/fa4.env ]]; then source /tmp/fa4.env; fi
 commit=${ATTNJIT_COMMIT:-$(git rev-parse --short HEAD 2>/dev/null || echo unknown)}
 status=0
 stage() {

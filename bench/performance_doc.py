@@ -58,7 +58,7 @@ LABELS = {
 }
 PEERS = {"attnjit": "attnjit", "attnjit_paged": "attnjit paged", "attnjit_contig": "attnjit contiguous",
          "sdpa_flash": "SDPA flash", "sdpa_cudnn": "cuDNN", "flex": "FlexAttention", "triton": "Triton",
-         "triton_paged": "Triton paged"}
+         "triton_paged": "Triton paged", "fa4": "FA4"}
 
 
 

@@ -27,6 +27,7 @@ IMPLEMENTATIONS = [
     ("sdpa_cudnn", "cuDNN"),
     ("flex", "FlexAttention"),
     ("triton", "Triton"),
+    ("fa4", "FA4"),
 ]
 ATTNJIT_COLOR = "#d62728"
 PEER_COLOR = "#7f7f7f"
