@@ -35,10 +35,11 @@ attention::TileConfig tile_config_of(const Signature& sig) {
   const auto param = [&](const char* name) { return int(sig.tuning_value(name)); };
   struct {  // the names attention::tile_shape_of reads
     int head_dim, block_m, block_n, warps, stages, min_blocks, pack_gqa, wgmma, smem_per_sm;
-    int decode_mma, producer_warps;
+    int decode_mma, producer_warps, head_dim_v;
     bool register_cap, kv_fp8, split_kv, small_pages;
   } v{};
   v.head_dim = int(sig.flags.get_int("head_dim"));
+  v.head_dim_v = int(sig.flags.get_int("head_dim_v"));
   v.block_m = param("block_m");
   v.block_n = param("block_n");
   v.warps = param("warps");
@@ -144,6 +145,7 @@ const Spec& attention_spec() {
 std::map<std::string, FlagValue> AttentionFlags::to_flag_map() const {
   return {{"dtype", std::string(to_string(dtype))},
           {"head_dim", int64_t(head_dim)},
+          {"head_dim_v", int64_t(head_dim_v)},
           {"causal", causal},
           {"window", window},
           {"sinks", std::string(to_string(sinks))},
@@ -175,6 +177,7 @@ AttentionFlags AttentionFlags::from_flag_set(const FlagSet& flags) {
   AttentionFlags f;
   f.dtype = flags.get_name("dtype") == "fp16" ? DType::kFP16 : DType::kBF16;
   f.head_dim = int(flags.get_int("head_dim"));
+  f.head_dim_v = int(flags.get_int("head_dim_v"));
   f.causal = flags.get_bool("causal");
   f.window = flags.get_bool("window");
   const std::string& sinks = flags.get_name("sinks");
@@ -218,8 +221,9 @@ std::string memo_key(const KernelCache& cache, const std::string& flag_text,
 // never drops a kernel, so a remembered one is always the memo's.
 // (get(AttentionFlags) asks for the default schedule: it is not packed.)
 uint64_t pack_flags(const AttentionFlags& f) {
-  static_assert(sizeof(AttentionFlags) == 28, "pack_flags must read every AttentionFlags field");
+  static_assert(sizeof(AttentionFlags) == 32, "pack_flags must read every AttentionFlags field");
   uint64_t bits = static_cast<uint32_t>(f.head_dim);
+  bits = bits << 10 | (static_cast<uint32_t>(f.head_dim_v) & 1023u);
   const auto put = [&](uint64_t value, int width) { bits = bits << width | value; };
   put(static_cast<uint64_t>(f.dtype), 4);
   put(static_cast<uint64_t>(f.sinks), 4);
@@ -228,7 +232,7 @@ uint64_t pack_flags(const AttentionFlags& f) {
   for (bool b : {f.causal, f.window, f.mm_prefix, f.mm_clamp, f.softcap, f.return_lse}) {
     put(b ? 1 : 0, 1);
   }
-  return bits;  // 32 + 18 bits
+  return bits;  // 32 + 10 + 18 bits (head dims below 1024)
 }
 
 struct RecentHit {
@@ -280,9 +284,10 @@ std::shared_ptr<AttentionKernel> memo_find(const std::string& key) {
 
 std::string AttentionFlags::canonical_text(const Schedule& schedule) const {
   return fmt::format(
-      "dtype={},head_dim={},causal={},window={},sinks={},mm_prefix={},mm_clamp={},softcap={},"
-      "return_lse={},kv_layout={},kv_dtype={},split_kv={},small_pages={}",
-      to_string(dtype), head_dim, causal, window, to_string(sinks), mm_prefix, mm_clamp, softcap,
+      "dtype={},head_dim={},head_dim_v={},causal={},window={},sinks={},mm_prefix={},mm_clamp={},"
+      "softcap={},return_lse={},kv_layout={},kv_dtype={},split_kv={},small_pages={}",
+      to_string(dtype), head_dim, head_dim_v, causal, window, to_string(sinks), mm_prefix, mm_clamp,
+      softcap,
       return_lse, to_string(kv_layout), to_string(kv_dtype), schedule.split_kv,
       schedule.small_pages);
 }

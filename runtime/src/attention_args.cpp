@@ -89,7 +89,8 @@ void validate_contiguous_kv(const AttentionFlags& flags, const AttentionArgs& a)
   require_pointer(a.cu_seqlens_k, "cu_seqlens_k", 4, "k and v are contiguous");
   ATTNJIT_REQUIRE(a.total_k >= 0, "attention: total_k must be >= 0, got {}", a.total_k);
   require_layout("k", a.total_k, a.k_row_stride, a.num_heads_kv, a.k_head_stride, flags.head_dim);
-  require_layout("v", a.total_k, a.v_row_stride, a.num_heads_kv, a.v_head_stride, flags.head_dim);
+  require_layout("v", a.total_k, a.v_row_stride, a.num_heads_kv, a.v_head_stride,
+                 flags.value_head_dim());
 }
 
 // A page of [page_size, Hkv, D] must nest inside the page stride, as the
@@ -118,7 +119,8 @@ void validate_paged_kv(const AttentionFlags& flags, const AttentionArgs& a) {
                   "attention: block_table_stride {} is below the {} pages max_seqlen_k {} needs",
                   a.block_table_stride, pages_needed, a.max_seqlen_k);
   require_page_layout("k", a, a.k_row_stride, a.k_head_stride, a.k_page_stride, flags.head_dim);
-  require_page_layout("v", a, a.v_row_stride, a.v_head_stride, a.v_page_stride, flags.head_dim);
+  require_page_layout("v", a, a.v_row_stride, a.v_head_stride, a.v_page_stride,
+                      flags.value_head_dim());
 }
 
 }  // namespace
@@ -178,7 +180,8 @@ void validate_attention_args(const AttentionFlags& flags, const AttentionArgs& a
   } else {
     validate_contiguous_kv(flags, a);
   }
-  require_layout("o", a.total_q, a.o_row_stride, a.num_heads_q, a.o_head_stride, d);
+  require_layout("o", a.total_q, a.o_row_stride, a.num_heads_q, a.o_head_stride,
+                 flags.value_head_dim());
   ATTNJIT_REQUIRE(std::isfinite(a.scale), "attention: scale {} is not finite", a.scale);
   if (flags.softcap) {
     ATTNJIT_REQUIRE(std::isfinite(a.softcap) && a.softcap > 0,

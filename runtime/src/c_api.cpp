@@ -175,6 +175,9 @@ AttentionFlags to_flags(const attnjit_attention_flags* c) {
     f.kv_dtype = c->kv_dtype == ATTNJIT_KV_FP8_E4M3 ? attnjit::KvDType::kFp8E4M3
                                                    : attnjit::KvDType::kSame;
   }
+  if (ATTNJIT_HAS_FIELD(c, attnjit_attention_flags, head_dim_v)) {
+    f.head_dim_v = c->head_dim_v;  // its domain is the spec's: checked by resolving
+  }
   return f;
 }
 

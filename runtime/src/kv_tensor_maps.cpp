@@ -37,7 +37,7 @@ void kv_tensor_maps(const AttentionFlags& flags, const AttentionArgs& a, const T
     TensorMapBytes map;
   };
   thread_local Cached cached[2];
-  const int d = flags.head_dim;
+  const int widths[2] = {flags.head_dim, flags.value_head_dim()};  // k's rows, v's
   const bool paged = flags.kv_layout == KvLayout::kPaged;
   const void* bases[2] = {a.k, a.v};
   const int64_t row_strides[2] = {a.k_row_stride, a.v_row_stride};
@@ -52,6 +52,7 @@ void kv_tensor_maps(const AttentionFlags& flags, const AttentionArgs& a, const T
   const bool raw_rows = fp8 && !box.fp8_swizzled;
   const uint64_t element_bytes = fp8 ? 1 : 2;
   for (int i = 0; i < 2; ++i) {
+    const int d = widths[i];
     TiledTensor t;
     t.base = bases[i];
     t.element = fp8                           ? TiledElement::kByte

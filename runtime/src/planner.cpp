@@ -107,7 +107,8 @@ SplitPlan plan_splits(const VariantShape& v, const AttentionFlags& flags, const 
   plan.lse_offset = align256(
       size_t(attention::split_counter_count(grid.x, grid.y, grid.z, splits)) * sizeof(int32_t));
   plan.o_offset = plan.lse_offset + align256(parts * sizeof(float));
-  plan.workspace_bytes = plan.o_offset + align256(parts * size_t(flags.head_dim) * sizeof(float));
+  plan.workspace_bytes =
+      plan.o_offset + align256(parts * size_t(flags.value_head_dim()) * sizeof(float));
   return plan;
 }
 

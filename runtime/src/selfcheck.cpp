@@ -88,6 +88,7 @@ ReferenceProblem make_problem(const AttentionFlags& flags, const CheckShape& sha
   pr.num_heads_q = shape.num_heads_q;
   pr.num_heads_kv = shape.num_heads_kv;
   pr.head_dim = flags.head_dim;
+  pr.head_dim_v = flags.head_dim_v;
   pr.cu_seqlens_q = prefix_sums(shape.seqlens_q);
   pr.cu_seqlens_k = prefix_sums(shape.seqlens_k);
   pr.causal = flags.causal;
@@ -119,13 +120,15 @@ ReferenceProblem make_problem(const AttentionFlags& flags, const CheckShape& sha
 // entries the kernel must never read.
 struct PagedCache {
   int page_size = 0, num_pages = 0, max_pages = 0;
-  std::vector<uint16_t> k, v;  // [num_pages, page_size, Hkv, D]
+  std::vector<uint16_t> k, v;  // [num_pages, page_size, Hkv, D] (v: Dv)
   std::vector<int32_t> block_table, seqused_k;
 };
 
 PagedCache make_paged_cache(ReferenceProblem& pr, std::vector<uint16_t>& k_bits,
                             std::vector<uint16_t>& v_bits, int page_size, std::mt19937_64& rng) {
-  const size_t row = size_t(pr.num_heads_kv) * pr.head_dim;
+  const size_t row = size_t(pr.num_heads_kv) * pr.head_dim;  // a token's k
+  const size_t row_v =
+      size_t(pr.num_heads_kv) * (pr.head_dim_v > 0 ? pr.head_dim_v : pr.head_dim);  // its v
   PagedCache c;
   c.page_size = page_size;
   std::vector<int> pages_of(pr.num_seqs);
@@ -141,9 +144,12 @@ PagedCache make_paged_cache(ReferenceProblem& pr, std::vector<uint16_t>& k_bits,
     const size_t from = size_t(pr.cu_seqlens_k[0]) * row, to = size_t(pr.cu_seqlens_k[1]) * row;
     const size_t n = size_t(page_size) * row;
     std::copy_n(k_bits.begin() + from, n, k_bits.begin() + to);
-    std::copy_n(v_bits.begin() + from, n, v_bits.begin() + to);
     std::copy_n(pr.k.begin() + from, n, pr.k.begin() + to);
-    std::copy_n(pr.v.begin() + from, n, pr.v.begin() + to);
+    const size_t from_v = size_t(pr.cu_seqlens_k[0]) * row_v;
+    const size_t to_v = size_t(pr.cu_seqlens_k[1]) * row_v;
+    const size_t n_v = size_t(page_size) * row_v;
+    std::copy_n(v_bits.begin() + from_v, n_v, v_bits.begin() + to_v);
+    std::copy_n(pr.v.begin() + from_v, n_v, pr.v.begin() + to_v);
   }
   int distinct = 0;
   for (int b = 0; b < pr.num_seqs; ++b) distinct += pages_of[b] - (share && b == 1 ? 1 : 0);
@@ -154,7 +160,7 @@ PagedCache make_paged_cache(ReferenceProblem& pr, std::vector<uint16_t>& k_bits,
   const int stride = c.max_pages + 2;
   c.block_table.assign(size_t(pr.num_seqs) * stride, -1);
   c.k.assign(size_t(c.num_pages) * page_size * row, 0xFFFF);
-  c.v.assign(c.k.size(), 0xFFFF);
+  c.v.assign(size_t(c.num_pages) * page_size * row_v, 0xFFFF);
   int next = 0;
   for (int b = 0; b < pr.num_seqs; ++b) {
     for (int t = 0; t < pages_of[b]; ++t) {
@@ -162,10 +168,10 @@ PagedCache make_paged_cache(ReferenceProblem& pr, std::vector<uint16_t>& k_bits,
       const int page = shared ? c.block_table[0] : physical[next++];
       c.block_table[size_t(b) * stride + t] = page;
       const int rows = std::min(page_size, c.seqused_k[b] - t * page_size);
-      const size_t src = (size_t(pr.cu_seqlens_k[b]) + size_t(t) * page_size) * row;
-      const size_t dst = size_t(page) * page_size * row;
-      std::copy_n(k_bits.begin() + src, rows * row, c.k.begin() + dst);
-      std::copy_n(v_bits.begin() + src, rows * row, c.v.begin() + dst);
+      const size_t token = size_t(pr.cu_seqlens_k[b]) + size_t(t) * page_size;
+      const size_t dst = size_t(page) * page_size;
+      std::copy_n(k_bits.begin() + token * row, rows * row, c.k.begin() + dst * row);
+      std::copy_n(v_bits.begin() + token * row_v, rows * row_v, c.v.begin() + dst * row_v);
     }
   }
   c.max_pages = stride;
@@ -318,12 +324,13 @@ CheckResult run_check(const AttentionFlags& flags, const CheckShape& shape, uint
   const SinkMode ref_sinks = reference_sinks.value_or(flags.sinks);
   ReferenceProblem pr = make_problem(flags, shape, ref_sinks);
   const int D = flags.head_dim;
+  const int DV = flags.value_head_dim();  // of v and o
   const int total_q = pr.cu_seqlens_q.back();
   const int total_k = pr.cu_seqlens_k.back();
   std::mt19937_64 rng(seed);
   const auto q_bits = random_elements(size_t(total_q) * pr.num_heads_q * D, flags.dtype, rng, pr.q);
   auto k_bits = random_elements(size_t(total_k) * pr.num_heads_kv * D, flags.dtype, rng, pr.k);
-  auto v_bits = random_elements(size_t(total_k) * pr.num_heads_kv * D, flags.dtype, rng, pr.v);
+  auto v_bits = random_elements(size_t(total_k) * pr.num_heads_kv * DV, flags.dtype, rng, pr.v);
   // fp8 K/V: each value quantized to e4m3 (its byte kept in the 16-bit
   // slot until upload), the reference on the dequantized values; scales
   // away from 1 so a missing one shows.
@@ -342,7 +349,7 @@ CheckResult run_check(const AttentionFlags& flags, const CheckShape& shape, uint
   // kernel that lets them into a product (0 * NaN) returns NaN.
   constexpr int kNanRows = 40;
   k_bits.resize(k_bits.size() + size_t(kNanRows) * pr.num_heads_kv * D, 0xFFFF);
-  v_bits.resize(v_bits.size() + size_t(kNanRows) * pr.num_heads_kv * D, 0xFFFF);
+  v_bits.resize(v_bits.size() + size_t(kNanRows) * pr.num_heads_kv * DV, 0xFFFF);
   std::uniform_real_distribution<float> uniform(-1.f, 3.f);
   pr.sinks.resize(pr.num_heads_q);
   for (float& s : pr.sinks) s = uniform(rng);
@@ -370,8 +377,8 @@ CheckResult run_check(const AttentionFlags& flags, const CheckShape& shape, uint
   result.source = kernel->source();
 
   constexpr int kGuardRows = 16;
-  const size_t o_elems = size_t(total_q) * pr.num_heads_q * D;
-  const size_t guard_elems = size_t(kGuardRows) * pr.num_heads_q * D;
+  const size_t o_elems = size_t(total_q) * pr.num_heads_q * DV;
+  const size_t guard_elems = size_t(kGuardRows) * pr.num_heads_q * DV;
   const std::vector<uint16_t>& k_data = paged ? pages.k : k_bits;
   const std::vector<uint16_t>& v_data = paged ? pages.v : v_bits;
   // fp8: one byte per element; the NaN filler (0xFFFF) becomes e4m3 NaN.
@@ -417,10 +424,14 @@ CheckResult run_check(const AttentionFlags& flags, const CheckShape& shape, uint
   a.cu_seqlens_k = cu_k.as<int32_t>();
   a.mm_span_offsets = offsets.as<int32_t>();
   a.mm_spans = spans.as<int32_t>();
-  a.q_head_stride = a.o_head_stride = D;
-  a.q_row_stride = a.o_row_stride = int64_t(pr.num_heads_q) * D;
-  a.k_head_stride = a.v_head_stride = D;
-  a.k_row_stride = a.v_row_stride = int64_t(pr.num_heads_kv) * D;
+  a.q_head_stride = D;
+  a.q_row_stride = int64_t(pr.num_heads_q) * D;
+  a.o_head_stride = DV;
+  a.o_row_stride = int64_t(pr.num_heads_q) * DV;
+  a.k_head_stride = D;
+  a.k_row_stride = int64_t(pr.num_heads_kv) * D;
+  a.v_head_stride = DV;
+  a.v_row_stride = int64_t(pr.num_heads_kv) * DV;
   a.num_seqs = pr.num_seqs;
   a.num_heads_q = pr.num_heads_q;
   a.num_heads_kv = pr.num_heads_kv;
@@ -444,7 +455,8 @@ CheckResult run_check(const AttentionFlags& flags, const CheckShape& shape, uint
     a.block_table_stride = pages.max_pages;
     a.page_size = pages.page_size;
     a.num_pages = pages.num_pages;
-    a.k_page_stride = a.v_page_stride = int64_t(pages.page_size) * a.k_row_stride;
+    a.k_page_stride = int64_t(pages.page_size) * a.k_row_stride;
+    a.v_page_stride = int64_t(pages.page_size) * a.v_row_stride;
   }
   result.variant = kernel->for_args(a).kernel().name();  // the split sibling for a decode
   // A user spec's args: scalars by value, tensors uploaded.

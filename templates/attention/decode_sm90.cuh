@@ -74,6 +74,7 @@ struct DecodeSm90 {
   using T = typename C::dtype;
   static constexpr TileConfig kTile = tile_config<C>();
   static constexpr int D = C::head_dim;
+  static_assert(value_dim<C>() == D, "the decode block: v as wide as k");
   static constexpr int BM = C::block_m;
   static constexpr int BN = C::block_n;
   static constexpr int kWarps = C::warps;

@@ -20,7 +20,8 @@ namespace attention {
 template <class C>
 struct Epilogue {
   using T = typename C::dtype;
-  static constexpr int kStride = SmemRow<C::head_dim>::kStride;
+  static constexpr int DV = value_dim<C>();  // D of o (head_dim_v, or head_dim)
+  static constexpr int kStride = SmemRow<DV>::kStride;
 
   // One warp's rows [row0, row0 + 16) of the work tile: its output
   // accumulators o (columns [col0, col0 + 8 kOutBlocks): all of D, or the
@@ -31,7 +32,7 @@ struct Epilogue {
                                                const Softmax& softmax,
                                                const float (&o)[kOutBlocks][4], T* stage, int row0,
                                                int lane, int col0 = 0) {
-    static_assert(8 * kOutBlocks <= C::head_dim, "a warp's columns are some of D");
+    static_assert(8 * kOutBlocks <= DV, "a warp's columns are some of o's");
     float inv[2], lse[2];
     softmax.finish(0, inv[0], lse[0]);
     softmax.finish(1, inv[1], lse[1]);
@@ -89,7 +90,7 @@ struct Epilogue {
       const int row = row0 + lane / 4 + 8 * r;
       if (row >= work.map.rows) continue;
       const long long slot = part_slot(prm, work, work.split, row);
-      float* dst = prm.o_partial + slot * C::head_dim + col0 + 2 * (lane % 4);
+      float* dst = prm.o_partial + slot * DV + col0 + 2 * (lane % 4);
 #pragma unroll
       for (int db = 0; db < kOutBlocks; ++db) {
         *reinterpret_cast<float2*>(dst + db * 8) =
@@ -137,7 +138,7 @@ struct Epilogue {
   template <class Work>
   static __device__ __forceinline__ void combine(const Params<T>& prm, const Work& work, int tid,
                                                  int threads) {
-    constexpr int kQuads = C::head_dim / 4;
+    constexpr int kQuads = DV / 4;
     const int rows = work.row_end - work.row0;
     for (int i = tid; i < rows * kQuads; i += threads) {
       const int row = work.row0 + i / kQuads;
@@ -159,7 +160,7 @@ struct Epilogue {
           const float w = __expf(__ldcg(prm.lse_partial + slot) - m);
           if (w == 0.f) continue;  // an empty part's output is 0, never read
           const float4 part =
-              __ldcg(reinterpret_cast<const float4*>(prm.o_partial + slot * C::head_dim + c));
+              __ldcg(reinterpret_cast<const float4*>(prm.o_partial + slot * DV + c));
           z += w;
           acc.x += w * part.x;
           acc.y += w * part.y;

@@ -93,6 +93,7 @@ template <class C>
 struct VarlenKV {
   using T = typename C::dtype;
   static constexpr int D = C::head_dim;
+  static constexpr int DV = value_dim<C>();  // V's rows (head_dim_v)
   static constexpr int BN = C::block_n;
   // Its V boxes are whole tiles' chunks: V's tile is one block (small_pages
   // is for a paged cache, as the spec's constraint says too).
@@ -146,6 +147,7 @@ struct VarlenKV {
   }
   template <int kThreads>
   __device__ __forceinline__ void load_v_async(T* tile, int kt, int tid) const {
+    static_assert(DV == D, "mma.sync: v as wide as k");
     if constexpr (fp8_kv<C>()) {
       Fp8Tiles<C>::template load_padded<kThreads>(tile, *this, true, kt, tid);
     } else {
@@ -165,11 +167,11 @@ struct VarlenKV {
   // arrive too (the next sequence's, or zeros past the tensor).
   __device__ __forceinline__ void tma_load_k(unsigned tile, unsigned full, int kt, int,
                                              Pages&) const {
-    tma_load(k_map, tile, full, kt);
+    tma_load<D>(k_map, tile, full, kt);
   }
   __device__ __forceinline__ void tma_load_v(unsigned tile, unsigned full, int kt, int,
                                              Pages&) const {
-    tma_load(v_map, tile, full, kt);
+    tma_load<DV>(v_map, tile, full, kt);
   }
 
   // fp8: TMA of key tile kt of K and of V as raw rows of D bytes (one box
@@ -190,13 +192,15 @@ struct VarlenKV {
   }
 
  private:
+  // (kWidth: the tensor's row, D of K or DV of V.)
+  template <int kWidth>
   __device__ __forceinline__ void tma_load(const TensorMap* map, unsigned tile, unsigned full,
                                            int kt) const {
     constexpr TileConfig kTile = tile_config<C>();
     const int row = k_begin + kt * BN;
-    ptx::mbarrier_arrive_expect_tx(full, kTile.kv_tile_bytes);
+    ptx::mbarrier_arrive_expect_tx(full, kWidth == D ? kTile.kv_tile_bytes : kTile.v_tile_bytes);
 #pragma unroll
-    for (int c = 0; c < D / kTile.tma_chunk; ++c) {
+    for (int c = 0; c < kWidth / kTile.tma_chunk; ++c) {
       ptx::tma_load_3d(tile + c * kTile.tma_box_bytes, map, full, c * kTile.tma_chunk, hk, row);
     }
   }
@@ -211,6 +215,7 @@ template <class C>
 struct PagedKV {
   using T = typename C::dtype;
   static constexpr int D = C::head_dim;
+  static constexpr int DV = value_dim<C>();  // V's rows (head_dim_v)
   static constexpr int BN = C::block_n;
   // The first producer warp, every lane of it (its lanes hold the window
   // on the block table; one elected lane issues the copies: for_each_box).
@@ -275,6 +280,7 @@ struct PagedKV {
   }
   template <int kThreads>
   __device__ __forceinline__ void load_v_async(T* tile, int kt, int tid) const {
+    static_assert(DV == D, "mma.sync: v as wide as k");
     if constexpr (fp8_kv<C>()) {
       Fp8Tiles<C>::template load_padded<kThreads>(tile, *this, true, kt, tid);
     } else {
@@ -297,7 +303,7 @@ struct PagedKV {
   // Every lane of the producer warp calls these (the window's shuffles).
   __device__ __forceinline__ void tma_load_k(unsigned tile, unsigned full, int kt, int lane,
                                              Pages& pages) const {
-    tma_load(k_map, tile, full, kt, lane, pages);
+    tma_load<D>(k_map, tile, full, kt, lane, pages);
   }
   // small_pages (TileConfig::v_block_rows below block_n): V in blocks of
   // v_block_rows keys (BlockedRows, smem_sm90.cuh), each one box of all of
@@ -309,13 +315,13 @@ struct PagedKV {
     constexpr TileConfig kTile = tile_config<C>();
     if constexpr (kTile.v_block_rows < BN) {
       const int j0 = kt * BN;
-      for_each_box(full, 2u * unsigned(D), j0, tile_boxes_of(BN, kTile.v_block_rows, j0, n_k), lane,
-                   pages, [&](int row, int in_page, int page) {
-                     ptx::tma_load_5d(tile + static_cast<unsigned>(row * D * 2), v_map, full, 0,
+      for_each_box(full, 2u * unsigned(DV), j0, tile_boxes_of(BN, kTile.v_block_rows, j0, n_k),
+                   lane, pages, [&](int row, int in_page, int page) {
+                     ptx::tma_load_5d(tile + static_cast<unsigned>(row * DV * 2), v_map, full, 0,
                                       in_page, 0, hk, page);
                    });
     } else {
-      tma_load(v_map, tile, full, kt, lane, pages);
+      tma_load<DV>(v_map, tile, full, kt, lane, pages);
     }
   }
 
@@ -418,13 +424,15 @@ struct PagedKV {
         tid);
   }
 
+  // (kWidth: the tensor's row, D of K or DV of V.)
+  template <int kWidth>
   __device__ __forceinline__ void tma_load(const TensorMap* map, unsigned tile, unsigned full,
                                            int kt, int lane, Pages& pages) const {
     constexpr TileConfig kTile = tile_config<C>();
-    for_each_page(full, 2u * unsigned(D), kt, lane, pages, [&](int row, int in_page, int page) {
+    for_each_page(full, 2u * unsigned(kWidth), kt, lane, pages, [&](int row, int in_page, int page) {
       const unsigned dst = tile + static_cast<unsigned>(row * kTile.swizzle_bytes);
 #pragma unroll
-      for (int c = 0; c < D / kTile.tma_chunk; ++c) {
+      for (int c = 0; c < kWidth / kTile.tma_chunk; ++c) {
         ptx::tma_load_4d(dst + c * kTile.tma_box_bytes, map, full, c * kTile.tma_chunk, hk,
                          in_page, page);
       }

@@ -86,7 +86,8 @@ template <class C, class KV>
 struct MainloopSm90 {
   using T = typename C::dtype;
   static constexpr TileConfig kTile = tile_config<C>();
-  static constexpr int D = C::head_dim;
+  static constexpr int D = C::head_dim;   // of q and k
+  static constexpr int DV = kTile.dv;     // of v and o
   static constexpr int BM = C::block_m;
   static constexpr int BN = C::block_n;
   static constexpr int kStages = C::stages;
@@ -100,6 +101,8 @@ struct MainloopSm90 {
   // The columns of O, and of the scores' reduction, that one warpgroup owns.
   static constexpr int kDPart = D / kDSplit;
   static_assert(kDPart <= 256, "one warpgroup's part of D is at most 256 columns");
+  static_assert(kDSplit == 1 || DV == D, "split D: v as wide as q and k");
+  static_assert(DV <= D, "v no wider than q and k");
   static_assert(BN % 16 == 0 && BN <= 256, "wgmma: block_n must be a multiple of 16, at most 256");
   static_assert(kStages >= 2, "the pipeline needs at least two stages");
   // (A split variant's epilogue flag takes 1024 bytes of static shared
@@ -114,13 +117,16 @@ struct MainloopSm90 {
                 "every shared address of a block fits a descriptor's start field");
   static constexpr int kConsumerThreads = kTile.consumer_threads;
   static constexpr int kScoreBlocks = BN / 8;  // n8 blocks of S
-  static constexpr int kOutBlocks = kDPart / 8;  // n8 blocks of this warpgroup's O
+  static constexpr int kOutBlocks = DV / kDSplit / 8;  // n8 blocks of this warpgroup's O
   static constexpr bool kBF16 = element<T>::is_bf16;
   using Rows = SwizzledRows<D>;
   static_assert(Rows::kChunk == kTile.tma_chunk, "the TMA box is one swizzle chunk wide");
   // V's layout: Rows', or blocks of 16 keys (small_pages; TileConfig::v_block_rows).
-  using VRows = BlockedRows<D, kTile.v_block_rows>;
+  using VRows = BlockedRows<DV, kTile.v_block_rows>;
   static_assert(kDPart % Rows::kChunk == 0, "a warpgroup's part of D is whole swizzle chunks");
+  static_assert(SwizzledRows<DV>::kChunk == Rows::kChunk,
+                "v's rows are swizzled in the chunks of q's and k's (one TMA box width)");
+  static_assert(!fp8_kv<C>() || DV == D, "fp8 K/V: v as wide as k");
   using Ring = TileRing<kStages>;
   using Softmax =
       OnlineSoftmax<kScoreBlocks, kOutBlocks, slack_max_pays(D, BN, C::split_kv != 0)>;
@@ -152,14 +158,17 @@ struct MainloopSm90 {
           staging(q + kTile.staging_offset),
           ring(q + kTile.barrier_offset) {}
 
-    // Tile i's buffer in the K (or V) ring at `tiles`.
+    // Tile i's buffer in the K ring at `tiles` (or, tile_v, the V ring).
     static __device__ __forceinline__ unsigned tile(unsigned tiles, int i) {
       return tiles + Ring::stage(i) * kTile.kv_tile_bytes;
+    }
+    static __device__ __forceinline__ unsigned tile_v(unsigned tiles, int i) {
+      return tiles + Ring::stage(i) * kTile.v_tile_bytes;
     }
     // 16 padded rows (SmemRow) for warp w's output, over Q (the warps of
     // warpgroups that split D stage the same rows, each its columns).
     __device__ __forceinline__ T* output_rows(int w) const {
-      return reinterpret_cast<T*>(raw + pad) + row_warp(w) * 16 * SmemRow<D>::kStride;
+      return reinterpret_cast<T*>(raw + pad) + row_warp(w) * 16 * SmemRow<DV>::kStride;
     }
   };
 
@@ -190,14 +199,17 @@ struct MainloopSm90 {
       for (work.walk_start(prm, walk); walk.on(); work.walk_next(prm, walk)) {
         const int kt = walk.kt;
         const int i = walk.tile().i;
-        const unsigned tile = Ring::stage(i) * kTile.kv_tile_bytes;  // in either ring
+        const unsigned tile = Ring::stage(i) * kTile.kv_tile_bytes;  // in the K ring
+        const unsigned tile_v = kTile.v_tile_bytes == kTile.kv_tile_bytes
+                                    ? tile  // (the same in either ring)
+                                    : Ring::stage(i) * kTile.v_tile_bytes;
         if constexpr (kCopies != kValues) {
           if (i >= kStages) Ring::wait_empty(smem.ring.empty_k, i);
           kv.tma_load_k(smem.k + tile, Ring::at(smem.ring.full_k, i), kt, lane, pages);
         }
         if constexpr (kCopies != kKeys) {
           if (i >= kStages) Ring::wait_empty(smem.ring.empty_v, i);
-          kv.tma_load_v(smem.v + tile, Ring::at(smem.ring.full_v, i), kt, lane, pages);
+          kv.tma_load_v(smem.v + tile_v, Ring::at(smem.ring.full_v, i), kt, lane, pages);
         }
       }
     }
@@ -308,7 +320,7 @@ struct MainloopSm90 {
     // The part of D this thread's warpgroup owns (kDSplit 2), else 0.
     __device__ __forceinline__ int d_part() const { return kDSplit > 1 ? warp / 4 : 0; }
     // The first column of O this thread's warpgroup owns.
-    __device__ __forceinline__ int column0() const { return d_part() * kDPart; }
+    __device__ __forceinline__ int column0() const { return d_part() * (DV / kDSplit); }
 
     // softmax and o: this thread's softmax state and output accumulators,
     // for the epilogue.
@@ -470,7 +482,7 @@ struct MainloopSm90 {
       return SharedTiles::tile(smem.k, t.i);
     }
     __device__ __forceinline__ unsigned v_tile(const KeyTile& t) const {
-      return SharedTiles::tile(smem.v, t.i);
+      return SharedTiles::tile_v(smem.v, t.i);
     }
     __device__ __forceinline__ void wait_k(const KeyTile& t) const {
       Ring::wait_full(smem.ring.full_k, t.i);
@@ -572,13 +584,14 @@ struct MainloopSm90 {
             VRows::template mn_major_first<BN>(v_tile(t) + VRows::column_offset(column0()));
 #pragma unroll
         for (int kk = 0; kk < BN / 16; ++kk) {
-          ptx::WarpgroupMma<kDPart>::template rs<kBF16>(o, a[kk], VRows::mn_major_step(v0, kk), 1);
+          ptx::WarpgroupMma<DV / kDSplit>::template rs<kBF16>(o, a[kk],
+                                                              VRows::mn_major_step(v0, kk), 1);
         }
       } else {
         const unsigned long long v0 = VRows::template mn_major_first<BN>(v_tile(t));
 #pragma unroll
         for (int kk = 0; kk < BN / 16; ++kk) {
-          ptx::WarpgroupMma<D>::template rs<kBF16>(o, a[kk], VRows::mn_major_step(v0, kk), 1);
+          ptx::WarpgroupMma<DV>::template rs<kBF16>(o, a[kk], VRows::mn_major_step(v0, kk), 1);
         }
       }
     }

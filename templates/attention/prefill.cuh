@@ -40,6 +40,8 @@ struct attention_prefill_traits {
   static_assert(C::wgmma == 0 || C::wgmma == 1, "tuning param wgmma is 0 or 1");
   static_assert(C::wgmma != 0 || C::head_dim <= attention::kMaxHeadDimMmaSync,
                 "heads wider than 256 need the warpgroup path (wgmma = 1, sm_90a)");
+  static_assert(C::wgmma != 0 || attention::value_dim<C>() == C::head_dim,
+                "v narrower than q and k (head_dim_v) needs the warpgroup path (wgmma = 1, sm_90a)");
   static_assert(C::pack_gqa == 0 || C::pack_gqa == 1,
                 "tuning param pack_gqa is 0 (a query head per tile) or 1 (GQA packed)");
   static_assert(C::decode_mma >= 0 && C::decode_mma <= 2, "tuning param decode_mma is 0, 1 or 2");

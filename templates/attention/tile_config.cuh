@@ -43,6 +43,9 @@ struct TileShape {
   // The producer's warps issuing copies (tuning param producer_warps;
   // TileConfig::producer_warps says where it applies).
   int producer_warps = 1;
+  // D of v and o where it differs from head_dim (the head_dim_v flag; 0:
+  // head_dim). The warpgroup path only, 16-bit K/V.
+  int head_dim_v = 0;
 };
 
 // Shared memory of one SM that blocks can have, by compute capability
@@ -71,8 +74,10 @@ struct TileConfig {
   int m_tiles;              // m16 row tiles per consumer warp
   bool q_in_registers;      // mma.sync: Q's fragments stay in registers across key tiles
   int smem_row_stride;      // elements per padded shared row (mma.sync tiles, epilogue staging)
+  int dv;                   // D of v and o: head_dim_v, or head_dim
   unsigned q_tile_bytes;    // the Q tile in shared memory
-  unsigned kv_tile_bytes;   // one K (or V) tile: one stage of the pipeline
+  unsigned kv_tile_bytes;   // one K tile (and V tile where dv is D): one stage of the pipeline
+  unsigned v_tile_bytes;    // one V tile
   unsigned staging_offset;  // wgmma with fp8 K/V: the ring of raw fp8 tiles the producer converts
   int raw_stages;           // ... of this many tiles (K and V each): stages (a deeper raw ring
                             // did not pay on the H200's fp8 decode: the conversion bounds it)
@@ -210,6 +215,7 @@ ATTNJIT_TILE_CONSTEXPR void set_shared_memory(TileConfig& c) {
     // past both: "staged" and "empty" per stage.
     c.q_tile_bytes = unsigned(16 * s.head_dim * 2);  // per consumer warp, fp16, past the ring
     c.kv_tile_bytes = unsigned(s.block_n * s.head_dim * (s.kv_fp8 ? 1 : 2));
+    c.v_tile_bytes = c.kv_tile_bytes;
     c.staging_offset = 0;
     const unsigned ring =
         2u * unsigned(c.raw_stages) * c.kv_tile_bytes + unsigned(s.warps) * c.q_tile_bytes;
@@ -221,7 +227,9 @@ ATTNJIT_TILE_CONSTEXPR void set_shared_memory(TileConfig& c) {
   const int row_bytes = s.wgmma ? s.head_dim * 2 : c.smem_row_stride * 2;
   c.q_tile_bytes = unsigned(s.block_m * row_bytes);
   c.kv_tile_bytes = unsigned(s.block_n * row_bytes);
-  const unsigned tiles = c.q_tile_bytes + 2u * unsigned(s.stages) * c.kv_tile_bytes;
+  c.v_tile_bytes = s.wgmma ? unsigned(s.block_n * c.dv * 2) : c.kv_tile_bytes;
+  const unsigned tiles =
+      c.q_tile_bytes + unsigned(s.stages) * (c.kv_tile_bytes + c.v_tile_bytes);
   if (!s.wgmma) {
     c.staging_offset = 0;
     c.raw_stages = 0;
@@ -229,7 +237,7 @@ ATTNJIT_TILE_CONSTEXPR void set_shared_memory(TileConfig& c) {
     c.smem_bytes = tiles;
     return;
   }
-  const unsigned staged_output = unsigned(s.block_m * c.smem_row_stride * 2);
+  const unsigned staged_output = unsigned(s.block_m * padded_row_stride(c.dv) * 2);
   c.staging_offset = tiles;
   const unsigned staging = 2u * unsigned(c.raw_stages * s.block_n * s.head_dim);
   c.exchange_offset = tiles + staging;
@@ -305,6 +313,7 @@ ATTNJIT_TILE_CONSTEXPR TileConfig make_tile_config(const TileShape& shape) {
   c.consumer_threads = shape.warps * 32;
   c.warpgroups = shape.wgmma ? shape.warps / 4 : 0;
   c.d_split = shape.wgmma ? d_split_for(shape.head_dim) : 1;
+  c.dv = shape.head_dim_v > 0 ? shape.head_dim_v : shape.head_dim;
   // (4 or 8 warps of 16 rows each: the phases, warps / groups of rows,
   // then divide the ring's stages for every group count; decode_sm90.cuh.)
   // (Swapped, decode_mma 2: row groups of 8, at most one per warp, so
@@ -351,7 +360,7 @@ ATTNJIT_TILE_CONSTEXPR TileConfig make_tile_config(const TileShape& shape) {
   c.tma_box_bytes = unsigned(shape.block_n * c.swizzle_bytes);
   constexpr int kSmallPageRows = 16;
   const bool small_pages = shape.small_pages && shape.wgmma && !shape.kv_fp8 && !c.mma_decode &&
-                           shape.head_dim % 32 == 0 && shape.head_dim / c.tma_chunk >= 2 &&
+                           c.dv % 32 == 0 && c.dv / swizzle_chunk(c.dv) >= 2 &&
                            shape.block_n > kSmallPageRows;
   c.v_block_rows = small_pages ? kSmallPageRows : shape.block_n;
   c.producer_warps =
@@ -445,6 +454,7 @@ ATTNJIT_TILE_CONSTEXPR TileShape tile_shape_of(const P& p) {
   s.decode_swap = p.decode_mma == 2;
   s.small_pages = p.small_pages;
   s.producer_warps = p.producer_warps;
+  s.head_dim_v = p.head_dim_v;
   return s;
 }
 
@@ -457,6 +467,7 @@ struct ConfigShape {
   static constexpr bool kv_fp8 = C::kv_dtype == C::kv_dtype_t::fp8_e4m3;
   static constexpr bool split_kv = C::split_kv, small_pages = C::small_pages;
   static constexpr int decode_mma = C::decode_mma, producer_warps = C::producer_warps;
+  static constexpr int head_dim_v = C::head_dim_v;
 #if defined(ATTNJIT_MAX_REGISTERS)
   static constexpr bool register_cap = true;
 #else
@@ -468,6 +479,12 @@ struct ConfigShape {
   static constexpr int smem_per_sm = 0;  // compiled for the host: the caller's shape says
 #endif
 };
+
+// D of v and o for a generated Config: head_dim_v, or head_dim (0).
+template <class C>
+ATTNJIT_TILE_CONSTEXPR int value_dim() {
+  return C::head_dim_v > 0 ? C::head_dim_v : C::head_dim;
+}
 
 // The device side: a generated Config's configuration, from its tuning
 // params and the register cap the compile options announce

@@ -158,6 +158,25 @@ std::vector<Signature> matrix_sample(const Spec& spec, std::vector<std::string>*
         // Flags that break a constraint: the rule stays unreached.
       }
     }
+    // An `unsupported` rule for flags the matrix leaves out (no variant
+    // has them, as none could be built): reached when a matrix variant
+    // with the rule's `when` laid over it is legal and answered by it.
+    if (!found && !rule.unsupported.empty()) {
+      const std::string mark = "(the tuning rule at " + rule.loc.str() + ")";
+      for (size_t i = 0; i < variants.size() && !found; ++i) {
+        std::map<std::string, FlagValue> given(variants[i].values.begin(),
+                                               variants[i].values.end());
+        for (const auto& [flag, values] : rule.when) given[flag] = values.front();
+        const std::string target = rule.targets.empty() ? "sm_90a" : rule.targets.front();
+        try {
+          const std::string why =
+              unsupported_reason(spec, resolve_flags(spec, given), parse_target(target));
+          found = why.find(mark) != std::string::npos;
+        } catch (const Error&) {
+          // illegal together: try the next variant
+        }
+      }
+    }
     if (found) {
       covered.insert(from);
     } else {
@@ -271,6 +290,46 @@ TEST(AttentionCompile, WideHeadsRunOnTheWarpgroupPathOnly) {
     return std::string();
   });
   for (const auto& f : failures) ADD_FAILURE() << f;
+}
+
+// Value heads narrower than the key heads (head_dim_v 128 under 192): the
+// warpgroup path on sm_90a with 16-bit K/V, contiguous, paged, split and
+// small pages, no spills, V's ring and the staged output smaller than at
+// D 192; fp8 K/V and other targets answer that they have no kernel.
+TEST(AttentionCompile, NarrowValueHeadsRunOnTheWarpgroupPath) {
+  const Spec spec = load_embedded_spec("attention");
+  const auto flags = [&](const std::string& text) {
+    return resolve_flags(spec, parse_flag_assignments(spec, text));
+  };
+  const Target sm90a = parse_target("sm_90a");
+  EXPECT_FALSE(unsupported_reason(spec, flags("head_dim=192,head_dim_v=128"),
+                                  parse_target("sm_80"))
+                   .empty());
+  EXPECT_NE(unsupported_reason(spec, flags("head_dim=192,head_dim_v=128,kv_dtype=fp8_e4m3"), sm90a)
+                .find("fp8 K/V"),
+            std::string::npos);
+  EXPECT_THROW(flags("head_dim=128,head_dim_v=128"), Error);  // the pair is 192 / 128
+  const CompileOptions options = CompileOptions::from_environment(sm90a);
+  std::vector<Signature> work;
+  for (const char* text :
+       {"head_dim=192,head_dim_v=128,causal=true,return_lse=true",
+        "head_dim=192,head_dim_v=128,causal=true,kv_layout=paged,split_kv=true",
+        "head_dim=192,head_dim_v=128,dtype=fp16,kv_layout=paged,small_pages=true,softcap=true"}) {
+    work.push_back(make_signature(spec, flags(text), options));
+  }
+  const auto failures = compile_all(spec, work, [](const Signature&, const CompiledKernel& k) {
+    if (k.resources.spill_stores != 0 || k.resources.spill_loads != 0) {
+      return "spills " + std::to_string(k.resources.spill_stores) + " B stores, " +
+             std::to_string(k.resources.spill_loads) + " B loads";
+    }
+    return std::string();
+  });
+  for (const auto& f : failures) ADD_FAILURE() << f;
+  // Shared memory: V's tiles at 128 columns, K's at 192.
+  const Signature& narrow = work[0];
+  const Signature wide = make_signature(spec, flags("head_dim=192,causal=true,return_lse=true"),
+                                        options);
+  EXPECT_EQ(narrow.tuning, wide.tuning) << "the head dim's own rule";
 }
 
 TEST(AttentionCompile, DecodeBlockCompilesWithoutSpills) {

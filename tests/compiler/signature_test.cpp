@@ -43,7 +43,7 @@ TEST(Signature, CanonicalShapeOfAttention) {
   const Signature signature = attention_signature({{"causal", true}}, options_for("sm_90a"));
   const std::string canonical = signature.canonical();
   EXPECT_EQ(
-      canonical.rfind("attention_prefill[dtype=bf16,head_dim=128,causal=true,window=false,", 0), 0u)
+      canonical.rfind("attention_prefill[dtype=bf16,head_dim=128,head_dim_v=0,causal=true,window=false,", 0), 0u)
       << canonical;
   EXPECT_NE(canonical.find("|block_m="), std::string::npos) << canonical;
   const std::string options =

@@ -101,10 +101,11 @@ TEST(SpecParse, AttentionTuningCoversTheMatrixOnEveryTarget) {
   EXPECT_EQ(first.when.at("head_dim"), (std::vector<FlagValue>{int64_t{384}, int64_t{512}}));
   EXPECT_TRUE(spec.tuning.rules.back().when.empty()) << "the last rule catches everything";
   // Every variant resolves on every target, but where a rule says the
-  // target has no kernel for it: heads wider than 256 off sm_90a, there
-  // only.
+  // target has no kernel for it: heads wider than 256, and value heads
+  // narrower than the key heads, off sm_90a, there only.
   for (const FlagSet& flags : expand_matrix(spec).variants) {
-    const bool wide = std::get<int64_t>(flags.at("head_dim")) > 256;
+    const bool wide = std::get<int64_t>(flags.at("head_dim")) > 256 ||
+                      std::get<int64_t>(flags.at("head_dim_v")) != 0;
     for (const Target& target : supported_targets()) {
       CompileOptions options;
       options.target = target;

@@ -113,6 +113,23 @@ TEST(TileConfig, SpecRulesMatchWhatTheKernelsReport) {
   }
 }
 
+// Value heads narrower than the key heads (head_dim_v): V's ring holds
+// tiles of Dv columns, the staged output rows of Dv; Q and K keep D. What
+// `attnjit compile` reports for D 192 / Dv 128 (132160 bytes).
+TEST(TileConfig, NarrowValueHeadsShrinkVsRingAndTheOutput) {
+  TileShape s{192, 128, 64, 8, 2, 1, true, true, false};
+  s.head_dim_v = 128;
+  const TileConfig c = make_tile_config(s);
+  EXPECT_EQ(c.dv, 128);
+  EXPECT_EQ(c.kv_tile_bytes, 64u * 192 * 2);
+  EXPECT_EQ(c.v_tile_bytes, 64u * 128 * 2);
+  EXPECT_EQ(c.smem_bytes, 1024u + 128 * 192 * 2 + 2 * (64 * 192 * 2 + 64 * 128 * 2) + 32 * 2);
+  s.head_dim_v = 0;  // 0: head_dim
+  const TileConfig same = make_tile_config(s);
+  EXPECT_EQ(same.dv, 192);
+  EXPECT_EQ(same.v_tile_bytes, same.kv_tile_bytes);
+}
+
 // Blocks per SM: min_blocks where the shared memory holds that many, else
 // as many as it holds (the split epilogue's static flag and the driver's
 // reserve counted); the launch share of registers follows.

@@ -34,6 +34,9 @@ struct Schedule;  // below
 struct AttentionFlags {
   DType dtype = DType::kBF16;
   int head_dim = 128;
+  // D of v and o where narrower than head_dim (DeepSeek's 128 under 192;
+  // sm_90a, 16-bit K/V); 0: head_dim.
+  int head_dim_v = 0;
   bool causal = false;
   bool window = false;  // window_left / window_right are runtime args
   SinkMode sinks = SinkMode::kNone;
@@ -45,6 +48,9 @@ struct AttentionFlags {
   // K/V in q's dtype, or fp8 e4m3 with per-tensor scales (k_scale, v_scale):
   // attention over the dequantized k = k8 * k_scale, v = v8 * v_scale.
   KvDType kv_dtype = KvDType::kSame;
+
+  // D of v and o: head_dim_v, or head_dim.
+  int value_head_dim() const { return head_dim_v > 0 ? head_dim_v : head_dim; }
 
   // The typed view of the spec's flags, without its schedule flags (below).
   // The canonical form, which keys the memo and the cache, is the spec's
@@ -87,8 +93,8 @@ struct Schedule {
 struct AttentionArgs {
   const void* q = nullptr;                // [total_q, Hq, D]
   const void* k = nullptr;                // [total_k, Hkv, D]
-  const void* v = nullptr;                // [total_k, Hkv, D]
-  void* o = nullptr;                      // [total_q, Hq, D]
+  const void* v = nullptr;                // [total_k, Hkv, Dv] (Dv: head_dim_v, or D)
+  void* o = nullptr;                      // [total_q, Hq, Dv]
   float* lse = nullptr;                   // [Hq, total_q], when return_lse
   const float* sinks = nullptr;           // [Hq], when sinks != none
   const int32_t* cu_seqlens_q = nullptr;  // [B+1]

@@ -30,7 +30,7 @@ extern "C" {
 #endif
 
 /* Bumped when a function is added or a struct grows. */
-#define ATTNJIT_C_API_VERSION 3
+#define ATTNJIT_C_API_VERSION 4
 
 /* Status codes; one per attnjit::ErrorKind, plus OK and INTERNAL. */
 typedef enum attnjit_status {
@@ -156,6 +156,10 @@ typedef struct attnjit_attention_flags {
   /* Since API version 3: ATTNJIT_KV_SAME (q's dtype) or ATTNJIT_KV_FP8_E4M3
    * (args->k_scale, v_scale needed; strides in bytes, multiples of 16). */
   int32_t kv_dtype; /* attnjit_kv_dtype */
+  /* Since API version 4: D of v and o where narrower than head_dim
+   * (DeepSeek's 128 under 192; sm_90a, 16-bit K/V); 0 (a struct_size
+   * without it reads so): head_dim. v's and o's strides count these. */
+  int32_t head_dim_v;
 } attnjit_attention_flags;
 
 /* bf16, head_dim 128, every mode off. */
