@@ -15,8 +15,10 @@ import torch
 from . import _C
 
 # The spec's head dims (384 and 512 on sm_90a only: elsewhere the compile
-# says so).
+# says so), and the value-head widths it takes where v is narrower than q and
+# k (head_dim_v; which head_dim each goes with, the spec says at launch).
 HEAD_DIMS = tuple(_C.flag_values("head_dim"))
+VALUE_HEAD_DIMS = tuple(d for d in _C.flag_values("head_dim_v") if d)
 SINK_MODES = ("none", "null_logit", "bias_key0")
 
 _DTYPE_NAMES = {torch.bfloat16: "bf16", torch.float16: "fp16"}
@@ -83,6 +85,19 @@ def _check_dtypes(q, k, v, k_name, v_name, op):
         _fail(TypeError, f"q, {k_name} and {v_name} must have one dtype, got "
                          f"{q.dtype}, {k.dtype} and {v.dtype}", op)
     return dtype_name
+
+
+def _check_value_heads(head_dim, head_dim_v, what, op):
+    """v's head_dim: q's and k's, or a narrower one the spec takes
+    (head_dim_v; returns the flag's value, 0 for "as q and k")."""
+    if head_dim_v == head_dim:
+        return 0
+    if head_dim_v > head_dim or head_dim_v not in VALUE_HEAD_DIMS:
+        _fail(ValueError, f"{what} has head_dim {head_dim_v} under q's and k's "
+                          f"{head_dim}: v as wide as k, or narrower as one of "
+                          f"{', '.join(map(str, VALUE_HEAD_DIMS))} (head_dim_v; "
+                          f"128 under 192)", op)
+    return head_dim_v
 
 
 def _check_heads(heads_q, heads_kv, head_dim, op):
@@ -159,11 +174,14 @@ def _warn_window_traps(window_left, window_right, mm_prefix_clamp, op):
                       f"left window alone", stacklevel=4)
 
 
-def _check_out(out, q, op):
+def _check_out(out, q, op, head_dim_v=0):
+    """out: q's shape, or [total_q, Hq, head_dim_v] where v is narrower."""
     if out is not None:
         _tensor(out, "out", q.dtype, op)
-        if out.shape != q.shape:
-            _fail(ValueError, f"out must have q's shape {list(q.shape)}, got "
+        want = q.shape if not head_dim_v else q.shape[:2] + (head_dim_v,)
+        if out.shape != want:
+            what = "q's shape" if not head_dim_v else "q's rows and heads and v's head_dim"
+            _fail(ValueError, f"out must have {what} {list(want)}, got "
                               f"{list(out.shape)}", op)
 
 

@@ -17,8 +17,9 @@ import torch
 
 from ._checks import (_DTYPE_NAMES, _GRID_MAX, _INT32_MAX, _check_aligned,
                       _check_device, _check_dtypes, _check_heads,
-                      _check_lengths, _check_modes, _check_out, _fail, _index,
-                      _no_backward, _strides, _tensor)
+                      _check_lengths, _check_modes, _check_out,
+                      _check_value_heads, _fail, _index, _no_backward,
+                      _strides, _tensor)
 from ._varlen import (_fake_outputs, _launch_on, _op_result, _returned,
                       _span_pointers, _traced)
 from ._memo import _layout, _pair, _scalar, _validated
@@ -56,6 +57,7 @@ class _Checked(NamedTuple):
     o_strides: Optional[Tuple[int, int]]
     block_table_stride: int
     fp8: bool  # k_cache / v_cache hold e4m3 bytes (with k_scale, v_scale)
+    head_dim_v: int = 0  # v's and o's head_dim where narrower than q's and k's
 
 
 def _cache_strides(t, name, heads, head_dim):
@@ -143,7 +145,8 @@ def _validate(q, k_cache, v_cache, block_table, cu_seqlens_q, seqused_k,
         _error(ValueError, f"k_cache and v_cache must be 4-D [num_pages, "
                            f"page_size, Hkv, head_dim], got shapes "
                            f"{list(k_cache.shape)} and {list(v_cache.shape)}")
-    for what, a, b in zip(("num_pages", "page_size", "Hkv", "head_dim"),
+    # (v_cache's head_dim may be narrower: _check_value_heads.)
+    for what, a, b in zip(("num_pages", "page_size", "Hkv"),
                           k_cache.shape, v_cache.shape):
         if a != b:
             _error(ValueError, f"k_cache and v_cache must have one {what}, "
@@ -156,6 +159,7 @@ def _validate(q, k_cache, v_cache, block_table, cu_seqlens_q, seqused_k,
         _error(ValueError, f"q and k_cache must have one head_dim, got "
                            f"{head_dim} and {head_dim_k}")
     _check_heads(heads_q, heads_kv, head_dim, _OP)
+    head_dim_v = _check_value_heads(head_dim, v_cache.shape[3], "v_cache", _OP)
     if (page_size % PAGE_SIZE_MULTIPLE or page_size < PAGE_SIZE_MULTIPLE
             or page_size > PAGE_SIZE_MAX):
         _error(ValueError, f"page_size (k_cache.shape[1]) must be a multiple "
@@ -177,10 +181,10 @@ def _validate(q, k_cache, v_cache, block_table, cu_seqlens_q, seqused_k,
     scale, window_left, window_right, softcap = _check_modes(
         heads_q, softmax_scale, window_size, softcap, sinks, sinks_mode,
         mm_prefix_ranges, mm_prefix_clamp, _OP)
-    _check_out(out, q, _OP)
+    _check_out(out, q, _OP, head_dim_v)
     q_strides = _strides(q, "q", heads_q, _OP)
     k_strides = _cache_strides(k_cache, "k_cache", heads_kv, head_dim)
-    v_strides = _cache_strides(v_cache, "v_cache", heads_kv, head_dim)
+    v_strides = _cache_strides(v_cache, "v_cache", heads_kv, head_dim_v or head_dim)
     if fp8 and any(x % 16 for x in k_strides + v_strides):
         _error(ValueError, f"fp8 k_cache and v_cache strides must be multiples "
                            f"of 16 elements (16-byte loads), got "
@@ -205,7 +209,8 @@ def _validate(q, k_cache, v_cache, block_table, cu_seqlens_q, seqused_k,
     return _Checked(dtype_name, device, num_seqs, total_q, heads_q, heads_kv,
                     head_dim, num_pages, page_size, max_q, max_k, scale,
                     window_left, window_right, window, softcap, q_strides,
-                    k_strides, v_strides, o_strides, table_stride, fp8)
+                    k_strides, v_strides, o_strides, table_stride, fp8,
+                    head_dim_v)
 
 
 _CHECKED = {}  # paged_attention's memo of checked layouts (_memo._validated)
@@ -336,8 +341,9 @@ def _launch(q, k_cache, v_cache, block_table, cu_seqlens_q, seqused_k,
     _no_backward(_OP, q, k_cache, v_cache)
     o_strides = c.o_strides
     if out is None:
-        out = q.new_empty((c.total_q, c.heads_q, c.head_dim))
-        o_strides = (c.heads_q * c.head_dim, c.head_dim)
+        width = c.head_dim_v or c.head_dim  # o's: v's
+        out = q.new_empty((c.total_q, c.heads_q, width))
+        o_strides = (c.heads_q * width, width)
     lse = (q.new_empty((c.heads_q, c.total_q), dtype=torch.float32)
            if return_lse else None)
     mm_prefix = mm_prefix_ranges is not None
@@ -361,7 +367,8 @@ def _launch(q, k_cache, v_cache, block_table, cu_seqlens_q, seqused_k,
         return out, lse
 
     key = ((("dtype", c.dtype_name), ("head_dim", c.head_dim),
-            ("causal", bool(causal)), ("window", c.window),
+            ("head_dim_v", c.head_dim_v), ("causal", bool(causal)),
+            ("window", c.window),
             ("sinks", sinks_mode), ("mm_prefix", mm_prefix),
             ("mm_clamp", clamp), ("softcap", c.softcap > 0),
             ("return_lse", bool(return_lse)), ("kv_layout", "paged"))
@@ -413,7 +420,8 @@ def _paged_attention_fake(q, k_cache, v_cache, block_table, cu_seqlens_q,
               max_seqlen_q, max_seqlen_k, softmax_scale,
               (window_left, window_right), sinks, sinks_mode, mm_prefix_ranges,
               mm_prefix_clamp, softcap, k_scale, v_scale, None, False)
-    return _fake_outputs(q, return_lse)
+    return _fake_outputs(q, return_lse,
+                         v_cache.shape[3] if v_cache.shape[3] != q.shape[2] else 0)
 
 
 def paged_attention(q, k_cache, v_cache, block_table, cu_seqlens_q, seqused_k,

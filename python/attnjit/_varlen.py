@@ -16,8 +16,9 @@ import torch
 from . import _C
 from ._checks import (_GRID_MAX, _INT32_MAX, _OP, _check_aligned,
                       _check_device, _check_dtypes, _check_heads,
-                      _check_lengths, _check_modes, _check_out, _fail, _index,
-                      _no_backward, _strides, _tensor)
+                      _check_lengths, _check_modes, _check_out,
+                      _check_value_heads, _fail, _index, _no_backward,
+                      _strides, _tensor)
 from ._memo import _layout, _pair, _scalar, _validated
 
 # (flag items, device index) -> _C.AttentionKernel: the launch path's
@@ -113,11 +114,12 @@ def _op_result(q, out, lse):
     return out, lse
 
 
-def _fake_outputs(q, return_lse):
-    """The shapes a custom op returns for q [total_q, Hq, D]."""
+def _fake_outputs(q, return_lse, head_dim_v=0):
+    """The shapes a custom op returns for q [total_q, Hq, D] (o's last
+    dimension head_dim_v where v is narrower)."""
     total_q, heads_q, head_dim = q.shape
     lse_shape = (heads_q, total_q) if return_lse else (0,)
-    return (q.new_empty((total_q, heads_q, head_dim)),
+    return (q.new_empty((total_q, heads_q, head_dim_v or head_dim)),
             q.new_empty(lse_shape, dtype=torch.float32))
 
 
@@ -199,13 +201,15 @@ def _validate(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seqlen_k,
                           f"{list(v.shape)}")
     total_q, heads_q, head_dim = q.shape
     total_k, heads_kv, head_dim_k = k.shape
-    if v.shape != k.shape:
-        _fail(ValueError, f"v must have k's shape {list(k.shape)}, got "
+    if v.shape[:2] != k.shape[:2]:
+        _fail(ValueError, f"v must have k's shape {list(k.shape)} (or k's rows "
+                          f"and heads, with a narrower head_dim), got "
                           f"{list(v.shape)}")
     if head_dim_k != head_dim:
         _fail(ValueError, f"q and k must have one head_dim, got {head_dim} and "
                           f"{head_dim_k}")
     _check_heads(heads_q, heads_kv, head_dim, _OP)
+    head_dim_v = _check_value_heads(head_dim, v.shape[2], "v", _OP)
     if heads_q > _GRID_MAX or total_q > _INT32_MAX or total_k > _INT32_MAX:
         _fail(ValueError, f"too large: {heads_q} query heads (at most "
                           f"{_GRID_MAX}), {total_q} query and {total_k} key "
@@ -231,7 +235,7 @@ def _validate(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seqlen_k,
     scale, window_left, window_right, softcap = _check_modes(
         heads_q, softmax_scale, window_size, softcap, sinks, sinks_mode,
         mm_prefix_ranges, mm_prefix_clamp, _OP)
-    _check_out(out, q, _OP)
+    _check_out(out, q, _OP, head_dim_v)
     q_strides = _strides(q, "q", heads_q)
     k_strides = _strides(k, "k", heads_kv)
     v_strides = _strides(v, "v", heads_kv)
@@ -247,7 +251,7 @@ def _validate(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seqlen_k,
     window = window_left != -1 or window_right != -1
     return (dtype_name, device, num_seqs, total_q, total_k, heads_q, heads_kv,
             head_dim, max_q, max_k, scale, window_left, window_right, window,
-            softcap, q_strides, k_strides, v_strides, o_strides)
+            softcap, q_strides, k_strides, v_strides, o_strides, head_dim_v)
 
 
 def _check_values(cu_seqlens_q, cu_seqlens_k, total_q, total_k, max_q, max_k):
@@ -316,14 +320,15 @@ def _launch(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seqlen_k,
     checker giving its args' launch triples from the checked sizes."""
     (dtype_name, device, num_seqs, total_q, total_k, heads_q, heads_kv,
      head_dim, max_q, max_k, scale, window_left, window_right, window,
-     softcap, q_strides, k_strides, v_strides, o_strides) = _checked(
+     softcap, q_strides, k_strides, v_strides, o_strides, head_dim_v) = _checked(
          q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seqlen_k,
          softmax_scale, window_size, sinks, sinks_mode, mm_prefix_ranges,
          mm_prefix_clamp, softcap, return_lse, out)
     _no_backward(_OP, q, k, v)
     if out is None:
-        out = q.new_empty((total_q, heads_q, head_dim))
-        o_strides = (heads_q * head_dim, head_dim)
+        width = head_dim_v or head_dim  # o's: v's
+        out = q.new_empty((total_q, heads_q, width))
+        o_strides = (heads_q * width, width)
     lse = (q.new_empty((heads_q, total_q), dtype=torch.float32)
            if return_lse else None)
     mm_prefix = mm_prefix_ranges is not None
@@ -344,7 +349,8 @@ def _launch(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seqlen_k,
         return out, lse
 
     key = ((("dtype", dtype_name), ("head_dim", head_dim),
-            ("causal", bool(causal)), ("window", window),
+            ("head_dim_v", head_dim_v), ("causal", bool(causal)),
+            ("window", window),
             ("sinks", sinks_mode), ("mm_prefix", mm_prefix),
             ("mm_clamp", clamp), ("softcap", softcap > 0),
             ("return_lse", bool(return_lse))), device)
@@ -389,7 +395,7 @@ def _varlen_attention_fake(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q,
               softmax_scale, (window_left, window_right), sinks, sinks_mode,
               mm_prefix_ranges, mm_prefix_clamp, softcap, return_lse, None,
               False)
-    return _fake_outputs(q, return_lse)
+    return _fake_outputs(q, return_lse, v.shape[2] if v.shape[2] != q.shape[2] else 0)
 
 
 def varlen_attention(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q,

@@ -5,6 +5,7 @@ reference, the GPU marker and the error bounds.
 
 import itertools
 import pathlib
+import re
 import sys
 import types
 
@@ -44,7 +45,16 @@ def _import_attnjit():
     def get_kernel(flags, target=None):
         raise Error("attnjit._C is not built (a test stand-in)")
 
+    def flag_values(name):
+        # The spec's declared values of a flag, read from its YAML (the
+        # extension answers from the embedded spec).
+        text = (sources.parent / "specs" / "attention.yaml").read_text()
+        found = re.search(r"^\s+" + name + r":\s*\{[^}]*?values:\s*\[([^\]]*)\]", text, re.M)
+        items = [x.strip() for x in found.group(1).split(",")]
+        return [int(x) if x.lstrip("-").isdigit() else x for x in items]
+
     stand_in.Error = Error
+    stand_in.flag_values = flag_values
     stand_in.version = lambda: "stand-in"
     stand_in.cache_stats = dict
     stand_in.get_kernel = get_kernel
