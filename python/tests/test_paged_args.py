@@ -135,7 +135,7 @@ def test_dims():
 
 
 @pytest.mark.parametrize("dim,what", [(0, "num_pages"), (1, "page_size"),
-                                      (2, "Hkv"), (3, "head_dim")])
+                                      (2, "Hkv")])
 def test_k_and_v_caches_agree(dim, what):
     shape = list(_args()["v_cache"].shape)
     shape[dim] *= 2
@@ -144,6 +144,13 @@ def test_k_and_v_caches_agree(dim, what):
                                 f"got {shape[dim] // 2} and {shape[dim]}",
                     v_cache=v_cache)
     assert "shapes" in str(error)
+
+
+def test_v_cache_head_dim_is_k_caches_or_a_narrower_one_the_spec_takes():
+    # (128 under 192 is the one narrower pair: test_value_heads.py.)
+    for width in (128, 32):
+        _raises(ValueError, f"v_cache has head_dim {width} under q's and k's 64",
+                v_cache=torch.randn(6, 16, 2, width).bfloat16())
 
 
 def test_head_dim():
