@@ -13,6 +13,8 @@ Problems:
     over 3072 cached keys in one launch, page size 16 (target < 0.6 ms), and
     with --only its parts alone (paged_problems.py mixed_parts:
     mixed_part_chunks_p16, mixed_part_decodes_p16);
+  * DeepSeek-V3's MHA prefill: 4 x 4096, 32 heads, q/k 192 and v 128
+    (head_dim_v), causal, page 64 (the issue's target: ahead of FA4);
   * Gemma-4's global layers (D512, 32/4, page 16): a prefill of 2 x 8192
     tokens with two 1100-token images each, unclamped (the issue's 550
     TFLOP/s), and the chunked prefill above at D512 (500 TFLOP/s);
@@ -122,6 +124,8 @@ def attnjit_contig_peer(pr, x):
 def triton_paged_peer(pr, x):
     if pr.spans:
         return None, "no multimodal spans in the Triton kernel"
+    if pr.dv != pr.d:
+        return None, "one head dim for q, k and v in the Triton kernel"
     out = torch.empty_like(x.q)
 
     def run():
@@ -169,7 +173,7 @@ def sdpa_peer(pr, x, backend="cudnn", token_major=False):
         if fn is None:
             return None, "not expressible"
         note = "contiguous" + ("; K/V repeated per query head" if pr.hq != pr.hkv else "")
-        return fn, lambda o: o.transpose(1, 2).reshape(-1, pr.hq, pr.d), None, note
+        return fn, lambda o: o.transpose(1, 2).reshape(-1, pr.hq, pr.dv), None, note
     cu_q, cu_k = x.cu_q.tolist(), x.cu_k.tolist()
     calls, notes = [], ["token-major strided views" if token_major else "contiguous equivalent"]
     for (nq, nk), seqs in _groups(pr):
@@ -217,7 +221,7 @@ def sdpa_peer(pr, x, backend="cudnn", token_major=False):
     def packed(outs):
         o = torch.empty_like(x.q)
         for c, r in zip(calls, outs):
-            o.index_copy_(0, c[5], r.transpose(1, 2).reshape(-1, pr.hq, pr.d))
+            o.index_copy_(0, c[5], r.transpose(1, 2).reshape(-1, pr.hq, pr.dv))
         return o
     return (lambda: run_with(gqa)), packed, None, "; ".join(notes)
 
@@ -233,7 +237,7 @@ def flex_peer(pr, x, compile=True):
         spans = ba.image_spans(seqlen) if pr.spans else []
         fn = ba.flex_peer(pr.base, _batched(x.q, batch, seqlen), _batched(x.k, batch, seqlen),
                           _batched(x.v, batch, seqlen), x.sinks, spans)
-        return fn, lambda o: o.transpose(1, 2).reshape(-1, pr.hq, pr.d), None, "contiguous"
+        return fn, lambda o: o.transpose(1, 2).reshape(-1, pr.hq, pr.dv), None, "contiguous"
     if pr.spans:
         return None, "spans: see bench_attention.py"
     dev = x.q.device
@@ -248,7 +252,7 @@ def flex_peer(pr, x, compile=True):
         note = "contiguous equivalent"
 
         def unpack(o):
-            return o.transpose(1, 2).reshape(-1, pr.hq, pr.d)
+            return o.transpose(1, 2).reshape(-1, pr.hq, pr.dv)
 
         def locate(q_idx, kv_idx):  # (same sequence, query position, key position)
             return None, q_idx + offset, kv_idx

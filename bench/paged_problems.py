@@ -16,13 +16,14 @@ class Problem:
 
     def __init__(self, name, kind, n_q, n_k, hq, hkv, d, causal=True, window=(-1, -1),
                  sinks="none", spans=(), page_size=16, base=None, target_ms=None,
-                 beat_cudnn=False, group=None, clamp=True):
+                 beat_cudnn=False, group=None, clamp=True, dv=None):
         self.name, self.kind = name, kind
         self.n_q, self.n_k = list(n_q), list(n_k)
         self.hq, self.hkv, self.d = hq, hkv, d
         self.causal, self.window, self.sinks = causal, tuple(window), sinks
         self.spans = list(spans)
         self.clamp = clamp          # spans bounded by the left window (mm_prefix_clamp)
+        self.dv = dv or d           # v's and o's head dim (narrower: head_dim_v)
         self.page_size = page_size
         self.base = base            # the bench/problems.py tuple of a paged_* problem
         self.target_ms = target_ms
@@ -93,6 +94,10 @@ GEMMA4_GLOBAL_IMAGES = ((1024, 2123), (4096, 5195))
 def wide_head_prefills():
     spans = [(b, r0, r1) for b in range(2) for r0, r1 in GEMMA4_GLOBAL_IMAGES]
     return [
+        # DeepSeek-V3's MHA prefill: q and k of 192, v of 128 (head_dim_v),
+        # through a paged cache and (attnjit_contig) contiguous.
+        Problem("paged_deepseek_mha_4x4k_d192_dv128", "paged", [4096] * 4, [4096] * 4,
+                32, 32, 192, dv=128, page_size=64),
         Problem("paged_gemma4_global_2x8k_d512_images", "paged", [8192] * 2, [8192] * 2,
                 32, 4, 512, spans=spans, page_size=16, clamp=False),
         Problem("chunked_prefill_d512_p16", "chunked", [512] * 4, [8192] * 4, 32, 4, 512,
@@ -211,9 +216,9 @@ def problem_counts(pr):
                                         spans_of[b], clamp=pr.clamp)
         pairs += memo[key][0]
         keys += memo[key][1]
-    flops = 4.0 * pairs * pr.d * pr.hq
+    flops = 2.0 * pairs * (pr.d + pr.dv) * pr.hq  # Q K^T over D, P V over Dv
     elem = 2  # bf16
-    bytes_ = float(elem * (2 * sum(pr.n_q) * pr.hq * pr.d + 2 * keys * pr.hkv * pr.d))
+    bytes_ = float(elem * (sum(pr.n_q) * pr.hq * (pr.d + pr.dv) + keys * pr.hkv * (pr.d + pr.dv)))
     floor_ms = max(bytes_ / ba.COPY_BW, flops / ba.MATMUL) * 1e3
     return pairs, flops, bytes_, floor_ms
 
@@ -233,7 +238,7 @@ def build_data(pr, device, dtype=torch.bfloat16, spare_pages=None):
     total_q, total_k = int(n_q.sum()), int(n_k.sum())
     x.q = torch.randn(total_q, pr.hq, pr.d, device=device, dtype=dtype)
     x.k = torch.randn(total_k, pr.hkv, pr.d, device=device, dtype=dtype)
-    x.v = torch.randn(total_k, pr.hkv, pr.d, device=device, dtype=dtype)
+    x.v = torch.randn(total_k, pr.hkv, pr.dv, device=device, dtype=dtype)
     x.cu_q = torch.cat([n_q.new_zeros(1), n_q.cumsum(0)]).to(torch.int32).to(device)
     x.cu_k = torch.cat([n_k.new_zeros(1), n_k.cumsum(0)]).to(torch.int32).to(device)
     x.used_k = n_k.to(torch.int32).to(device)
@@ -252,7 +257,7 @@ def build_data(pr, device, dtype=torch.bfloat16, spare_pages=None):
     x.table[owned.to(device)] = perm[:used]  # row-major: each sequence's pages in order
     shape = (num_pages, ps, pr.hkv, pr.d)
     x.k_cache = torch.full(shape, float("nan"), device=device, dtype=dtype)
-    x.v_cache = torch.full(shape, float("nan"), device=device, dtype=dtype)
+    x.v_cache = torch.full(shape[:3] + (pr.dv,), float("nan"), device=device, dtype=dtype)
     seq = torch.repeat_interleave(torch.arange(pr.batch), n_k).to(device)
     pos = torch.arange(total_k, device=device) - x.cu_k.long()[seq]
     phys = x.table[seq, pos // ps].long()
