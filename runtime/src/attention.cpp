@@ -17,6 +17,7 @@
 
 #include "attention/tile_config.h"
 #include "attention_prefill_params.h"
+#include "attention_prefill_params_host.h"
 #include "common/int_divisor.cuh"
 #include "attnjit/env.h"
 #include "attnjit/error.h"
@@ -64,43 +65,19 @@ static_assert(sizeof(TensorMap) == sizeof(TensorMapBytes), "a TMA map is 128 byt
 
 KernelParams kernel_params(const AttentionFlags& flags, const AttentionArgs& a) {
   KernelParams p{};
-  p.q = a.q;
-  p.k = a.k;
-  p.v = a.v;
-  p.o = a.o;
-  p.lse = a.lse;
-  p.sinks = a.sinks;
-  p.cu_seqlens_q = a.cu_seqlens_q;
-  p.cu_seqlens_k = a.cu_seqlens_k;
-  p.mm_span_offsets = a.mm_span_offsets;
-  p.mm_spans = a.mm_spans;
-  p.q_row_stride = a.q_row_stride;
-  p.q_head_stride = a.q_head_stride;
-  p.k_row_stride = a.k_row_stride;
-  p.k_head_stride = a.k_head_stride;
-  p.v_row_stride = a.v_row_stride;
-  p.v_head_stride = a.v_head_stride;
-  p.o_row_stride = a.o_row_stride;
-  p.o_head_stride = a.o_head_stride;
-  p.num_heads_q = a.num_heads_q;
-  p.num_heads_kv = a.num_heads_kv;
+  // Every kernel arg AttentionArgs has under the same name (the generated
+  // copy: the spec's args are the one list), then those the launch
+  // derives or passes neutral (tests/runtime/kernel_params_test.cpp holds
+  // the list of the others).
+  attention_prefill_params_copy_same_named(a, p);
   // Once per launch, not per tile in the kernel (validate: Hkv divides Hq).
   p.gqa_group = a.num_heads_kv > 0 ? a.num_heads_q / a.num_heads_kv : 1;
   p.gqa_group_magic = ::attnjit::divisor_magic(p.gqa_group);
-  p.total_q = a.total_q;
   p.scale = a.scale > 0 ? a.scale : 1.f / std::sqrt(float(flags.head_dim));
   p.softcap = flags.softcap ? a.softcap : 0.f;
   p.window_left = flags.window ? a.window_left : -1;
   p.window_right = flags.window ? a.window_right : -1;
-  p.block_table = a.block_table;
-  p.seqused_k = a.seqused_k;
-  p.block_table_stride = a.block_table_stride;
-  p.k_page_stride = a.k_page_stride;
-  p.v_page_stride = a.v_page_stride;
-  p.page_size = a.page_size;
-  p.k_scale = a.k_scale;
-  p.v_scale = a.v_scale;
-  p.num_splits = 1;  // launch_this() sets the split schedule
+  p.num_splits = 1;  // launch_this() sets the split schedule (a.num_splits is a request)
   return p;
 }
 

@@ -2,6 +2,7 @@
 #include <gtest/gtest.h>
 
 #include "attnjit/codegen.h"
+#include "attnjit/kernel_params.h"
 #include "test_support.h"
 
 namespace attnjit {
@@ -86,6 +87,22 @@ TEST(Codegen, AxpyGolden) {
   ASSERT_EQ(source.headers.size(), 1u);
   EXPECT_EQ(source.headers[0].path, "axpy_params.h");
   EXPECT_EQ(source.headers[0].contents, kAxpyParams);
+}
+
+// The host-only companion of the params header: a copy of each
+// same-named field of a host struct, and the list of which fields those
+// are; NVRTC's header (above) has none of it.
+TEST(Codegen, TheHostCompanionCopiesSameNamedFields) {
+  const std::string host = params_host_header_text(axpy_spec());
+  EXPECT_NE(host.find("#include \"axpy_params.h\""), std::string::npos) << host;
+  EXPECT_NE(host.find("void axpy_params_copy_same_named("), std::string::npos) << host;
+  EXPECT_NE(host.find("if constexpr (axpy_params_has_x<A>::value) p.x = a.x;"), std::string::npos)
+      << host;
+  EXPECT_NE(host.find("inline constexpr const char* axpy_params_arg_names[] = {\n    \"x\",\n"
+                      "    \"y\",\n    \"a\",\n    \"n\",\n};"),
+            std::string::npos)
+      << host;
+  EXPECT_EQ(std::string(kAxpyParams).find("copy_same_named"), std::string::npos);
 }
 
 TEST(Codegen, TheParamsHeaderIsPartOfTheKeyText) {

@@ -45,6 +45,10 @@ std::string params_header_name(const Spec& spec);
 // The header's text. Throws Error(kCodegen) for a name that is not an
 // identifier (a Spec can be built without parse_spec).
 std::string params_header_text(const Spec& spec);
+// The host-only companion (`<struct>_host.h`, built beside it, never given
+// to NVRTC): each field a host argument struct has under the same name
+// copied from it (`<struct>_copy_same_named`), and which fields those are.
+std::string params_host_header_text(const Spec& spec);
 
 }  // namespace attnjit
 
