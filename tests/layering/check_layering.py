@@ -140,10 +140,11 @@ def resolve(root, including, name):
 def kernel_abi_header(root, name):
     """The host side of the kernel ABI: a template header that both the host
     compiler and NVRTC build (templates/), or a family's params struct that
-    the build generates from its spec (<family>_params.h)."""
+    the build generates from its spec (<family>_params.h, and its host-only
+    companion <family>_params_host.h)."""
     if os.path.isfile(os.path.join(root, "templates", name)):
         return True
-    return "/" not in name and name.endswith("_params.h")
+    return "/" not in name and name.endswith(("_params.h", "_params_host.h"))
 
 
 def unit_edges(root, files):
