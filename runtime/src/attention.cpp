@@ -134,11 +134,15 @@ std::map<std::string, FlagValue> AttentionFlags::to_flag_map() const {
           {"kv_dtype", std::string(to_string(kv_dtype))}};
 }
 
-FlagSet AttentionFlags::to_flag_set(const Schedule& schedule) const {
+std::map<std::string, FlagValue> AttentionFlags::to_flag_map(const Schedule& schedule) const {
   std::map<std::string, FlagValue> values = to_flag_map();
   values["split_kv"] = schedule.split_kv;
   values["small_pages"] = schedule.small_pages;
-  return resolve_flags(attention_spec(), values);
+  return values;
+}
+
+FlagSet AttentionFlags::to_flag_set(const Schedule& schedule) const {
+  return resolve_flags(attention_spec(), to_flag_map(schedule));
 }
 
 FlagSet AttentionFlags::to_flag_set() const { return to_flag_set(Schedule{}); }
@@ -356,32 +360,36 @@ const EnvTuning& env_tuning() {
   return tuning;
 }
 
+// A built-in variant's signature as get() makes it: the tuning overrides,
+// or without any the environment's tuning (ATTNJIT_TUNING).
+Signature attention_signature(const FlagSet& flags, const CompileOptions& options,
+                              const std::map<std::string, int64_t>& overrides) {
+  return make_signature(attention_spec(), flags, options,
+                        overrides.empty() ? env_tuning().values_for(flags) : overrides);
+}
+
 }  // namespace
 
 VariantShape AttentionKernel::planned_shape(Sibling& s, const Schedule& schedule) {
   if (AttentionKernel* ready = s.ready.load(std::memory_order_acquire)) return ready->shape();
-  {
+  // (Per launch until the sibling is fetched, e.g. a page-16 decode that
+  // runs the split sibling's small_pages one: planned once, read lock-free.)
+  if (!s.planned.load(std::memory_order_acquire)) {
     std::lock_guard<std::mutex> lock(s.mutex);
-    if (!s.planned) {
-      // The signature sibling() will get: the same flags and options, this
-      // schedule, no tuning overrides (and, for the built-in spec, the
-      // environment's tuning, as get() applies it).
+    if (!s.planned.load(std::memory_order_relaxed)) {
+      // The signature sibling() will get: this variant's flags and options,
+      // this schedule, no tuning overrides.
       const CompileOptions options = CompileOptions::from_environment(target_);
-      Signature sig;
-      if (user_spec_) {
-        std::map<std::string, FlagValue> values = flags_.to_flag_map();
-        values["split_kv"] = schedule.split_kv;
-        values["small_pages"] = schedule.small_pages;
-        sig = make_signature(*user_spec_, resolve_flags(*user_spec_, values), options);
-      } else {
-        const FlagSet flags = flags_.to_flag_set(schedule);
-        sig = make_signature(attention_spec(), flags, options, env_tuning().values_for(flags));
-      }
+      const Signature sig =
+          user_spec_ ? make_signature(*user_spec_,
+                                      resolve_flags(*user_spec_, flags_.to_flag_map(schedule)),
+                                      options)
+                     : attention_signature(flags_.to_flag_set(schedule), options, {});
       const attention::TileConfig tile = tile_config_of(sig);
       s.planned_block_n = tile.shape.block_n;
       s.planned_small_pages_rows =
           small_pages_rows_of(tile, flags_.kv_layout == KvLayout::kPaged);
-      s.planned = true;
+      s.planned.store(true, std::memory_order_release);
     }
   }
   VariantShape v;
@@ -424,12 +432,10 @@ std::shared_ptr<AttentionKernel> AttentionKernel::get(
   if (memoize) {
     if (auto hit = memo_find(key)) return hit;
   }
-  const std::map<std::string, int64_t>& tuning =
-      tuning_overrides.empty() ? env_tuning().values_for(flags) : tuning_overrides;
   // A memo miss: the first request of this variant in this process (and
   // cache), where record mode (ATTNJIT_RECORD) appends it to its manifest.
   if (memoize) record_requested_variant(spec.family, flags, t);
-  const Signature sig = make_signature(spec, flags, options, tuning);
+  const Signature sig = attention_signature(flags, options, tuning_overrides);
   if (memoize && env_bool("ATTNJIT_TIERED", true)) {
     // The generic tier answers while this variant compiles, where a cache
     // holds the generic variant (attention_tier.cpp). Decided under the

@@ -358,10 +358,9 @@ CheckResult run_check(const AttentionFlags& flags, const CheckShape& shape, uint
   if (paged) pages = make_paged_cache(pr, k_bits, v_bits, shape.page_size, rng);
   std::shared_ptr<AttentionKernel> kernel;
   if (user != nullptr) {
-    std::map<std::string, FlagValue> values = flags.to_flag_map();
-    values["split_kv"] = schedule.split_kv;
-    values["small_pages"] = schedule.small_pages;
-    kernel = AttentionKernel::get_user(user->spec, resolve_flags(*user->spec, values), cache);
+    kernel = AttentionKernel::get_user(user->spec,
+                                       resolve_flags(*user->spec, flags.to_flag_map(schedule)),
+                                       cache);
     add_user_expressions(*user, pr);
   } else if (schedule == Schedule{}) {
     kernel = AttentionKernel::get(flags, cache, nullptr, tuning_overrides);

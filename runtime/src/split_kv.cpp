@@ -122,11 +122,9 @@ AttentionKernel& AttentionKernel::sibling(Sibling& s, const Schedule& schedule,
   if (!s.kernel) {
     std::shared_ptr<AttentionKernel> kernel;
     if (user_spec_) {
-      std::map<std::string, FlagValue> values = flags_.to_flag_map();
-      values["split_kv"] = schedule.split_kv;
-      values["small_pages"] = schedule.small_pages;
-      kernel = AttentionKernel::get_user(user_spec_, resolve_flags(*user_spec_, values), *cache_,
-                                         &target_, tuning);
+      kernel = AttentionKernel::get_user(
+          user_spec_, resolve_flags(*user_spec_, flags_.to_flag_map(schedule)), *cache_, &target_,
+          tuning);
     } else {
       kernel = AttentionKernel::get(flags_.to_flag_set(schedule), *cache_, &target_, tuning);
     }

@@ -162,9 +162,8 @@ TEST_P(UserVariantsViaVm, MatchesTheReferenceOfTheSameExpressions) {
       config.user_dir = vm_dir();
       KernelCache builder(config);
       for (const bool split : {false, true}) {
-        std::map<std::string, FlagValue> values = flags.to_flag_map();
-        values["split_kv"] = split;
-        AttentionKernel::get_user(vm_ptr, resolve_flags(vm, values), builder);
+        AttentionKernel::get_user(vm_ptr, resolve_flags(vm, flags.to_flag_map(Schedule{split, false})),
+                                  builder);
       }
     }
     CacheConfig config;

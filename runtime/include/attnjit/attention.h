@@ -111,8 +111,9 @@ class AttentionKernel {
     std::shared_ptr<AttentionKernel> kernel;
     std::atomic<AttentionKernel*> ready{nullptr};
     // Before it is fetched, what the planner reads of it, from its
-    // signature's tile configuration (nothing compiled; under mutex).
-    bool planned = false;
+    // signature's tile configuration (nothing compiled): written once under
+    // mutex, then `planned` is set.
+    std::atomic<bool> planned{false};
     int planned_block_n = 0, planned_small_pages_rows = 0;
   };
   // `sibling`'s kernel, fetched through this variant's cache and target

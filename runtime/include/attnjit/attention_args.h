@@ -57,6 +57,8 @@ struct AttentionFlags {
   // FlagSet: to_flag_set() resolves these, and a schedule, against the
   // spec (throws Error(kFlags) for an illegal combination).
   std::map<std::string, FlagValue> to_flag_map() const;
+  // ... with a schedule's flags too (for a spec's own resolve_flags).
+  std::map<std::string, FlagValue> to_flag_map(const Schedule& schedule) const;
   FlagSet to_flag_set(const Schedule& schedule) const;
   FlagSet to_flag_set() const;  // with the default schedule
   // to_flag_set(schedule).str() for legal flags, spelled without resolving
