@@ -74,7 +74,7 @@ from problems import PROBLEMS  # noqa: E402
 from triton_paged_peer import (dense_reference, gather_pages,  # noqa: E402
                                paged_attention_triton)
 from attnjit.reference import relative_error, varlen_attention_reference  # noqa: E402
-from peer_fa4 import fa4_interface  # noqa: E402
+from peer_fa4 import fa4_varlen  # noqa: E402
 from paged_problems import (Problem, build_data, engine_problems,  # noqa: E402
                             mixed_parts, paged_of, problem_counts, quick_problems,
                             sequence_counts)
@@ -321,22 +321,12 @@ def fa4_peer(pr, x):
     """FlashAttention-4 (bench/peer_fa4.py) on the contiguous equivalent:
     its varlen entry over x's q, k and v (v may be narrower), where it can
     be imported and the problem has no spans or key-0 bias."""
-    interface, why = fa4_interface()
-    if interface is None:
-        return None, why
     if pr.spans:
         return None, "no image-span argument (a mask_mod would be one)"
-    if pr.sinks == "bias_key0":
-        return None, "no key-0 bias argument (a score_mod would be one)"
-    left, right = pr.window
-    window = (None if left < 0 else left, None if right < 0 else right)
-    sink = x.sinks if pr.sinks == "null_logit" else None
-
-    def run():
-        res = interface.flash_attn_varlen_func(
-            x.q, x.k, x.v, cu_seqlens_q=x.cu_q, cu_seqlens_k=x.cu_k, max_seqlen_q=x.max_q,
-            max_seqlen_k=x.max_k, causal=pr.causal, window_size=window, learnable_sink=sink)
-        return res[0] if isinstance(res, tuple) else res
+    run, why = fa4_varlen(x.q, x.k, x.v, x.cu_q, x.cu_k, x.max_q, x.max_k, pr.causal, pr.window,
+                          pr.sinks, x.sinks)
+    if run is None:
+        return None, why
     return run, lambda r: r, None, "contiguous K/V (its varlen entry)"
 
 

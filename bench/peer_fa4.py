@@ -40,34 +40,34 @@ def fa4_version():
         return None
 
 
-def unsupported(pr):
-    """Why FA4 cannot run a bench/problems.py problem as given, or None."""
-    sinks_mode, use_spans = pr[8], pr[9]
+def fa4_varlen(q, k, v, cu_q, cu_k, max_q, max_k, causal, window, sinks_mode, sinks):
+    """A callable running FA4's varlen entry (returns the output [total_q,
+    Hq, Dv]; v may be narrower than q and k), or (None, why): the modes as
+    its users pass them, attnjit's -1 window sides as None, GPT-OSS's sinks
+    as learnable_sink. The key-0 bias has no argument there."""
     if sinks_mode == "bias_key0":
-        return "no key-0 bias argument (a score_mod would be one)"
-    if use_spans:
-        return "no image-span argument (a mask_mod with block sparsity would be one)"
-    return None
-
-
-def fa4_call(pr, q, k, v, cu, sinks, seqlen):
-    """A callable running FA4 on the problem's varlen tensors (returns the
-    output [total, Hq, D]), or (None, why)."""
+        return None, "no key-0 bias argument (a score_mod would be one)"
     interface, why = fa4_interface()
     if interface is None:
         return None, why
-    why = unsupported(pr)
-    if why:
-        return None, why
-    causal, window, sinks_mode = pr[6], pr[7], pr[8]
     left, right = window
     window_size = (None if left < 0 else left, None if right < 0 else right)
     sink = sinks if sinks_mode == "null_logit" else None
 
     def run():
         res = interface.flash_attn_varlen_func(
-            q, k, v, cu_seqlens_q=cu, cu_seqlens_k=cu, max_seqlen_q=seqlen,
-            max_seqlen_k=seqlen, causal=causal, window_size=window_size,
+            q, k, v, cu_seqlens_q=cu_q, cu_seqlens_k=cu_k, max_seqlen_q=max_q,
+            max_seqlen_k=max_k, causal=causal, window_size=window_size,
             learnable_sink=sink)
         return res[0] if isinstance(res, tuple) else res  # (out, lse)
     return run, None
+
+
+def fa4_call(pr, q, k, v, cu, sinks, seqlen):
+    """fa4_varlen on a bench/problems.py problem's varlen tensors, or (None,
+    why): image spans have no argument there (a mask_mod with block
+    sparsity would be one)."""
+    causal, window, sinks_mode, use_spans = pr[6], pr[7], pr[8], pr[9]
+    if use_spans:
+        return None, "no image-span argument (a mask_mod with block sparsity would be one)"
+    return fa4_varlen(q, k, v, cu, cu, seqlen, seqlen, causal, window, sinks_mode, sinks)
