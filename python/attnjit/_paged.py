@@ -420,8 +420,7 @@ def _paged_attention_fake(q, k_cache, v_cache, block_table, cu_seqlens_q,
               max_seqlen_q, max_seqlen_k, softmax_scale,
               (window_left, window_right), sinks, sinks_mode, mm_prefix_ranges,
               mm_prefix_clamp, softcap, k_scale, v_scale, None, False)
-    return _fake_outputs(q, return_lse,
-                         v_cache.shape[3] if v_cache.shape[3] != q.shape[2] else 0)
+    return _fake_outputs(q, v_cache, return_lse)
 
 
 def paged_attention(q, k_cache, v_cache, block_table, cu_seqlens_q, seqused_k,

@@ -444,7 +444,7 @@ def _user_attention_fake(spec_id, q, k, v, cu_seqlens_q, cu_seqlens_k,
          mm_prefix_ranges, mm_prefix_clamp, softcap, return_lse, None, False)
     spec._checker(spec._unpack(tensors, ints, floats), spec._op())(
         device, num_seqs, total_q, total_k, heads_q, heads_kv, False)
-    return _fake_outputs(q, return_lse, v.shape[2] if v.shape[2] != q.shape[2] else 0)
+    return _fake_outputs(q, v, return_lse)
 
 
 @torch.library.custom_op("attnjit::user_paged_attention", mutates_args=())
@@ -491,7 +491,7 @@ def _user_paged_attention_fake(spec_id, q, k_cache, v_cache, block_table,
     spec._checker(spec._unpack(tensors, ints, floats),
                   spec._op(paged=True))(c.device, c.num_seqs, c.total_q,
                                         None, c.heads_q, c.heads_kv, False)
-    return _fake_outputs(q, return_lse, c.head_dim_v)
+    return _fake_outputs(q, v_cache, return_lse)
 
 
 def _spec_of(spec_id):

@@ -114,12 +114,12 @@ def _op_result(q, out, lse):
     return out, lse
 
 
-def _fake_outputs(q, return_lse, head_dim_v=0):
-    """The shapes a custom op returns for q [total_q, Hq, D] (o's last
-    dimension head_dim_v where v is narrower)."""
-    total_q, heads_q, head_dim = q.shape
+def _fake_outputs(q, v, return_lse):
+    """The shapes a custom op returns for q [total_q, Hq, D] and v (or
+    v_cache) whose last dimension o takes."""
+    total_q, heads_q, _ = q.shape
     lse_shape = (heads_q, total_q) if return_lse else (0,)
-    return (q.new_empty((total_q, heads_q, head_dim_v or head_dim)),
+    return (q.new_empty((total_q, heads_q, v.shape[-1])),
             q.new_empty(lse_shape, dtype=torch.float32))
 
 
@@ -395,7 +395,7 @@ def _varlen_attention_fake(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q,
               softmax_scale, (window_left, window_right), sinks, sinks_mode,
               mm_prefix_ranges, mm_prefix_clamp, softcap, return_lse, None,
               False)
-    return _fake_outputs(q, return_lse, v.shape[2] if v.shape[2] != q.shape[2] else 0)
+    return _fake_outputs(q, v, return_lse)
 
 
 def varlen_attention(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q,

@@ -15,7 +15,7 @@ torch = pytest.importorskip("torch")
 
 __all__ = ["attnjit", "HAS_EXTENSION", "_paged", "_varlen", "reference", "relative_error",
            "lse_error", "varlen_attention_reference", "gather_paged", "HAS_GPU", "gpu",
-           "BOUND", "LSE_BOUND", "NAN", "_cu"]
+           "BOUND", "LSE_BOUND", "NAN", "_cu", "into_pages"]
 
 
 def _import_attnjit():
@@ -94,3 +94,25 @@ NAN = float("nan")
 def _cu(lens, device="cpu"):
     return torch.tensor([0, *itertools.accumulate(lens)], dtype=torch.int32,
                         device=device)
+
+
+def into_pages(k, v, lengths_k, page_size, device):
+    """k [total_k, Hkv, D] and v [total_k, Hkv, Dv] into pages handed out in
+    reverse order: (k_cache, v_cache, block_table); rows no sequence owns
+    hold NaN."""
+    pages = [-(-n // page_size) for n in lengths_k]
+    total = sum(pages)
+    k_cache = torch.full((total, page_size) + tuple(k.shape[1:]), NAN, dtype=k.dtype,
+                         device=device)
+    v_cache = torch.full((total, page_size) + tuple(v.shape[1:]), NAN, dtype=v.dtype,
+                         device=device)
+    table = torch.zeros(len(lengths_k), max(pages), dtype=torch.int32)
+    free, start = list(range(total))[::-1], 0
+    for b, n in enumerate(lengths_k):
+        for t in range(pages[b]):
+            table[b, t] = page = free.pop()
+            rows = slice(start + t * page_size, start + min(n, (t + 1) * page_size))
+            k_cache[page, :rows.stop - rows.start] = k[rows]
+            v_cache[page, :rows.stop - rows.start] = v[rows]
+        start += n
+    return k_cache, v_cache, table.to(device)

@@ -14,8 +14,8 @@ q and k, GQA 8.
 
 import pytest
 
-from paged_support import (BOUND, NAN, _cu, attnjit, gpu, relative_error,
-                           varlen_attention_reference)
+from paged_support import (BOUND, NAN, _cu, attnjit, gpu, into_pages,
+                           relative_error, varlen_attention_reference)
 
 torch = pytest.importorskip("torch")
 
@@ -118,27 +118,6 @@ def test_varlen_is_gemma4(sliding_window, right):
     assert relative_error(out.cpu(), want) <= BOUND[torch.bfloat16]
 
 
-def _paged(k, v, lengths_k, page_size, device):
-    """k, v [total_k, Hkv, D] into pages handed out in reverse order; the
-    block table and the caches (unused rows NaN)."""
-    pages = [-(-n // page_size) for n in lengths_k]
-    total_pages = sum(pages)
-    shape = (total_pages, page_size) + tuple(k.shape[1:])
-    k_cache = torch.full(shape, NAN, dtype=k.dtype, device=device)
-    v_cache = torch.full(shape, NAN, dtype=v.dtype, device=device)
-    table = torch.zeros(len(lengths_k), max(pages), dtype=torch.int32)
-    free, start = list(range(total_pages))[::-1], 0
-    for b, n in enumerate(lengths_k):
-        for t in range(pages[b]):
-            table[b, t] = page = free.pop()
-            rows = slice(start + t * page_size, start + min(n, (t + 1) * page_size))
-            count = rows.stop - rows.start
-            k_cache[page, :count] = k[rows]
-            v_cache[page, :count] = v[rows]
-        start += n
-    return k_cache, v_cache, table.to(device)
-
-
 @gpu
 @pytest.mark.parametrize("right", [0, -1])
 @pytest.mark.parametrize("steps", ["chunks", "decode", "long_decode"])
@@ -159,7 +138,7 @@ def test_paged_is_gemma4(steps, right):
         images = [[(19800, 19999)], [(100, 5000)]]
     hq, hkv, d = 16, 2, 256
     q, k, v = _inputs(lengths_q, lengths_k, hq, hkv, d, "cuda", seed=2)
-    k_cache, v_cache, table = _paged(k, v, lengths_k, page_size, "cuda")
+    k_cache, v_cache, table = into_pages(k, v, lengths_k, page_size, "cuda")
     out = torch.full_like(q, NAN)
     attnjit.paged_attention(
         q, k_cache, v_cache, table, _cu(lengths_q, "cuda"),
@@ -206,7 +185,7 @@ def test_global_layer_is_gemma4(steps):
                                  softmax_scale=1.0, causal=True,
                                  mm_prefix_ranges=ranges, out=out)
     else:
-        k_cache, v_cache, table = _paged(k, v, lengths_k, page_size, "cuda")
+        k_cache, v_cache, table = into_pages(k, v, lengths_k, page_size, "cuda")
         attnjit.paged_attention(
             q, k_cache, v_cache, table, _cu(lengths_q, "cuda"),
             torch.tensor(lengths_k, dtype=torch.int32, device="cuda"),

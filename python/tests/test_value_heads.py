@@ -8,8 +8,8 @@ paged prefix, and decoding (split-KV).
 
 import pytest
 
-from paged_support import (BOUND, NAN, _cu, attnjit, gpu, relative_error,
-                           varlen_attention_reference)
+from paged_support import (BOUND, NAN, _cu, attnjit, gpu, into_pages,
+                           relative_error, varlen_attention_reference)
 
 torch = pytest.importorskip("torch")
 
@@ -61,26 +61,6 @@ def test_varlen_prefill(causal):
     assert torch.allclose(lse, want_lse, atol=2e-2)
 
 
-def _paged(k, v, lengths_k, page_size, device):
-    """k, v into pages handed out in reverse order (unused rows NaN)."""
-    pages = [-(-n // page_size) for n in lengths_k]
-    total = sum(pages)
-    k_cache = torch.full((total, page_size) + tuple(k.shape[1:]), NAN, dtype=k.dtype,
-                         device=device)
-    v_cache = torch.full((total, page_size) + tuple(v.shape[1:]), NAN, dtype=v.dtype,
-                         device=device)
-    table = torch.zeros(len(lengths_k), max(pages), dtype=torch.int32)
-    free, start = list(range(total))[::-1], 0
-    for b, n in enumerate(lengths_k):
-        for t in range(pages[b]):
-            table[b, t] = page = free.pop()
-            rows = slice(start + t * page_size, start + min(n, (t + 1) * page_size))
-            k_cache[page, :rows.stop - rows.start] = k[rows]
-            v_cache[page, :rows.stop - rows.start] = v[rows]
-        start += n
-    return k_cache, v_cache, table.to(device)
-
-
 @gpu
 @pytest.mark.parametrize("page_size", [16, 64])
 @pytest.mark.parametrize("steps", ["chunk", "decode"])
@@ -92,7 +72,7 @@ def test_paged_chunk_and_decode(steps, page_size):
     else:
         lengths_k, lengths_q = [9000, 4000, 17], [1, 1, 1]
     q, k, v = _qkv(lengths_q, lengths_k, 16, 16, "cuda", seed=2)
-    k_cache, v_cache, table = _paged(k, v, lengths_k, page_size, "cuda")
+    k_cache, v_cache, table = into_pages(k, v, lengths_k, page_size, "cuda")
     out = attnjit.paged_attention(
         q, k_cache, v_cache, table, _cu(lengths_q, "cuda"),
         torch.tensor(lengths_k, dtype=torch.int32, device="cuda"),
