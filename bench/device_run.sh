@@ -349,7 +349,7 @@ if stage twogpu; then
   # cache (cold, so both compile the same variants at once: each is built
   # once and both hit it), then one process driving both GPUs.
   export ATTNJIT_CACHE_DIR=$(mktemp -d)
-  for ex in gpt_oss_paged_decode gemma4_paged_chunked; do
+  for ex in gpt_oss_paged_decode gemma4_model_step; do
     CUDA_VISIBLE_DEVICES=0 python3 python/examples/$ex.py >"$OUT/twogpu-0-$ex.log" 2>&1 &
     CUDA_VISIBLE_DEVICES=1 python3 python/examples/$ex.py >"$OUT/twogpu-1-$ex.log" 2>&1 &
   done
