@@ -121,10 +121,12 @@ class AttentionKernel {
   // on its first use.
   AttentionKernel& sibling(Sibling& sibling, const Schedule& schedule,
                            const std::map<std::string, int64_t>& tuning = {});
-  // The planner's view of the sibling of `schedule` in `sibling`: its own
-  // once fetched, else from its signature, so that a launch fetches only
-  // the sibling it runs (a decode at pages of 16 keys goes straight to the
-  // split sibling's small_pages one, and compiles nothing else).
+  // What the planner reads of the sibling of `schedule` in `sibling` to
+  // pick its small_pages sibling: the sibling's own shape once fetched,
+  // else its key tile and V-block rows from its signature (the other
+  // fields left 0), so that a launch fetches only the sibling it runs (a
+  // decode at pages of 16 keys goes straight to the split sibling's
+  // small_pages one, and compiles nothing else).
   VariantShape planned_shape(Sibling& sibling, const Schedule& schedule);
   void launch_this(const AttentionArgs& args, CuStream stream,
                    const std::vector<UserArg>& user_args);
