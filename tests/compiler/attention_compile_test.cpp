@@ -70,6 +70,13 @@ std::vector<std::string> compile_all(const Spec& spec, const std::vector<Signatu
   return failures;
 }
 
+// "" for a kernel without spills, else what it spills.
+std::string spills(const CompiledKernel& k) {
+  if (k.resources.spill_stores == 0 && k.resources.spill_loads == 0) return "";
+  return "spills " + std::to_string(k.resources.spill_stores) + " B stores, " +
+         std::to_string(k.resources.spill_loads) + " B loads";
+}
+
 // The variants compiled by MatrixSampleCompilesAndCoversEveryTuningRule,
 // chosen without compiling anything, the same on every run:
 //  - every kStride-th of the matrix-and-presets variants for sm_80 and
@@ -283,10 +290,7 @@ TEST(AttentionCompile, WideHeadsRunOnTheWarpgroupPathOnly) {
     if (k.resources.threads != 384) {
       return "launches " + std::to_string(k.resources.threads) + " threads, not 384";
     }
-    if (k.resources.spill_stores != 0 || k.resources.spill_loads != 0) {
-      return "spills " + std::to_string(k.resources.spill_stores) + " B stores, " +
-             std::to_string(k.resources.spill_loads) + " B loads";
-    }
+    if (const std::string spilled = spills(k); !spilled.empty()) return spilled;
     return std::string();
   });
   for (const auto& f : failures) ADD_FAILURE() << f;
@@ -318,10 +322,7 @@ TEST(AttentionCompile, NarrowValueHeadsRunOnTheWarpgroupPath) {
     work.push_back(make_signature(spec, flags(text), options));
   }
   const auto failures = compile_all(spec, work, [](const Signature&, const CompiledKernel& k) {
-    if (k.resources.spill_stores != 0 || k.resources.spill_loads != 0) {
-      return "spills " + std::to_string(k.resources.spill_stores) + " B stores, " +
-             std::to_string(k.resources.spill_loads) + " B loads";
-    }
+    if (const std::string spilled = spills(k); !spilled.empty()) return spilled;
     return std::string();
   });
   for (const auto& f : failures) ADD_FAILURE() << f;
@@ -385,10 +386,7 @@ TEST(AttentionCompile, DecodeBlockCompilesWithoutSpills) {
     if (k.resources.threads != 160) {
       return "launches " + std::to_string(k.resources.threads) + " threads, not 160";
     }
-    if (k.resources.spill_stores != 0 || k.resources.spill_loads != 0) {
-      return "spills " + std::to_string(k.resources.spill_stores) + " B stores, " +
-             std::to_string(k.resources.spill_loads) + " B loads";
-    }
+    if (const std::string spilled = spills(k); !spilled.empty()) return spilled;
     if (k.ptx.find("wgmma.mma_async") != std::string::npos) {
       return std::string("has a warpgroup MMA");
     }
