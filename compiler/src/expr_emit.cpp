@@ -91,13 +91,6 @@ const char* int_function(ExprOp op) {
   }
 }
 
-// The C++ spelling of a binary operator: the language's, but for the
-// logical ones.
-const char* operator_spelling(ExprOp op) {
-  if (op == ExprOp::kAnd) return "&&";
-  if (op == ExprOp::kOr) return "||";
-  return binary_spelling(op);
-}
 
 // Row values: the maximal subtrees of an expression that read neither the
 // key position j nor the score s and hold a tensor read, a division or a
@@ -156,13 +149,16 @@ RowValues row_values(const Expr& expr, const std::string& prefix) {
 }
 
 // The value of a node per element, as one C++ expression; a row value
-// reads as r.<name> (`rows` null: none, as in row() itself).
-std::string value_code(const Expr& expr, int index, const RowValues* rows = nullptr) {
+// reads as r.<name> (`rows` null: none, as in row() itself). In per-element
+// code (rows given) a division by a runtime arg takes the element code's
+// kPositiveDivisors, and *divides says one was emitted.
+std::string value_code(const Expr& expr, int index, const RowValues* rows = nullptr,
+                       bool* divides = nullptr) {
   if (rows != nullptr && !rows->names[static_cast<std::size_t>(index)].empty()) {
     return "r." + rows->names[static_cast<std::size_t>(index)];
   }
   const ExprNode& n = expr.nodes[static_cast<std::size_t>(index)];
-  const auto kid = [&](int k) { return value_code(expr, n.kids[k], rows); };
+  const auto kid = [&](int k) { return value_code(expr, n.kids[k], rows, divides); };
   switch (n.op) {
     case ExprOp::kIntLit:
       return std::to_string(n.int_value);
@@ -194,8 +190,13 @@ std::string value_code(const Expr& expr, int index, const RowValues* rows = null
       break;
   }
   if (const std::string* divisor = runtime_divisor(expr, n)) {
-    return std::string(kNs) + (n.op == ExprOp::kDiv ? "div_by(" : "mod_by(") + kid(0) + ", " +
-           kid(1) + ", prm." + divisor_field(*divisor) + ")";
+    const char* sign = "";
+    if (rows != nullptr) {
+      sign = "<kPositiveDivisors>";
+      if (divides != nullptr) *divides = true;
+    }
+    return std::string(kNs) + (n.op == ExprOp::kDiv ? "div_by" : "mod_by") + sign + "(" +
+           kid(0) + ", " + kid(1) + ", prm." + divisor_field(*divisor) + ")";
   }
   if (n.type == ExprType::kInt) {
     const char* f = int_function(n.op);
@@ -216,7 +217,12 @@ std::string value_code(const Expr& expr, int index, const RowValues* rows = null
         break;
     }
   }
-  return "(" + kid(0) + " " + operator_spelling(n.op) + " " + kid(1) + ")";
+  if (n.op == ExprOp::kAnd || n.op == ExprOp::kOr) {
+    // Both operands evaluated (user_expr.cuh land/lor): no branch per element.
+    return std::string(kNs) + (n.op == ExprOp::kAnd ? "land(" : "lor(") + kid(0) + ", " + kid(1) +
+           ")";
+  }
+  return "(" + kid(0) + " " + binary_spelling(n.op) + " " + kid(1) + ")";
 }
 
 // classify(): one statement per int or bool node, `v<index>`, over the
@@ -481,9 +487,38 @@ std::string emit_user_struct(const Expr* mask, const Expr* score) {
       "    return r;\n"
       "  }}\n",
       fields, assignments);
+  // The per-element code; where it divides by runtime args it is a
+  // template of whether they are all positive (divisors_positive(), once
+  // per tile), which spares each quotient its sign cases.
+  bool divides = false;
+  const std::string mask_code =
+      mask != nullptr ? value_code(*mask, mask->root, &mask_rows, &divides) : std::string();
+  const std::string score_code =
+      score != nullptr ? value_code(*score, score->root, &score_rows, &divides) : std::string();
+  const char* element_template =
+      divides ? "  template <bool kPositiveDivisors, class P>\n" : "  template <class P>\n";
+  std::string positive;
+  if (divides) {
+    for (const Expr* expr : {mask, score}) {
+      if (expr == nullptr) continue;
+      for (const std::string& d : runtime_divisors(*expr)) {
+        const std::string test = "prm." + d + " > 0";
+        if (positive.find("(" + test + ")") == std::string::npos) {
+          positive += (positive.empty() ? "(" : " && (") + test + ")";
+        }
+      }
+    }
+  }
+  out += fmt::format(
+      "  static constexpr bool has_divisors = {};\n"
+      "  template <class P>\n"
+      "  __device__ static bool divisors_positive(const P& prm) {{\n"
+      "    return {};\n"
+      "  }}\n",
+      divides, divides ? positive : "true");
   if (mask != nullptr) {
     out += fmt::format(
-        "  template <class P>\n"
+        "{}"
         "  __device__ static bool mask(const P& prm, const row_values& r, {}) {{\n"
         "    return {};\n"
         "  }}\n"
@@ -492,8 +527,7 @@ std::string emit_user_struct(const Expr* mask, const Expr* score) {
         "int p_hi, int j_lo, int j_hi, int n_q, int n_k) {{\n"
         "{}"
         "  }}\n",
-        kPositionParams, value_code(*mask, mask->root, &mask_rows),
-        ClassifyEmitter(*mask).body());
+        element_template, kPositionParams, mask_code, ClassifyEmitter(*mask).body());
     // The key range the mask's bounding conjuncts leave a query tile
     // (expr_bounds.cpp); the kernels start their empty-tile scans inside it.
     const ExprKeyBounds bounds = key_bounds_of(*mask);
@@ -512,11 +546,11 @@ std::string emit_user_struct(const Expr* mask, const Expr* score) {
   }
   if (score != nullptr) {
     out += fmt::format(
-        "  template <class P>\n"
+        "{}"
         "  __device__ static float score(const P& prm, const row_values& r, float s, {}) {{\n"
         "    return {};\n"
         "  }}\n",
-        kPositionParams, value_code(*score, score->root, &score_rows));
+        element_template, kPositionParams, score_code);
   }
   // The key tiles where the score is s itself, which skip it (expr.h
   // ExprScoreIdentity).

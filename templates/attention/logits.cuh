@@ -35,8 +35,9 @@ struct LogitScale {
 // (WorkTile::score_tile). kSwapped: the fragments of DecodeSwapLayout
 // (m16 blocks of keys; rows 2c and 2c + 1, element e of row e % 2 and key
 // 16 nb + g + 8 (e / 2)).
-template <class C, bool kSwapped = false, int kBlocks>
-__device__ __forceinline__ void to_logits(float (&s)[kBlocks][4],
+// kPositive: a spec's runtime divisors are all positive (see to_logits).
+template <class C, bool kSwapped, bool kPositive, int kBlocks>
+__device__ __forceinline__ void to_logits_as(float (&s)[kBlocks][4],
                                           const Params<typename C::dtype>& prm,
                                           const float (&sink2)[2],
                                           const typename Mask<C>::RowKeys (&keys)[2], int j0,
@@ -76,10 +77,8 @@ __device__ __forceinline__ void to_logits(float (&s)[kBlocks][4],
       for (int nb = 0; nb < kBlocks; ++nb) {
 #pragma unroll
         for (int e = 0; e < 4; ++e) {
-          const auto& u = keys[row_of(e)].user;
-          const int j = key_of(nb, e);
-          s[nb][e] = UserOf<C>::score(prm, u.r, s[nb][e] * kLn2, u.b, u.h, u.hk, u.p, j, u.n_q,
-                                      u.n_k) *
+          s[nb][e] = user_score_at<C, kPositive>(prm, keys[row_of(e)].user, s[nb][e] * kLn2,
+                                                 key_of(nb, e)) *
                      kLog2e;
         }
       }
@@ -106,15 +105,34 @@ __device__ __forceinline__ void to_logits(float (&s)[kBlocks][4],
       if constexpr (user_mask<C>() && !user_mask_in_row_keys<C>()) {
         // A spec's mask tested per key: absolute keys, as its expressions
         // see them.
-        const auto& u = keys[r].user;
-        visible = Mask<C>::visible_in(keys[r], j) &&
-                  UserOf<C>::mask(prm, u.r, u.b, u.h, u.hk, u.p, j, u.n_q, u.n_k);
+        // (`&`: both evaluated, no branch per score.)
+        visible = Mask<C>::visible_in(keys[r], j) &
+                  user_mask_at<C, kPositive>(prm, keys[r].user, j);
       } else {
         visible = Mask<C>::template visible_in<kCheckLo>(rel[r], j - first);
       }
       if (!visible) s[nb][e] = ptx::neg_inf();
     }
   }
+}
+
+// Where a spec's expressions divide by runtime args, the scores of a tile
+// take one of two copies of the code: the one that knows every divisor is
+// positive (a quotient is then a multiply, three shifts and two XORs, no
+// sign cases) when the launch's are, a test per tile.
+template <class C, bool kSwapped = false, int kBlocks>
+__device__ __forceinline__ void to_logits(float (&s)[kBlocks][4],
+                                          const Params<typename C::dtype>& prm,
+                                          const float (&sink2)[2],
+                                          const typename Mask<C>::RowKeys (&keys)[2], int j0,
+                                          bool edge, bool score_on, int lane) {
+  if constexpr (user_divides<C>()) {
+    if (UserOf<C>::divisors_positive(prm)) {
+      to_logits_as<C, kSwapped, true>(s, prm, sink2, keys, j0, edge, score_on, lane);
+      return;
+    }
+  }
+  to_logits_as<C, kSwapped, false>(s, prm, sink2, keys, j0, edge, score_on, lane);
 }
 
 }  // namespace attention

@@ -59,26 +59,39 @@ ATTNJIT_EXPR_FN int mod(int a, int b) {
   return r;
 }
 
-// Division by a runtime int32 arg d (a chunk size) without the hardware-less
-// division routine: the runtime computes `magic` once per launch
-// (divisor_magic, common/int_divisor.cuh) into a hidden params field, and
-// each quotient is a multiply and two shifts. A negative a divides as
-// ~(~a / d) (floored). d <= 0 (magic 0) takes div() and mod().
+// Division by a runtime int32 arg d (a chunk size, a stride) without the
+// hardware-less division routine: the runtime computes `magic` once per
+// launch (divisor_magic, common/int_divisor.cuh) into a hidden params
+// field, and each quotient is a multiply, two shifts and two XORs (a
+// negative a divides as ~(~a / d), floored). d <= 0 (magic 0) takes div()
+// and mod(), compiled once (a chunk size is positive; the branch is not
+// taken). kPositive: the caller knows d > 0 (divisors_positive() of the
+// generated struct, tested once per tile), so the quotient has no branch.
 using ::attnjit::divisor_magic;
-// The divisions by d <= 0 that div_by and mod_by leave to div() and mod(),
-// compiled once (a chunk size is positive; the branch is not taken).
 ATTNJIT_EXPR_COLD int div_cold(int a, int d) { return div(a, d); }
 ATTNJIT_EXPR_COLD int mod_cold(int a, int d) { return mod(a, d); }
+template <bool kPositive = false>
 ATTNJIT_EXPR_FN int div_by(int a, int d, long long magic) {
-  if (d <= 0) return div_cold(a, d);
-  const unsigned u = a >= 0 ? static_cast<unsigned>(a) : ~static_cast<unsigned>(a);
-  const unsigned q = divide_by_magic(u, magic);
-  return a >= 0 ? static_cast<int>(q) : static_cast<int>(~q);
+  if constexpr (!kPositive) {
+    if (d <= 0) return div_cold(a, d);
+  }
+  const unsigned sign = static_cast<unsigned>(a >> 31);  // all ones for a < 0
+  return static_cast<int>(::attnjit::divide_by_magic(static_cast<unsigned>(a) ^ sign, magic) ^
+                          sign);
 }
+template <bool kPositive = false>
 ATTNJIT_EXPR_FN int mod_by(int a, int d, long long magic) {
-  if (d <= 0) return mod_cold(a, d);
-  return sub(a, mul(d, div_by(a, d, magic)));
+  if constexpr (!kPositive) {
+    if (d <= 0) return mod_cold(a, d);
+  }
+  return sub(a, mul(d, div_by<true>(a, d, magic)));
 }
+
+// `and` and `or` evaluate both operands, which have no side effects (a
+// tensor read outside its domain reads 0): short-circuit operators put a
+// branch around each element's right operand.
+ATTNJIT_EXPR_FN bool land(bool a, bool b) { return a & b; }
+ATTNJIT_EXPR_FN bool lor(bool a, bool b) { return a | b; }
 
 // ---------------------------------------------------------------------------
 // float: fp32 on the device (under the variant's fast-math option), fp64 in
@@ -236,12 +249,12 @@ ATTNJIT_EXPR_FN ival idiv(ival a, ival b) {
 // is unknown, every int, which is sound.
 ATTNJIT_EXPR_FN ival idiv_by(ival a, int d, long long magic) {
   if (d <= 0) return itop();
-  return ival{div_by(a.lo, d, magic), div_by(a.hi, d, magic)};
+  return ival{div_by<true>(a.lo, d, magic), div_by<true>(a.hi, d, magic)};
 }
 ATTNJIT_EXPR_FN ival imod_by(ival a, int d, long long magic) {
   if (d <= 0) return itop();
-  const int q = div_by(a.lo, d, magic);
-  if (q == div_by(a.hi, d, magic)) {
+  const int q = div_by<true>(a.lo, d, magic);
+  if (q == div_by<true>(a.hi, d, magic)) {
     // Both residues lie in [0, d): the wrapping differences are exact.
     const int base = mul(q, d);
     return ival{sub(a.lo, base), sub(a.hi, base)};
@@ -401,6 +414,7 @@ ATTNJIT_EXPR_FN void key_bound(int cmp, int sj, ival t, ival y, bool abs_form, i
 struct no_user {
   static constexpr bool has_mask = false;
   static constexpr bool has_score = false;
+  static constexpr bool has_divisors = false;
   static constexpr bool has_key_bounds = false;
   static constexpr bool key_bounds_whole_mask = false;
   static constexpr bool key_bounds_exact_rows = false;

@@ -48,6 +48,14 @@ __host__ __device__ constexpr bool user_row_values() {
   return (user_mask<C>() && !user_mask_in_row_keys<C>()) || user_score<C>();
 }
 
+// Whether the spec's per-element code divides by runtime args (it is then a
+// template of whether they are all positive, tested once per tile:
+// UserOf<C>::divisors_positive).
+template <class C>
+__host__ __device__ constexpr bool user_divides() {
+  return UserOf<C>::has_divisors;
+}
+
 // What a row's expressions read besides the key position j: its position
 // and head, and the row values of the generated struct (the parts of the
 // expressions that do not depend on j or s, computed once per row).
@@ -73,6 +81,26 @@ struct UserRowPick<C, false> {
 };
 template <class C>
 using UserRowOf = typename UserRowPick<C, user_row_values<C>()>::type;
+
+// The spec's mask and score at key j of a row (u: the row's UserRow);
+// kPositive: every runtime divisor is positive at this launch.
+template <class C, bool kPositive, class P, class Row>
+__device__ __forceinline__ bool user_mask_at(const P& prm, const Row& u, int j) {
+  if constexpr (user_divides<C>()) {
+    return UserOf<C>::template mask<kPositive>(prm, u.r, u.b, u.h, u.hk, u.p, j, u.n_q, u.n_k);
+  } else {
+    return UserOf<C>::mask(prm, u.r, u.b, u.h, u.hk, u.p, j, u.n_q, u.n_k);
+  }
+}
+template <class C, bool kPositive, class P, class Row>
+__device__ __forceinline__ float user_score_at(const P& prm, const Row& u, float s, int j) {
+  if constexpr (user_divides<C>()) {
+    return UserOf<C>::template score<kPositive>(prm, u.r, s, u.b, u.h, u.hk, u.p, j, u.n_q,
+                                                 u.n_k);
+  } else {
+    return UserOf<C>::score(prm, u.r, s, u.b, u.h, u.hk, u.p, j, u.n_q, u.n_k);
+  }
+}
 
 }  // namespace attention
 }  // namespace attnjit

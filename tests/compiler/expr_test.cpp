@@ -290,10 +290,15 @@ TEST(ExprEmit, MaskAndScoreStruct) {
             "    r.mask_0 = ::attnjit::expr::div_by(p, prm.chunk, prm.attnjit_div_chunk);\n"
             "    return r;\n"
             "  }\n"
+            "  static constexpr bool has_divisors = true;\n"
             "  template <class P>\n"
+            "  __device__ static bool divisors_positive(const P& prm) {\n"
+            "    return (prm.chunk > 0);\n"
+            "  }\n"
+            "  template <bool kPositiveDivisors, class P>\n"
             "  __device__ static bool mask(const P& prm, const row_values& r, int b, int h, int hk, "
             "int p, int j, int n_q, int n_k) {\n"
-            "    return (r.mask_0 == ::attnjit::expr::div_by(j, prm.chunk, "
+            "    return (r.mask_0 == ::attnjit::expr::div_by<kPositiveDivisors>(j, prm.chunk, "
             "prm.attnjit_div_chunk));\n"
             "  }\n"
             "  template <class P>\n"
@@ -359,8 +364,9 @@ TEST(ExprEmit, MaskAndScoreStruct) {
         "    int mask_0;\n    bool mask_1;\n    float mask_2;\n"}) {
     EXPECT_NE(text.find(row), std::string::npos) << row << "\n" << text;
   }
-  EXPECT_NE(text.find("return (((r.mask_0 == ::attnjit::expr::load_query_token(prm.qdoc, "
-                      "prm.cu_seqlens_q, b, n_q, n_k, j)) && r.mask_1) && (r.mask_2 > "),
+  EXPECT_NE(text.find("return ::attnjit::expr::land(::attnjit::expr::land((r.mask_0 == "
+                      "::attnjit::expr::load_query_token(prm.qdoc, prm.cu_seqlens_q, b, n_q, n_k, "
+                      "j)), r.mask_1), (r.mask_2 > "),
             std::string::npos)
       << text;
   // Without any, the struct is empty and the expressions read none.
@@ -438,8 +444,11 @@ TEST(ExprNvrtc, EmittedCodeCompiles) {
       "  static_assert(!::attnjit::expr::user_of<PlainConfig>::type::has_mask, \"no user\");\n"
       "  static_assert(::attnjit::expr::user_of<UserConfig>::type::has_score, \"its user\");\n"
       "  const attnjit_user::row_values r = attnjit_user::row(prm, 0, 1, 0, p, 4, 8);\n"
-      "  if (attnjit_user::mask(prm, r, 0, 1, 0, p, j, 4, 8))\n"
-      "    prm.out[p] = attnjit_user::score(prm, r, 0.5f, 0, 1, 0, p, j, 4, 8);\n"
+      "  static_assert(attnjit_user::has_divisors, \"j / chunk per element\");\n"
+      "  const bool positive = attnjit_user::divisors_positive(prm);\n"
+      "  if (positive ? attnjit_user::mask<true>(prm, r, 0, 1, 0, p, j, 4, 8)\n"
+      "               : attnjit_user::mask<false>(prm, r, 0, 1, 0, p, j, 4, 8))\n"
+      "    prm.out[p] = attnjit_user::score<false>(prm, r, 0.5f, 0, 1, 0, p, j, 4, 8);\n"
       "  prm.cls[p] = attnjit_user::classify(prm, 0, 0, 3, p, p + 63, j, j + 63, 4, 8);\n"
       "}\n";
   CompileOptions options;

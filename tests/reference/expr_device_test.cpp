@@ -116,6 +116,26 @@ struct Problem {
   }
 };
 
+// The emitted mask and score at one element, in the copy that takes every
+// runtime divisor as positive (kPositive, which the kernels call only when
+// divisors_positive() holds) or in the general one.
+template <class User, bool kPositive, class... A>
+bool mask_of(const A&... a) {
+  if constexpr (User::has_divisors) {
+    return User::template mask<kPositive>(a...);
+  } else {
+    return User::mask(a...);
+  }
+}
+template <class User, bool kPositive, class... A>
+float score_of(const A&... a) {
+  if constexpr (User::has_divisors) {
+    return User::template score<kPositive>(a...);
+  } else {
+    return User::score(a...);
+  }
+}
+
 bool close(double host, float device) {
   if (std::isnan(host) || std::isnan(device)) return std::isnan(host) == std::isnan(device);
   if (std::isinf(host) || std::isinf(device)) {
@@ -126,26 +146,30 @@ bool close(double host, float device) {
 
 // Division by a runtime divisor through the runtime's multiplier
 // (common/int_divisor.cuh, also the packed GQA rows' quotient) equals the
-// floored division it replaces: every divisor up to 4096 and powers of two
-// and their neighbours up to INT_MAX, against numerators at the ends of
-// int32, around multiples of the divisor and at random.
+// floored division it replaces, in both forms (any divisor; one known
+// positive): every divisor of magnitude up to 4096 and powers of two and
+// their neighbours up to INT_MAX, of both signs, and INT_MIN, against
+// numerators at the ends of int32, around multiples of the divisor and at
+// random.
 TEST(ExprDevice, DivisionByAMultiplierIsFlooredDivision) {
   std::vector<int> divisors;
-  for (int d = -3; d <= 4096; ++d) divisors.push_back(d);
+  for (int d = -4096; d <= 4096; ++d) divisors.push_back(d);
   for (int k = 12; k <= 31; ++k) {
     const long long p = 1ll << k;
     for (long long d : {p - 1, p, p + 1, p / 3 * 2 + 1}) {
       if (d <= INT_MAX) divisors.push_back(int(d));
+      if (-d >= INT_MIN) divisors.push_back(int(-d));
     }
   }
   divisors.push_back(INT_MIN);
+  divisors.push_back(-INT_MAX);
   std::mt19937_64 rng(5);
   long long checked = 0;
   for (const int d : divisors) {
     const long long magic = expr::divisor_magic(d);
     std::vector<int> numerators = {0, 1, -1, INT_MAX, INT_MIN, INT_MAX - 1, INT_MIN + 1};
     for (int i = 0; i < 24; ++i) numerators.push_back(int(uint32_t(rng())));
-    if (d > 0) {
+    if (d != 0) {
       for (const long long q : {1ll, 2ll, 7ll, 1000ll, -1ll, -2ll, -1000ll, INT_MAX / (long long)d,
                                 INT_MIN / (long long)d}) {
         for (int e = -1; e <= 1; ++e) {
@@ -157,6 +181,10 @@ TEST(ExprDevice, DivisionByAMultiplierIsFlooredDivision) {
     for (const int a : numerators) {
       ASSERT_EQ(expr::div_by(a, d, magic), expr::div(a, d)) << a << " / " << d;
       ASSERT_EQ(expr::mod_by(a, d, magic), expr::mod(a, d)) << a << " % " << d;
+      if (d > 0) {  // the kernels' copy for positive divisors
+        ASSERT_EQ(expr::div_by<true>(a, d, magic), expr::div(a, d)) << a << " / " << d;
+        ASSERT_EQ(expr::mod_by<true>(a, d, magic), expr::mod(a, d)) << a << " % " << d;
+      }
       ++checked;
     }
   }
@@ -166,7 +194,7 @@ TEST(ExprDevice, DivisionByAMultiplierIsFlooredDivision) {
 TEST(ExprDevice, EmittedCodeAgreesWithTheHostEvaluator) {
   const ExprContext ctx = testing::random_context();
   std::mt19937_64 rng(99);
-  long long pairs = 0, tiles = 0, bounded = 0, identities = 0;
+  long long pairs = 0, tiles = 0, bounded = 0, identities = 0, positive_pairs = 0;
   expr_cases::for_each_case<Params>([&](int index, auto user) {
     using User = decltype(user);
     static_assert(User::has_mask && User::has_score, "every case has both");
@@ -190,13 +218,25 @@ TEST(ExprDevice, EmittedCodeAgreesWithTheHostEvaluator) {
             env.s = double(int(rng() % 17) - 8) * 0.375;
             // The row values as the kernels compute them: once per row.
             const auto row = User::row(problem.prm, env.b, h, env.hk, p, env.n_q, env.n_k);
-            ASSERT_EQ(User::mask(problem.prm, row, env.b, h, env.hk, p, j, env.n_q, env.n_k),
-                      evaluate_mask(mask, env))
+            const bool visible = evaluate_mask(mask, env);
+            ASSERT_EQ((mask_of<User, false>(problem.prm, row, env.b, h, env.hk, p, j, env.n_q,
+                                            env.n_k)),
+                      visible)
                 << c.mask << " p=" << p << " j=" << j << " h=" << h;
             const double want = evaluate_score(score, env);
-            const float got = User::score(problem.prm, row, float(env.s), env.b, h, env.hk, p, j,
-                                          env.n_q, env.n_k);
+            const float got = score_of<User, false>(problem.prm, row, float(env.s), env.b, h,
+                                                    env.hk, p, j, env.n_q, env.n_k);
             ASSERT_TRUE(close(want, got)) << c.score << ": " << want << " vs " << got;
+            if (User::divisors_positive(problem.prm)) {
+              ASSERT_EQ((mask_of<User, true>(problem.prm, row, env.b, h, env.hk, p, j, env.n_q,
+                                             env.n_k)),
+                        visible)
+                  << c.mask << " p=" << p << " j=" << j << " h=" << h << " (positive divisors)";
+              const float positive = score_of<User, true>(problem.prm, row, float(env.s), env.b,
+                                                          h, env.hk, p, j, env.n_q, env.n_k);
+              ASSERT_TRUE(close(want, positive)) << c.score << " (positive divisors)";
+              if (User::has_divisors) ++positive_pairs;
+            }
             ++pairs;
           }
         }
@@ -234,6 +274,7 @@ TEST(ExprDevice, EmittedCodeAgreesWithTheHostEvaluator) {
               tiles, bounded, identities);
   EXPECT_GT(identities, 24);  // the three identity cases' tiles away from their keys
   EXPECT_GT(pairs, 10000);
+  EXPECT_GT(positive_pairs, 1000);  // the cases that divide, in their positive copy
   EXPECT_GT(tiles, 400);
   EXPECT_GE(bounded, 5 * 24);  // the five bound cases at least
 }
@@ -326,11 +367,11 @@ TEST(ExprVm, RunsWhatTheEmittedCodeComputes) {
         const vm::Inputs in = slots.inputs(env, problem.prm);
         const auto row = User::row(problem.prm, env.b, env.h, env.hk, env.p, env.n_q, env.n_k);
         ASSERT_EQ(vm::run_mask(mask_vm.code.data(), mask_vm.count, mask_vm.result, in),
-                  User::mask(problem.prm, row, env.b, env.h, env.hk, env.p, env.j, env.n_q,
-                             env.n_k))
+                  (mask_of<User, false>(problem.prm, row, env.b, env.h, env.hk, env.p, env.j,
+                                        env.n_q, env.n_k)))
             << c.mask << " p=" << env.p << " j=" << env.j << " h=" << env.h;
-        const float want = User::score(problem.prm, row, float(env.s), env.b, env.h, env.hk,
-                                       env.p, env.j, env.n_q, env.n_k);
+        const float want = score_of<User, false>(problem.prm, row, float(env.s), env.b, env.h,
+                                                 env.hk, env.p, env.j, env.n_q, env.n_k);
         const float got = vm::run_score(score_vm.code.data(), score_vm.count, score_vm.result, in);
         ASSERT_TRUE(same_float(want, got)) << c.score << ": " << want << " vs " << got;
         ++elements;

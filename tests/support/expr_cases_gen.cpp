@@ -33,6 +33,8 @@ int main(int argc, char** argv) {
       {"p + wl == j or (j - wr < p and j > kvt[hk])", "s"},
       {"j - wl >= p * 2 and min(p, wr) + j < 40 and (-5) < (0 - j)", "s"},
       {"p / chunk == j / chunk and j / 7 <= p", "s"},
+      // Per-element divisions by runtime args (two copies: divisors_positive).
+      {"j <= p and (p - j) % chunk == 0", "s - temp * ((p - j) / wl + (j - p) % wr)"},
       // Scores with tiles where they are s itself (score_identity).
       {"abs(p - j) <= wl", "s + select(j == 0, slopes[h], 0.0)"},
       {"j <= p", "select(j - p < -3, 0.0, temp * (p - j)) + s"},

@@ -1,0 +1,121 @@
+#!/usr/bin/env python3
+"""What a spec's element test costs in the kernel's machine code: each
+example spec's sm_90a variant compiled (`attnjit compile --emit cubin`),
+disassembled with cuobjdump, and its SASS counted (instructions, calls,
+divergent-branch regions, spills), against a baseline spec whose mask is
+two compares. The tile step (scores -> logits -> softmax) is inlined twice
+(the first key tile and the loop) and each thread holds 64 scores of a
+128 x 128 tile, so the instructions a mask adds per score are about
+(N - N_baseline) / 128; a spec that divides by a runtime arg has two
+copies of the step (see docs/expressions.md, "What an element test
+costs"), and its figure then averages the two. Needs no GPU; needs cuobjdump
+(on PATH, or --cuobjdump). Prints a table; writes JSON (--out).
+
+    python3 bench/element_sass.py --cli build/cli/attnjit --out bench/results/DATE-HOST-COMMIT-element-sass.json
+"""
+
+import argparse
+import datetime
+import json
+import pathlib
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+
+ROOT = pathlib.Path(__file__).resolve().parents[1]
+EXAMPLES = ROOT / "specs" / "examples"
+# (name, spec file, preset); every preset is D128 full or causal, 128 x 128 tiles.
+SPECS = [
+    ("strided", EXAMPLES / "strided.yaml", "strided"),
+    ("chunked_local", EXAMPLES / "chunked_local.yaml", "llama4"),
+    ("streaming_llm", EXAMPLES / "streaming_llm.yaml", "streaming_llm"),
+    ("prefix_lm", EXAMPLES / "prefix_lm.yaml", None),
+    ("document", EXAMPLES / "document.yaml", None),
+    ("alibi", EXAMPLES / "alibi.yaml", None),
+]
+BASELINE = """family: two_compares
+extends: attention
+mask: "j <= p and j + 1 != 0"
+presets:
+  two_compares: {head_dim: 128}
+"""
+SCORES_PER_TILE_STEP = 64  # a thread's scores of a 128 x 128 tile (two 4-warp warpgroups)
+TILE_STEPS = 2             # the first key tile and the loop
+INSTRUCTION = re.compile(r"^\s+/\*[0-9a-f]{4,}\*/\s+(@!?U?P\w+\s+)?([A-Z][A-Z0-9_.]*)")
+
+
+def first_preset(spec):
+    in_presets = False
+    for line in spec.read_text().splitlines():
+        if line.startswith("presets:"):
+            in_presets = True
+        elif in_presets and re.match(r"^\s+\w+:", line):
+            return line.split(":")[0].strip()
+    sys.exit(f"element_sass: {spec} has no preset")
+
+
+def census(cli, cuobjdump, spec, preset, work):
+    cubin = work / f"{preset}.cubin"
+    out = subprocess.run([cli, "compile", "--spec", str(spec), "--preset", preset,
+                          "--emit", "cubin", "-o", str(cubin), "--no-cache"],
+                         capture_output=True, text=True)
+    if out.returncode:
+        sys.exit(f"element_sass: compiling {spec} failed:\n{out.stderr}")
+    resources = re.search(r"(\d+) registers.*spills (\d+) B stores / (\d+) B loads", out.stdout)
+    sass = subprocess.run([cuobjdump, "-sass", str(cubin)], capture_output=True, text=True,
+                          check=True).stdout
+    ops = [m.group(2).split(".")[0] for m in map(INSTRUCTION.match, sass.splitlines()) if m]
+    source = subprocess.run([cli, "compile", "--spec", str(spec), "--preset", preset,
+                             "--emit", "source"], capture_output=True, text=True).stdout
+    return {
+        "step_copies": 2 if "has_divisors = true" in source else 1,
+        "instructions": len(ops),
+        "calls": ops.count("CALL"),
+        "branch_regions": ops.count("BSSY"),
+        "global_loads": ops.count("LDG"),
+        "registers": int(resources.group(1)),
+        "spill_bytes": int(resources.group(2)) + int(resources.group(3)),
+    }
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--cli", default=str(ROOT / "build/cli/attnjit"))
+    ap.add_argument("--cuobjdump", default=shutil.which("cuobjdump"))
+    ap.add_argument("--out", help="write the results as JSON here")
+    args = ap.parse_args()
+    if not args.cuobjdump:
+        sys.exit("element_sass: cuobjdump not found (put it on PATH or pass --cuobjdump)")
+    with tempfile.TemporaryDirectory() as tmp:
+        work = pathlib.Path(tmp)
+        base_spec = work / "two_compares.yaml"
+        base_spec.write_text(BASELINE)
+        base = census(args.cli, args.cuobjdump, base_spec, "two_compares", work)
+        rows = []
+        for name, spec, preset in SPECS:
+            row = census(args.cli, args.cuobjdump, spec, preset or first_preset(spec), work)
+            row["name"] = name
+            row["per_score_over_baseline"] = round(
+                (row["instructions"] - base["instructions"]) /
+                (SCORES_PER_TILE_STEP * TILE_STEPS * row["step_copies"]), 1)
+            rows.append(row)
+    header = f"{'spec':<16}{'instr':>8}{'copies':>8}{'per score':>11}{'CALL':>6}{'BSSY':>6}{'LDG':>6}{'regs':>6}{'spill B':>9}"
+    print(f"baseline (two compares): {base['instructions']} instructions, {base['branch_regions']} BSSY")
+    print(header)
+    for r in rows:
+        print(f"{r['name']:<16}{r['instructions']:>8}{r['step_copies']:>8}"
+              f"{r['per_score_over_baseline']:>11}"
+              f"{r['calls']:>6}{r['branch_regions']:>6}{r['global_loads']:>6}{r['registers']:>6}"
+              f"{r['spill_bytes']:>9}")
+    if args.out:
+        commit = subprocess.run(["git", "-C", str(ROOT), "rev-parse", "--short", "HEAD"],
+                                capture_output=True, text=True).stdout.strip()
+        pathlib.Path(args.out).write_text(json.dumps({
+            "benchmark": "element_sass", "date": datetime.date.today().isoformat(),
+            "commit": commit, "target": "sm_90a", "baseline": base, "rows": rows}, indent=2) + "\n")
+
+
+if __name__ == "__main__":
+    main()
