@@ -42,6 +42,7 @@ TOOLS = [  # (pattern on the name's label, the benchmark or tool that wrote the 
     (r"^jit", "jit_costs"),
     (r"^launch", "launch_overhead"),
     (r"nvrtc", "nvrtc_phases.py"),
+    (r"element-sass", "element_sass.py"),
     (r"clock", "clock_probe.py"),
     (r"latency-probe", "latency_probe.py"),
     (r"overhead", "python/bench_overhead.py"),
