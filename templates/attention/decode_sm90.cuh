@@ -171,16 +171,22 @@ struct DecodeSm90 {
     ptx::fence_mbarrier_init();
   }
 
-  // The producer warp's copying lanes (KV::issues_copies): tile first + i
-  // into stage i % kStages once the warps that read the stage's previous
-  // tile released it.
-  static __device__ __forceinline__ void produce(const Smem& sm, const KV& kv, int first, int last,
+  // The producer warp's copying lanes (KV::issues_copies): the i-th tile
+  // of the work tile's walk (tile_walk.cuh: every tile of its range, or,
+  // with a spec's mask, those it does not leave empty) into stage
+  // i % kStages once the warps that read the stage's previous tile
+  // released it.
+  template <class Work>
+  static __device__ __forceinline__ void produce(const Smem& sm, const KV& kv,
+                                                 const Params<T>& prm, const Work& work,
                                                  int lane) {
     if (lane == 0) kv.prefetch_maps();
     typename KV::Pages pages;
+    typename Work::Walk walk;
 #pragma unroll 1
-    for (int kt = first; kt <= last; ++kt) {
-      const int i = kt - first;
+    for (work.walk_start(prm, walk); walk.on(); work.walk_next(prm, walk)) {
+      const int kt = walk.kt;
+      const int i = walk.tile().i;
       if (i >= kStages) ptx::mbarrier_wait(sm.empty(i), DecodeSchedule::empty_parity(i, kStages));
       // The consumers' reads of the stage (generic proxy) before the TMA's
       // writes (async proxy).
@@ -290,9 +296,10 @@ struct DecodeSm90 {
       Sinks<C>::template init<kSwap>(softmax, sink2, lane, work.splits == 1 && phase == 0);
       const float multiplier = LogitScale<C>::score_multiplier(score_scale<C>(prm));
       const int tail_tile = work.n_k % BN != 0 ? work.n_k / BN : -1;
-#pragma unroll 1
-      for (int kt = first + phase; kt <= last; kt += phases) {
-        const int i = kt - first;
+      // The walk's tiles i with i % phases == phase. Without skipping, the
+      // walk is every tile of the range, stepped through directly.
+      const auto tile = [&](const KeyTile& t) {
+        const int kt = t.kt, i = t.i;
         ptx::mbarrier_wait(sm.staged(i), DecodeSchedule::staged_parity(i, kStages));
         float s[kLoopScores][4];
         if constexpr (kSwap) {
@@ -307,7 +314,7 @@ struct DecodeSm90 {
             for (int e = 0; e < 4; ++e) s[nb][e] *= unscale[kSwap ? e % 2 : e / 2];
           }
         }
-        to_logits<C, kSwap>(s, prm, sink2, keys, kt * BN, work.edge_tile(prm, kt),
+        to_logits<C, kSwap>(s, prm, sink2, keys, kt * BN, work.edge_tile(prm, t),
                             work.score_tile(prm, kt), lane);
         softmax.update(s, o, multiplier);
         if (kt == tail_tile) {
@@ -317,6 +324,16 @@ struct DecodeSm90 {
         }
         __syncwarp();
         if (lane == 0) ptx::mbarrier_arrive(sm.empty(i));
+      };
+      if constexpr (Work::kSkipsEmpty) {
+        typename Work::Walk walk;
+#pragma unroll 1
+        for (work.walk_start(prm, walk); walk.on(); work.walk_next(prm, walk)) {
+          if (walk.i % phases == phase) tile(walk.tile());
+        }
+      } else {
+#pragma unroll 1
+        for (int kt = first + phase; kt <= last; kt += phases) tile(KeyTile{kt, kt - first, false});
       }
     }
 
@@ -585,9 +602,7 @@ __device__ void forward_decode_sm90(const Params<typename C::dtype>& prm) {
   __syncthreads();
   if (warp >= C::warps) {
     const int lane = tid % 32;
-    if (KV::issues_copies(lane)) {
-      Decode::produce(sm, KV(prm, work), work.range.first_tile, work.range.last_tile, lane);
-    }
+    if (KV::issues_copies(lane)) Decode::produce(sm, KV(prm, work), prm, work, lane);
     return;
   }
   typename Decode::Consumer consumer(prm, sm, work.range.first_tile, work.range.last_tile, tid,

@@ -21,12 +21,13 @@ namespace attnjit {
 namespace attention {
 
 // Whether a variant's key loop skips the tiles a spec's mask leaves empty
-// inside the range (the warpgroup path's producers and consumers walk
-// them); the decode block and the mma.sync path visit the whole range.
+// inside the range (on sm_90a the producers and consumers walk them, the
+// warpgroup path's and the decode block's); the mma.sync path visits the
+// whole range.
 template <class C>
 __host__ __device__ constexpr bool walks_past_empty_tiles() {
   if constexpr (user_mask<C>() && !user_mask_in_row_keys<C>()) {
-    return C::wgmma != 0 && !tile_config<C>().mma_decode;
+    return C::wgmma != 0;
   } else {
     return false;
   }
@@ -277,8 +278,23 @@ struct WorkTile {
   // Split-KV: this block takes part x of the tile's key range (set_tile
   // first); false when the range has fewer parts (split_keys in
   // tile_config.cuh).
+  // A walk that skips empty tiles splits the tiles it visits instead: part
+  // x takes the visited tiles [x per, (x + 1) per) of the range, so a mask
+  // whose visible tiles are a few runs (sink tokens and a window) spreads
+  // them over the parts rather than leaving most parts empty. Every block
+  // of the tile counts the same classes, so all agree on the parts.
   __device__ __forceinline__ bool set_split(const Params<T>& prm, int x, int num_splits,
                                             int min_tiles) {
+    if constexpr (kSkipsEmpty) {
+      const WalkSplit ws = split_walk(range.first_tile, range.last_tile, x, num_splits, min_tiles,
+                                      [&](int kt) { return user_class(prm, kt) != 0; });
+      if (x >= ws.parts) return false;
+      split = x;
+      splits = ws.parts;
+      range.first_tile = ws.first;
+      range.last_tile = ws.last;
+      return true;
+    }
     const KeySplit ks = split_keys(range.first_tile, range.last_tile, num_splits, min_tiles);
     if (x >= ks.parts) return false;
     split = x;

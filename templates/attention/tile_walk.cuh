@@ -10,6 +10,7 @@
 // kept (full or not), so a tile's edge test is a bit.
 #pragma once
 
+#include "attention/tile_config.cuh"
 #include "common/ptx.cuh"
 
 namespace attnjit {
@@ -60,6 +61,62 @@ __device__ __forceinline__ int last_where(int lo, int hi, Keep keep) {
     if (hits != 0) return top - lowest_set_bit(hits);
   }
   return lo > hi ? hi : lo - 1;
+}
+
+__device__ __forceinline__ int set_bits(unsigned bits) {
+#ifdef __CUDA_ARCH__
+  return __popc(bits);
+#else
+  return __builtin_popcount(bits);
+#endif
+}
+
+// How many t in [lo, hi] keep(t) holds for, 32 candidates at a time (as
+// first_where).
+template <class Keep>
+__device__ __forceinline__ int count_where(int lo, int hi, Keep keep) {
+  int count = 0;
+  for (int base = lo; base <= hi; base += 32) {
+    count += set_bits(
+        warp_ballot([&](int lane) { return base + lane <= hi && keep(base + lane); }));
+  }
+  return count;
+}
+
+// The t in [lo, hi] where keep(t) holds for the n-th time, n from 0 (hi + 1
+// when it holds n times or fewer), 32 candidates at a time.
+template <class Keep>
+__device__ __forceinline__ int nth_where(int lo, int hi, int n, Keep keep) {
+  for (int base = lo; base <= hi; base += 32) {
+    unsigned hits = warp_ballot([&](int lane) { return base + lane <= hi && keep(base + lane); });
+    const int found = set_bits(hits);
+    if (n < found) {
+      for (int k = 0; k < n; ++k) hits &= hits - 1u;  // drop the n lowest
+      return base + lowest_set_bit(hits);
+    }
+    n -= found;
+  }
+  return hi + 1;
+}
+
+// Split-KV over a walk that skips tiles: the parts divide the tiles of
+// [first, last] that keep() holds for (the visited ones) by split_keys'
+// rule, and part x's range runs from its first visited tile to its last.
+// Every lane of the warp calls it with the same arguments.
+struct WalkSplit {
+  int parts;        // parts with a visited tile (1 when there is none)
+  int first, last;  // part x's tiles (the whole range for one part)
+};
+template <class Keep>
+__device__ __forceinline__ WalkSplit split_walk(int first, int last, int x, int num_splits,
+                                                int min_tiles, Keep keep) {
+  const int count = count_where(first, last, keep);
+  const KeySplit ks = split_keys(0, count - 1, num_splits, min_tiles);
+  if (ks.parts <= 1 || x >= ks.parts) return WalkSplit{ks.parts, first, last};
+  const int n0 = x * ks.per;
+  const int n1 = (count < n0 + ks.per ? count : n0 + ks.per) - 1;
+  const int part_first = nth_where(first, last, n0, keep);
+  return WalkSplit{ks.parts, part_first, nth_where(part_first, last, n1 - n0, keep)};
 }
 
 // Bits of the classes (0 empty, 1 partial, 2 full) of tiles base + l,

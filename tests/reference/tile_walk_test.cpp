@@ -145,5 +145,59 @@ TEST(TileWalk, EveryTileWithAVisiblePairIsVisitedAndALoosenedRuleIsCaught) {
   EXPECT_GT(caught, 300);
 }
 
+// Split-KV over a walk (split_walk, tile_scheduler.cuh set_split): the
+// parts divide the visited tiles, not the range. Over random class layouts,
+// split counts and minimum part sizes: parts 0..parts-1 walk the visited
+// tiles of the range in order, each exactly once, each part starts and
+// ends on a visited tile and holds split_keys' share of them (the last
+// part the rest), and a cell past the parts is told so. count_where and
+// nth_where against a loop.
+TEST(TileWalk, SplitsDivideTheVisitedTiles) {
+  std::mt19937_64 rng(std::random_device{}());
+  int split_ranges = 0;
+  for (int trial = 0; trial < 3000; ++trial) {
+    const int n = 1 + int(rng() % 300);
+    const Classes c = random_classes(rng, n);
+    const int first = int(rng() % n), last = first + int(rng() % (n - first));
+    const auto classify = [&](int t) { return c[t]; };
+    const auto keep = [&](int t) { return c[t] != 0; };
+    std::vector<int> visited;
+    for (int t = first; t <= last; ++t) {
+      if (keep(t)) visited.push_back(t);
+    }
+    ASSERT_EQ(attention::count_where(first, last, keep), int(visited.size()));
+    for (int k = 0; k <= int(visited.size()); ++k) {
+      ASSERT_EQ(attention::nth_where(first, last, k, keep),
+                k < int(visited.size()) ? visited[k] : last + 1);
+    }
+    const int num_splits = 1 + int(rng() % 24), min_tiles = 1 + int(rng() % 4);
+    const attention::KeySplit ks =
+        attention::split_keys(0, int(visited.size()) - 1, num_splits, min_tiles);
+    std::vector<int> walked;
+    int parts = -1;
+    for (int x = 0; x < num_splits; ++x) {
+      const attention::WalkSplit ws =
+          attention::split_walk(first, last, x, num_splits, min_tiles, keep);
+      if (parts < 0) parts = ws.parts;
+      ASSERT_EQ(ws.parts, parts) << "every cell agrees on the parts";
+      if (x >= ws.parts) continue;
+      std::vector<Visit> part = walk<true>(ws.first, ws.last, classify);
+      if (ws.parts > 1) {
+        ++split_ranges;
+        ASSERT_FALSE(part.empty());
+        ASSERT_EQ(part.front().kt, ws.first);
+        ASSERT_EQ(part.back().kt, ws.last);
+        ASSERT_EQ(int(part.size()), x + 1 < ws.parts
+                                        ? ks.per
+                                        : int(visited.size()) - x * ks.per);
+      }
+      for (const Visit& v : part) walked.push_back(v.kt);
+    }
+    ASSERT_EQ(parts, ks.parts);
+    ASSERT_EQ(walked, visited) << "the parts' walks are the range's, in order, once";
+  }
+  EXPECT_GT(split_ranges, 3000);
+}
+
 }  // namespace
 }  // namespace attnjit
