@@ -6,15 +6,20 @@ divergent-branch regions, spills), against a baseline spec whose mask is
 two compares. The tile step (scores -> logits -> softmax) is inlined twice
 (the first key tile and the loop) and each thread holds 64 scores of a
 128 x 128 tile, so the instructions a mask adds per score are about
-(N - N_baseline) / 128; a spec that divides by a runtime arg has two
-copies of the step (see docs/expressions.md, "What an element test
-costs"), and its figure then averages the two. Needs no GPU; needs cuobjdump
-(on PATH, or --cuobjdump). Prints a table; writes JSON (--out).
+(N - N_baseline) / 128. A spec that divides by a runtime arg has two
+copies of the step (docs/expressions.md, "What an element test costs"):
+its 'per score' is that of the copy a launch with positive divisors runs,
+measured on the generated unit with divisors_positive() made `true` (the
+other copy is then dead code), compiled by NVRTC with attnjit's options;
+'instr' counts the variant as built, both copies. Needs no GPU; needs
+libnvrtc and cuobjdump (on PATH, or --cuobjdump). Prints a table; writes
+JSON (--out).
 
     python3 bench/element_sass.py --cli build/cli/attnjit --out bench/results/DATE-HOST-COMMIT-element-sass.json
 """
 
 import argparse
+import ctypes
 import datetime
 import json
 import pathlib
@@ -27,6 +32,7 @@ import tempfile
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 EXAMPLES = ROOT / "specs" / "examples"
 # (name, spec file, preset); every preset is D128 full or causal, 128 x 128 tiles.
+sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent))
 SPECS = [
     ("strided", EXAMPLES / "strided.yaml", "strided"),
     ("chunked_local", EXAMPLES / "chunked_local.yaml", "llama4"),
@@ -56,6 +62,55 @@ def first_preset(spec):
     sys.exit(f"element_sass: {spec} has no preset")
 
 
+def opcodes(cuobjdump, cubin):
+    sass = subprocess.run([cuobjdump, "-sass", str(cubin)], capture_output=True, text=True,
+                          check=True).stdout
+    return [m.group(2).split(".")[0] for m in map(INSTRUCTION.match, sass.splitlines()) if m]
+
+
+POSITIVE = re.compile(r"(static bool divisors_positive\(const P& prm\) \{\n    return ).*?;")
+
+
+def positive_copy(cli, cuobjdump, spec, preset, work):
+    """Instructions of the variant with only the positive-divisor copy of
+    the tile step: its generated unit, divisors_positive() returning true,
+    compiled by NVRTC (attnjit's options) to a cubin."""
+    from nvrtc_phases import load_nvrtc  # noqa: PLC0415
+    base = [cli, "compile", "--spec", str(spec), "--preset", preset]
+    unit = work / f"{preset}-positive"
+    unit.mkdir()
+    source = subprocess.run(base + ["--emit", "source"], capture_output=True, text=True,
+                            check=True).stdout
+    params = next(line.split('"')[1] for line in source.splitlines()
+                  if line.startswith('#include "') and line.endswith('_params.h"'))
+    (unit / params).write_text(subprocess.run(base + ["--emit", "params"], capture_output=True,
+                                              text=True, check=True).stdout)
+    source, n = POSITIVE.subn(r"\1true;", source)
+    assert n == 1, "divisors_positive not found in the generated unit"
+    lib = load_nvrtc()
+    prog = ctypes.c_void_p()
+    assert lib.nvrtcCreateProgram(ctypes.byref(prog), source.encode(), b"unit.cu", 0, None,
+                                  None) == 0
+    options = ["--gpu-architecture=sm_90a", "--std=c++17", "--use_fast_math",
+               f"-I{ROOT / 'templates'}", f"-I{unit}"]
+    args = (ctypes.c_char_p * len(options))(*[o.encode() for o in options])
+    if lib.nvrtcCompileProgram(prog, len(options), args):
+        size = ctypes.c_size_t()
+        lib.nvrtcGetProgramLogSize(prog, ctypes.byref(size))
+        log = ctypes.create_string_buffer(size.value)
+        lib.nvrtcGetProgramLog(prog, log)
+        sys.exit(f"element_sass: the positive copy of {spec} did not compile:\n"
+                 f"{log.value.decode()[-2000:]}")
+    size = ctypes.c_size_t()
+    lib.nvrtcGetCUBINSize(prog, ctypes.byref(size))
+    cubin = ctypes.create_string_buffer(size.value)
+    lib.nvrtcGetCUBIN(prog, cubin)
+    lib.nvrtcDestroyProgram(ctypes.byref(prog))
+    path = unit / "positive.cubin"
+    path.write_bytes(cubin.raw)
+    return len(opcodes(cuobjdump, path))
+
+
 def census(cli, cuobjdump, spec, preset, work):
     cubin = work / f"{preset}.cubin"
     out = subprocess.run([cli, "compile", "--spec", str(spec), "--preset", preset,
@@ -64,13 +119,14 @@ def census(cli, cuobjdump, spec, preset, work):
     if out.returncode:
         sys.exit(f"element_sass: compiling {spec} failed:\n{out.stderr}")
     resources = re.search(r"(\d+) registers.*spills (\d+) B stores / (\d+) B loads", out.stdout)
-    sass = subprocess.run([cuobjdump, "-sass", str(cubin)], capture_output=True, text=True,
-                          check=True).stdout
-    ops = [m.group(2).split(".")[0] for m in map(INSTRUCTION.match, sass.splitlines()) if m]
+    ops = opcodes(cuobjdump, cubin)
     source = subprocess.run([cli, "compile", "--spec", str(spec), "--preset", preset,
                              "--emit", "source"], capture_output=True, text=True).stdout
+    divides = "has_divisors = true" in source
     return {
-        "step_copies": 2 if "has_divisors = true" in source else 1,
+        "step_copies": 2 if divides else 1,
+        "positive_copy_instructions": (positive_copy(cli, cuobjdump, spec, preset, work)
+                                       if divides else len(ops)),
         "instructions": len(ops),
         "calls": ops.count("CALL"),
         "branch_regions": ops.count("BSSY"),
@@ -98,8 +154,8 @@ def main():
             row = census(args.cli, args.cuobjdump, spec, preset or first_preset(spec), work)
             row["name"] = name
             row["per_score_over_baseline"] = round(
-                (row["instructions"] - base["instructions"]) /
-                (SCORES_PER_TILE_STEP * TILE_STEPS * row["step_copies"]), 1)
+                (row["positive_copy_instructions"] - base["instructions"]) /
+                (SCORES_PER_TILE_STEP * TILE_STEPS), 1)
             rows.append(row)
     header = f"{'spec':<16}{'instr':>8}{'copies':>8}{'per score':>11}{'CALL':>6}{'BSSY':>6}{'LDG':>6}{'regs':>6}{'spill B':>9}"
     print(f"baseline (two compares): {base['instructions']} instructions, {base['branch_regions']} BSSY")
