@@ -4,9 +4,11 @@ example spec's sm_90a variant compiled (`attnjit compile --emit cubin`),
 disassembled with cuobjdump, and its SASS counted (instructions, calls,
 divergent-branch regions, spills), against a baseline spec whose mask is
 two compares. The tile step (scores -> logits -> softmax) is inlined twice
-(the first key tile and the loop) and each thread holds 64 scores of a
-128 x 128 tile, so the instructions a mask adds per score are about
-(N - N_baseline) / 128. A spec that divides by a runtime arg has two
+(the first key tile and the loop) and each consumer thread holds
+block_m x block_n / (32 warps) scores of a tile (64 at 128 x 128 over 8
+warps), so the instructions a mask adds per score are about
+(N - N_baseline) / (2 x scores per thread), the baseline compiled with
+the spec's tile configuration. A spec that divides by a runtime arg has two
 copies of the step (docs/expressions.md, "What an element test costs"):
 its 'per score' is that of the copy a launch with positive divisors runs,
 measured on the generated unit with divisors_positive() made `true` (the
@@ -47,8 +49,7 @@ mask: "j <= p and j + 1 != 0"
 presets:
   two_compares: {head_dim: 128}
 """
-SCORES_PER_TILE_STEP = 64  # a thread's scores of a 128 x 128 tile (two 4-warp warpgroups)
-TILE_STEPS = 2             # the first key tile and the loop
+TILE_STEPS = 2  # the first key tile and the loop
 INSTRUCTION = re.compile(r"^\s+/\*[0-9a-f]{4,}\*/\s+(@!?U?P\w+\s+)?([A-Z][A-Z0-9_.]*)")
 
 
@@ -111,10 +112,11 @@ def positive_copy(cli, cuobjdump, spec, preset, work):
     return len(opcodes(cuobjdump, path))
 
 
-def census(cli, cuobjdump, spec, preset, work):
+def census(cli, cuobjdump, spec, preset, work, tuning=None):
     cubin = work / f"{preset}.cubin"
+    extra = ["--tuning", tuning] if tuning else []
     out = subprocess.run([cli, "compile", "--spec", str(spec), "--preset", preset,
-                          "--emit", "cubin", "-o", str(cubin), "--no-cache"],
+                          "--emit", "cubin", "-o", str(cubin), "--no-cache"] + extra,
                          capture_output=True, text=True)
     if out.returncode:
         sys.exit(f"element_sass: compiling {spec} failed:\n{out.stderr}")
@@ -123,7 +125,11 @@ def census(cli, cuobjdump, spec, preset, work):
     source = subprocess.run([cli, "compile", "--spec", str(spec), "--preset", preset,
                              "--emit", "source"], capture_output=True, text=True).stdout
     divides = "has_divisors = true" in source
+    tile = {k: int(v) for k, v in re.findall(r"\b(block_m|block_n|warps)=(\d+)", out.stdout)}
     return {
+        "tuning": re.search(r"\|([^\]]*)\]", out.stdout).group(1),
+        "tile": f"{tile['block_m']}x{tile['block_n']}/{tile['warps']}w",
+        "scores_per_thread": tile["block_m"] * tile["block_n"] // (32 * tile["warps"]),
         "step_copies": 2 if divides else 1,
         "positive_copy_instructions": (positive_copy(cli, cuobjdump, spec, preset, work)
                                        if divides else len(ops)),
@@ -149,19 +155,25 @@ def main():
         base_spec = work / "two_compares.yaml"
         base_spec.write_text(BASELINE)
         base = census(args.cli, args.cuobjdump, base_spec, "two_compares", work)
+        baselines = {base["tuning"]: base}
         rows = []
         for name, spec, preset in SPECS:
             row = census(args.cli, args.cuobjdump, spec, preset or first_preset(spec), work)
+            if row["tuning"] not in baselines:
+                baselines[row["tuning"]] = census(args.cli, args.cuobjdump, base_spec,
+                                                  "two_compares", work, row["tuning"])
             row["name"] = name
+            row["baseline_instructions"] = baselines[row["tuning"]]["instructions"]
             row["per_score_over_baseline"] = round(
-                (row["positive_copy_instructions"] - base["instructions"]) /
-                (SCORES_PER_TILE_STEP * TILE_STEPS), 1)
+                (row["positive_copy_instructions"] - row["baseline_instructions"]) /
+                (row["scores_per_thread"] * TILE_STEPS), 1)
             rows.append(row)
-    header = f"{'spec':<16}{'instr':>8}{'copies':>8}{'per score':>11}{'CALL':>6}{'BSSY':>6}{'LDG':>6}{'regs':>6}{'spill B':>9}"
-    print(f"baseline (two compares): {base['instructions']} instructions, {base['branch_regions']} BSSY")
+    header = f"{'spec':<16}{'tile':>14}{'instr':>8}{'copies':>8}{'per score':>11}{'CALL':>6}{'BSSY':>6}{'LDG':>6}{'regs':>6}{'spill B':>9}"
+    print(f"baseline (two compares, 128x128/8w): {base['instructions']} instructions, "
+          f"{base['branch_regions']} BSSY")
     print(header)
     for r in rows:
-        print(f"{r['name']:<16}{r['instructions']:>8}{r['step_copies']:>8}"
+        print(f"{r['name']:<16}{r['tile']:>14}{r['instructions']:>8}{r['step_copies']:>8}"
               f"{r['per_score_over_baseline']:>11}"
               f"{r['calls']:>6}{r['branch_regions']:>6}{r['global_loads']:>6}{r['registers']:>6}"
               f"{r['spill_bytes']:>9}")

@@ -23,13 +23,18 @@ constexpr const char* kNs = "::attnjit::expr::";
 std::string float_literal(double value) { return float_text(value) + "f"; }
 
 // The device read of tensor `t` at the index text `x`.
-std::string tensor_read(const ExprTensor& t, const std::string& x) {
+// A read of tensor t at index x. In the element code (`element`), where
+// the sequence has keys and queries, a token read takes the unguarded form
+// (load_*_token_at, user_expr.cuh).
+std::string tensor_read(const ExprTensor& t, const std::string& x, bool element = false) {
+  const char* at = element ? "_at" : "";
   switch (t.per) {
     case TensorDomain::kKeyToken:
-      return fmt::format("{}load_key_token(prm.{}, prm.cu_seqlens_k, b, n_k, {})", kNs, t.name, x);
-    case TensorDomain::kQueryToken:
-      return fmt::format("{}load_query_token(prm.{}, prm.cu_seqlens_q, b, n_q, n_k, {})", kNs,
+      return fmt::format("{}load_key_token{}(prm.{}, prm.cu_seqlens_k, b, n_k, {})", kNs, at,
                          t.name, x);
+    case TensorDomain::kQueryToken:
+      return fmt::format("{}load_query_token{}(prm.{}, prm.cu_seqlens_q, b, n_q, n_k, {})", kNs,
+                         at, t.name, x);
     case TensorDomain::kSequence:
       return fmt::format("{}load_sequence(prm.{}, b)", kNs, t.name);
     case TensorDomain::kHead:
@@ -244,7 +249,8 @@ std::string value_code(const Expr& expr, int index, const RowValues* rows = null
     case ExprOp::kScalar:
       return "prm." + expr.context.scalars[static_cast<std::size_t>(n.index)].name;
     case ExprOp::kTensor:
-      return tensor_read(expr.context.tensors[static_cast<std::size_t>(n.index)], kid(0));
+      return tensor_read(expr.context.tensors[static_cast<std::size_t>(n.index)], kid(0),
+                         rows != nullptr);
     case ExprOp::kToFloat:
       return "static_cast<float>(" + kid(0) + ")";
     case ExprOp::kNot:

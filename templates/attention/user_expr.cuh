@@ -124,7 +124,7 @@ inline T fsqrt(T a) { return std::sqrt(a); }
 
 // ---------------------------------------------------------------------------
 // Tensor reads (the `per` domains of docs/expressions.md). An index outside
-// the domain reads 0 and touches no memory.
+// the domain reads 0 and touches no memory outside the domain.
 
 // The group size of grouped heads (query heads per kv head), 1 when the
 // counts are not usable.
@@ -145,6 +145,26 @@ ATTNJIT_EXPR_FN T load_query_token(const T* t, const int* cu_seqlens_q, int b, i
                                    int x) {
   const long long i = static_cast<long long>(x) - (static_cast<long long>(n_k) - n_q);
   return i >= 0 && i < n_q ? t[cu_seqlens_q[b] + static_cast<int>(i)] : T(0);
+}
+// The same two reads in the element code (mask() and score(), which the
+// kernels call only for a score, so the sequence has at least one key
+// and one query): the index clamped into the domain, both loads
+// unconditional, 0 outside. The guarded forms put each load behind its
+// own branch, which the compiler does not merge across a thread's rows,
+// which read the same key.
+template <class T>
+ATTNJIT_EXPR_FN T load_key_token_at(const T* t, const int* cu_seqlens_k, int b, int n_k, int x) {
+  const int i = imin(imax(x, 0), n_k - 1);  // n_k >= 1
+  const T value = t[cu_seqlens_k[b] + i];
+  return i == x ? value : T(0);
+}
+template <class T>
+ATTNJIT_EXPR_FN T load_query_token_at(const T* t, const int* cu_seqlens_q, int b, int n_q,
+                                      int n_k, int x) {
+  const long long at = static_cast<long long>(x) - (static_cast<long long>(n_k) - n_q);
+  const int i = at < 0 ? 0 : at < n_q ? static_cast<int>(at) : n_q - 1;  // n_q >= 1
+  const T value = t[cu_seqlens_q[b] + i];
+  return i == at ? value : T(0);
 }
 // per: sequence (indexed by b only), per: head / kv_head / table: x in [0, n).
 template <class T>

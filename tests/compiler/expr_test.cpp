@@ -344,12 +344,14 @@ TEST(ExprEmit, MaskAndScoreStruct) {
   const std::string score_only = emit_user_struct(nullptr, &score);
   EXPECT_EQ(score_only.find("mask("), std::string::npos);
   EXPECT_EQ(score_only.find("classify("), std::string::npos);
-  // Tensor reads go through the bounds-checked loads of their domain.
+  // Tensor reads go through the bounds-checked loads of their domain; in
+  // the element code a token read takes the form that clamps its index
+  // into the domain (_at: a score's sequence has keys and queries).
   const Expr reads = parse("doc[p] == qdoc[j] and prefix[b] > 0 and slopes[h] > bias[j - p]");
   const std::string text = emit_user_struct(&reads, nullptr);
   for (const char* read :
        {"::attnjit::expr::load_key_token(prm.doc, prm.cu_seqlens_k, b, n_k, p)",
-        "::attnjit::expr::load_query_token(prm.qdoc, prm.cu_seqlens_q, b, n_q, n_k, j)",
+        "::attnjit::expr::load_query_token_at(prm.qdoc, prm.cu_seqlens_q, b, n_q, n_k, j)",
         "::attnjit::expr::load_sequence(prm.prefix, b)",
         "::attnjit::expr::load_bounded(prm.slopes, prm.num_heads_q, h)",
         "::attnjit::expr::load_bounded(prm.bias, 4, ::attnjit::expr::sub(j, p))"}) {
@@ -365,8 +367,8 @@ TEST(ExprEmit, MaskAndScoreStruct) {
     EXPECT_NE(text.find(row), std::string::npos) << row << "\n" << text;
   }
   EXPECT_NE(text.find("return ::attnjit::expr::land(::attnjit::expr::land((r.mask_0 == "
-                      "::attnjit::expr::load_query_token(prm.qdoc, prm.cu_seqlens_q, b, n_q, n_k, "
-                      "j)), r.mask_1), (r.mask_2 > "),
+                      "::attnjit::expr::load_query_token_at(prm.qdoc, prm.cu_seqlens_q, b, n_q, "
+                      "n_k, j)), r.mask_1), (r.mask_2 > "),
             std::string::npos)
       << text;
   // Without any, the struct is empty and the expressions read none.
