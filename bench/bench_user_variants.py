@@ -1,7 +1,11 @@
 #!/usr/bin/env python3
 """Variants written in a spec (specs/examples, attnjit.load_spec) against
-FlexAttention with the same mask_mod / score_mod on the same tensors, and
-the re-expressed built-ins against their flags, side by side in one run.
+FlexAttention and FlashAttention-4 with the same masks and scores on the
+same tensors (FlexAttention: mask_mod / score_mod with its block mask; FA4:
+its CuTe DSL mask_mod / score_mod with the block mask its
+compute_block_sparsity builds, bench/peer_fa4.py, where FA4 is installed),
+and the re-expressed built-ins against their flags, side by side in one
+run.
 
 For each problem: the first call (attnjit: NVRTC compile and load with an
 empty kernel cache; FlexAttention: create_block_mask plus torch.compile of
@@ -9,7 +13,9 @@ a new mask/score), then the median time of later calls
 (triton.testing.do_bench), useful TFLOP/s (4 * unmasked pairs * D * Hq,
 pairs counted exactly from the mask), and the floor (max of the FLOPs at
 the measured bf16 matmul rate and q, k, v, o moved once at the copy
-bandwidth). Before timing, attnjit's output (poisoned with NaN first) is
+bandwidth). FA4's first call is its block mask's build plus its first
+call; its block mask's build is timed on its own too (FA4's kernel time
+does not include it). Before timing, attnjit's output (poisoned with NaN first) is
 checked against the fp32 PyTorch reference with the example's mask and
 score written as PyTorch code, on a reduced instance (one sequence of at
 most 2048 tokens, fresh inputs), and against FlexAttention on the full
@@ -300,6 +306,25 @@ def run_problem(pr, attnjit, reference, user_vm=False):
     except Exception as e:  # noqa: BLE001  (a peer that cannot run it)
         print(f"    (flex: {type(e).__name__}: {str(e).splitlines()[0][:100]})")
         times["flex"] = None
+    try:
+        from peer_fa4 import fa4_user_runner  # noqa: PLC0415
+        b = pr.batch
+        q4, k4, v4 = (x.view(b, s, x.shape[1], x.shape[2]) for x in (q, k, v))
+        fa4, why = fa4_user_runner(pr.name, own, q4, k4, v4)
+    except Exception as e:  # noqa: BLE001  (a peer that cannot run it)
+        fa4, why = None, f"{type(e).__name__}: {str(e).splitlines()[0][:100] if str(e) else ''}"
+    if fa4 is None:
+        print(f"    (fa4: {why})")
+        times["fa4"] = None
+        row["fa4_why"] = why
+    else:
+        row["fa4_first_s"] = fa4["first_s"]
+        row["fa4_tile"] = list(fa4["tile"])
+        row["fa4_blocks_partial_full_total"] = fa4["blocks"]
+        row["fa4_block_mask_ms"] = time_ms(fa4["build"])
+        times["fa4"] = time_ms(fa4["run"])
+        got = fa4["run"]().reshape(b * s, pr.hq, pr.d).float()
+        row["rel_err_fa4"] = reference.relative_error(ours(), got)
     row["ms"] = times
     row["tflops"] = {n: (flops / (t * 1e-3) / 1e12 if t else None)
                      for n, t in times.items()}
@@ -307,24 +332,29 @@ def run_problem(pr, attnjit, reference, user_vm=False):
 
 
 def print_table(rows):
-    print(f"\n{'problem':<22}{'attnjit':>18}{'builtin':>18}{'flex':>18}"
-          f"{'floor':>8}{'x fl':>6}{'1st ours':>10}{'1st flex':>10}"
-          f"{'err ref':>9}{'err flex':>9}")
+    print(f"\n{'problem':<22}{'attnjit':>18}{'builtin':>18}{'flex':>18}{'fa4':>18}"
+          f"{'fa4 mask':>9}{'floor':>8}{'x fl':>6}{'1st ours':>10}{'1st flex':>10}"
+          f"{'1st fa4':>9}{'err ref':>9}{'err flex':>9}{'err fa4':>9}")
     for r in rows:
         cells = []
-        for peer in ("attnjit", "builtin", "flex"):
+        for peer in ("attnjit", "builtin", "flex", "fa4"):
             t = r["ms"].get(peer)
             cells.append(f"{'-':>18}" if t is None else
                          f"{t:8.3f}ms {r['tflops'][peer]:5.0f}TF ")
         ours = r["ms"]["attnjit"]
         flex_first = r.get("flex_first_s")
+        fa4_first = r.get("fa4_first_s")
+        fa4_mask = r.get("fa4_block_mask_ms")
         print(f"{r['problem']:<22}" + "".join(cells)
+              + (f"{fa4_mask:7.3f}ms" if fa4_mask else f"{'-':>9}")
               + f"{r['floor_ms']:8.3f}{ours / r['floor_ms']:6.2f}"
               + f"{r['attnjit_first_s']:8.2f}s"
               + ("v" if r.get("attnjit_first_tier") == "vm" else " ")
               + (f"{flex_first:9.2f}s" if flex_first else f"{'-':>10}")
+              + (f"{fa4_first:8.2f}s" if fa4_first else f"{'-':>9}")
               + f"{r['rel_err_reference']:9.1e}"
-              + f"{r.get('rel_err_flex', math.nan):9.1e}")
+              + f"{r.get('rel_err_flex', math.nan):9.1e}"
+              + f"{r.get('rel_err_fa4', math.nan):9.1e}")
 
 
 def self_test():
@@ -348,7 +378,10 @@ def self_test():
         for name in own:
             assert name.isidentifier(), (pr.name, name)
         assert os.path.isfile(os.path.join(EXAMPLES, pr.spec + ".yaml"))
-    print(f"self-test: {len(PROBLEMS)} problems, masks and pair counts agree")
+    from peer_fa4 import FA4_USER_PROBLEMS  # noqa: PLC0415
+    assert sorted(FA4_USER_PROBLEMS) == sorted(p.name for p in PROBLEMS), \
+        "every problem has its FA4 mods (bench/peer_fa4.py) and no other does"
+    print(f"self-test: {len(PROBLEMS)} problems, masks and pair counts agree, each with FA4 mods")
 
 
 def main():

@@ -12,7 +12,7 @@
 #   DECODE_AB_ENV as PAGED_AB_ENV)
 #   STAGES="build kbench" KBENCH_AB_ENV="ATTNJIT_TUNING=stages=3" (kernel_bench --no-tune on the
 #   peer, decode and user problems, KBENCH_PROBLEMS=a,b to choose, then again with each setting)
-#   STAGES="build user" (user-spec variants vs FlexAttention, check --spec on the examples;
+#   STAGES="build user" (user-spec variants vs FlexAttention and FA4, check --spec on the examples;
 #   USER_ARGS=--user-vm: first calls through the expression VM's tier)
 #   STAGES="build decode_profile" (ncu on the decode rows; DECODE_PROFILE_PEERS, DECODE_PROFILE_PROBLEM;
 #   DECODE_PROFILE_SOURCE=1 adds per-instruction counters and stall samples as CSV)

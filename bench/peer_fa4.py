@@ -71,3 +71,142 @@ def fa4_call(pr, q, k, v, cu, sinks, seqlen):
     if use_spans:
         return None, "no image-span argument (a mask_mod with block sparsity would be one)"
     return fa4_varlen(q, k, v, cu, cu, seqlen, seqlen, causal, window, sinks_mode, sinks)
+
+
+# ---- bench_user_variants.py: the same masks and scores as FA4's mods ---------
+#
+# Each problem's mask_mod / score_mod in the CuTe DSL, written from the same
+# definitions as its FlexAttention mods (q: the query's index, which is its
+# position, every sequence having n_q == n_k; k: the key's), over FA4's
+# batched entry (flash_attn_func, [B, S, H, D]) with the block mask FA4's
+# compute_block_sparsity builds from the mask_mod at the tile FA4 picks for
+# the head dim. The DSL resolves names through this module's globals, so
+# cutlass, cute and FA4's utils are imported into them on first use.
+
+FA4_USER_PROBLEMS = ("llama4_chunked_local", "prefix_lm", "document_mask", "alibi_causal",
+                     "causal_expr", "sliding_window_expr", "key0_bias_expr", "streaming_llm",
+                     "strided")
+
+
+def _user_mods(name, own, seqlen):
+    """(mask_mod, score_mod, aux_tensors) of a problem in the CuTe DSL."""
+    global cutlass, cute, fu  # noqa: PLW0603  (the DSL's name resolution)
+    import cutlass  # noqa: PLC0415
+    import cutlass.cute as cute  # noqa: PLC0415
+    from flash_attn.cute import utils as fu  # noqa: PLC0415
+
+    if name == "llama4_chunked_local":
+        chunk = int(own["chunk"])
+
+        @cute.jit
+        def mask(b, h, q, k, seqlen_info, aux):
+            c = fu.scalar_to_ssa(chunk, cutlass.Int32)
+            return ((q // c) == (k // c)) & (k <= q)
+        return mask, None, None
+    if name == "prefix_lm":
+        @cute.jit
+        def mask(b, h, q, k, seqlen_info, aux):
+            return (k < fu.scalar_to_ssa(aux[0][b[0]], cutlass.Int32)) | (k <= q)
+        return mask, None, [own["prefix"]]
+    if name == "document_mask":
+        s = int(seqlen)
+
+        @cute.jit
+        def mask(b, h, q, k, seqlen_info, aux):
+            doc_q = fu.scalar_to_ssa(aux[0][b[0] * s + q[0]], cutlass.Int32)
+            doc_k = fu.scalar_to_ssa(aux[0][b[0] * s + k[0]], cutlass.Int32)
+            return (doc_q == doc_k) & (k <= q)
+        return mask, None, [own["doc"]]
+    if name == "alibi_causal":
+        @cute.jit
+        def mask(b, h, q, k, seqlen_info, aux):
+            return k <= q
+
+        @cute.jit
+        def score(s, b, h, q, k, seqlen_info, aux):
+            slope = fu.scalar_to_ssa(aux[0][h[0]], cutlass.Float32).broadcast_to(s.shape)
+            distance = (q - k).to(cutlass.Float32)  # >= 0 wherever the mask keeps the score
+            return s - slope * distance
+        return mask, score, [own["slopes"]]
+    if name == "causal_expr":
+        @cute.jit
+        def mask(b, h, q, k, seqlen_info, aux):
+            return k <= q
+        return mask, None, None
+    if name == "sliding_window_expr":
+        window = int(own["window"])
+
+        @cute.jit
+        def mask(b, h, q, k, seqlen_info, aux):
+            return (k <= q) & ((q - k) <= fu.scalar_to_ssa(window, cutlass.Int32))
+        return mask, None, None
+    if name == "key0_bias_expr":
+        radius = int(own["radius"])
+
+        @cute.jit
+        def mask(b, h, q, k, seqlen_info, aux):
+            r = fu.scalar_to_ssa(radius, cutlass.Int32)
+            return ((q - k) <= r) & ((k - q) <= r)
+
+        @cute.jit
+        def score(s, b, h, q, k, seqlen_info, aux):
+            bias = fu.scalar_to_ssa(aux[0][h[0]], cutlass.Float32).broadcast_to(s.shape)
+            return cute.where(k == cute.full_like(k, 0), s + bias, s)
+        return mask, score, [own["key0_bias"]]
+    if name == "streaming_llm":
+        sinks, window = int(own["sink_tokens"]), int(own["window"])
+
+        @cute.jit
+        def mask(b, h, q, k, seqlen_info, aux):
+            first = fu.scalar_to_ssa(sinks, cutlass.Int32)
+            w = fu.scalar_to_ssa(window, cutlass.Int32)
+            return (k <= q) & ((k < first) | ((q - k) <= w))
+        return mask, None, None
+    if name == "strided":
+        stride = int(own["stride"])
+
+        @cute.jit
+        def mask(b, h, q, k, seqlen_info, aux):
+            d = fu.scalar_to_ssa(stride, cutlass.Int32)
+            return (k <= q) & (((q - k) % d) == fu.scalar_to_ssa(0, cutlass.Int32))
+        return mask, None, None
+    raise KeyError(name)
+
+
+def fa4_user_runner(name, own, q4, k4, v4):
+    """FA4 with a problem's mods and its block mask on [B, S, H, D] tensors:
+    (dict(first_s: block mask build + first call, run, build: the block
+    mask's build alone, tile, blocks: [partial, full, total]), None), or
+    (None, why)."""
+    import math  # noqa: PLC0415
+    import time  # noqa: PLC0415
+
+    import torch  # noqa: PLC0415
+    interface, why = fa4_interface()
+    if interface is None:
+        return None, why
+    from flash_attn.cute.compute_block_sparsity import compute_block_sparsity  # noqa: PLC0415
+    batch, seqlen, _, d = q4.shape
+    mask, score, aux = _user_mods(name, own, seqlen)
+    cfg = interface._tile_size_fwd_sm90(d, v4.shape[-1], False, False)  # a mask_mod: neither
+    tile = (cfg.m_block_size, cfg.n_block_size)
+
+    def build():
+        return compute_block_sparsity(tile_m=tile[0], tile_n=tile[1], batch_size=batch,
+                                      num_heads=1, seqlen_q=seqlen, seqlen_k=seqlen,
+                                      mask_mod=mask, aux_tensors=aux, device=q4.device)
+    torch.cuda.synchronize()
+    start = time.perf_counter()
+    blocks = build()
+
+    def run():
+        out = interface.flash_attn_func(q4, k4, v4, causal=False, mask_mod=mask, score_mod=score,
+                                        aux_tensors=aux, block_sparse_tensors=blocks)
+        return out[0] if isinstance(out, tuple) else out
+    run()
+    torch.cuda.synchronize()
+    first = time.perf_counter() - start
+    total = batch * math.ceil(seqlen / tile[0]) * math.ceil(seqlen / tile[1])
+    full = int(blocks.full_block_cnt.sum()) if blocks.full_block_cnt is not None else 0
+    return dict(first_s=first, run=run, build=build, tile=tile,
+                blocks=[int(blocks.mask_block_cnt.sum()), full, total]), None
