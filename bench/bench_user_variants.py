@@ -142,6 +142,22 @@ def _strided(device, batch, seqlen, hq):
     return dict(stride=stride), mask, None
 
 
+def _global_band(device, batch, seqlen, hq):
+    global_tokens, band = 64, 256
+
+    def mask(b, h, p, j):
+        return (j < global_tokens) | (p < global_tokens) | ((p - j).abs() <= band)
+    return dict(global_tokens=global_tokens, band=band), mask, None
+
+
+def _dilated(device, batch, seqlen, hq):
+    window, dilation = 4095, 4
+
+    def mask(b, h, p, j):
+        return (j <= p) & (p - j <= window) & ((p - j) % dilation == 0)
+    return dict(window=window, dilation=dilation), mask, None
+
+
 PROBLEMS = [
     Problem("llama4_chunked_local", "chunked_local", 2, 8192, 32, 8, 128,
             _chunked, flags=dict(causal=True)),
@@ -162,6 +178,11 @@ PROBLEMS = [
     Problem("streaming_llm", "streaming_llm", 4, 8192, 32, 8, 128,
             _streaming, builtin=dict(causal=True, window_size=(1023, 0))),
     Problem("strided", "strided", 2, 8192, 32, 8, 128, _strided),
+    # Two more of each kind, as a user writes them: Longformer's global
+    # tokens and band (two runs of keys per query tile), and its dilated
+    # window (every tile of the window partial).
+    Problem("longformer_global_band", "global_band", 4, 8192, 32, 8, 128, _global_band),
+    Problem("dilated_window", "dilated_window", 4, 8192, 32, 8, 128, _dilated),
 ]
 
 

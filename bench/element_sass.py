@@ -42,6 +42,8 @@ SPECS = [
     ("prefix_lm", EXAMPLES / "prefix_lm.yaml", None),
     ("document", EXAMPLES / "document.yaml", None),
     ("alibi", EXAMPLES / "alibi.yaml", None),
+    ("global_band", EXAMPLES / "global_band.yaml", None),
+    ("dilated_window", EXAMPLES / "dilated_window.yaml", None),
 ]
 BASELINE = """family: two_compares
 extends: attention

@@ -85,7 +85,7 @@ def fa4_call(pr, q, k, v, cu, sinks, seqlen):
 
 FA4_USER_PROBLEMS = ("llama4_chunked_local", "prefix_lm", "document_mask", "alibi_causal",
                      "causal_expr", "sliding_window_expr", "key0_bias_expr", "streaming_llm",
-                     "strided")
+                     "strided", "longformer_global_band", "dilated_window")
 
 
 def _user_mods(name, own, seqlen):
@@ -169,6 +169,25 @@ def _user_mods(name, own, seqlen):
         def mask(b, h, q, k, seqlen_info, aux):
             d = fu.scalar_to_ssa(stride, cutlass.Int32)
             return (k <= q) & (((q - k) % d) == fu.scalar_to_ssa(0, cutlass.Int32))
+        return mask, None, None
+    if name == "longformer_global_band":
+        global_tokens, band = int(own["global_tokens"]), int(own["band"])
+
+        @cute.jit
+        def mask(b, h, q, k, seqlen_info, aux):
+            g = fu.scalar_to_ssa(global_tokens, cutlass.Int32)
+            w = fu.scalar_to_ssa(band, cutlass.Int32)
+            return (k < g) | (q < g) | (((q - k) <= w) & ((k - q) <= w))
+        return mask, None, None
+    if name == "dilated_window":
+        window, dilation = int(own["window"]), int(own["dilation"])
+
+        @cute.jit
+        def mask(b, h, q, k, seqlen_info, aux):
+            w = fu.scalar_to_ssa(window, cutlass.Int32)
+            d = fu.scalar_to_ssa(dilation, cutlass.Int32)
+            zero = fu.scalar_to_ssa(0, cutlass.Int32)
+            return (k <= q) & ((q - k) <= w) & (((q - k) % d) == zero)
         return mask, None, None
     raise KeyError(name)
 

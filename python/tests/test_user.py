@@ -449,6 +449,21 @@ def _strided(lens_q, lens_k, hq):
     return dict(stride=stride), mask, None
 
 
+def _global_band(lens_q, lens_k, hq):
+    # Longformer: the first global_tokens positions see and are seen by
+    # every position; the rest see a band of keys on each side.
+    global_tokens, band = 5, 23
+    mask = lambda b, h, p, j: (j < global_tokens) | (p < global_tokens) | ((p - j).abs() <= band)  # noqa: E731,E501
+    return dict(global_tokens=global_tokens, band=band), mask, None
+
+
+def _dilated_window(lens_q, lens_k, hq):
+    # Longformer's dilated window: every dilation-th key of the window back.
+    window, dilation = 61, 3
+    mask = lambda b, h, p, j: (j <= p) & (p - j <= window) & ((p - j) % dilation == 0)  # noqa: E731,E501
+    return dict(window=window, dilation=dilation), mask, None
+
+
 EXAMPLE_CASES = {
     "chunked_local": (dict(causal=True), _chunked_local),
     "prefix_lm": ({}, _prefix_lm),
@@ -459,6 +474,8 @@ EXAMPLE_CASES = {
     "key0_bias_expr": ({}, _key0_bias_expr),
     "streaming_llm": ({}, _streaming_llm),
     "strided": ({}, _strided),
+    "global_band": ({}, _global_band),
+    "dilated_window": ({}, _dilated_window),
 }
 SHAPES = [  # (lens_q, lens_k, hq, hkv, d)
     ((130, 1, 64), (130, 200, 64), 8, 2, 128),   # prefill, decode, chunk

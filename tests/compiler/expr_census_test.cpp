@@ -46,6 +46,9 @@ struct Example {
                            : s.name == "sink_tokens" ? 4
                            : s.name == "stride"      ? 7
                            : s.name == "radius"      ? 64
+                           : s.name == "global_tokens" ? 128
+                           : s.name == "band"        ? 200
+                           : s.name == "dilation"    ? 3
                            : s.name == "num_heads_q" || s.name == "num_heads_kv" ? 1
                                                                                  : 0;
       env.scalars.push_back(value);
@@ -139,7 +142,9 @@ INSTANTIATE_TEST_SUITE_P(Examples, ExprCensus,
                                            Case{"document", false}, Case{"causal_expr", false},
                                            Case{"sliding_window_expr", false},
                                            Case{"key0_bias_expr", false},
-                                           Case{"streaming_llm", false}, Case{"strided", false}),
+                                           Case{"streaming_llm", false}, Case{"strided", false},
+                                           Case{"global_band", false},
+                                           Case{"dilated_window", false}),
                          [](const ::testing::TestParamInfo<Case>& info) {
                            return std::string(info.param.name);
                          });

@@ -70,6 +70,22 @@ std::vector<UserCheckArg> user_values(const std::string& family, const CheckShap
     stride.name = "stride";
     stride.int_value = 1 + int(rng() % 9);
     out.push_back(stride);
+  } else if (family == "global_band") {
+    UserCheckArg global_tokens, band;
+    global_tokens.name = "global_tokens";
+    global_tokens.int_value = int(rng() % 40);  // none, and more than a tile
+    band.name = "band";
+    band.int_value = int(rng() % 70);
+    out.push_back(global_tokens);
+    out.push_back(band);
+  } else if (family == "dilated_window") {
+    UserCheckArg window, dilation;
+    window.name = "window";
+    window.int_value = int(rng() % 200);
+    dilation.name = "dilation";
+    dilation.int_value = 1 + int(rng() % 6);
+    out.push_back(window);
+    out.push_back(dilation);
   } else if (family == "sliding_window_expr") {
     UserCheckArg window;
     window.name = "window";
@@ -230,7 +246,8 @@ INSTANTIATE_TEST_SUITE_P(Examples, UserVariantsViaVm,
                          ::testing::Values("chunked_local.yaml", "prefix_lm.yaml", "document.yaml",
                                            "alibi.yaml", "causal_expr.yaml",
                                            "sliding_window_expr.yaml", "key0_bias_expr.yaml",
-                                           "streaming_llm.yaml", "strided.yaml"),
+                                           "streaming_llm.yaml", "strided.yaml",
+                                           "global_band.yaml", "dilated_window.yaml"),
                          [](const ::testing::TestParamInfo<std::string>& info) {
                            return info.param.substr(0, info.param.find('.'));
                          });
@@ -239,7 +256,8 @@ INSTANTIATE_TEST_SUITE_P(Examples, UserVariants,
                          ::testing::Values("chunked_local.yaml", "prefix_lm.yaml", "document.yaml",
                                            "alibi.yaml", "causal_expr.yaml",
                                            "sliding_window_expr.yaml", "key0_bias_expr.yaml",
-                                           "streaming_llm.yaml", "strided.yaml"),
+                                           "streaming_llm.yaml", "strided.yaml",
+                                           "global_band.yaml", "dilated_window.yaml"),
                          [](const ::testing::TestParamInfo<std::string>& info) {
                            return info.param.substr(0, info.param.find('.'));
                          });
