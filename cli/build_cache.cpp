@@ -323,9 +323,14 @@ void require_writable_dir(const std::string& dir) {
   ::unlink(probe.c_str());
 }
 
-// --generic: the generic variant (generic_flags) of every variant of the
-// attention spec among the items, once each; the tier answers with them
-// while a variant compiles (ATTNJIT_TIERED, docs/tiers.md).
+// --generic: the generic variants (generic_flags) of every flag set of the
+// attention spec with the storage of a variant among the items (dtype,
+// head dims, layout, K/V dtype, schedule), once each; the tier answers
+// with them while a variant compiles (ATTNJIT_TIERED, docs/tiers.md). The
+// modes a generic variant cannot switch off by its arguments (soft-cap,
+// the sink mode, the clamp) take every value, so that any flag set of the
+// same storage, in the matrix or not, finds its generic variant; a value
+// the tuning rules refuse for that storage is left out.
 void add_generic_variants(std::vector<WorkItem>& items) {
   std::set<std::string> have;
   const auto id = [](const Signature& sig) {
@@ -336,11 +341,26 @@ void add_generic_variants(std::vector<WorkItem>& items) {
   for (size_t i = 0; i < count; ++i) {
     const Spec& spec = *items[i].spec;
     if (spec.family != attention_spec().family) continue;  // a user spec has its own
-    const FlagSet& flags = items[i].signature.flags;
+    // (Copies: the pushes below move the items.)
+    const FlagSet flags = items[i].signature.flags;
+    const auto options = items[i].signature.options;
     const AttentionFlags generic = generic_flags(AttentionFlags::from_flag_set(flags));
-    Signature sig = make_signature(spec, generic.to_flag_set(Schedule::of(flags)),
-                                   items[i].signature.options);
-    if (have.insert(id(sig)).second) items.push_back({&spec, std::move(sig)});
+    for (const bool softcap : {false, true}) {
+      for (const SinkMode sinks : {SinkMode::kNullLogit, SinkMode::kBiasKey0}) {
+        for (const bool clamp : {false, true}) {
+          AttentionFlags g = generic;
+          g.softcap = softcap;
+          g.sinks = sinks;
+          g.mm_clamp = clamp;
+          try {
+            Signature sig = make_signature(spec, g.to_flag_set(Schedule::of(flags)), options);
+            if (have.insert(id(sig)).second) items.push_back({&spec, std::move(sig)});
+          } catch (const Error& e) {
+            if (e.kind() != ErrorKind::kFlags) throw;  // refused for this storage
+          }
+        }
+      }
+    }
   }
 }
 
