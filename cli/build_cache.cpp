@@ -541,8 +541,9 @@ Runner add_build_cache(CLI::App& app) {
           },
           "K/N", "shard"));
   app.add_flag("--generic", a->generic,
-               "Also build the generic variant of each attention variant (the tier that "
-               "answers while a variant compiles: ATTNJIT_TIERED)");
+               "Also build the generic variants of each attention variant's storage, every "
+               "mode a first call may ask for (the tier that answers while a variant "
+               "compiles: ATTNJIT_TIERED)");
   app.add_flag("--user-vm", a->user_vm,
                "Also build the expression VM's variant of each variant's flags (the tier that "
                "answers for a user spec's variant while it compiles: ATTNJIT_USER_VM)");
