@@ -8,7 +8,12 @@ two compares. The tile step (scores -> logits -> softmax) is inlined twice
 block_m x block_n / (32 warps) scores of a tile (64 at 128 x 128 over 8
 warps), so the instructions a mask adds per score are about
 (N - N_baseline) / (2 x scores per thread), the baseline compiled with
-the spec's tile configuration. A spec that divides by a runtime arg has two
+the spec's tile configuration. N also holds the code that classifies key
+tiles (the walk's, once per 32 tiles, and the range's trimming), which
+the baseline (a mask folded into the rows' key ranges) has none of, so
+the figure overstates the element test of a mask with costly classes
+(document masking's sorted reads); it is a static count, for comparing a
+spec's code before and after a change. A spec that divides by a runtime arg has two
 copies of the step (docs/expressions.md, "What an element test costs"):
 its 'per score' is that of the copy a launch with positive divisors runs,
 measured on the generated unit with divisors_positive() made `true` (the
