@@ -35,6 +35,7 @@ int main(int argc, char** argv) {
       {"p / chunk == j / chunk and j / 7 <= p", "s"},
       // Per-element divisions by runtime args (two copies: divisors_positive).
       {"j <= p and (p - j) % chunk == 0", "s - temp * ((p - j) / wl + (j - p) % wr)"},
+      {"0 != (j - p) % 3 or j == p", "select((j - p) % wr == 0, s, s - temp)"},
       // Scores with tiles where they are s itself (score_identity).
       {"abs(p - j) <= wl", "s + select(j == 0, slopes[h], 0.0)"},
       {"j <= p", "select(j - p < -3, 0.0, temp * (p - j)) + s"},
