@@ -14,10 +14,12 @@
 #if defined(__CUDACC_RTC__) || defined(__CUDACC__)
 #define ATTNJIT_EXPR_FN __device__ __forceinline__
 #define ATTNJIT_EXPR_COLD __device__ __noinline__
+#define ATTNJIT_EXPR_ASSUME(x) __builtin_assume(x)
 #else
 #define ATTNJIT_EXPR_COLD inline
 #include <cmath>
 #define ATTNJIT_EXPR_FN inline
+#define ATTNJIT_EXPR_ASSUME(x) ((void)0)
 #endif
 
 namespace attnjit {

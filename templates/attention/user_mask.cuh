@@ -84,8 +84,11 @@ using UserRowOf = typename UserRowPick<C, user_row_values<C>()>::type;
 
 // The spec's mask and score at key j of a row (u: the row's UserRow);
 // kPositive: every runtime divisor is positive at this launch.
+// A key position is never negative (a visited tile's keys), which spares
+// the expressions' sign cases of j (a quotient's, a clamped read's).
 template <class C, bool kPositive, class P, class Row>
 __device__ __forceinline__ bool user_mask_at(const P& prm, const Row& u, int j) {
+  ATTNJIT_EXPR_ASSUME(j >= 0);
   if constexpr (user_divides<C>()) {
     return UserOf<C>::template mask<kPositive>(prm, u.r, u.b, u.h, u.hk, u.p, j, u.n_q, u.n_k);
   } else {
@@ -94,6 +97,7 @@ __device__ __forceinline__ bool user_mask_at(const P& prm, const Row& u, int j) 
 }
 template <class C, bool kPositive, class P, class Row>
 __device__ __forceinline__ float user_score_at(const P& prm, const Row& u, float s, int j) {
+  ATTNJIT_EXPR_ASSUME(j >= 0);
   if constexpr (user_divides<C>()) {
     return UserOf<C>::template score<kPositive>(prm, u.r, s, u.b, u.h, u.hk, u.p, j, u.n_q,
                                                  u.n_k);
