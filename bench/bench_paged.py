@@ -99,7 +99,7 @@ def attnjit_paged_peer(pr, x):
     if not hasattr(attnjit, "paged_attention"):
         return None, ("attnjit.paged_attention is missing (not merged yet)" if not ATTNJIT_MISSING
                       else f"attnjit unavailable ({ATTNJIT_MISSING})")
-    out = torch.empty_like(x.q)
+    out = x.q.new_empty((x.q.shape[0], pr.hq, pr.dv))  # o takes v's head dim
 
     def run():
         return attnjit.paged_attention(
@@ -112,7 +112,7 @@ def attnjit_paged_peer(pr, x):
 def attnjit_contig_peer(pr, x):
     if not hasattr(attnjit, "varlen_attention"):
         return None, f"attnjit unavailable ({ATTNJIT_MISSING})"
-    out = torch.empty_like(x.q)
+    out = x.q.new_empty((x.q.shape[0], pr.hq, pr.dv))  # o takes v's head dim
 
     def run():
         return attnjit.varlen_attention(
@@ -127,7 +127,7 @@ def triton_paged_peer(pr, x):
         return None, "no multimodal spans in the Triton kernel"
     if pr.dv != pr.d:
         return None, "one head dim for q, k and v in the Triton kernel"
-    out = torch.empty_like(x.q)
+    out = x.q.new_empty((x.q.shape[0], pr.hq, pr.dv))  # o takes v's head dim
 
     def run():
         return paged_attention_triton(
@@ -220,7 +220,7 @@ def sdpa_peer(pr, x, backend="cudnn", token_major=False):
             notes.append("K/V repeated per query head")
 
     def packed(outs):
-        o = torch.empty_like(x.q)
+        o = x.q.new_empty((x.q.shape[0], pr.hq, pr.dv))
         for c, r in zip(calls, outs):
             o.index_copy_(0, c[5], r.transpose(1, 2).reshape(-1, pr.hq, pr.dv))
         return o
