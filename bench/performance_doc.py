@@ -206,13 +206,19 @@ def decode_tables(root):
 
 def user_main_table(run):
     rows = []
+    fa4 = any(p["ms"].get("fa4") for p in run["problems"])
     for p in run["problems"]:
         b = p["ms"].get("builtin")
-        rows.append([p["spec"], p["shape"], ms(p["ms"]["attnjit"]), ms(p["ms"]["flex"]), ms(b),
-                     ms(p["floor_ms"]), f"{p['ms']['attnjit'] / p['floor_ms']:.2f}x",
-                     f"{p['attnjit_first_s']:.2f} s", f"{p['flex_first_s']:.2f} s"])
-    return table(["spec", "shape", "attnjit", "FlexAttention", "built-in flags", "floor",
-                  "attnjit / floor", "first call, attnjit", "first call, FlexAttention"], rows)
+        row = [p["spec"], p["shape"], ms(p["ms"]["attnjit"]), ms(p["ms"]["flex"])]
+        if fa4:  # FA4's kernel, and its block mask's build apart
+            row += [ms(p["ms"].get("fa4")), ms(p.get("fa4_block_mask_ms"))]
+        rows.append(row + [ms(b), ms(p["floor_ms"]), f"{p['ms']['attnjit'] / p['floor_ms']:.2f}x",
+                           f"{p['attnjit_first_s']:.2f} s", f"{p['flex_first_s']:.2f} s"])
+    head = ["spec", "shape", "attnjit", "FlexAttention"]
+    if fa4:
+        head += ["FA4", "FA4 block mask"]
+    return table(head + ["built-in flags", "floor", "attnjit / floor", "first call, attnjit",
+                         "first call, FlexAttention"], rows)
 
 
 def user_tables(root):
