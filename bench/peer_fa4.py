@@ -122,11 +122,12 @@ def _user_mods(name, own, seqlen):
         def mask(b, h, q, k, seqlen_info, aux):
             return k <= q
 
-        @cute.jit
-        def score(s, b, h, q, k, seqlen_info, aux):
-            slope = fu.scalar_to_ssa(aux[0][h[0]], cutlass.Float32).broadcast_to(s.shape)
-            distance = (q - k).to(cutlass.Float32)  # >= 0 wherever the mask keeps the score
-            return s - slope * distance
+        @cute.jit  # (FA4 passes a score_mod's arguments by these names)
+        def score(tSrS_ssa, b_idx, h_idx, q_idx, kv_idx, seqlen_info, aux_tensors):
+            slope = fu.scalar_to_ssa(aux_tensors[0][h_idx[0]], cutlass.Float32).broadcast_to(
+                tSrS_ssa.shape)
+            distance = (q_idx - kv_idx).to(cutlass.Float32)  # >= 0 where the mask keeps it
+            return tSrS_ssa - slope * distance
         return mask, score, [own["slopes"]]
     if name == "causal_expr":
         @cute.jit
@@ -148,10 +149,12 @@ def _user_mods(name, own, seqlen):
             r = fu.scalar_to_ssa(radius, cutlass.Int32)
             return ((q - k) <= r) & ((k - q) <= r)
 
-        @cute.jit
-        def score(s, b, h, q, k, seqlen_info, aux):
-            bias = fu.scalar_to_ssa(aux[0][h[0]], cutlass.Float32).broadcast_to(s.shape)
-            return cute.where(k == cute.full_like(k, 0), s + bias, s)
+        @cute.jit  # (FA4 passes a score_mod's arguments by these names)
+        def score(tSrS_ssa, b_idx, h_idx, q_idx, kv_idx, seqlen_info, aux_tensors):
+            bias = fu.scalar_to_ssa(aux_tensors[0][h_idx[0]], cutlass.Float32).broadcast_to(
+                tSrS_ssa.shape)
+            key0 = kv_idx == cute.full_like(kv_idx, 0)
+            return cute.where(key0, tSrS_ssa + bias, tSrS_ssa)
         return mask, score, [own["key0_bias"]]
     if name == "streaming_llm":
         sinks, window = int(own["sink_tokens"]), int(own["window"])
