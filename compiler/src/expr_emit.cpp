@@ -153,79 +153,6 @@ RowValues row_values(const Expr& expr, const std::string& prefix) {
   return rv;
 }
 
-// The element code's form of an expression: the same tree, but for a test
-// that p - j is a multiple of d, `(p - j) % d == 0` (or `!=`; j - p; the 0
-// on either side), which becomes `p % d == j % d`: d divides p - j exactly
-// when p and j leave one floored remainder, for every d (x % 0 = x compares
-// p with j; x % -1 = 0 both ways), as long as p - j does not wrap, and both
-// are positions, in [0, 2^31). The element code then divides per row (p %
-// d, a row value) and per key (j % d, the same for a thread's rows, which
-// the compiler computes once), not per score. classify() and key_bounds()
-// read the expression as written.
-class ElementForm {
- public:
-  explicit ElementForm(const Expr& in) : in_(in) {}
-
-  Expr build() {
-    Expr out = in_;
-    out.nodes.clear();
-    out.root = copy(in_.root, out.nodes);
-    return out;
-  }
-
- private:
-  const Expr& in_;
-
-  const ExprNode& node(int index) const { return in_.nodes[static_cast<std::size_t>(index)]; }
-  bool is_var(int index, ExprVar var) const {
-    return node(index).op == ExprOp::kVar && node(index).var == var;
-  }
-  bool is_zero(int index) const {
-    return node(index).op == ExprOp::kIntLit && node(index).int_value == 0;
-  }
-  // The remainder node of `(p - j) % d == 0` at an == / != node, or -1.
-  int multiple_test(const ExprNode& n) const {
-    if ((n.op != ExprOp::kEq && n.op != ExprOp::kNe) || node(n.kids[0]).type != ExprType::kInt) {
-      return -1;
-    }
-    const int rem = is_zero(n.kids[1]) ? n.kids[0] : is_zero(n.kids[0]) ? n.kids[1] : -1;
-    if (rem < 0 || node(rem).op != ExprOp::kMod) return -1;
-    const ExprNode& diff = node(node(rem).kids[0]);
-    if (diff.op != ExprOp::kSub) return -1;
-    const bool pj = is_var(diff.kids[0], ExprVar::kP) && is_var(diff.kids[1], ExprVar::kJ);
-    const bool jp = is_var(diff.kids[0], ExprVar::kJ) && is_var(diff.kids[1], ExprVar::kP);
-    return pj || jp ? rem : -1;
-  }
-
-  static int push(std::vector<ExprNode>& out, ExprNode n) {
-    out.push_back(n);
-    return static_cast<int>(out.size()) - 1;
-  }
-
-  int copy(int index, std::vector<ExprNode>& out) const {
-    const ExprNode& n = node(index);
-    if (const int rem = multiple_test(n); rem >= 0) {
-      const auto remainder_of = [&](ExprVar var) {
-        ExprNode v = node(node(node(rem).kids[0]).kids[0]);  // a position variable
-        v.var = var;
-        ExprNode mod = node(rem);
-        mod.kids[0] = push(out, v);
-        mod.kids[1] = copy(node(rem).kids[1], out);
-        return push(out, mod);
-      };
-      ExprNode test = n;
-      test.kids[0] = remainder_of(ExprVar::kP);
-      test.kids[1] = remainder_of(ExprVar::kJ);
-      return push(out, test);
-    }
-    ExprNode c = n;
-    for (int& kid : c.kids) {
-      if (kid >= 0) kid = copy(kid, out);
-    }
-    return push(out, c);
-  }
-};
-
 // The value of a node per element, as one C++ expression; a row value
 // reads as r.<name> (`rows` null: none, as in row() itself). In per-element
 // code (rows given) a division by a runtime arg takes the element code's
@@ -541,10 +468,10 @@ std::string emit_user_struct(const Expr* mask, const Expr* score) {
       "  static constexpr bool has_mask = {};\n"
       "  static constexpr bool has_score = {};\n",
       mask != nullptr, score != nullptr);
-  // The element code's trees (ElementForm) and their row values: one
+  // The element code's trees (detail::element_form) and their row values: one
   // struct, one row().
-  const Expr mask_elements = mask != nullptr ? ElementForm(*mask).build() : Expr{};
-  const Expr score_elements = score != nullptr ? ElementForm(*score).build() : Expr{};
+  const Expr mask_elements = mask != nullptr ? detail::element_form(*mask) : Expr{};
+  const Expr score_elements = score != nullptr ? detail::element_form(*score) : Expr{};
   if (mask != nullptr) detail::check_expr_tree(mask_elements);
   if (score != nullptr) detail::check_expr_tree(score_elements);
   const RowValues mask_rows = mask != nullptr ? row_values(mask_elements, "mask_") : RowValues{};
@@ -587,17 +514,16 @@ std::string emit_user_struct(const Expr* mask, const Expr* score) {
                        : std::string();
   const char* element_template =
       divides ? "  template <bool kPositiveDivisors, class P>\n" : "  template <class P>\n";
-  std::string positive;
-  if (divides) {
-    for (const Expr* expr : {mask, score}) {
-      if (expr == nullptr) continue;
-      for (const std::string& d : runtime_divisors(*expr)) {
-        const std::string test = "prm." + d + " > 0";
-        if (positive.find("(" + test + ")") == std::string::npos) {
-          positive += (positive.empty() ? "(" : " && (") + test + ")";
-        }
-      }
+  std::vector<std::string> divisors;  // of both expressions, once each
+  for (const Expr* expr : {mask, score}) {
+    if (expr == nullptr) continue;
+    for (const std::string& d : runtime_divisors(*expr)) {
+      if (std::find(divisors.begin(), divisors.end(), d) == divisors.end()) divisors.push_back(d);
     }
+  }
+  std::string positive;
+  for (const std::string& d : divisors) {
+    positive += (positive.empty() ? "(prm." : " && (prm.") + d + " > 0)";
   }
   out += fmt::format(
       "  static constexpr bool has_divisors = {};\n"

@@ -17,6 +17,10 @@ namespace attnjit::detail {
 // that are identifiers, finite fp32 literals.
 void check_expr_tree(const Expr& expr);
 
+// The tree the per-score code is emitted from (expr_element_form.cpp):
+// `(p - j) % d == 0` and its variants as `p % d == j % d`, the rest as is.
+Expr element_form(const Expr& expr);
+
 // The generated user struct's key-bound traits (has_key_bounds,
 // key_bounds_whole_mask, _exact_rows, _below, _above) for `bounds`; all
 // false for no bounds (ExprKeyBounds{}: no mask, or the VM's struct).
