@@ -145,6 +145,9 @@ def decode_problems():
         # Gemma-4's global layers (D 512): the engine's and a smaller batch.
         decode_problem("decode_gemma4_global_64x8k_d512", 64, 8192, 32, 4, 512),
         decode_problem("decode_gemma4_global_16x8k_d512", 16, 8192, 16, 2, 512),
+        # Gemma-4's sliding layers (D 256, window 1024 keys).
+        decode_problem("decode_gemma4_sliding_64x8k_d256", 64, 8192, 32, 16, 256,
+                       window=(1023, 0)),
     ]
 
 

@@ -87,6 +87,11 @@ struct DecodeSm90 {
   static constexpr unsigned kTileBytes = unsigned(BN * D * (kFp8 ? 1 : 2));  // one K (or V) tile
   static constexpr int kRowFloats = D + 4;                       // a part's output row (padded)
   static constexpr unsigned kQTileBytes = unsigned(16 * D * 2);  // a warp's rows of Q, 16-bit
+  // The combine and epilogue in passes of kSliceCols columns of O
+  // (decode_out_slice: all of D up to 128).
+  static constexpr int kSliceCols = decode_out_slice(D);
+  static constexpr int kSlices = D / kSliceCols;
+  static constexpr int kSliceBlocks = kSliceCols / 8;
   // e4m3 K/V multiply in fp16 (exact for e4m3): bf16 q is scaled into
   // fp16's range. 16-bit K/V multiply in q's type.
   static constexpr bool kScaleQ = kFp8 && element<T>::is_bf16;
@@ -122,6 +127,9 @@ struct DecodeSm90 {
                 "a warp's part as tile_config.cuh counts it");
   static_assert(16 * SmemRow<D>::kStride * sizeof(T) <= decode_part_bytes(D),
                 "the epilogue's staged rows fit the warp's part");
+  static_assert(D % kSliceCols == 0 &&
+                    (kSlices == 1 || 16 * SmemRow<D>::kStride * sizeof(T) <= decode_stage_bytes(D)),
+                "the epilogue's passes cover D, and their staged rows fit a warp's region");
 
   // The ring from a 1024-byte aligned base: stage s holds K then V; the
   // parts overlay it at the end; the barriers follow (tile_config.cuh).
@@ -151,6 +159,14 @@ struct DecodeSm90 {
     // then 16 output rows of kRowFloats.
     __device__ __forceinline__ float* part(int w) const {
       return reinterpret_cast<float*>(raw + pad + w * decode_part_bytes(D));
+    }
+    // Where warp w's epilogue stages its 16-bit rows: over its own part
+    // when one pass holds all of D (the combine has read it all then),
+    // else a region of its own past every part (decode_stage_bytes).
+    __device__ __forceinline__ T* stage(int w) const {
+      if constexpr (kSlices == 1) return reinterpret_cast<T*>(part(w));
+      return reinterpret_cast<T*>(raw + pad + kWarps * decode_part_bytes(D) +
+                                  w * decode_stage_bytes(D));
     }
   };
 
@@ -248,16 +264,18 @@ struct DecodeSm90 {
       }
       ptx::named_barrier_sync(1, kConsumerThreads);
       if (phase == 0) {
-        Softmax softmax;
-        float out[kOutBlocks][4];
-        combine(softmax, out);
-        __syncwarp();  // (the epilogue stages its rows over this warp's part)
-        // Swapped, a group is 8 rows: the epilogue's 16 stop at its end
-        // (the next group's rows are another warp's, or another block's).
-        Work bounded = work;
-        if constexpr (kSwap) bounded.map.rows = ptx::imin(work.map.rows, warp_row + kGroupRows);
-        Epilogue::store(prm, bounded, softmax, out, reinterpret_cast<T*>(sm.part(warp)), warp_row,
-                        lane);
+#pragma unroll 1
+        for (int col0 = 0; col0 < D; col0 += kSliceCols) {
+          Softmax softmax;
+          float out[kSliceBlocks][4];
+          combine(softmax, out, col0);
+          __syncwarp();  // (one pass: the epilogue stages its rows over this warp's part)
+          // Swapped, a group is 8 rows: the epilogue's 16 stop at its end
+          // (the next group's rows are another warp's, or another block's).
+          Work bounded = work;
+          if constexpr (kSwap) bounded.map.rows = ptx::imin(work.map.rows, warp_row + kGroupRows);
+          Epilogue::store(prm, bounded, softmax, out, sm.stage(warp), warp_row, lane, col0);
+        }
       }
       Epilogue::finish_split(prm, work, tid, kConsumerThreads,
                              [] { ptx::named_barrier_sync(1, kConsumerThreads); });
@@ -539,9 +557,11 @@ struct DecodeSm90 {
       }
     }
 
-    // The group's phases into one state and output (this warp is the
-    // group's first), the output in the standard fragment layout.
-    __device__ __forceinline__ void combine(Softmax& softmax, float (&out)[kOutBlocks][4]) const {
+    // The group's phases into one state and the output's columns [col0,
+    // col0 + kSliceCols) (this warp is the group's first), the output in
+    // the standard fragment layout.
+    __device__ __forceinline__ void combine(Softmax& softmax, float (&out)[kSliceBlocks][4],
+                                            int col0) const {
       float top[2] = {ptx::neg_inf(), ptx::neg_inf()};
 #pragma unroll 1
       for (int ph = 0; ph < phases; ++ph) {
@@ -550,7 +570,7 @@ struct DecodeSm90 {
         top[1] = ptx::max(top[1], part[32 + lane]);
       }
 #pragma unroll
-      for (int db = 0; db < kOutBlocks; ++db)
+      for (int db = 0; db < kSliceBlocks; ++db)
         out[db][0] = out[db][1] = out[db][2] = out[db][3] = 0.f;
       float sum[2] = {0.f, 0.f};
       const int c = lane % 4;
@@ -568,9 +588,9 @@ struct DecodeSm90 {
         const float* rows = part + 128;
 #pragma unroll
         for (int r = 0; r < 2; ++r) {
-          const float* row = rows + (lane / 4 + 8 * r) * kRowFloats;
+          const float* row = rows + (lane / 4 + 8 * r) * kRowFloats + col0;
 #pragma unroll
-          for (int db = 0; db < kOutBlocks; ++db) {
+          for (int db = 0; db < kSliceBlocks; ++db) {
             const float2 x = *reinterpret_cast<const float2*>(row + 8 * db + 2 * c);
             out[db][2 * r] += weight[r] * x.x;
             out[db][2 * r + 1] += weight[r] * x.y;

@@ -20,6 +20,15 @@
 namespace attnjit {
 namespace attention {
 
+// The bytes of one raw fp8 row a TMA box holds: the decode block's
+// swizzled row (TileConfig::tma_chunk, 64 or 128), else fp8_raw_chunk's
+// unswizzled chunk; runtime/src/kv_tensor_maps.cpp encodes the same box.
+template <class C>
+__device__ constexpr int fp8_box_bytes() {
+  constexpr TileConfig kTile = tile_config<C>();
+  return kTile.mma_decode ? kTile.tma_chunk : fp8_raw_chunk(C::head_dim);
+}
+
 // fp8 K/V (kv_dtype = fp8_e4m3): rows of D bytes, converted to T on the
 // way into the tiles the MMAs read (exactly: every e4m3 value is a T). A
 // source gives each key row's address through row8(is_v, j); rows at or
@@ -182,7 +191,7 @@ struct VarlenKV {
                                                 int kt, int, Pages&) const {
     const int row = k_begin + kt * BN;
     ptx::mbarrier_arrive_expect_tx(bar, 2u * unsigned(BN * D));
-    constexpr int kChunk = fp8_raw_chunk(D);
+    constexpr int kChunk = fp8_box_bytes<C>();
 #pragma unroll
     for (int c = 0; c < D / kChunk; ++c) {
       const unsigned at = static_cast<unsigned>(c * BN * kChunk);
@@ -331,7 +340,7 @@ struct PagedKV {
   // keep stale bytes: masked in K, zeroed in V after conversion).
   __device__ __forceinline__ void tma_stage_fp8(unsigned raw_k, unsigned raw_v, unsigned bar,
                                                 int kt, int lane, Pages& pages) const {
-    constexpr int kChunk = fp8_raw_chunk(D);
+    constexpr int kChunk = fp8_box_bytes<C>();
     for_each_page(bar, 2u * unsigned(D), kt, lane, pages, [&](int row, int in_page, int page) {
 #pragma unroll
       for (int c = 0; c < D / kChunk; ++c) {

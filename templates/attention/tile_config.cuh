@@ -196,6 +196,17 @@ ATTNJIT_TILE_CONSTEXPR int padded_row_stride(int head_dim) { return head_dim + 8
 ATTNJIT_TILE_CONSTEXPR unsigned decode_part_bytes(int head_dim) {
   return unsigned(4 * (4 * 32 + 16 * (head_dim + 4)));
 }
+// mma_decode: the columns of O one pass of the combine and epilogue holds
+// in registers (16 rows of them per warp: D / 2 floats per thread would
+// not fit past D 128); past 128 the passes stage their 16-bit rows apart
+// from the parts (each warp a region of 16 padded rows), which the
+// combine's later passes still read.
+ATTNJIT_TILE_CONSTEXPR int decode_out_slice(int head_dim) {
+  return head_dim > 128 ? 128 : head_dim;
+}
+ATTNJIT_TILE_CONSTEXPR unsigned decode_stage_bytes(int head_dim) {
+  return head_dim > 128 ? unsigned(16 * padded_row_stride(head_dim) * 2) : 0u;
+}
 
 namespace tile_detail {
 
@@ -219,7 +230,8 @@ ATTNJIT_TILE_CONSTEXPR void set_shared_memory(TileConfig& c) {
     c.staging_offset = 0;
     const unsigned ring =
         2u * unsigned(c.raw_stages) * c.kv_tile_bytes + unsigned(s.warps) * c.q_tile_bytes;
-    const unsigned parts = unsigned(s.warps) * decode_part_bytes(s.head_dim);
+    const unsigned parts =
+        unsigned(s.warps) * (decode_part_bytes(s.head_dim) + decode_stage_bytes(s.head_dim));
     c.barrier_offset = ring > parts ? ring : parts;
     c.smem_bytes = 1024u + c.barrier_offset + unsigned(2 * c.raw_stages * 8);
     return;
@@ -325,8 +337,12 @@ ATTNJIT_TILE_CONSTEXPR TileConfig make_tile_config(const TileShape& shape) {
                                                  : shape.block_m == group_rows * shape.warps;
   // Where the decode block serves a variant that asks for it, whose rows
   // then must fit it.
-  const bool decode_serves = shape.decode_mma && shape.wgmma && shape.split_kv &&
-                             (shape.head_dim == 64 || shape.head_dim == 128) &&
+  // (Past D 128 swapped only: its O^T holds D / 4 floats per thread for 8
+  // rows, where the standard block's O would hold D / 2.)
+  const bool decode_dims = shape.head_dim == 64 || shape.head_dim == 128 ||
+                           (shape.decode_swap && (shape.head_dim == 256 ||
+                                                  shape.head_dim == 384 || shape.head_dim == 512));
+  const bool decode_serves = shape.decode_mma && shape.wgmma && shape.split_kv && decode_dims &&
                              (shape.warps == 4 || shape.warps == 8);
   c.decode_rows_mismatch = decode_serves && !decode_rows_fit;
   c.mma_decode = decode_serves && decode_rows_fit;
@@ -350,11 +366,12 @@ ATTNJIT_TILE_CONSTEXPR TileConfig make_tile_config(const TileShape& shape) {
   if (c.mma_decode) {
     // The ring's stages a multiple of the consumer warps (decode_sm90.cuh:
     // a warp that skips tiles waits on a stage it used last); e4m3 rows of
-    // D bytes, one swizzled box wide (64 or 128 bytes).
+    // D bytes in boxes one swizzled row wide (64 or 128 bytes: a row of D
+    // 512 is four boxes, DecodeLayout::kRawSwizzle).
     c.raw_stages = (shape.stages + shape.warps - 1) / shape.warps * shape.warps;
     if (shape.kv_fp8) {
-      c.tma_chunk = shape.head_dim;
-      c.swizzle_bytes = shape.head_dim;
+      c.tma_chunk = 2 * swizzle_chunk(shape.head_dim / 2);
+      c.swizzle_bytes = c.tma_chunk;
     }
   }
   c.tma_box_bytes = unsigned(shape.block_n * c.swizzle_bytes);

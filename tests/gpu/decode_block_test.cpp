@@ -1,14 +1,14 @@
 // The decode block (tuning param decode_mma, templates/attention/
 // decode_sm90.cuh) on every flag it serves: split-KV variants over e4m3
-// and 16-bit K/V at D 64 and 128, contiguous and paged, bf16 and fp16 q,
-// causal or not, windows, both sink modes, soft-cap, LSE and multimodal spans with
-// and without the clamp, each on the standard shapes (decodes with splits
-// forced to 1, 2 and the most, ragged batches, pages of 16, rows of one
-// and of several row groups) against the reference, swapped (decode_mma
-// 2) too, in the ring depths
-// and key tiles a rule may give (the fp8 split rules at D 64 and 128 take
-// the block; a ring's stages round up to a multiple of the warps, so the
-// D 64 rule's 2 stages are the same ring as 3 here).
+// and 16-bit K/V at D 64 and 128 (256, 384 and 512 swapped), contiguous
+// and paged, bf16 and fp16 q, causal or not, windows, both sink modes,
+// soft-cap, LSE and multimodal spans with and without the clamp, each on
+// the standard shapes (decodes with splits forced to 1, 2 and the most,
+// ragged batches, pages of 16, rows of one and of several row groups)
+// against the reference, swapped (decode_mma 2) too, in the ring depths
+// and key tiles a rule may give (the fp8 split rules at D 64, 128, 384 and
+// 512 take the block; a ring's stages round up to a multiple of the warps,
+// so the D 64 rule's 2 stages are the same ring as 3 here).
 #include <gtest/gtest.h>
 
 #include <map>
@@ -92,6 +92,43 @@ std::vector<DecodeCase> decode_cases() {
                             {"block_n", block_n},
                             {"stages", 8},
                             {"min_blocks", blocks}}});
+        }
+      }
+    }
+  }
+  // Heads past 128 take the swapped block only (its O^T is D / 4 floats
+  // per thread): Gemma-4's sliding (256) and global (512) layers and 384,
+  // one and four row groups, at the ring a rule may give (16-key tiles for
+  // 16-bit K/V at D 384 and 512, whose rows are 768 and 1024 bytes).
+  for (const KvDType kv : {KvDType::kFp8E4M3, KvDType::kSame}) {
+    for (const KvLayout layout : {KvLayout::kContiguous, KvLayout::kPaged}) {
+      for (const int d : {256, 384, 512}) {
+        AttentionFlags plain;
+        plain.head_dim = d;
+        plain.kv_dtype = kv;
+        plain.kv_layout = layout;
+        plain.causal = true;
+        AttentionFlags oss = plain;
+        oss.window = true;
+        oss.sinks = SinkMode::kNullLogit;
+        AttentionFlags spans = plain;
+        spans.window = spans.mm_prefix = spans.mm_clamp = true;
+        spans.sinks = SinkMode::kBiasKey0;
+        AttentionFlags cap = plain;
+        cap.causal = false;
+        cap.dtype = DType::kFP16;
+        cap.softcap = cap.return_lse = true;
+        cap.sinks = SinkMode::kNullLogit;
+        const int block_n = kv == KvDType::kSame && d > 256 ? 16 : 32;
+        for (const AttentionFlags& f : {plain, oss, spans, cap}) {
+          for (const int rows : {8, 32}) {
+            cases.push_back({f,
+                             {{"decode_mma", 2},
+                              {"block_m", rows},
+                              {"block_n", block_n},
+                              {"stages", 4},
+                              {"min_blocks", 1}}});
+          }
         }
       }
     }

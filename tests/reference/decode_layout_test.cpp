@@ -520,6 +520,11 @@ TEST(DecodeLayout, SwappedProductsOnModelsOfTheHardware) {
     check_swap_layout<64, 32, 1>(rng);
     check_swap_layout<128, 32, 2>(rng);
     check_swap_layout<64, 64, 2>(rng);
+    // Heads past 128 (swapped only): rows of several swizzled boxes.
+    check_swap_layout<256, 64, 1>(rng);
+    check_swap_layout<384, 32, 1>(rng);
+    check_swap_layout<512, 32, 1>(rng);
+    check_swap_layout<512, 16, 2>(rng);
   }
 }
 

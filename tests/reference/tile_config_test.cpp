@@ -305,6 +305,38 @@ TEST(TileConfig, Fp8DecodeBlock) {
   EXPECT_FALSE(make_tile_config(other).mma_decode);
 }
 
+// The decode block past D 128, swapped only (O^T holds D / 4 floats per
+// thread): e4m3 rows of several 128-byte boxes, and each warp's region for
+// the epilogue's staged rows past the parts (the combine passes over 128
+// columns at a time and still reads the parts while it stages).
+TEST(TileConfig, WideDecodeBlock) {
+  const int h100 = attention::smem_per_sm(90);
+  for (const int d : {256, 384, 512}) {
+    SCOPED_TRACE("D" + std::to_string(d));
+    TileShape shape{d, 32, 32, 4, 4, 1, true, true, false, true, true, h100};
+    shape.decode_mma = true;
+    EXPECT_FALSE(make_tile_config(shape).mma_decode);  // not the standard block
+    shape.decode_swap = true;
+    const TileConfig c = make_tile_config(shape);
+    ASSERT_TRUE(c.mma_decode);
+    EXPECT_EQ(c.tma_chunk, 128);
+    EXPECT_EQ(c.swizzle_bytes, 128);
+    EXPECT_EQ(c.tma_box_bytes, 32u * 128u);
+    EXPECT_EQ(attention::decode_out_slice(d), 128);
+    EXPECT_EQ(attention::decode_stage_bytes(d), unsigned(16 * (d + 8) * 2));
+    const unsigned ring = 2u * 4u * unsigned(32 * d) + 4u * unsigned(16 * d * 2);
+    const unsigned parts =
+        4u * (attention::decode_part_bytes(d) + attention::decode_stage_bytes(d));
+    EXPECT_EQ(c.barrier_offset, std::max(ring, parts));
+    EXPECT_LE(c.smem_bytes, attention::kMaxSmemPerBlockSm90);
+  }
+  EXPECT_EQ(attention::decode_stage_bytes(128), 0u);  // one pass: stages over its own part
+  TileShape odd{192, 32, 32, 4, 4, 1, true, true, false, true, true, h100};
+  odd.decode_mma = true;
+  odd.decode_swap = true;
+  EXPECT_FALSE(make_tile_config(odd).mma_decode);
+}
+
 TEST(TileConfig, TmaBoxIsOneSwizzleChunkOfBlockNRows) {
   const int dims[][2] = {{64, 64}, {80, 16}, {96, 32}, {128, 64}, {192, 64}, {256, 64}};
   for (const auto& [d, chunk] : dims) {
