@@ -98,8 +98,9 @@ std::vector<DecodeCase> decode_cases() {
   }
   // Heads past 128 take the swapped block only (its O^T is D / 4 floats
   // per thread): Gemma-4's sliding (256) and global (512) layers and 384,
-  // one and four row groups, at the ring a rule may give (16-key tiles for
-  // 16-bit K/V at D 384 and 512, whose rows are 768 and 1024 bytes).
+  // one and four row groups, at the rules' rings (fp8; 16-key tiles past
+  // 256) and, for 16-bit K/V (no rule takes the block there), the deepest
+  // that fits.
   for (const KvDType kv : {KvDType::kFp8E4M3, KvDType::kSame}) {
     for (const KvLayout layout : {KvLayout::kContiguous, KvLayout::kPaged}) {
       for (const int d : {256, 384, 512}) {
@@ -119,14 +120,16 @@ std::vector<DecodeCase> decode_cases() {
         cap.dtype = DType::kFP16;
         cap.softcap = cap.return_lse = true;
         cap.sinks = SinkMode::kNullLogit;
-        const int block_n = kv == KvDType::kSame && d > 256 ? 16 : 32;
+        const int block_n = d > 256 ? 16 : 32;
+        const int stages = kv == KvDType::kSame ? 4 : 8;
         for (const AttentionFlags& f : {plain, oss, spans, cap}) {
           for (const int rows : {8, 32}) {
             cases.push_back({f,
                              {{"decode_mma", 2},
                               {"block_m", rows},
+                              {"warps", 4},
                               {"block_n", block_n},
-                              {"stages", 4},
+                              {"stages", stages},
                               {"min_blocks", 1}}});
           }
         }
