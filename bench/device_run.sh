@@ -20,6 +20,8 @@
 #   (ncu on one paged launch per problem)
 #   STAGES="build peer_profile" PROFILE_PROBLEMS=causal_gqa_d128 PEER_PROFILE_PEER=cudnn (ncu
 #   counters per useful FLOP, attnjit's kernel beside SDPA's; bench/peer_once.py runs the peer)
+#   STAGES="build user_profile" USER_PROFILE_PROBLEMS=streaming_llm (ncu: a spec's kernel beside
+#   FA4's block-sparse one on the same mask; FA4 installed first)
 #   STAGES="build source_profile" PROFILE_PROBLEMS=causal_expr PROFILE_SKIP=22 PROFILE_COUNT=2
 #   (executed instructions per SASS instruction and source line, as CSV)
 #   PROFILE_PROBLEMS=gpt_oss_window127_null,causal_gqa_d128 (profile stage; PROFILE_SKIP=22
@@ -269,6 +271,30 @@ smsp__thread_inst_executed.sum,sass__inst_executed_per_opcode,smsp__issue_active
       echo "== $who $pr"
       grep -E "  [a-z].*(duration|inst_executed|wavefronts|cycles|issue_active)|Duration|Pipe|Issue|Throughput" \
         "$OUT/ncu-metrics-$who-$pr.txt" | grep -v per_opcode | head -30
+    done
+  done
+fi
+if stage user_profile; then
+  # A user variant's kernel (attnjit's) beside FA4's block-sparse kernel on
+  # the same mask (FA4 installed: docs/device.md), each the one call
+  # bench/user_once.py makes between cudaProfilerStart and Stop: time,
+  # executed instructions by pipe, shared wavefronts, issue activity and
+  # the stall reasons (USER_PROFILE_PROBLEMS from bench_user_variants.py).
+  IFS=, read -ra problems <<<"${USER_PROFILE_PROBLEMS:-streaming_llm,strided}"
+  metrics=gpu__time_duration.sum,smsp__inst_executed.sum,sm__cycles_elapsed.avg,\
+smsp__inst_executed_pipe_uniform.sum,smsp__inst_executed_pipe_alu.sum,\
+smsp__inst_executed_pipe_fma.sum,smsp__inst_executed_pipe_lsu.sum,\
+l1tex__data_pipe_lsu_wavefronts_mem_shared.sum,smsp__issue_active.avg.pct_of_peak_sustained_active,\
+sm__pipe_tensor_op_hmma_cycles_active.avg.pct_of_peak_sustained_active,launch__registers_per_thread,\
+launch__grid_size,launch__block_size,dram__bytes_read.sum
+  for pr in "${problems[@]}"; do
+    for who in attnjit fa4; do
+      ncu --clock-control none --profile-from-start off --section SpeedOfLight \
+        --section WarpStateStats --section Occupancy --metrics "$metrics" \
+        python3 bench/user_once.py "$pr" "$who" >"$OUT/ncu-user-$who-$pr.txt" 2>&1 || status=1
+      echo "== $who $pr"
+      grep -E "^  [a-z_]+__|Duration|Stall|Warp Cycles|Issued Warp|Achieved Occupancy|==PROF==" \
+        "$OUT/ncu-user-$who-$pr.txt" | head -40
     done
   done
 fi
