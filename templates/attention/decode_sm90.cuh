@@ -1,5 +1,6 @@
 // The decode block on sm_90a (tuning param decode_mma, TileConfig::
-// mma_decode: split-KV, D 64 or 128), for an fp8 (e4m3) K/V cache above
+// mma_decode: split-KV, D 64 or 128, swapped also 256, 384 and 512), for
+// an fp8 (e4m3) K/V cache above
 // all. A decode's work tile has a few packed rows (the query heads of one
 // kv head) and many keys, so the block spends its time moving K/V, not
 // multiplying: the converting producer of the warpgroup path (raw tile ->

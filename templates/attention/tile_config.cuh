@@ -113,7 +113,8 @@ struct TileConfig {
   // register shares use it: asking for blocks that cannot be resident
   // only takes registers away.
   int blocks_per_sm;
-  // wgmma with split-KV at D 64 or 128, tuning param decode_mma 1 (a
+  // wgmma with split-KV at D 64 or 128 (swapped also 256, 384, 512),
+  // tuning param decode_mma 1 or 2 (a
   // decode block, decode_sm90.cuh): no warpgroup MMAs, and with fp8 K/V no
   // converting producer. One producer warp copies the K/V tiles by TMA
   // (fp8: raw and swizzled, tma_chunk and swizzle_bytes counting bytes
