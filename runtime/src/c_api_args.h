@@ -25,8 +25,8 @@ inline constexpr size_t kCArgsV1Size =
     (ATTNJIT_C_ARG_GROUP_END(ATTNJIT_ATTENTION_ARGS_V1) + alignof(attnjit_attention_args) - 1) /
     alignof(attnjit_attention_args) * alignof(attnjit_attention_args);
 
-// The fields of every group that c's struct_size holds; those of the
-// groups after it keep AttentionArgs' defaults (the list's). Checks
+// The fields of every group that c's struct_size holds; the fields of the
+// groups past it keep AttentionArgs' defaults (the list's). Checks
 // nothing: the caller has checked c.struct_size >= kCArgsV1Size.
 inline AttentionArgs args_from_c(const attnjit_attention_args& c) {
   AttentionArgs a;

@@ -173,9 +173,10 @@ static inline void attnjit_attention_flags_init(attnjit_attention_flags* flags) 
 }
 
 /* Launch arguments: struct_size, then the fields of attention_args_list.h
- * in its order, each with its type and doc there, group by group (API
- * versions 1, 2 and 3). Pointers are device pointers; strides are in
- * elements and the last dimension of q, k, v and o is contiguous. */
+ * in its order, each with its type, default and doc there, group by group
+ * in the order of the API versions they arrived with. Pointers are device
+ * pointers; strides are in elements and the last dimension of q, k, v and
+ * o is contiguous. */
 #define ATTNJIT_ATTENTION_ARG_FIELD(type, name, init) type name;
 typedef struct attnjit_attention_args {
   size_t struct_size;
