@@ -167,7 +167,7 @@ nlohmann::json time_user_spec(const bench::UserProblem& u, const AttentionFlags&
 std::vector<std::map<std::string, int64_t>> tuning_grid(int head_dim, bool gqa, bool hopper,
                                                         bool decode) {
   using attention::make_tile_config;
-  using attention::TileShape;
+  using Shape = attention::TileShapeBuilder;  // TileShape by named fields
   std::vector<std::map<std::string, int64_t>> grid;
   const long smem_limit_decode = 227 * 1024;
   if (decode && hopper) {
@@ -177,8 +177,15 @@ std::vector<std::map<std::string, int64_t>> tuning_grid(int head_dim, bool gqa, 
     for (int bn : {32, 64, 128}) {
       for (int stages : {2, 3, 4, 6}) {
         for (int min_blocks : {1, 2, 3, 4}) {
-          const attention::TileConfig c = make_tile_config(
-              TileShape{head_dim, 64, bn, 4, stages, min_blocks, true, true, false});
+          const attention::TileConfig c = make_tile_config(Shape()
+                                                               .head_dim(head_dim)
+                                                               .block_m(64)
+                                                               .block_n(bn)
+                                                               .warps(4)
+                                                               .stages(stages)
+                                                               .min_blocks(min_blocks)
+                                                               .pack_gqa(1)
+                                                               .wgmma(true));
           if (long(c.smem_bytes + 1024) * min_blocks + 1024L * min_blocks > smem_limit_decode) {
             continue;
           }
@@ -224,8 +231,13 @@ std::vector<std::map<std::string, int64_t>> tuning_grid(int head_dim, bool gqa, 
     for (int bn : {32, 64, 128}) {
       for (int stages : {2, 3}) {
         for (int min_blocks : {1, 2}) {
-          if (!fits(make_tile_config(
-                  TileShape{head_dim, bm, bn, warps, stages, min_blocks, false, false, false}))) {
+          if (!fits(make_tile_config(Shape()
+                                         .head_dim(head_dim)
+                                         .block_m(bm)
+                                         .block_n(bn)
+                                         .warps(warps)
+                                         .stages(stages)
+                                         .min_blocks(min_blocks)))) {
             continue;
           }
           add(bm, warps, bn, stages, min_blocks, 0);
@@ -241,8 +253,14 @@ std::vector<std::map<std::string, int64_t>> tuning_grid(int head_dim, bool gqa, 
       for (int stages : {2, 3, 4, 6, 8}) {
         for (int min_blocks : {1, 2, 4}) {
           if (bn == 16 && stages < 4) continue;
-          const attention::TileConfig c = make_tile_config(
-              TileShape{head_dim, bm, bn, bm / 16, stages, min_blocks, false, true, false});
+          const attention::TileConfig c = make_tile_config(Shape()
+                                                               .head_dim(head_dim)
+                                                               .block_m(bm)
+                                                               .block_n(bn)
+                                                               .warps(bm / 16)
+                                                               .stages(stages)
+                                                               .min_blocks(min_blocks)
+                                                               .wgmma(true));
           if (!fits(c)) continue;
           if (bn / 2 + bn / 4 + head_dim / 2 + 30 > c.consumer_registers) continue;
           add(bm, bm / 16, bn, stages, min_blocks, 1);

@@ -374,19 +374,25 @@ def _launch(q, k_cache, v_cache, block_table, cu_seqlens_q, seqused_k,
             ("return_lse", bool(return_lse)), ("kv_layout", "paged"))
            + ((("kv_dtype", "fp8_e4m3"),) if c.fp8 else ()),
            c.device) + ((user[0],) if user is not None else ())
+    # One value per name of _C.LAUNCH_ARGS, in its order
+    # (python/tests/test_launch_args.py holds each name to its value): the
+    # caches are k and v; total_k is not used.
+    k_page, k_row, k_head = c.k_strides
+    v_page, v_row, v_head = c.v_strides
     args = (q.data_ptr(), k_cache.data_ptr(), v_cache.data_ptr(),
             out.data_ptr(), lse.data_ptr() if lse is not None else 0,
             sinks.data_ptr() if sinks is not None else 0,
-            cu_seqlens_q.data_ptr(), seqused_k.data_ptr(),
-            block_table.data_ptr(), offsets_ptr, spans_ptr,
-            c.q_strides[0], c.q_strides[1], *c.k_strides, *c.v_strides,
-            o_strides[0], o_strides[1], c.block_table_stride, c.num_seqs,
-            c.heads_q, c.heads_kv, c.total_q, c.max_q, c.max_k, c.page_size,
-            c.num_pages, c.scale, c.softcap, c.window_left, c.window_right,
+            cu_seqlens_q.data_ptr(),
+            cu_seqlens_k.data_ptr() if cu_seqlens_k is not None else 0,
+            offsets_ptr, spans_ptr, c.q_strides[0], c.q_strides[1], k_row,
+            k_head, v_row, v_head, o_strides[0], o_strides[1], c.num_seqs,
+            c.heads_q, c.heads_kv, c.total_q, 0, c.max_q, c.max_k, c.scale,
+            c.softcap, c.window_left, c.window_right, block_table.data_ptr(),
+            seqused_k.data_ptr(), c.block_table_stride, k_page, v_page,
+            c.page_size, c.num_pages,
             k_scale.data_ptr() if c.fp8 else 0,
             v_scale.data_ptr() if c.fp8 else 0)
-    args += (cu_seqlens_k.data_ptr() if cu_seqlens_k is not None else 0,)
-    _launch_on(c.device, key, "launch_paged", args, user_args)
+    _launch_on(c.device, key, args, user_args)
     return out, lse
 
 

@@ -152,9 +152,11 @@ def _span_pointers(mm_prefix_ranges, num_seqs, q, device, key_lengths, check,
     return offsets_ptr, spans_ptr, (offsets, spans)
 
 
-def _launch_on(device, key, method, args, user_args=()):
-    """Looks the variant up and launches it on q's device's current stream
-    (user_args: a user spec's own, as (name, kind, value) triples).
+def _launch_on(device, key, args, user_args=()):
+    """Looks the variant up and launches it on q's device's current stream.
+    args: the launch's positional arguments, one value per name of
+    _C.LAUNCH_ARGS in its order (the paged layout's k and v are its
+    caches); user_args: a user spec's own, as (name, kind, value) triples.
 
     A decode-shaped launch may split its keys (split-KV) and needs scratch
     for the parts. Eagerly the library keeps it per stream; while a CUDA
@@ -164,7 +166,7 @@ def _launch_on(device, key, method, args, user_args=()):
     """
     def go():
         kernel = _kernel(key)
-        launch = getattr(kernel, method)
+        launch = kernel.launch
         stream = _stream(device)
         user = list(user_args)
         if torch.cuda.is_current_stream_capturing():
@@ -178,7 +180,10 @@ def _launch_on(device, key, method, args, user_args=()):
                 launch(*args, stream, workspace=workspace.data_ptr(),
                        workspace_bytes=need, user_args=user)
                 return
-        launch(*args, stream, user_args=user)
+        # The rest positionally, as keywords cost the binding a search per
+        # parameter: num_splits 0 (the library's choice), the library's
+        # workspace (0, 0), plan_only False.
+        launch(*args, stream, 0, 0, 0, False, user)
     _on_device(device, go)
 
 
@@ -356,6 +361,8 @@ def _launch(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seqlen_k,
             ("return_lse", bool(return_lse))), device)
     if user is not None:
         key += (user[0],)
+    # One value per name of _C.LAUNCH_ARGS, in its order
+    # (python/tests/test_launch_args.py holds each name to its value).
     args = (q.data_ptr(), k.data_ptr(), v.data_ptr(), out.data_ptr(),
             lse.data_ptr() if lse is not None else 0,
             sinks.data_ptr() if sinks is not None else 0,
@@ -363,8 +370,10 @@ def _launch(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seqlen_k,
             spans_ptr, q_strides[0], q_strides[1], k_strides[0], k_strides[1],
             v_strides[0], v_strides[1], o_strides[0], o_strides[1], num_seqs,
             heads_q, heads_kv, total_q, total_k, max_q, max_k, scale, softcap,
-            window_left, window_right)
-    _launch_on(device, key, "launch", args, user_args)
+            window_left, window_right,
+            0, 0, 0, 0, 0, 0, 0,  # the paged layout's: none
+            0, 0)  # fp8 K/V's scales: none
+    _launch_on(device, key, args, user_args)
     return out, lse
 
 

@@ -17,6 +17,7 @@
 #include <set>
 #include <string>
 #include <tuple>
+#include <type_traits>
 #include <variant>
 #include <vector>
 
@@ -203,17 +204,64 @@ std::vector<UserArg> to_user_args(
   return args;
 }
 
-// The launch, or with plan_only the workspace bytes it would need (the
-// split-KV parts; 0: none), so that a caller capturing a CUDA graph can
-// pass a workspace from its own allocator.
 using UserArgTriples = std::vector<std::tuple<std::string, std::string, nb::object>>;
 
-int64_t launch_or_plan(AttentionKernel& kernel, AttentionArgs& a, uintptr_t stream,
-                       int num_splits, uintptr_t workspace, int64_t workspace_bytes,
-                       bool plan_only, const UserArgTriples& user_args) {
-  a.num_splits = num_splits;
-  a.workspace = reinterpret_cast<void*>(workspace);
-  a.workspace_bytes = size_t(workspace_bytes);
+// A launch argument as Python passes it: a pointer as an int (0 for null),
+// anything else as itself.
+template <class T>
+using PyValue = std::conditional_t<std::is_pointer_v<T>, uintptr_t, T>;
+template <class T>
+T from_python(PyValue<T> value) {
+  if constexpr (std::is_pointer_v<T>) {
+    return reinterpret_cast<T>(value);
+  } else {
+    return value;
+  }
+}
+
+// launch's parameters, from attention_args_list.h: every group's but
+// split-KV's in the list's order (LAUNCH_ARGS), then the stream, then
+// split-KV's, which choose how the launch runs rather than what it
+// computes, with their defaults. All may be passed positionally, which is
+// what attnjit._varlen does per launch: a keyword costs nanobind a search
+// over every parameter.
+#define ATTNJIT_PY_POSITIONAL_ARGS(X) \
+  ATTNJIT_ATTENTION_ARGS_V1(X)        \
+  ATTNJIT_ATTENTION_ARGS_V2_PAGED(X)  \
+  ATTNJIT_ATTENTION_ARGS_V3_FP8(X)
+#define ATTNJIT_PY_KEYWORD_ARGS(X) ATTNJIT_ATTENTION_ARGS_V3_SPLIT_KV(X)
+
+#define ATTNJIT_COUNT_ARG(type, name, init) +1
+static_assert(0 ATTNJIT_PY_POSITIONAL_ARGS(ATTNJIT_COUNT_ARG)
+                  ATTNJIT_PY_KEYWORD_ARGS(ATTNJIT_COUNT_ARG) ==
+                  0 ATTNJIT_ATTENTION_ARGS(ATTNJIT_COUNT_ARG),
+              "launch takes every group of attention_args_list.h: add a new one to "
+              "ATTNJIT_PY_POSITIONAL_ARGS");
+#undef ATTNJIT_COUNT_ARG
+
+// The names of launch's positional arguments, in order (attnjit._C.LAUNCH_ARGS).
+nb::tuple launch_arg_names() {
+#define ATTNJIT_ARG_NAME(type, name, init) #name,
+  const char* names[] = {ATTNJIT_PY_POSITIONAL_ARGS(ATTNJIT_ARG_NAME)};
+#undef ATTNJIT_ARG_NAME
+  nb::list out;
+  for (const char* name : names) out.append(name);
+  return nb::steal<nb::tuple>(PyList_AsTuple(out.ptr()));
+}
+
+// One launch over either K/V layout (the flags say which), or with
+// plan_only the workspace bytes it would need (the split-KV parts; 0:
+// none), so that a caller capturing a CUDA graph can pass a workspace from
+// its own allocator.
+#define ATTNJIT_PY_PARAM(type, name, init) PyValue<type> name,
+int64_t launch(AttentionKernel& kernel,
+               ATTNJIT_PY_POSITIONAL_ARGS(ATTNJIT_PY_PARAM) uintptr_t stream,
+               ATTNJIT_PY_KEYWORD_ARGS(ATTNJIT_PY_PARAM) bool plan_only,
+               const UserArgTriples& user_args) {
+  AttentionArgs a;
+#define ATTNJIT_PY_COPY(type, name, init) a.name = from_python<type>(name);
+  ATTNJIT_ATTENTION_ARGS(ATTNJIT_PY_COPY)
+#undef ATTNJIT_PY_COPY
   if (plan_only) {
     validate_attention_args(kernel.flags(), a);
     if (a.num_seqs == 0 || a.max_seqlen_q == 0) return 0;
@@ -227,108 +275,7 @@ int64_t launch_or_plan(AttentionKernel& kernel, AttentionArgs& a, uintptr_t stre
   }
   return 0;
 }
-
-// One launch; pointers and the stream are integers (0 for null).
-int64_t launch(AttentionKernel& kernel, uintptr_t q, uintptr_t k, uintptr_t v, uintptr_t o,
-            uintptr_t lse, uintptr_t sinks, uintptr_t cu_seqlens_q, uintptr_t cu_seqlens_k,
-            uintptr_t mm_span_offsets, uintptr_t mm_spans, int64_t q_row_stride,
-            int64_t q_head_stride, int64_t k_row_stride, int64_t k_head_stride,
-            int64_t v_row_stride, int64_t v_head_stride, int64_t o_row_stride,
-            int64_t o_head_stride, int num_seqs, int num_heads_q, int num_heads_kv, int total_q,
-            int total_k, int max_seqlen_q, int max_seqlen_k, float scale, float softcap,
-            int window_left, int window_right, uintptr_t stream, int num_splits,
-            uintptr_t workspace, int64_t workspace_bytes, bool plan_only,
-            const UserArgTriples& user_args) {
-  AttentionArgs a;
-  a.q = reinterpret_cast<const void*>(q);
-  a.k = reinterpret_cast<const void*>(k);
-  a.v = reinterpret_cast<const void*>(v);
-  a.o = reinterpret_cast<void*>(o);
-  a.lse = reinterpret_cast<float*>(lse);
-  a.sinks = reinterpret_cast<const float*>(sinks);
-  a.cu_seqlens_q = reinterpret_cast<const int32_t*>(cu_seqlens_q);
-  a.cu_seqlens_k = reinterpret_cast<const int32_t*>(cu_seqlens_k);
-  a.mm_span_offsets = reinterpret_cast<const int32_t*>(mm_span_offsets);
-  a.mm_spans = reinterpret_cast<const int32_t*>(mm_spans);
-  a.q_row_stride = q_row_stride;
-  a.q_head_stride = q_head_stride;
-  a.k_row_stride = k_row_stride;
-  a.k_head_stride = k_head_stride;
-  a.v_row_stride = v_row_stride;
-  a.v_head_stride = v_head_stride;
-  a.o_row_stride = o_row_stride;
-  a.o_head_stride = o_head_stride;
-  a.num_seqs = num_seqs;
-  a.num_heads_q = num_heads_q;
-  a.num_heads_kv = num_heads_kv;
-  a.total_q = total_q;
-  a.total_k = total_k;
-  a.max_seqlen_q = max_seqlen_q;
-  a.max_seqlen_k = max_seqlen_k;
-  a.scale = scale;
-  a.softcap = softcap;
-  a.window_left = window_left;
-  a.window_right = window_right;
-  return launch_or_plan(kernel, a, stream, num_splits, workspace, workspace_bytes, plan_only,
-                        user_args);
-}
-
-// One launch over a paged K/V cache (kv_layout = paged): k_cache and
-// v_cache are [num_pages, page_size, Hkv, D] with (page, row, head)
-// strides; n_k(b) is seqused_k[b].
-int64_t launch_paged(AttentionKernel& kernel, uintptr_t q, uintptr_t k_cache, uintptr_t v_cache,
-                  uintptr_t o, uintptr_t lse, uintptr_t sinks, uintptr_t cu_seqlens_q,
-                  uintptr_t seqused_k, uintptr_t block_table, uintptr_t mm_span_offsets,
-                  uintptr_t mm_spans, int64_t q_row_stride, int64_t q_head_stride,
-                  int64_t k_page_stride, int64_t k_row_stride, int64_t k_head_stride,
-                  int64_t v_page_stride, int64_t v_row_stride, int64_t v_head_stride,
-                  int64_t o_row_stride, int64_t o_head_stride, int64_t block_table_stride,
-                  int num_seqs, int num_heads_q, int num_heads_kv, int total_q, int max_seqlen_q,
-                  int max_seqlen_k, int page_size, int num_pages, float scale, float softcap,
-                  int window_left, int window_right, uintptr_t k_scale, uintptr_t v_scale,
-                  uintptr_t cu_seqlens_k, uintptr_t stream, int num_splits, uintptr_t workspace,
-                  int64_t workspace_bytes, bool plan_only, const UserArgTriples& user_args) {
-  AttentionArgs a;
-  a.q = reinterpret_cast<const void*>(q);
-  a.k = reinterpret_cast<const void*>(k_cache);
-  a.v = reinterpret_cast<const void*>(v_cache);
-  a.o = reinterpret_cast<void*>(o);
-  a.lse = reinterpret_cast<float*>(lse);
-  a.sinks = reinterpret_cast<const float*>(sinks);
-  a.cu_seqlens_q = reinterpret_cast<const int32_t*>(cu_seqlens_q);
-  a.seqused_k = reinterpret_cast<const int32_t*>(seqused_k);
-  a.cu_seqlens_k = reinterpret_cast<const int32_t*>(cu_seqlens_k);  // user specs' key tensors
-  a.block_table = reinterpret_cast<const int32_t*>(block_table);
-  a.mm_span_offsets = reinterpret_cast<const int32_t*>(mm_span_offsets);
-  a.mm_spans = reinterpret_cast<const int32_t*>(mm_spans);
-  a.q_row_stride = q_row_stride;
-  a.q_head_stride = q_head_stride;
-  a.k_page_stride = k_page_stride;
-  a.k_row_stride = k_row_stride;
-  a.k_head_stride = k_head_stride;
-  a.v_page_stride = v_page_stride;
-  a.v_row_stride = v_row_stride;
-  a.v_head_stride = v_head_stride;
-  a.o_row_stride = o_row_stride;
-  a.o_head_stride = o_head_stride;
-  a.block_table_stride = block_table_stride;
-  a.num_seqs = num_seqs;
-  a.num_heads_q = num_heads_q;
-  a.num_heads_kv = num_heads_kv;
-  a.total_q = total_q;
-  a.max_seqlen_q = max_seqlen_q;
-  a.max_seqlen_k = max_seqlen_k;
-  a.page_size = page_size;
-  a.num_pages = num_pages;
-  a.k_scale = reinterpret_cast<const float*>(k_scale);
-  a.v_scale = reinterpret_cast<const float*>(v_scale);
-  a.scale = scale;
-  a.softcap = softcap;
-  a.window_left = window_left;
-  a.window_right = window_right;
-  return launch_or_plan(kernel, a, stream, num_splits, workspace, workspace_bytes, plan_only,
-                        user_args);
-}
+#undef ATTNJIT_PY_PARAM
 
 // Compiles variants for explicit targets into a cache directory, with no
 // GPU needed: the Python build step's form of `attnjit build-cache`.
@@ -440,6 +387,9 @@ NB_MODULE(_C, m) {
   m.def(
       "version", [] { return std::string(attnjit_version()); }, "attnjit's version, e.g. '0.1.0'");
 
+  // launch's parameter names, from attention_args_list.h.
+#define ATTNJIT_NB_ARG(type, name, init) nb::arg(#name),
+#define ATTNJIT_NB_KEYWORD(type, name, init) nb::arg(#name) = PyValue<type>(init),
   nb::class_<AttentionKernel>(m, "AttentionKernel",
                               "A compiled attention variant; it loads into "
                               "each CUDA context on its first launch there")
@@ -461,30 +411,18 @@ NB_MODULE(_C, m) {
           },
           "Blocks until the kernel's own variant runs (docs/tiers.md); rethrows its "
           "compile error.")
-      .def("launch", &launch, "q"_a, "k"_a, "v"_a, "o"_a, "lse"_a, "sinks"_a, "cu_seqlens_q"_a,
-           "cu_seqlens_k"_a, "mm_span_offsets"_a, "mm_spans"_a, "q_row_stride"_a, "q_head_stride"_a,
-           "k_row_stride"_a, "k_head_stride"_a, "v_row_stride"_a, "v_head_stride"_a,
-           "o_row_stride"_a, "o_head_stride"_a, "num_seqs"_a, "num_heads_q"_a, "num_heads_kv"_a,
-           "total_q"_a, "total_k"_a, "max_seqlen_q"_a, "max_seqlen_k"_a, "scale"_a, "softcap"_a,
-           "window_left"_a, "window_right"_a, "stream"_a, "num_splits"_a = 0, "workspace"_a = 0,
-           "workspace_bytes"_a = 0, "plan_only"_a = false, "user_args"_a = UserArgTriples{},
+      .def("launch", &launch, ATTNJIT_PY_POSITIONAL_ARGS(ATTNJIT_NB_ARG) "stream"_a,
+           ATTNJIT_PY_KEYWORD_ARGS(ATTNJIT_NB_KEYWORD) "plan_only"_a = false,
+           "user_args"_a = UserArgTriples{},
            "Checks the arguments on the host and launches on `stream` in the "
            "calling thread's current CUDA context (no sync; a decode-shaped "
            "launch goes to the split-KV sibling, whose scratch is `workspace` "
-           "or the library's for this stream). plan_only: launch nothing, "
+           "or the library's for this stream). The arguments before `stream` "
+           "are LAUNCH_ARGS, positionally (pointers as ints, 0 for null; the "
+           "paged layout's k and v are its caches). plan_only: launch nothing, "
            "return the workspace bytes the launch needs (0: none). user_args: "
-           "a user spec's own args as (name, 'int32' | 'float' | 'ptr', value).")
-      .def("launch_paged", &launch_paged, "q"_a, "k_cache"_a, "v_cache"_a, "o"_a, "lse"_a,
-           "sinks"_a, "cu_seqlens_q"_a, "seqused_k"_a, "block_table"_a, "mm_span_offsets"_a,
-           "mm_spans"_a, "q_row_stride"_a, "q_head_stride"_a, "k_page_stride"_a, "k_row_stride"_a,
-           "k_head_stride"_a, "v_page_stride"_a, "v_row_stride"_a, "v_head_stride"_a,
-           "o_row_stride"_a, "o_head_stride"_a, "block_table_stride"_a, "num_seqs"_a,
-           "num_heads_q"_a, "num_heads_kv"_a, "total_q"_a, "max_seqlen_q"_a, "max_seqlen_k"_a,
-           "page_size"_a, "num_pages"_a, "scale"_a, "softcap"_a, "window_left"_a, "window_right"_a,
-           "k_scale"_a, "v_scale"_a, "cu_seqlens_k"_a, "stream"_a, "num_splits"_a = 0,
-           "workspace"_a = 0, "workspace_bytes"_a = 0, "plan_only"_a = false,
-           "user_args"_a = UserArgTriples{},
-           "The same over a paged K/V cache (a kv_layout=paged variant).");
+           "a user spec's own args as (name, 'int32' | 'float' | 'ptr', value).");
+  m.attr("LAUNCH_ARGS") = launch_arg_names();
 
   m.def("get_kernel", &get_kernel, "flags"_a, "target"_a = nb::none(),
         "The variant for these flags (a dict in the attention spec's names "

@@ -15,7 +15,27 @@ torch = pytest.importorskip("torch")
 
 __all__ = ["attnjit", "HAS_EXTENSION", "_paged", "_varlen", "reference", "relative_error",
            "lse_error", "varlen_attention_reference", "gather_paged", "HAS_GPU", "gpu",
-           "BOUND", "LSE_BOUND", "NAN", "_cu", "into_pages"]
+           "BOUND", "LSE_BOUND", "NAN", "_cu", "into_pages", "listed_launch_args"]
+
+ROOT = pathlib.Path(__file__).resolve().parents[2]
+
+
+def listed_launch_args():
+    """{group macro: [argument names]} of the launch arguments' one list,
+    runtime/include/attnjit/attention_args_list.h, both in its order."""
+    text = (ROOT / "runtime" / "include" / "attnjit" / "attention_args_list.h").read_text()
+    groups = {}
+    for match in re.finditer(r"^#define (ATTNJIT_ATTENTION_ARGS_\w+)\(X\)((?:.*\\\n)*.*)$",
+                             text, re.M):
+        groups[match.group(1)] = re.findall(r"\bX\([^,()]+,\s*(\w+),", match.group(2))
+    return groups
+
+
+def _positional_launch_args():
+    """_C.LAUNCH_ARGS as the binding makes it: every group of the list but
+    the split-KV one (whose arguments follow `stream` as keywords)."""
+    return tuple(name for group, names in listed_launch_args().items()
+                 if group != "ATTNJIT_ATTENTION_ARGS_V3_SPLIT_KV" for name in names)
 
 
 def _import_attnjit():
@@ -33,7 +53,7 @@ def _import_attnjit():
         return attnjit, True
     except ImportError:
         pass
-    sources = pathlib.Path(__file__).resolve().parents[1]
+    sources = ROOT / "python"
     if not (sources / "attnjit" / "_paged.py").is_file():
         pytest.skip("attnjit is not importable and its sources are not here",
                     allow_module_level=True)
@@ -58,6 +78,7 @@ def _import_attnjit():
     stand_in.version = lambda: "stand-in"
     stand_in.cache_stats = dict
     stand_in.get_kernel = get_kernel
+    stand_in.LAUNCH_ARGS = _positional_launch_args()
     saved_path, saved_modules = list(sys.path), set(sys.modules)
     sys.path.insert(0, str(sources))
     sys.modules["attnjit._C"] = stand_in

@@ -16,20 +16,18 @@ import pytest
 from paged_support import _cu, _paged, _varlen, attnjit
 
 torch = pytest.importorskip("torch")
+_C = attnjit._C
 
 
-def _stub_launch(device, key, method, args, user_args=()):
+def _stub_launch(device, key, args, user_args=()):
     """Zeroes out (and lse) as a launch would write them: args as
-    _varlen._launch / _paged._launch build them."""
-    out, lse = args[3], args[4]
-    if method == "launch":  # varlen: 10 pointers, 8 strides, then sizes
-        o_row, heads_q, total_q = args[16], args[19], args[21]
-    else:  # paged: 11 pointers, 8 strides, o's 2, the table's, B, then sizes
-        o_row, heads_q, total_q = args[19], args[23], args[25]
+    _varlen._launch / _paged._launch build them, _C.LAUNCH_ARGS's values."""
+    a = dict(zip(_C.LAUNCH_ARGS, args))
+    total_q = a["total_q"]
     if total_q:
-        ctypes.memset(out, 0, total_q * o_row * 2)
-        if lse:
-            ctypes.memset(lse, 0, heads_q * total_q * 4)
+        ctypes.memset(a["o"], 0, total_q * a["o_row_stride"] * 2)
+        if a["lse"]:
+            ctypes.memset(a["lse"], 0, a["num_heads_q"] * total_q * 4)
 
 
 @pytest.fixture

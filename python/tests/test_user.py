@@ -21,6 +21,7 @@ from paged_support import (BOUND, HAS_EXTENSION, HAS_GPU, LSE_BOUND, _cu,
                            varlen_attention_reference)
 
 torch = pytest.importorskip("torch")
+_C = attnjit._C
 if not HAS_EXTENSION:
     pytest.skip("attnjit._C is not built: user specs are parsed by it",
                 allow_module_level=True)
@@ -110,7 +111,7 @@ def test_the_hidden_divisor_field_is_not_an_arg(no_device):
         spec(q, q, q, cu, cu, 4, 4, chunk=2, attnjit_div_chunk=1)
     assert not no_device
     spec(q, q, q, cu, cu, 4, 4, chunk=2)
-    assert [name for name, *_ in no_device[0][3]] == ["chunk"]
+    assert [name for name, *_ in no_device[0][2]] == ["chunk"]
 
 
 def test_a_spec_that_does_not_extend_attention_is_refused():
@@ -214,8 +215,8 @@ def no_device(monkeypatch):
     for module in (_varlen, _paged):
         monkeypatch.setattr(module, "_check_device", lambda *a, **k: -1)
         monkeypatch.setattr(module, "_launch_on",
-                            lambda device, key, method, args, user_args=():
-                            launched.append((key, method, args,
+                            lambda device, key, args, user_args=():
+                            launched.append((key, args,
                                              list(user_args))))
         # Fresh memos: what the stubbed checks pass must not outlive them.
         monkeypatch.setattr(module, "_CHECKED", {})
@@ -309,8 +310,8 @@ def test_the_eager_call_hands_the_launch_typed_args(no_device):
     table = torch.zeros(8)
     spec(q, k, k, cu, cu, 7, 7, doc=doc, limit=9, table=table, width=8,
          tilt=0.5)
-    (key, method, _, user_args), = no_device
-    assert method == "launch" and key[-1] is spec._spec
+    (key, _, user_args), = no_device
+    assert "kv_layout" not in dict(key[0]) and key[-1] is spec._spec
     assert [(n, kind) for n, kind, _ in user_args] == [
         ("doc", "ptr"), ("limit", "int32"), ("table", "ptr"),
         ("width", "int32"), ("tilt", "float")]
@@ -336,9 +337,9 @@ def test_the_eager_paged_call_passes_cu_seqlens_k(no_device):
     doc = torch.zeros(29, dtype=torch.int32)
     spec.paged(q, cache, cache, table, cu_q, used, 1, 20, cu_seqlens_k=cu_k,
                doc=doc)
-    (key, method, args, user_args), = no_device
-    assert method == "launch_paged" and key[-1] is spec._spec
-    assert args[-1] == cu_k.data_ptr()
+    (key, args, user_args), = no_device
+    assert dict(key[0])["kv_layout"] == "paged" and key[-1] is spec._spec
+    assert dict(zip(_C.LAUNCH_ARGS, args))["cu_seqlens_k"] == cu_k.data_ptr()
     assert user_args == [("doc", "ptr", doc.data_ptr())]
 
 

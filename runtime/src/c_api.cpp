@@ -21,6 +21,7 @@
 #include "attnjit/large_stack.h"
 #include "attnjit/validate.h"
 #include "attnjit/error.h"
+#include "c_api_args.h"
 
 namespace {
 
@@ -275,56 +276,8 @@ attnjit::CacheConfig to_config(const attnjit_context_options* options) {
 }
 
 attnjit::AttentionArgs to_args(const attnjit_attention_args* c) {
-  require_struct_v1(c, "args", offsetof(attnjit_attention_args, block_table));
-  attnjit::AttentionArgs a;
-  a.q = c->q;
-  a.k = c->k;
-  a.v = c->v;
-  a.o = c->o;
-  a.lse = c->lse;
-  a.sinks = c->sinks;
-  a.cu_seqlens_q = c->cu_seqlens_q;
-  a.cu_seqlens_k = c->cu_seqlens_k;
-  a.mm_span_offsets = c->mm_span_offsets;
-  a.mm_spans = c->mm_spans;
-  a.q_row_stride = c->q_row_stride;
-  a.q_head_stride = c->q_head_stride;
-  a.k_row_stride = c->k_row_stride;
-  a.k_head_stride = c->k_head_stride;
-  a.v_row_stride = c->v_row_stride;
-  a.v_head_stride = c->v_head_stride;
-  a.o_row_stride = c->o_row_stride;
-  a.o_head_stride = c->o_head_stride;
-  a.num_seqs = c->num_seqs;
-  a.num_heads_q = c->num_heads_q;
-  a.num_heads_kv = c->num_heads_kv;
-  a.total_q = c->total_q;
-  a.total_k = c->total_k;
-  a.max_seqlen_q = c->max_seqlen_q;
-  a.max_seqlen_k = c->max_seqlen_k;
-  a.scale = c->scale;
-  a.softcap = c->softcap;
-  a.window_left = c->window_left;
-  a.window_right = c->window_right;
-  if (ATTNJIT_HAS_FIELD(c, attnjit_attention_args, num_pages)) {
-    a.block_table = c->block_table;
-    a.seqused_k = c->seqused_k;
-    a.block_table_stride = c->block_table_stride;
-    a.k_page_stride = c->k_page_stride;
-    a.v_page_stride = c->v_page_stride;
-    a.page_size = c->page_size;
-    a.num_pages = c->num_pages;
-  }
-  if (ATTNJIT_HAS_FIELD(c, attnjit_attention_args, v_scale)) {
-    a.k_scale = c->k_scale;
-    a.v_scale = c->v_scale;
-  }
-  if (ATTNJIT_HAS_FIELD(c, attnjit_attention_args, workspace_bytes)) {
-    a.num_splits = c->num_splits;
-    a.workspace = c->workspace;
-    a.workspace_bytes = c->workspace_bytes;
-  }
-  return a;
+  require_struct_v1(c, "args", attnjit::detail::kCArgsV1Size);
+  return attnjit::detail::args_from_c(*c);
 }
 
 }  // namespace

@@ -92,6 +92,8 @@ UNIT_OF = {
     "compiler/src/spec_vm.cpp": "spec",
     "compiler/src/resources.cpp": "nvrtc",
     "runtime/include/attnjit/attnjit.h": "c_api",
+    "runtime/include/attnjit/attention_args_list.h": "attention_args",
+    "runtime/src/c_api_args.h": "c_api",
     "runtime/src/cache_config.cpp": "cache",
     "runtime/src/selfcheck_user.cpp": "selfcheck",
     "runtime/src/selfcheck_user.h": "selfcheck",

@@ -21,10 +21,57 @@ using attention::GridShape;
 using attention::make_tile_config;
 using attention::TileConfig;
 using attention::TileShape;
+// Shapes by named fields (TileShape's own defaults for the rest).
+using Shape = attention::TileShapeBuilder;
+
+// Shapes the tests below start from, naming the fields they change.
+// sm_90a's D 128 rule: three warpgroups of 64 rows, GQA packed.
+constexpr TileShape kWarpgroups3 = Shape()
+                                       .head_dim(128)
+                                       .block_m(192)
+                                       .block_n(64)
+                                       .warps(12)
+                                       .stages(3)
+                                       .min_blocks(1)
+                                       .pack_gqa(1)
+                                       .wgmma(true);
+// Two warpgroups of 64 rows, GQA packed, two stages (the shape of
+// sm_90a's D 192 rule).
+constexpr TileShape kWarpgroups2 = Shape()
+                                       .head_dim(128)
+                                       .block_m(128)
+                                       .block_n(64)
+                                       .warps(8)
+                                       .stages(2)
+                                       .min_blocks(1)
+                                       .pack_gqa(1)
+                                       .wgmma(true);
+// Split-KV over fp8 pages: one warpgroup of 64 rows, two stages, two
+// blocks asked for, on an H100.
+constexpr TileShape kFp8SplitKv = Shape()
+                                      .block_m(64)
+                                      .warps(4)
+                                      .stages(2)
+                                      .min_blocks(2)
+                                      .pack_gqa(1)
+                                      .wgmma(true)
+                                      .kv_fp8(true)
+                                      .split_kv(true)
+                                      .smem_per_sm(attention::smem_per_sm(90));
+// The decode block's shape with 16-bit K/V (decode_mma not yet asked).
+constexpr TileShape kDecode16 = Shape()
+                                    .head_dim(128)
+                                    .block_m(32)
+                                    .block_n(64)
+                                    .warps(4)
+                                    .stages(4)
+                                    .min_blocks(2)
+                                    .pack_gqa(1)
+                                    .wgmma(true)
+                                    .split_kv(true);
 
 // Usable in constant expressions, as the kernels use it.
-static_assert(make_tile_config(TileShape{128, 192, 64, 12, 3, 1, true, true, false}).threads ==
-              512);
+static_assert(make_tile_config(kWarpgroups3).threads == 512);
 
 struct Expected {
   TileShape shape;
@@ -38,43 +85,100 @@ struct Expected {
 
 // What `attnjit compile` printed for these configs before TileConfig
 // existed (the kernels computed them themselves).
+// clang-format off: each shape's fields, then what it is expected to give
 const Expected kExpected[] = {
     // sm_90a rules: warpgroups of 64 rows plus the producer warpgroup.
-    {{256, 128, 64, 8, 2, 1, true, true, false}, 384, 197696, 1, false, true, 24, 240},
-    {{192, 128, 64, 8, 2, 1, true, true, false}, 384, 148544, 1, false, true, 24, 240},
-    {{64, 64, 32, 4, 2, 4, false, true, false}, 256, 25664, 1, false, true, 40, 88},
-    {{80, 64, 64, 4, 3, 1, false, true, false}, 256, 72800, 1, false, false, 0, 0},
-    {{128, 64, 64, 4, 3, 1, false, true, false}, 256, 115808, 1, false, false, 0, 0},
-    {{128, 192, 64, 12, 3, 1, true, true, false}, 512, 148576, 1, false, true, 32, 160},
-    {{80, 192, 80, 12, 2, 1, false, true, false}, 512, 83008, 1, false, true, 32, 160},
-    {{64, 192, 64, 12, 2, 1, false, true, false}, 512, 58432, 1, false, true, 32, 160},
-    {{96, 192, 64, 12, 2, 1, false, true, false}, 512, 87104, 1, false, true, 32, 160},
+    {Shape()
+         .head_dim(256)
+         .block_m(128)
+         .block_n(64)
+         .warps(8)
+         .stages(2)
+         .min_blocks(1)
+         .pack_gqa(1)
+         .wgmma(true),
+     384, 197696, 1, false, true, 24, 240},
+    {Shape(kWarpgroups2).head_dim(192), 384, 148544, 1, false, true, 24, 240},
+    {Shape().head_dim(64).block_m(64).block_n(32).warps(4).stages(2).min_blocks(4).wgmma(true), 256,
+     25664, 1, false, true, 40, 88},
+    {Shape().head_dim(80).block_m(64).block_n(64).warps(4).stages(3).min_blocks(1).wgmma(true), 256,
+     72800, 1, false, false, 0, 0},
+    {Shape().head_dim(128).block_m(64).block_n(64).warps(4).stages(3).min_blocks(1).wgmma(true),
+     256, 115808, 1, false, false, 0, 0},
+    {Shape()
+         .head_dim(128)
+         .block_m(192)
+         .block_n(64)
+         .warps(12)
+         .stages(3)
+         .min_blocks(1)
+         .pack_gqa(1)
+         .wgmma(true),
+     512, 148576, 1, false, true, 32, 160},
+    {Shape().head_dim(80).block_m(192).block_n(80).warps(12).stages(2).min_blocks(1).wgmma(true),
+     512, 83008, 1, false, true, 32, 160},
+    {Shape().head_dim(64).block_m(192).block_n(64).warps(12).stages(2).min_blocks(1).wgmma(true),
+     512, 58432, 1, false, true, 32, 160},
+    {Shape().head_dim(96).block_m(192).block_n(64).warps(12).stages(2).min_blocks(1).wgmma(true),
+     512, 87104, 1, false, true, 32, 160},
     // Heads wider than 256: two warpgroups split D over 64 rows (no m16
     // tiles of their own), Q and two stages of 32-key K and V, then the
     // scores' exchange, [2 parities][2 warpgroups] x 64 x 32 fp32.
-    {{512, 64, 32, 8, 2, 1, true, true, false}, 384, 1024 + 65536 + 4 * 32768 + 32768 + 64, 0,
-     false, true, 24, 240},
-    {{384, 64, 32, 8, 2, 1, true, true, false}, 384, 1024 + 49152 + 4 * 24576 + 32768 + 64, 0,
-     false, true, 24, 240},
+    {Shape()
+         .head_dim(512)
+         .block_m(64)
+         .block_n(32)
+         .warps(8)
+         .stages(2)
+         .min_blocks(1)
+         .pack_gqa(1)
+         .wgmma(true),
+     384, 1024 + 65536 + 4 * 32768 + 32768 + 64, 0, false, true, 24, 240},
+    {Shape()
+         .head_dim(384)
+         .block_m(64)
+         .block_n(32)
+         .warps(8)
+         .stages(2)
+         .min_blocks(1)
+         .pack_gqa(1)
+         .wgmma(true),
+     384, 1024 + 49152 + 4 * 24576 + 32768 + 64, 0, false, true, 24, 240},
     // Autotuner configs on sm_90a.
-    {{96, 64, 64, 4, 2, 2, false, true, false}, 256, 62528, 1, false, true, 40, 216},
-    {{80, 128, 48, 8, 4, 1, false, true, false}, 384, 83072, 1, false, true, 24, 240},
-    {{128, 192, 64, 12, 3, 1, true, false, false}, 384, 156672, 1, true, false, 0, 0},
+    {Shape().head_dim(96).block_m(64).block_n(64).warps(4).stages(2).min_blocks(2).wgmma(true), 256,
+     62528, 1, false, true, 40, 216},
+    {Shape().head_dim(80).block_m(128).block_n(48).warps(8).stages(4).min_blocks(1).wgmma(true),
+     384, 83072, 1, false, true, 24, 240},
+    {Shape().head_dim(128).block_m(192).block_n(64).warps(12).stages(3).min_blocks(1).pack_gqa(1),
+     384, 156672, 1, true, false, 0, 0},
     // sm_80 rules (mma.sync).
-    {{256, 64, 32, 4, 2, 1, false, false, false}, 128, 101376, 1, false, false, 0, 0},
-    {{192, 64, 32, 4, 2, 1, false, false, false}, 128, 76800, 1, false, false, 0, 0},
-    {{64, 128, 32, 8, 2, 2, true, false, false}, 256, 36864, 1, true, false, 0, 0},
-    {{80, 64, 64, 2, 2, 1, false, false, false}, 64, 56320, 2, false, false, 0, 0},
-    {{128, 64, 64, 2, 2, 1, false, false, false}, 64, 87040, 2, false, false, 0, 0},
-    {{128, 128, 64, 4, 2, 2, false, false, false}, 128, 104448, 2, false, false, 0, 0},
-    {{64, 128, 64, 4, 3, 1, false, false, false}, 128, 73728, 2, true, false, 0, 0},
-    {{80, 128, 64, 4, 3, 1, false, false, false}, 128, 90112, 2, false, false, 0, 0},
-    {{96, 128, 64, 4, 3, 1, false, false, false}, 128, 106496, 2, false, false, 0, 0},
+    {Shape().head_dim(256).block_m(64).block_n(32).warps(4).stages(2).min_blocks(1), 128, 101376, 1,
+     false, false, 0, 0},
+    {Shape().head_dim(192).block_m(64).block_n(32).warps(4).stages(2).min_blocks(1), 128, 76800, 1,
+     false, false, 0, 0},
+    {Shape().head_dim(64).block_m(128).block_n(32).warps(8).stages(2).min_blocks(2).pack_gqa(1),
+     256, 36864, 1, true, false, 0, 0},
+    {Shape().head_dim(80).block_m(64).block_n(64).warps(2).stages(2).min_blocks(1), 64, 56320, 2,
+     false, false, 0, 0},
+    {Shape().head_dim(128).block_m(64).block_n(64).warps(2).stages(2).min_blocks(1), 64, 87040, 2,
+     false, false, 0, 0},
+    {Shape().head_dim(128).block_m(128).block_n(64).warps(4).stages(2).min_blocks(2), 128, 104448,
+     2, false, false, 0, 0},
+    {Shape().head_dim(64).block_m(128).block_n(64).warps(4).stages(3).min_blocks(1), 128, 73728, 2,
+     true, false, 0, 0},
+    {Shape().head_dim(80).block_m(128).block_n(64).warps(4).stages(3).min_blocks(1), 128, 90112, 2,
+     false, false, 0, 0},
+    {Shape().head_dim(96).block_m(128).block_n(64).warps(4).stages(3).min_blocks(1), 128, 106496, 2,
+     false, false, 0, 0},
     // sm_86 / sm_89 rules and an autotuner config.
-    {{256, 64, 16, 4, 2, 1, false, false, false}, 128, 67584, 1, false, false, 0, 0},
-    {{96, 64, 32, 4, 2, 1, false, false, false}, 128, 39936, 1, true, false, 0, 0},
-    {{192, 128, 32, 4, 2, 1, false, false, false}, 128, 102400, 2, false, false, 0, 0},
+    {Shape().head_dim(256).block_m(64).block_n(16).warps(4).stages(2).min_blocks(1), 128, 67584, 1,
+     false, false, 0, 0},
+    {Shape().head_dim(96).block_m(64).block_n(32).warps(4).stages(2).min_blocks(1), 128, 39936, 1,
+     true, false, 0, 0},
+    {Shape().head_dim(192).block_m(128).block_n(32).warps(4).stages(2).min_blocks(1), 128, 102400,
+     2, false, false, 0, 0},
 };
+// clang-format on
 
 std::string describe(const TileShape& s) {
   return "D" + std::to_string(s.head_dim) + " " + std::to_string(s.block_m) + "x" +
@@ -117,7 +221,7 @@ TEST(TileConfig, SpecRulesMatchWhatTheKernelsReport) {
 // tiles of Dv columns, the staged output rows of Dv; Q and K keep D. What
 // `attnjit compile` reports for D 192 / Dv 128 (132160 bytes).
 TEST(TileConfig, NarrowValueHeadsShrinkVsRingAndTheOutput) {
-  TileShape s{192, 128, 64, 8, 2, 1, true, true, false};
+  TileShape s = Shape(kWarpgroups2).head_dim(192);
   s.head_dim_v = 128;
   const TileConfig c = make_tile_config(s);
   EXPECT_EQ(c.dv, 128);
@@ -156,7 +260,7 @@ TEST(TileConfig, BlocksPerSmKeepToTheSharedMemory) {
   // 235680 B with the flag and the reserve: one fits. Its registers leave
   // room for a second converting producer warpgroup: 384 threads of 168,
   // consumers rebalanced to 256.
-  TileShape fp8_d128{128, 64, 64, 4, 2, 2, true, true, false, true, true, h100};
+  TileShape fp8_d128 = Shape(kFp8SplitKv).head_dim(128).block_n(64);
   TileConfig c = make_tile_config(fp8_d128);
   EXPECT_EQ(c.smem_bytes, 115792u);
   EXPECT_EQ(c.raw_stages, 2);
@@ -172,17 +276,17 @@ TEST(TileConfig, BlocksPerSmKeepToTheSharedMemory) {
   EXPECT_EQ(c.launch_registers, 128);
   // D 64 (its fp8 paged rule: 64-key tiles, two blocks): two producer
   // warpgroups at 80 registers, the consumers at 112.
-  TileShape fp8_d64{64, 64, 64, 4, 2, 2, true, true, false, true, true, h100};
+  TileShape fp8_d64 = Shape(kFp8SplitKv).head_dim(64).block_n(64);
   expect_converting(make_tile_config(fp8_d64), 2, 2, 80, 112);
   // D 256 over fp8 pages, 64-key tiles, 2 stages: one block; two producer
   // warpgroups of the 384 threads' 168 registers, consumers at 256.
-  TileShape fp8_paged{256, 64, 64, 4, 2, 2, true, true, false, true, true, h100};
+  TileShape fp8_paged = Shape(kFp8SplitKv).head_dim(256).block_n(64);
   c = make_tile_config(fp8_paged);
   EXPECT_EQ(c.raw_stages, 2);
   expect_converting(c, 1, 2, 168, 256);
   // D 96 with 32-key tiles, two blocks: two producer warpgroups at 80
   // registers, the consumers at 112.
-  TileShape fp8_d96{96, 64, 32, 4, 2, 2, true, true, false, true, true, h100};
+  TileShape fp8_d96 = Shape(kFp8SplitKv).head_dim(96).block_n(32);
   c = make_tile_config(fp8_d96);
   EXPECT_EQ(c.smem_bytes, 50256u);
   expect_converting(c, 2, 2, 80, 112);
@@ -226,7 +330,7 @@ TEST(TileConfig, Fp8DecodeBlock) {
   for (const Case& k : {Case{128, 32, 8, 8, 83072u}, Case{128, 32, 2, 4, 50240u},
                         Case{64, 64, 8, 8, 74880u}, Case{64, 64, 3, 4, 42048u}}) {
     SCOPED_TRACE("D" + std::to_string(k.d) + " stages " + std::to_string(k.stages));
-    TileShape shape{k.d, 64, k.block_n, 4, k.stages, 2, true, true, false, true, true, h100};
+    TileShape shape = Shape(kFp8SplitKv).head_dim(k.d).block_n(k.block_n).stages(k.stages);
     shape.decode_mma = true;
     // 16-bit K/V: twice the ring, the standard TMA boxes (swizzle chunks of
     // D in 16-bit elements).
@@ -262,7 +366,7 @@ TEST(TileConfig, Fp8DecodeBlock) {
   }
   // Not unless asked (decode_mma), at other head dims, nor without
   // split-KV, fp8 K/V or wgmma.
-  TileShape other{128, 64, 32, 4, 2, 2, true, true, false, true, true, h100};
+  TileShape other = Shape(kFp8SplitKv).head_dim(128).block_n(32);
   EXPECT_FALSE(make_tile_config(other).mma_decode);
   other.decode_mma = true;
   other.head_dim = 96;
@@ -340,7 +444,8 @@ TEST(TileConfig, WideDecodeBlock) {
 TEST(TileConfig, TmaBoxIsOneSwizzleChunkOfBlockNRows) {
   const int dims[][2] = {{64, 64}, {80, 16}, {96, 32}, {128, 64}, {192, 64}, {256, 64}};
   for (const auto& [d, chunk] : dims) {
-    const TileConfig c = make_tile_config(TileShape{d, 192, 80, 12, 2, 1, false, true, false});
+    const TileConfig c = make_tile_config(
+        Shape().head_dim(d).block_m(192).block_n(80).warps(12).stages(2).min_blocks(1).wgmma(true));
     EXPECT_EQ(c.tma_chunk, chunk) << "D " << d;
     EXPECT_EQ(attention::swizzle_chunk(d), chunk) << "D " << d;
     EXPECT_EQ(c.swizzle_bytes, 2 * chunk) << "D " << d;
@@ -351,13 +456,15 @@ TEST(TileConfig, TmaBoxIsOneSwizzleChunkOfBlockNRows) {
 }
 
 TEST(TileConfig, RegisterCapTurnsRebalancingOff) {
-  const TileConfig free_share = make_tile_config({128, 192, 64, 12, 3, 1, true, true, false});
-  const TileConfig capped = make_tile_config({128, 192, 64, 12, 3, 1, true, true, true});
+  const TileConfig free_share = make_tile_config(kWarpgroups3);
+  const TileConfig capped = make_tile_config(Shape(kWarpgroups3).register_cap(true));
   EXPECT_TRUE(free_share.rebalance);
   EXPECT_FALSE(capped.rebalance);
   EXPECT_EQ(capped.smem_bytes, free_share.smem_bytes);
   EXPECT_EQ(capped.threads, free_share.threads);
-  EXPECT_FALSE(make_tile_config({128, 128, 64, 4, 2, 2, false, false, false}).rebalance);
+  EXPECT_FALSE(make_tile_config(
+                   Shape().head_dim(128).block_m(128).block_n(64).warps(4).stages(2).min_blocks(2))
+                   .rebalance);
 }
 
 // small_pages' V in blocks of 16 keys: on the warpgroup path where D spans
@@ -369,7 +476,7 @@ TEST(TileConfig, SmallPagesBlockVWhereDSpansSeveralChunks) {
     return make_tile_config(s);
   };
   for (const int d : {96, 128, 192, 256}) {
-    const TileShape s{d, 128, 64, 8, 2, 1, true, true, false};
+    const TileShape s = Shape(kWarpgroups2).head_dim(d);
     const TileConfig plain = make_tile_config(s), small = with(s);
     EXPECT_EQ(plain.v_block_rows, 64) << "D " << d;
     EXPECT_EQ(small.v_block_rows, 16) << "D " << d;
@@ -378,15 +485,16 @@ TEST(TileConfig, SmallPagesBlockVWhereDSpansSeveralChunks) {
     EXPECT_EQ(small.consumer_registers, plain.consumer_registers) << "D " << d;
   }
   // The decode block, with 16-bit K/V.
-  TileShape decode{128, 32, 64, 4, 4, 2, true, true, false, false, true};
+  TileShape decode = kDecode16;
   decode.decode_mma = decode.decode_swap = true;
   ASSERT_TRUE(make_tile_config(decode).mma_decode);
   for (const auto& [what, s] : std::vector<std::pair<const char*, TileShape>>{
-           {"D 64, one chunk", {64, 128, 128, 8, 2, 1, true, true, false}},
-           {"D 80, chunks of 16", {80, 128, 128, 8, 2, 1, false, true, false}},
-           {"mma.sync", {128, 128, 64, 4, 2, 1, false, false, false}},
-           {"fp8 K/V", {128, 192, 64, 12, 3, 1, true, true, false, true}},
-           {"16-key tiles", {128, 64, 16, 4, 2, 1, true, true, false}},
+           {"D 64, one chunk", Shape(kWarpgroups2).head_dim(64).block_n(128)},
+           {"D 80, chunks of 16", Shape(kWarpgroups2).head_dim(80).block_n(128).pack_gqa(0)},
+           {"mma.sync",
+            Shape().head_dim(128).block_m(128).block_n(64).warps(4).stages(2).min_blocks(1)},
+           {"fp8 K/V", Shape(kWarpgroups3).kv_fp8(true)},
+           {"16-key tiles", Shape(kWarpgroups2).block_m(64).warps(4).block_n(16)},
            {"decode block", decode}}) {
     EXPECT_EQ(with(s).v_block_rows, s.block_n) << what;
   }
@@ -400,19 +508,20 @@ TEST(TileConfig, TwoProducerWarpsOnlyWhereTheyApply) {
     s.producer_warps = warps;
     return make_tile_config(s);
   };
-  const TileShape wgmma{128, 128, 128, 8, 2, 1, true, true, false};
+  const TileShape wgmma = Shape(kWarpgroups2).block_n(128);
   EXPECT_EQ(make_tile_config(wgmma).producer_warps, 1);
   EXPECT_EQ(with(wgmma, 2).producer_warps, 2);
   EXPECT_EQ(with(wgmma, 2).threads, make_tile_config(wgmma).threads);
   EXPECT_EQ(with(wgmma, 2).producer_registers, make_tile_config(wgmma).producer_registers);
   EXPECT_EQ(with(wgmma, 2).smem_bytes, make_tile_config(wgmma).smem_bytes);
   // The decode block with 16-bit K/V (fp8 is refused on its own account).
-  TileShape decode{128, 32, 64, 4, 4, 2, true, true, false, false, true};
+  TileShape decode = kDecode16;
   decode.decode_mma = decode.decode_swap = true;
   ASSERT_TRUE(make_tile_config(decode).mma_decode);
   for (const auto& [what, s] : std::vector<std::pair<const char*, TileShape>>{
-           {"mma.sync", {128, 128, 64, 4, 2, 1, false, false, false}},
-           {"fp8 K/V", {128, 192, 64, 12, 3, 1, true, true, false, true}},
+           {"mma.sync",
+            Shape().head_dim(128).block_m(128).block_n(64).warps(4).stages(2).min_blocks(1)},
+           {"fp8 K/V", Shape(kWarpgroups3).kv_fp8(true)},
            {"decode block", decode}}) {
     EXPECT_EQ(with(s, 2).producer_warps, 1) << what;
   }
@@ -446,7 +555,14 @@ TEST(TileConfig, GridShapeIsTheRuntimeLaunchGrid) {
   for (int trial = 0; trial < 2000; ++trial) {
     const int block_m = 64 << int(rng() % 3);
     const int pack = int(rng() % 2);
-    const TileConfig c = make_tile_config({128, block_m, 64, 4, 2, 1, pack, false, false});
+    const TileConfig c = make_tile_config(Shape()
+                                              .head_dim(128)
+                                              .block_m(block_m)
+                                              .block_n(64)
+                                              .warps(4)
+                                              .stages(2)
+                                              .min_blocks(1)
+                                              .pack_gqa(pack));
     AttentionArgs args;
     args.num_heads_kv = 1 + int(rng() % 8);
     args.num_heads_q = args.num_heads_kv * (1 + int(rng() % 8));
@@ -460,7 +576,8 @@ TEST(TileConfig, GridShapeIsTheRuntimeLaunchGrid) {
     ASSERT_EQ(got.z, want.z) << trial;
   }
   // 2^31 packed rows do not overflow the row count.
-  const TileConfig c = make_tile_config({128, 64, 64, 4, 2, 1, true, false, false});
+  const TileConfig c = make_tile_config(
+      Shape().head_dim(128).block_m(64).block_n(64).warps(4).stages(2).min_blocks(1).pack_gqa(1));
   EXPECT_EQ(attention::grid_shape(c, 1 << 28, 8, 1, 1).x, (1u << 31) / 64);
 }
 

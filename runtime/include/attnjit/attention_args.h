@@ -11,6 +11,7 @@
 #include <string>
 #include <variant>
 
+#include "attnjit/attention_args_list.h"
 #include "attnjit/spec.h"
 
 // The public C++ API: exported from libattnjit.so (the build hides the rest).
@@ -91,74 +92,15 @@ struct Schedule {
   }
 };
 
-// Runtime arguments. Pointers are device pointers. Strides are in elements.
+// Runtime arguments: the fields of attention_args_list.h, in its order (the
+// C struct's, attnjit.h), each with its type, default and doc there. One
+// list makes both structs and the C API's copy between them, so they
+// cannot drift apart; the list is plain C so that the C header can hold
+// it. Pointers are device pointers; strides are in elements.
 struct AttentionArgs {
-  const void* q = nullptr;                // [total_q, Hq, D]
-  const void* k = nullptr;                // [total_k, Hkv, D]
-  const void* v = nullptr;                // [total_k, Hkv, Dv] (Dv: head_dim_v, or D)
-  void* o = nullptr;                      // [total_q, Hq, Dv]
-  float* lse = nullptr;                   // [Hq, total_q], when return_lse
-  const float* sinks = nullptr;           // [Hq], when sinks != none
-  const int32_t* cu_seqlens_q = nullptr;  // [B+1]
-  const int32_t* cu_seqlens_k = nullptr;  // [B+1]
-  // Multimodal spans, CSR by sequence: spans of sequence b are
-  // mm_spans[2*s], mm_spans[2*s+1] (inclusive key positions) for
-  // s in [mm_span_offsets[b], mm_span_offsets[b+1]), sorted, disjoint.
-  const int32_t* mm_span_offsets = nullptr;  // [B+1], when mm_prefix
-  const int32_t* mm_spans = nullptr;         // [R, 2], when mm_prefix
-
-  int64_t q_row_stride = 0, q_head_stride = 0;
-  int64_t k_row_stride = 0, k_head_stride = 0;
-  int64_t v_row_stride = 0, v_head_stride = 0;
-  int64_t o_row_stride = 0, o_head_stride = 0;
-
-  int num_seqs = 0;      // B
-  int num_heads_q = 0;   // Hq
-  int num_heads_kv = 0;  // Hkv, divides Hq
-  int total_q = 0;       // rows of q and o (and lse's row length)
-  int total_k = 0;
-  int max_seqlen_q = 0;  // bounds the grid; >= every n_q(b)
-  int max_seqlen_k = 0;
-
-  float scale = 0.f;     // <= 0: 1/sqrt(D)
-  float softcap = 0.f;   // used when the softcap flag is on; must be > 0
-  int window_left = -1;  // used when the window flag is on; -1: unbounded
-  int window_right = -1;
-
-  // The paged layout (kv_layout = paged; docs/semantics.md, "Paged K/V"):
-  // k and v are caches of num_pages pages of page_size tokens; the token
-  // at row r of page g, head h sits at g * page_stride + r * row_stride +
-  // h * head_stride. Key position j of sequence b is row j % page_size of
-  // page block_table[b * block_table_stride + j / page_size]; n_k(b) is
-  // seqused_k[b], and cu_seqlens_k and total_k are not used.
-  const int32_t* block_table = nullptr;  // [B, block_table_stride]
-  const int32_t* seqused_k = nullptr;    // [B]
-  int64_t block_table_stride = 0;        // >= the pages of the longest sequence
-  int64_t k_page_stride = 0, v_page_stride = 0;
-  int page_size = 0;  // a multiple of 16
-  int num_pages = 0;  // pages in the k and v caches
-
-  // kv_dtype fp8_e4m3: k and v hold e4m3 bytes (strides still in elements,
-  // now bytes: multiples of 16); the scales are device pointers to one
-  // float each, so a CUDA graph captures the pointer, not the value.
-  const float* k_scale = nullptr;
-  const float* v_scale = nullptr;
-
-  // Split-KV (decode; docs/semantics.md "Split-KV"). num_splits: 0 lets
-  // the library choose (a decode-shaped batch, every sequence within one
-  // query tile, goes to the split variant, with a split count from the
-  // spec's tuning rules and the GPU's SM count); 1 never splits; n > 1
-  // uses the split variant with at most n splits. The count depends only
-  // on host-known sizes (num_seqs, heads, max_seqlen_q/k, window), so one
-  // CUDA graph serves a batch-size bucket.
-  int num_splits = 0;
-  // Scratch for the parts (split_plan says how many bytes).
-  // Null: the library keeps one per (context, stream), allocated zeroed on
-  // first need outside a CUDA-graph capture. A caller's must be zeroed
-  // once before first use and used by one stream at a time; the kernels
-  // leave its counters at zero.
-  void* workspace = nullptr;
-  size_t workspace_bytes = 0;
+#define ATTNJIT_ATTENTION_ARG_MEMBER(type, name, init) type name = init;
+  ATTNJIT_ATTENTION_ARGS(ATTNJIT_ATTENTION_ARG_MEMBER)
+#undef ATTNJIT_ATTENTION_ARG_MEMBER
 };
 
 // The split schedule of one launch of a split variant: the split count and

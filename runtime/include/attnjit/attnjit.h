@@ -19,6 +19,8 @@
 #include <stdint.h>
 #include <string.h>
 
+#include "attnjit/attention_args_list.h"
+
 #if defined(_WIN32)
 #define ATTNJIT_API
 #else
@@ -170,76 +172,27 @@ static inline void attnjit_attention_flags_init(attnjit_attention_flags* flags) 
   flags->head_dim = 128;
 }
 
-/* Launch arguments. Pointers are device pointers; strides are in elements
- * and the last dimension of q, k, v and o is contiguous. */
+/* Launch arguments: struct_size, then the fields of attention_args_list.h
+ * in its order, each with its type, default and doc there, group by group
+ * in the order of the API versions they arrived with. Pointers are device
+ * pointers; strides are in elements and the last dimension of q, k, v and
+ * o is contiguous. */
+#define ATTNJIT_ATTENTION_ARG_FIELD(type, name, init) type name;
 typedef struct attnjit_attention_args {
   size_t struct_size;
-  const void* q;               /* [total_q, Hq, D] */
-  const void* k;               /* [total_k, Hkv, D] */
-  const void* v;               /* [total_k, Hkv, D] */
-  void* o;                     /* [total_q, Hq, D] */
-  float* lse;                  /* [Hq, total_q], when return_lse */
-  const float* sinks;          /* [Hq], when sinks != none */
-  const int32_t* cu_seqlens_q; /* [B+1] */
-  const int32_t* cu_seqlens_k; /* [B+1] */
-  /* Multimodal spans in CSR form, when mm_prefix: the spans of sequence b
-   * are mm_spans[2s], mm_spans[2s+1] (inclusive key positions) for s in
-   * [mm_span_offsets[b], mm_span_offsets[b+1]), sorted and disjoint. */
-  const int32_t* mm_span_offsets; /* [B+1] */
-  const int32_t* mm_spans;        /* [R, 2] */
-  int64_t q_row_stride, q_head_stride;
-  int64_t k_row_stride, k_head_stride;
-  int64_t v_row_stride, v_head_stride;
-  int64_t o_row_stride, o_head_stride;
-  int32_t num_seqs;     /* B */
-  int32_t num_heads_q;  /* Hq */
-  int32_t num_heads_kv; /* Hkv, divides Hq */
-  int32_t total_q;
-  int32_t total_k;
-  int32_t max_seqlen_q; /* >= every query length; bounds the grid */
-  int32_t max_seqlen_k;
-  float scale;         /* <= 0: 1/sqrt(D) */
-  float softcap;       /* > 0, used when the softcap flag is on */
-  int32_t window_left; /* used when the window flag is on; -1: unbounded */
-  int32_t window_right;
-  /* Since API version 2: the paged layout (kv_layout = ATTNJIT_KV_PAGED).
-   * k and v are caches of num_pages pages of page_size tokens; the token at
-   * row r of page g, head h is at g * page_stride + r * row_stride + h *
-   * head_stride (elements). Key position j of sequence b is row
-   * j % page_size of page block_table[b * block_table_stride + j /
-   * page_size]; seqused_k[b] is its key count; cu_seqlens_k and total_k
-   * are not used. Pages may be shared and in any order. */
-  const int32_t* block_table; /* [B, block_table_stride] */
-  const int32_t* seqused_k;   /* [B] */
-  int64_t block_table_stride;
-  int64_t k_page_stride, v_page_stride;
-  int32_t page_size; /* a multiple of 16 */
-  int32_t num_pages;
-  /* Since API version 3: split-KV decode (docs/semantics.md "Split-KV
-   * decode"). A decode-shaped launch (every sequence's new tokens times
-   * Hq / Hkv within 64 rows) splits its keys over blocks where the GPU
-   * would otherwise idle. num_splits: 0 the library's choice, 1 never, n
-   * at most n. workspace: scratch for the parts, zeroed before its first
-   * use and used by one stream at a time (the kernels leave it zeroed);
-   * attnjit_split_workspace_bytes says how much a launch needs. Null: the
-   * library keeps one per (context, stream), allocated outside any CUDA
-   * graph capture (a capture that would need it to grow fails). */
-  int32_t num_splits;
-  void* workspace; /* 256-byte aligned */
-  size_t workspace_bytes;
-  /* Since API version 3: kv_dtype fp8_e4m3's per-tensor scales, device
-   * pointers to one float each (> 0): k = k8 * k_scale, v = v8 * v_scale. */
-  const float* k_scale;
-  const float* v_scale;
+  ATTNJIT_ATTENTION_ARGS(ATTNJIT_ATTENTION_ARG_FIELD)
 } attnjit_attention_args;
+#undef ATTNJIT_ATTENTION_ARG_FIELD
 
-/* Null pointers, zero sizes, default scale, unbounded windows. */
+/* Null pointers, zero sizes, default scale, unbounded windows: each
+ * field's DEFAULT in the list. */
+#define ATTNJIT_ATTENTION_ARG_INIT(type, name, init) args->name = init;
 static inline void attnjit_attention_args_init(attnjit_attention_args* args) {
   memset(args, 0, sizeof(*args));
   args->struct_size = sizeof(*args);
-  args->window_left = -1;
-  args->window_right = -1;
+  ATTNJIT_ATTENTION_ARGS(ATTNJIT_ATTENTION_ARG_INIT)
 }
+#undef ATTNJIT_ATTENTION_ARG_INIT
 
 /* Resolves the flags (an illegal combination is ATTNJIT_ERROR_FLAGS) and
  * gets the variant through the context's cache: memory, AOT dirs, cache
