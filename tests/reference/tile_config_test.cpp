@@ -414,10 +414,10 @@ TEST(TileConfig, Fp8DecodeBlock) {
 // the epilogue's staged rows past the parts (the combine passes over 128
 // columns at a time and still reads the parts while it stages).
 TEST(TileConfig, WideDecodeBlock) {
-  const int h100 = attention::smem_per_sm(90);
   for (const int d : {256, 384, 512}) {
     SCOPED_TRACE("D" + std::to_string(d));
-    TileShape shape{d, 32, 32, 4, 4, 1, true, true, false, true, true, h100};
+    TileShape shape =
+        Shape(kFp8SplitKv).head_dim(d).block_m(32).block_n(32).stages(4).min_blocks(1);
     shape.decode_mma = true;
     EXPECT_FALSE(make_tile_config(shape).mma_decode);  // not the standard block
     shape.decode_swap = true;
@@ -435,9 +435,13 @@ TEST(TileConfig, WideDecodeBlock) {
     EXPECT_LE(c.smem_bytes, attention::kMaxSmemPerBlockSm90);
   }
   EXPECT_EQ(attention::decode_stage_bytes(128), 0u);  // one pass: stages over its own part
-  TileShape odd{192, 32, 32, 4, 4, 1, true, true, false, true, true, h100};
-  odd.decode_mma = true;
-  odd.decode_swap = true;
+  const TileShape odd = Shape(kFp8SplitKv)
+                            .head_dim(192)
+                            .block_m(32)
+                            .block_n(32)
+                            .stages(4)
+                            .decode_mma(true)
+                            .decode_swap(true);
   EXPECT_FALSE(make_tile_config(odd).mma_decode);
 }
 
