@@ -37,15 +37,7 @@ constexpr TileShape kWarpgroups3 = Shape()
                                        .wgmma(true);
 // Two warpgroups of 64 rows, GQA packed, two stages (the shape of
 // sm_90a's D 192 rule).
-constexpr TileShape kWarpgroups2 = Shape()
-                                       .head_dim(128)
-                                       .block_m(128)
-                                       .block_n(64)
-                                       .warps(8)
-                                       .stages(2)
-                                       .min_blocks(1)
-                                       .pack_gqa(1)
-                                       .wgmma(true);
+constexpr TileShape kWarpgroups2 = Shape(kWarpgroups3).block_m(128).warps(8).stages(2);
 // Split-KV over fp8 pages: one warpgroup of 64 rows, two stages, two
 // blocks asked for, on an H100.
 constexpr TileShape kFp8SplitKv = Shape()
@@ -88,16 +80,7 @@ struct Expected {
 // clang-format off: each shape's fields, then what it is expected to give
 const Expected kExpected[] = {
     // sm_90a rules: warpgroups of 64 rows plus the producer warpgroup.
-    {Shape()
-         .head_dim(256)
-         .block_m(128)
-         .block_n(64)
-         .warps(8)
-         .stages(2)
-         .min_blocks(1)
-         .pack_gqa(1)
-         .wgmma(true),
-     384, 197696, 1, false, true, 24, 240},
+    {Shape(kWarpgroups2).head_dim(256), 384, 197696, 1, false, true, 24, 240},
     {Shape(kWarpgroups2).head_dim(192), 384, 148544, 1, false, true, 24, 240},
     {Shape().head_dim(64).block_m(64).block_n(32).warps(4).stages(2).min_blocks(4).wgmma(true), 256,
      25664, 1, false, true, 40, 88},
@@ -105,16 +88,7 @@ const Expected kExpected[] = {
      72800, 1, false, false, 0, 0},
     {Shape().head_dim(128).block_m(64).block_n(64).warps(4).stages(3).min_blocks(1).wgmma(true),
      256, 115808, 1, false, false, 0, 0},
-    {Shape()
-         .head_dim(128)
-         .block_m(192)
-         .block_n(64)
-         .warps(12)
-         .stages(3)
-         .min_blocks(1)
-         .pack_gqa(1)
-         .wgmma(true),
-     512, 148576, 1, false, true, 32, 160},
+    {kWarpgroups3, 512, 148576, 1, false, true, 32, 160},
     {Shape().head_dim(80).block_m(192).block_n(80).warps(12).stages(2).min_blocks(1).wgmma(true),
      512, 83008, 1, false, true, 32, 160},
     {Shape().head_dim(64).block_m(192).block_n(64).warps(12).stages(2).min_blocks(1).wgmma(true),
@@ -124,25 +98,9 @@ const Expected kExpected[] = {
     // Heads wider than 256: two warpgroups split D over 64 rows (no m16
     // tiles of their own), Q and two stages of 32-key K and V, then the
     // scores' exchange, [2 parities][2 warpgroups] x 64 x 32 fp32.
-    {Shape()
-         .head_dim(512)
-         .block_m(64)
-         .block_n(32)
-         .warps(8)
-         .stages(2)
-         .min_blocks(1)
-         .pack_gqa(1)
-         .wgmma(true),
+    {Shape(kWarpgroups2).head_dim(512).block_m(64).block_n(32),
      384, 1024 + 65536 + 4 * 32768 + 32768 + 64, 0, false, true, 24, 240},
-    {Shape()
-         .head_dim(384)
-         .block_m(64)
-         .block_n(32)
-         .warps(8)
-         .stages(2)
-         .min_blocks(1)
-         .pack_gqa(1)
-         .wgmma(true),
+    {Shape(kWarpgroups2).head_dim(384).block_m(64).block_n(32),
      384, 1024 + 49152 + 4 * 24576 + 32768 + 64, 0, false, true, 24, 240},
     // Autotuner configs on sm_90a.
     {Shape().head_dim(96).block_m(64).block_n(64).warps(4).stages(2).min_blocks(2).wgmma(true), 256,
@@ -414,14 +372,13 @@ TEST(TileConfig, Fp8DecodeBlock) {
 // the epilogue's staged rows past the parts (the combine passes over 128
 // columns at a time and still reads the parts while it stages).
 TEST(TileConfig, WideDecodeBlock) {
+  // The fp8 rules' block at 32-key tiles, 4 stages, one block per SM.
+  const TileShape wide =
+      Shape(kFp8SplitKv).block_m(32).block_n(32).stages(4).min_blocks(1).decode_mma(true);
   for (const int d : {256, 384, 512}) {
     SCOPED_TRACE("D" + std::to_string(d));
-    TileShape shape =
-        Shape(kFp8SplitKv).head_dim(d).block_m(32).block_n(32).stages(4).min_blocks(1);
-    shape.decode_mma = true;
-    EXPECT_FALSE(make_tile_config(shape).mma_decode);  // not the standard block
-    shape.decode_swap = true;
-    const TileConfig c = make_tile_config(shape);
+    EXPECT_FALSE(make_tile_config(Shape(wide).head_dim(d)).mma_decode);  // not the standard block
+    const TileConfig c = make_tile_config(Shape(wide).head_dim(d).decode_swap(true));
     ASSERT_TRUE(c.mma_decode);
     EXPECT_EQ(c.tma_chunk, 128);
     EXPECT_EQ(c.swizzle_bytes, 128);
@@ -435,14 +392,7 @@ TEST(TileConfig, WideDecodeBlock) {
     EXPECT_LE(c.smem_bytes, attention::kMaxSmemPerBlockSm90);
   }
   EXPECT_EQ(attention::decode_stage_bytes(128), 0u);  // one pass: stages over its own part
-  const TileShape odd = Shape(kFp8SplitKv)
-                            .head_dim(192)
-                            .block_m(32)
-                            .block_n(32)
-                            .stages(4)
-                            .decode_mma(true)
-                            .decode_swap(true);
-  EXPECT_FALSE(make_tile_config(odd).mma_decode);
+  EXPECT_FALSE(make_tile_config(Shape(wide).head_dim(192).decode_swap(true)).mma_decode);
 }
 
 TEST(TileConfig, TmaBoxIsOneSwizzleChunkOfBlockNRows) {
