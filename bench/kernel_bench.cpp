@@ -167,7 +167,16 @@ nlohmann::json time_user_spec(const bench::UserProblem& u, const AttentionFlags&
 std::vector<std::map<std::string, int64_t>> tuning_grid(int head_dim, bool gqa, bool hopper,
                                                         bool decode) {
   using attention::make_tile_config;
-  using Shape = attention::TileShapeBuilder;  // TileShape by named fields
+  // A grid point's TileShape (its other fields named where they differ).
+  const auto shape = [head_dim](int bm, int warps, int bn, int stages, int min_blocks) {
+    return attention::TileShapeBuilder()
+        .head_dim(head_dim)
+        .block_m(bm)
+        .warps(warps)
+        .block_n(bn)
+        .stages(stages)
+        .min_blocks(min_blocks);
+  };
   std::vector<std::map<std::string, int64_t>> grid;
   const long smem_limit_decode = 227 * 1024;
   if (decode && hopper) {
@@ -177,15 +186,8 @@ std::vector<std::map<std::string, int64_t>> tuning_grid(int head_dim, bool gqa, 
     for (int bn : {32, 64, 128}) {
       for (int stages : {2, 3, 4, 6}) {
         for (int min_blocks : {1, 2, 3, 4}) {
-          const attention::TileConfig c = make_tile_config(Shape()
-                                                               .head_dim(head_dim)
-                                                               .block_m(64)
-                                                               .block_n(bn)
-                                                               .warps(4)
-                                                               .stages(stages)
-                                                               .min_blocks(min_blocks)
-                                                               .pack_gqa(1)
-                                                               .wgmma(true));
+          const attention::TileConfig c =
+              make_tile_config(shape(64, 4, bn, stages, min_blocks).pack_gqa(1).wgmma(true));
           if (long(c.smem_bytes + 1024) * min_blocks + 1024L * min_blocks > smem_limit_decode) {
             continue;
           }
@@ -231,15 +233,7 @@ std::vector<std::map<std::string, int64_t>> tuning_grid(int head_dim, bool gqa, 
     for (int bn : {32, 64, 128}) {
       for (int stages : {2, 3}) {
         for (int min_blocks : {1, 2}) {
-          if (!fits(make_tile_config(Shape()
-                                         .head_dim(head_dim)
-                                         .block_m(bm)
-                                         .block_n(bn)
-                                         .warps(warps)
-                                         .stages(stages)
-                                         .min_blocks(min_blocks)))) {
-            continue;
-          }
+          if (!fits(make_tile_config(shape(bm, warps, bn, stages, min_blocks)))) continue;
           add(bm, warps, bn, stages, min_blocks, 0);
         }
       }
@@ -253,14 +247,8 @@ std::vector<std::map<std::string, int64_t>> tuning_grid(int head_dim, bool gqa, 
       for (int stages : {2, 3, 4, 6, 8}) {
         for (int min_blocks : {1, 2, 4}) {
           if (bn == 16 && stages < 4) continue;
-          const attention::TileConfig c = make_tile_config(Shape()
-                                                               .head_dim(head_dim)
-                                                               .block_m(bm)
-                                                               .block_n(bn)
-                                                               .warps(bm / 16)
-                                                               .stages(stages)
-                                                               .min_blocks(min_blocks)
-                                                               .wgmma(true));
+          const attention::TileConfig c =
+              make_tile_config(shape(bm, bm / 16, bn, stages, min_blocks).wgmma(true));
           if (!fits(c)) continue;
           if (bn / 2 + bn / 4 + head_dim / 2 + 30 > c.consumer_registers) continue;
           add(bm, bm / 16, bn, stages, min_blocks, 1);
