@@ -30,38 +30,39 @@ struct DecodeCase {
   std::map<std::string, int64_t> tuning;
 };
 
+// The flag sets every head dim is run with: causal; GPT-OSS's window and
+// null logit; clamped spans with the key-0 bias; open spans with LSE; and
+// fp16 q, soft-cap, LSE and the null logit without causal.
+std::vector<AttentionFlags> flag_sets_of(int d, KvDType kv, KvLayout layout) {
+  AttentionFlags base;
+  base.head_dim = d;
+  base.kv_dtype = kv;
+  base.kv_layout = layout;
+  AttentionFlags plain = base;
+  plain.causal = true;
+  AttentionFlags oss = plain;
+  oss.window = true;
+  oss.sinks = SinkMode::kNullLogit;
+  AttentionFlags spans = plain;
+  spans.window = spans.mm_prefix = spans.mm_clamp = true;
+  spans.sinks = SinkMode::kBiasKey0;
+  AttentionFlags open = spans;
+  open.mm_clamp = false;
+  open.sinks = SinkMode::kNone;
+  open.return_lse = true;
+  AttentionFlags cap = base;
+  cap.dtype = DType::kFP16;
+  cap.softcap = cap.return_lse = true;
+  cap.sinks = SinkMode::kNullLogit;
+  return {plain, oss, spans, open, cap};
+}
+
 std::vector<DecodeCase> decode_cases() {
   std::vector<DecodeCase> cases;
   for (const KvDType kv : {KvDType::kFp8E4M3, KvDType::kSame}) {
     for (const KvLayout layout : {KvLayout::kContiguous, KvLayout::kPaged}) {
       for (const int d : {64, 128}) {
-        AttentionFlags base;
-        base.head_dim = d;
-        base.kv_dtype = kv;
-        base.kv_layout = layout;
-        std::vector<AttentionFlags> flag_sets;
-        AttentionFlags plain = base;
-        plain.causal = true;
-        flag_sets.push_back(plain);
-        AttentionFlags oss = plain;
-        oss.window = true;
-        oss.sinks = SinkMode::kNullLogit;
-        flag_sets.push_back(oss);
-        AttentionFlags spans = plain;
-        spans.window = spans.mm_prefix = spans.mm_clamp = true;
-        spans.sinks = SinkMode::kBiasKey0;
-        flag_sets.push_back(spans);
-        AttentionFlags open = spans;
-        open.mm_clamp = false;
-        open.sinks = SinkMode::kNone;
-        open.return_lse = true;
-        flag_sets.push_back(open);
-        AttentionFlags cap = base;
-        cap.dtype = DType::kFP16;
-        cap.softcap = cap.return_lse = true;
-        cap.sinks = SinkMode::kNullLogit;
-        flag_sets.push_back(cap);
-        for (const AttentionFlags& f : flag_sets) {
+        for (const AttentionFlags& f : flag_sets_of(d, kv, layout)) {
           // The ring and key tile a rule would take, and a shallower ring
           // (3 stages round up to 4, a multiple of the four warps). D 128 at
           // 64-key tiles spills (tests/compiler/attention_compile_test.cpp).
@@ -104,25 +105,9 @@ std::vector<DecodeCase> decode_cases() {
   for (const KvDType kv : {KvDType::kFp8E4M3, KvDType::kSame}) {
     for (const KvLayout layout : {KvLayout::kContiguous, KvLayout::kPaged}) {
       for (const int d : {256, 384, 512}) {
-        AttentionFlags plain;
-        plain.head_dim = d;
-        plain.kv_dtype = kv;
-        plain.kv_layout = layout;
-        plain.causal = true;
-        AttentionFlags oss = plain;
-        oss.window = true;
-        oss.sinks = SinkMode::kNullLogit;
-        AttentionFlags spans = plain;
-        spans.window = spans.mm_prefix = spans.mm_clamp = true;
-        spans.sinks = SinkMode::kBiasKey0;
-        AttentionFlags cap = plain;
-        cap.causal = false;
-        cap.dtype = DType::kFP16;
-        cap.softcap = cap.return_lse = true;
-        cap.sinks = SinkMode::kNullLogit;
         const int block_n = d > 256 ? 16 : 32;
         const int stages = kv == KvDType::kSame ? 4 : 8;
-        for (const AttentionFlags& f : {plain, oss, spans, cap}) {
+        for (const AttentionFlags& f : flag_sets_of(d, kv, layout)) {
           for (const int rows : {8, 32}) {
             cases.push_back({f,
                              {{"decode_mma", 2},
