@@ -25,7 +25,7 @@ def table(head, rows):
 # ---- bench/results/README.md -------------------------------------------------
 
 NAME = re.compile(r"^(\d{4}-\d\d-\d\d)-([a-z0-9]+)-(.*?)\.(json|txt|png|log|log\.gz|csv\.gz)$")
-MACHINES = {"h200": "H200", "cpu2core": "none (2-core CPU)"}
+MACHINES = {"h200": "H200", "h100": "H100", "cpu2core": "none (2-core CPU)"}
 TOOLS = [  # (pattern on the name's label, the benchmark or tool that wrote the file)
     (r"peers-fa4", "peers beside FlashAttention-4"),
     (r"peer-profile", "ncu, attnjit beside a peer"),

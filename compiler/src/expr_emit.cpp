@@ -153,14 +153,19 @@ RowValues row_values(const Expr& expr, const std::string& prefix) {
   return rv;
 }
 
-// The value of a node per element, as one C++ expression; a row value
-// reads as r.<name> (`rows` null: none, as in row() itself). In per-element
-// code (rows given) a division by a runtime arg takes the element code's
+}  // namespace
+
+namespace detail {
+
+// The value of a node per element, as one C++ expression; a hoisted value
+// reads as its text in `reads` (a row value `r.<name>`, a column value;
+// `reads` null: none, as in row() itself). In per-element code (reads
+// given) a division by a runtime arg takes the element code's
 // kPositiveDivisors, and *divides says one was emitted.
-std::string value_code(const Expr& expr, int index, const RowValues* rows = nullptr,
-                       bool* divides = nullptr) {
-  if (rows != nullptr && !rows->names[static_cast<std::size_t>(index)].empty()) {
-    return "r." + rows->names[static_cast<std::size_t>(index)];
+std::string value_code(const Expr& expr, int index, const std::vector<std::string>* rows,
+                       bool* divides) {
+  if (rows != nullptr && !(*rows)[static_cast<std::size_t>(index)].empty()) {
+    return (*rows)[static_cast<std::size_t>(index)];
   }
   const ExprNode& n = expr.nodes[static_cast<std::size_t>(index)];
   const auto kid = [&](int k) { return value_code(expr, n.kids[k], rows, divides); };
@@ -230,6 +235,12 @@ std::string value_code(const Expr& expr, int index, const RowValues* rows = null
   }
   return "(" + kid(0) + " " + binary_spelling(n.op) + " " + kid(1) + ")";
 }
+
+}  // namespace detail
+
+namespace {
+
+using detail::value_code;
 
 // classify(): one statement per int or bool node, `v<index>`, over the
 // functions of user_expr.cuh; float nodes are unknown and not emitted.
@@ -477,6 +488,24 @@ std::string emit_user_struct(const Expr* mask, const Expr* score) {
   const RowValues mask_rows = mask != nullptr ? row_values(mask_elements, "mask_") : RowValues{};
   const RowValues score_rows =
       score != nullptr ? row_values(score_elements, "score_") : RowValues{};
+  // Column values (expr_columns.cpp), and what the element code reads for
+  // each hoisted node.
+  const detail::ColumnValues mask_cols = mask != nullptr
+                                             ? detail::column_values(mask_elements, "mask_c")
+                                             : detail::ColumnValues{};
+  const detail::ColumnValues score_cols = score != nullptr
+                                              ? detail::column_values(score_elements, "score_c")
+                                              : detail::ColumnValues{};
+  const auto reads_of = [](const RowValues& rows, const detail::ColumnValues& cols) {
+    std::vector<std::string> reads(rows.names.size());
+    for (std::size_t i = 0; i < reads.size(); ++i) {
+      if (!rows.names[i].empty()) reads[i] = "r." + rows.names[i];
+      if (!cols.reads[i].empty()) reads[i] = cols.reads[i];
+    }
+    return reads;
+  };
+  const std::vector<std::string> mask_reads = reads_of(mask_rows, mask_cols);
+  const std::vector<std::string> score_reads = reads_of(score_rows, score_cols);
   std::string fields, assignments;
   const Expr* mask_tree = mask != nullptr ? &mask_elements : nullptr;
   const Expr* score_tree = score != nullptr ? &score_elements : nullptr;
@@ -506,14 +535,18 @@ std::string emit_user_struct(const Expr* mask, const Expr* score) {
   // template of whether they are all positive (divisors_positive(), once
   // per tile), which spares each quotient its sign cases.
   bool divides = false;
+  const std::string columns = detail::column_functions(
+      {{mask_tree, &mask_cols}, {score_tree, &score_cols}}, &divides);
   const std::string mask_code =
-      mask != nullptr ? value_code(mask_elements, mask_elements.root, &mask_rows, &divides)
+      mask != nullptr ? value_code(mask_elements, mask_elements.root, &mask_reads, &divides)
                       : std::string();
   const std::string score_code =
-      score != nullptr ? value_code(score_elements, score_elements.root, &score_rows, &divides)
+      score != nullptr ? value_code(score_elements, score_elements.root, &score_reads, &divides)
                        : std::string();
+  // With column values, mask() and score() read them too (`c`).
+  const char* col_param = columns.empty() ? "" : "const col_values& c, ";
   const char* element_template =
-      divides ? "  template <bool kPositiveDivisors, class P>\n" : "  template <class P>\n";
+      divides || !columns.empty() ? "  template <bool kPositiveDivisors, class P>\n" : "  template <class P>\n";
   std::vector<std::string> divisors;  // of both expressions, once each
   for (const Expr* expr : {mask, score}) {
     if (expr == nullptr) continue;
@@ -532,10 +565,11 @@ std::string emit_user_struct(const Expr* mask, const Expr* score) {
       "    return {};\n"
       "  }}\n",
       divides, divides ? positive : "true");
+  out += columns;
   if (mask != nullptr) {
     out += fmt::format(
         "{}"
-        "  __device__ static bool mask(const P& prm, const row_values& r, {}) {{\n"
+        "  __device__ static bool mask(const P& prm, const row_values& r, {}{}) {{\n"
         "    return {};\n"
         "  }}\n"
         "  template <class P>\n"
@@ -543,7 +577,7 @@ std::string emit_user_struct(const Expr* mask, const Expr* score) {
         "int p_hi, int j_lo, int j_hi, int n_q, int n_k) {{\n"
         "{}"
         "  }}\n",
-        element_template, kPositionParams, mask_code, ClassifyEmitter(*mask).body());
+        element_template, col_param, kPositionParams, mask_code, ClassifyEmitter(*mask).body());
     // The key range the mask's bounding conjuncts leave a query tile
     // (expr_bounds.cpp); the kernels start their empty-tile scans inside it.
     const ExprKeyBounds bounds = key_bounds_of(*mask);
@@ -563,10 +597,10 @@ std::string emit_user_struct(const Expr* mask, const Expr* score) {
   if (score != nullptr) {
     out += fmt::format(
         "{}"
-        "  __device__ static float score(const P& prm, const row_values& r, float s, {}) {{\n"
+        "  __device__ static float score(const P& prm, const row_values& r, {}float s, {}) {{\n"
         "    return {};\n"
         "  }}\n",
-        element_template, kPositionParams, score_code);
+        element_template, col_param, kPositionParams, score_code);
   }
   // The key tiles where the score is s itself, which skip it (expr.h
   // ExprScoreIdentity).

@@ -4,6 +4,8 @@
 #pragma once
 
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "attnjit/expr.h"
 
@@ -25,5 +27,35 @@ Expr element_form(const Expr& expr);
 // key_bounds_whole_mask, _exact_rows, _below, _above) for `bounds`; all
 // false for no bounds (ExprKeyBounds{}: no mask, or the VM's struct).
 std::string key_bounds_traits(const ExprKeyBounds& bounds);
+
+// The value of node `index` in the element code, as one C++ expression
+// (expr_emit.cpp): a node with a text in `reads` reads as that text
+// (`r.<name>`, `c.<name>`); reads null: the row code (row()), no hoisted
+// value and divisions for any sign. *divides: a runtime division emitted.
+std::string value_code(const Expr& expr, int index, const std::vector<std::string>* reads = nullptr,
+                       bool* divides = nullptr);
+
+// Column values (expr_columns.cpp): the element tree's `j % d` nodes (d a
+// runtime arg or a positive literal), computed once per key column of a
+// tile, each from its neighbour's. names: per node, its field or empty;
+// order: the values in node order; reads: per node, what the element code
+// reads for it (`c.<name>`, or for a runtime divisor the field in the
+// positive copy and the division in the other).
+struct ColumnValues {
+  std::vector<std::string> names;
+  std::vector<std::string> reads;
+  std::vector<int> order;
+};
+ColumnValues column_values(const Expr& expr, const std::string& prefix);
+
+// `j % d` with d a runtime arg (`prm.d`) or a positive literal: the
+// divisor's code, which col_next() steps the value by; else empty.
+std::string column_step_divisor(const Expr& expr, int index);
+
+// has_col_values, struct col_values, col(), col_step() and col_next() of
+// the generated struct, for the expressions given (null: none); empty
+// when they have no column value.
+std::string column_functions(
+    const std::vector<std::pair<const Expr*, const ColumnValues*>>& exprs, bool* divides);
 
 }  // namespace attnjit::detail

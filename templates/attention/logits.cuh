@@ -69,16 +69,22 @@ __device__ __forceinline__ void to_logits_as(float (&s)[kBlocks][4],
       }
     }
   }
+  // A spec's column values at the thread's key columns: column i of block
+  // nb holds elements e with col_of(e) == i (user_columns).
+  const auto col_of = [](int e) { return kSwapped ? e / 2 : e % 2; };
+  constexpr int kColStepN = kSwapped ? 16 : 8, kColStepI = kSwapped ? 8 : 1;
   if constexpr (user_score<C>()) {
     // The spec's score, on the natural-log score after scale and cap
     // (score_on: not on a tile where it is the identity).
     if (score_on) {
+      UserColsOf<C> cols[kBlocks][2];
+      user_columns<C, kPositive, kColStepN, kColStepI>(prm, key_of(0, 0), cols);
 #pragma unroll
       for (int nb = 0; nb < kBlocks; ++nb) {
 #pragma unroll
         for (int e = 0; e < 4; ++e) {
-          s[nb][e] = user_score_at<C, kPositive>(prm, keys[row_of(e)].user, s[nb][e] * kLn2,
-                                                 key_of(nb, e)) *
+          s[nb][e] = user_score_at<C, kPositive>(prm, keys[row_of(e)].user, cols[nb][col_of(e)],
+                                                 s[nb][e] * kLn2, key_of(nb, e)) *
                      kLog2e;
         }
       }
@@ -95,6 +101,11 @@ __device__ __forceinline__ void to_logits_as(float (&s)[kBlocks][4],
   const int first = key_of(0, 0);
   const typename Mask<C>::RowKeys rel[2] = {Mask<C>::shifted(keys[0], first),
                                             Mask<C>::shifted(keys[1], first)};
+  constexpr bool kUserMask = user_mask<C>() && !user_mask_in_row_keys<C>();
+  UserColsOf<C> cols[kBlocks][2];
+  if constexpr (kUserMask) {
+    user_columns<C, kPositive, kColStepN, kColStepI>(prm, first, cols);
+  }
 #pragma unroll
   for (int nb = 0; nb < kBlocks; ++nb) {
 #pragma unroll
@@ -102,12 +113,12 @@ __device__ __forceinline__ void to_logits_as(float (&s)[kBlocks][4],
       const int r = row_of(e);
       const int j = key_of(nb, e);
       bool visible;
-      if constexpr (user_mask<C>() && !user_mask_in_row_keys<C>()) {
+      if constexpr (kUserMask) {
         // A spec's mask tested per key: absolute keys, as its expressions
         // see them.
         // (`&`: both evaluated, no branch per score.)
         visible = Mask<C>::visible_in(keys[r], j) &
-                  user_mask_at<C, kPositive>(prm, keys[r].user, j);
+                  user_mask_at<C, kPositive>(prm, keys[r].user, cols[nb][col_of(e)], j);
       } else {
         visible = Mask<C>::template visible_in<kCheckLo>(rel[r], j - first);
       }

@@ -89,6 +89,16 @@ ATTNJIT_EXPR_FN int mod_by(int a, int d, long long magic) {
   return sub(a, mul(d, div_by<true>(a, d, magic)));
 }
 
+// (m + step) mod d for m and step in [0, d), d > 0: the value of `j % d`
+// at a key column from its value `delta` keys before and delta mod d (the
+// generated struct's col_next): an add and an unsigned min, as m + step -
+// d wraps above m + step exactly when m + step < d.
+ATTNJIT_EXPR_FN int mod_add(int m, int step, int d) {
+  const unsigned t = static_cast<unsigned>(m) + static_cast<unsigned>(step);
+  const unsigned u = t - static_cast<unsigned>(d);
+  return static_cast<int>(u < t ? u : t);
+}
+
 // `and` and `or` evaluate both operands, which have no side effects (a
 // tensor read outside its domain reads 0): short-circuit operators put a
 // branch around each element's right operand.

@@ -82,27 +82,76 @@ struct UserRowPick<C, false> {
 template <class C>
 using UserRowOf = typename UserRowPick<C, user_row_values<C>()>::type;
 
-// The spec's mask and score at key j of a row (u: the row's UserRow);
-// kPositive: every runtime divisor is positive at this launch.
-// A key position is never negative (a visited tile's keys), which spares
-// the expressions' sign cases of j (a quotient's, a clamped read's).
-template <class C, bool kPositive, class P, class Row>
-__device__ __forceinline__ bool user_mask_at(const P& prm, const Row& u, int j) {
-  ATTNJIT_EXPR_ASSUME(j >= 0);
-  if constexpr (user_divides<C>()) {
-    return UserOf<C>::template mask<kPositive>(prm, u.r, u.b, u.h, u.hk, u.p, j, u.n_q, u.n_k);
-  } else {
-    return UserOf<C>::mask(prm, u.r, u.b, u.h, u.hk, u.p, j, u.n_q, u.n_k);
+// Column values (the generated struct's col_values, when it has them):
+// its `j % d` at each key column of a thread's fragment in a key tile,
+// read by both of the thread's rows (user_columns).
+struct NoUserCols {};
+template <class User, class = void>
+struct UserColsPick {
+  __host__ __device__ static constexpr bool has() { return false; }
+  using type = NoUserCols;
+};
+template <class User>
+struct UserColsPick<User, typename expr::void_of<typename User::col_values>::type> {
+  __host__ __device__ static constexpr bool has() { return true; }
+  using type = typename User::col_values;
+};
+template <class C>
+__host__ __device__ constexpr bool user_col_values() {
+  return UserColsPick<UserOf<C>>::has();
+}
+template <class C>
+using UserColsOf = typename UserColsPick<UserOf<C>>::type;
+
+// The column values at a thread's key columns of one key tile: cols[n][i]
+// at key first + n * kStepN + i * kStepI (to_logits_as). The first by
+// division (col), each next from a neighbour (col_next: an add and a min
+// per `j % d`), with the steps' residues computed once (col_step).
+template <class C, bool kPositive, int kStepN, int kStepI, int kBlocks, class P>
+__device__ __forceinline__ void user_columns(const P& prm, int first,
+                                             UserColsOf<C> (&cols)[kBlocks][2]) {
+  if constexpr (user_col_values<C>()) {
+    using User = UserOf<C>;
+    ATTNJIT_EXPR_ASSUME(first >= 0);
+    const auto step_n = User::template col_step<kPositive>(prm, kStepN);
+    const auto step_i = User::template col_step<kPositive>(prm, kStepI);
+#pragma unroll
+    for (int n = 0; n < kBlocks; ++n) {
+      cols[n][0] = n == 0 ? User::template col<kPositive>(prm, first)
+                          : User::col_next(prm, cols[n - 1][0], step_n);
+      cols[n][1] = User::col_next(prm, cols[n][0], step_i);
+    }
   }
 }
-template <class C, bool kPositive, class P, class Row>
-__device__ __forceinline__ float user_score_at(const P& prm, const Row& u, float s, int j) {
+
+// The spec's mask and score at key j of a row (u: the row's UserRow; c:
+// key j's column values, when the struct has them); kPositive: every
+// runtime divisor is positive at this launch.
+// A key position is never negative (a visited tile's keys), which spares
+// the expressions' sign cases of j (a quotient's, a clamped read's).
+template <class C, bool kPositive, class P, class Row, class Col>
+__device__ __forceinline__ bool user_mask_at(const P& prm, const Row& u, const Col& c, int j) {
   ATTNJIT_EXPR_ASSUME(j >= 0);
-  if constexpr (user_divides<C>()) {
-    return UserOf<C>::template score<kPositive>(prm, u.r, s, u.b, u.h, u.hk, u.p, j, u.n_q,
-                                                 u.n_k);
+  using User = UserOf<C>;
+  if constexpr (user_col_values<C>()) {
+    return User::template mask<kPositive>(prm, u.r, c, u.b, u.h, u.hk, u.p, j, u.n_q, u.n_k);
+  } else if constexpr (user_divides<C>()) {
+    return User::template mask<kPositive>(prm, u.r, u.b, u.h, u.hk, u.p, j, u.n_q, u.n_k);
   } else {
-    return UserOf<C>::score(prm, u.r, s, u.b, u.h, u.hk, u.p, j, u.n_q, u.n_k);
+    return User::mask(prm, u.r, u.b, u.h, u.hk, u.p, j, u.n_q, u.n_k);
+  }
+}
+template <class C, bool kPositive, class P, class Row, class Col>
+__device__ __forceinline__ float user_score_at(const P& prm, const Row& u, const Col& c, float s,
+                                               int j) {
+  ATTNJIT_EXPR_ASSUME(j >= 0);
+  using User = UserOf<C>;
+  if constexpr (user_col_values<C>()) {
+    return User::template score<kPositive>(prm, u.r, c, s, u.b, u.h, u.hk, u.p, j, u.n_q, u.n_k);
+  } else if constexpr (user_divides<C>()) {
+    return User::template score<kPositive>(prm, u.r, s, u.b, u.h, u.hk, u.p, j, u.n_q, u.n_k);
+  } else {
+    return User::score(prm, u.r, s, u.b, u.h, u.hk, u.p, j, u.n_q, u.n_k);
   }
 }
 

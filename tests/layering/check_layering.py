@@ -71,6 +71,7 @@ RUNTIME_ORDER = [
 UNIT_OF = {
     "compiler/src/check.h": "error",
     "compiler/src/expr_bounds.cpp": "expr",
+    "compiler/src/expr_columns.cpp": "expr",
     "compiler/src/expr_element_form.cpp": "expr",
     "compiler/src/expr_emit.cpp": "expr",
     "compiler/src/expr_eval.cpp": "expr",

@@ -15,6 +15,7 @@
 #include <cmath>
 #include <map>
 #include <random>
+#include <type_traits>
 #include <vector>
 
 #include <fmt/format.h>
@@ -119,20 +120,50 @@ struct Problem {
 // The emitted mask and score at one element, in the copy that takes every
 // runtime divisor as positive (kPositive, which the kernels call only when
 // divisors_positive() holds) or in the general one.
-template <class User, bool kPositive, class... A>
-bool mask_of(const A&... a) {
-  if constexpr (User::has_divisors) {
-    return User::template mask<kPositive>(a...);
+// A struct with column values (`j % d`, expr_columns.cpp) takes them too:
+// cols_at() computes key j's as the kernels do, from column j0's (col())
+// stepped by col_next(): eight keys at a time (col_step(8)), then by ones.
+template <class User, class = void>
+struct HasCols {
+  static constexpr bool value = false;
+};
+template <class User>
+struct HasCols<User, std::void_t<typename User::col_values>> {
+  static constexpr bool value = true;
+};
+struct NoCols {};
+template <class User, bool kPositive, class P>
+auto cols_at(const P& prm, int j0, int j) {
+  if constexpr (HasCols<User>::value) {
+    auto c = User::template col<kPositive>(prm, j0);
+    const auto eight = User::template col_step<kPositive>(prm, 8);
+    const auto one = User::template col_step<kPositive>(prm, 1);
+    int k = j0;
+    for (; k + 8 <= j; k += 8) c = User::col_next(prm, c, eight);
+    for (; k < j; ++k) c = User::col_next(prm, c, one);
+    return c;
   } else {
-    return User::mask(a...);
+    return NoCols{};
   }
 }
-template <class User, bool kPositive, class... A>
-float score_of(const A&... a) {
-  if constexpr (User::has_divisors) {
-    return User::template score<kPositive>(a...);
+template <class User, bool kPositive, class P, class R, class C, class... A>
+bool mask_of(const P& prm, const R& row, const C& cols, const A&... a) {
+  if constexpr (HasCols<User>::value) {
+    return User::template mask<kPositive>(prm, row, cols, a...);
+  } else if constexpr (User::has_divisors) {
+    return User::template mask<kPositive>(prm, row, a...);
   } else {
-    return User::score(a...);
+    return User::mask(prm, row, a...);
+  }
+}
+template <class User, bool kPositive, class P, class R, class C, class... A>
+float score_of(const P& prm, const R& row, const C& cols, float s, const A&... a) {
+  if constexpr (HasCols<User>::value) {
+    return User::template score<kPositive>(prm, row, cols, s, a...);
+  } else if constexpr (User::has_divisors) {
+    return User::template score<kPositive>(prm, row, s, a...);
+  } else {
+    return User::score(prm, row, s, a...);
   }
 }
 
@@ -221,22 +252,27 @@ TEST(ExprDevice, EmittedCodeAgreesWithTheHostEvaluator) {
             env.s = double(int(rng() % 17) - 8) * 0.375;
             // The row values as the kernels compute them: once per row.
             const auto row = User::row(problem.prm, env.b, h, env.hk, p, env.n_q, env.n_k);
+            // The column values as the kernels compute them: stepped from
+            // the first column (j_lo), here by ones.
+            const auto cols = cols_at<User, false>(problem.prm, j_lo, j);
             const bool visible = evaluate_mask(mask, env);
-            ASSERT_EQ((mask_of<User, false>(problem.prm, row, env.b, h, env.hk, p, j, env.n_q,
-                                            env.n_k)),
+            ASSERT_EQ((mask_of<User, false>(problem.prm, row, cols, env.b, h, env.hk, p, j,
+                                            env.n_q, env.n_k)),
                       visible)
                 << c.mask << " p=" << p << " j=" << j << " h=" << h;
             const double want = evaluate_score(score, env);
-            const float got = score_of<User, false>(problem.prm, row, float(env.s), env.b, h,
-                                                    env.hk, p, j, env.n_q, env.n_k);
+            const float got = score_of<User, false>(problem.prm, row, cols, float(env.s), env.b,
+                                                    h, env.hk, p, j, env.n_q, env.n_k);
             ASSERT_TRUE(close(want, got)) << c.score << ": " << want << " vs " << got;
             if (User::divisors_positive(problem.prm)) {
-              ASSERT_EQ((mask_of<User, true>(problem.prm, row, env.b, h, env.hk, p, j, env.n_q,
-                                             env.n_k)),
+              const auto pcols = cols_at<User, true>(problem.prm, j_lo, j);
+              ASSERT_EQ((mask_of<User, true>(problem.prm, row, pcols, env.b, h, env.hk, p, j,
+                                             env.n_q, env.n_k)),
                         visible)
                   << c.mask << " p=" << p << " j=" << j << " h=" << h << " (positive divisors)";
-              const float positive = score_of<User, true>(problem.prm, row, float(env.s), env.b,
-                                                          h, env.hk, p, j, env.n_q, env.n_k);
+              const float positive = score_of<User, true>(problem.prm, row, pcols, float(env.s),
+                                                          env.b, h, env.hk, p, j, env.n_q,
+                                                          env.n_k);
               ASSERT_TRUE(close(want, positive)) << c.score << " (positive divisors)";
               if (User::has_divisors) ++positive_pairs;
             }
@@ -370,12 +406,13 @@ TEST(ExprVm, RunsWhatTheEmittedCodeComputes) {
         env.s = double(int(rng() % 33) - 16) * 0.375;
         const vm::Inputs in = slots.inputs(env, problem.prm);
         const auto row = User::row(problem.prm, env.b, env.h, env.hk, env.p, env.n_q, env.n_k);
+        const auto cols = cols_at<User, false>(problem.prm, env.j, env.j);
         ASSERT_EQ(vm::run_mask(mask_vm.code.data(), mask_vm.count, mask_vm.result, in),
-                  (mask_of<User, false>(problem.prm, row, env.b, env.h, env.hk, env.p, env.j,
-                                        env.n_q, env.n_k)))
+                  (mask_of<User, false>(problem.prm, row, cols, env.b, env.h, env.hk, env.p,
+                                        env.j, env.n_q, env.n_k)))
             << c.mask << " p=" << env.p << " j=" << env.j << " h=" << env.h;
-        const float want = score_of<User, false>(problem.prm, row, float(env.s), env.b, env.h,
-                                                 env.hk, env.p, env.j, env.n_q, env.n_k);
+        const float want = score_of<User, false>(problem.prm, row, cols, float(env.s), env.b,
+                                                 env.h, env.hk, env.p, env.j, env.n_q, env.n_k);
         const float got = vm::run_score(score_vm.code.data(), score_vm.count, score_vm.result, in);
         ASSERT_TRUE(same_float(want, got)) << c.score << ": " << want << " vs " << got;
         ++elements;

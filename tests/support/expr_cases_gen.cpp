@@ -36,6 +36,11 @@ int main(int argc, char** argv) {
       // Per-element divisions by runtime args (two copies: divisors_positive).
       {"j <= p and (p - j) % chunk == 0", "s - temp * ((p - j) / wl + (j - p) % wr)"},
       {"0 != (j - p) % 3 or j == p", "select((j - p) % wr == 0, s, s - temp)"},
+      // Column values (`j % d`, stepped from column to column): a runtime
+      // and a literal divisor, in the mask and the score, under a j-only
+      // subtree and beside a row value.
+      {"j % chunk == p % chunk and j % 5 != 3", "s + temp * (j % wr)"},
+      {"(j % wl + 1) % 4 == 0 or j % 7 == p % 7", "select(j % chunk == 0, s, s - slopes[h])"},
       // Scores with tiles where they are s itself (score_identity).
       {"abs(p - j) <= wl", "s + select(j == 0, slopes[h], 0.0)"},
       {"j <= p", "select(j - p < -3, 0.0, temp * (p - j)) + s"},
