@@ -31,6 +31,10 @@ inline std::vector<Problem> peer_problems() {
       {"mimo_window64_key0", 4, 4096, 16, 16, 80, false, 64, 64, SinkMode::kBiasKey0},
       {"gpt_oss_window127_null", 4, 4096, 64, 8, 64, true, 127, 0, SinkMode::kNullLogit},
       {"gemma4_window1023_spans", 2, 8192, 16, 8, 256, true, 1023, 0, SinkMode::kNone, true},
+      // The built-in causal window at D 128, wide (StreamingLLM's shape, no sinks) and narrow:
+      // the two ends of the window tile rule's choice.
+      {"window1023_d128", 4, 8192, 32, 8, 128, true, 1023, 0},
+      {"window127_d128", 4, 4096, 32, 8, 128, true, 127, 0},
   };
 }
 
