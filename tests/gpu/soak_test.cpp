@@ -2,7 +2,10 @@
 // presets) and random shapes, windows and spans, every one checked against
 // the reference with the output poisoned first; paged variants get random
 // page sizes and shuffled, partly shared page pools. ATTNJIT_SOAK_LAUNCHES sets
-// the count (default 2000).
+// the count (default 2000), run as kSoakParts tests of their own so that a
+// sharded run (GTEST_TOTAL_SHARDS) spreads them over its processes; a
+// failure names its part's seed, which ATTNJIT_SOAK_SEED replays (with
+// --gtest_filter naming that part).
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -61,15 +64,22 @@ CheckShape random_shape(std::mt19937_64& rng) {
   return s;
 }
 
-TEST(Soak, RandomFlagsAndShapesNeverFail) {
+constexpr int kSoakParts = 8;
+
+class Soak : public ::testing::TestWithParam<int> {};
+
+TEST_P(Soak, RandomFlagsAndShapesNeverFail) {
   ATTNJIT_REQUIRE_GPU();
+  const int part = GetParam();
   const char* env = std::getenv("ATTNJIT_SOAK_LAUNCHES");
-  const int launches = env ? std::atoi(env) : 2000;
+  const int total = env ? std::atoi(env) : 2000;
+  const int launches = total / kSoakParts + (part < total % kSoakParts ? 1 : 0);
   std::vector<testing::Variant> flags;
   for (const testing::Variant& v : testing::spec_variants()) {
     if (testing::no_kernel_here(v).empty()) flags.push_back(v);
   }
-  const uint64_t seed = testing::fresh_seed();
+  const char* seed_env = std::getenv("ATTNJIT_SOAK_SEED");
+  const uint64_t seed = seed_env ? std::strtoull(seed_env, nullptr, 10) : testing::fresh_seed();
   std::mt19937_64 rng(seed);
   int failures = 0;
   double worst = 0;
@@ -82,13 +92,16 @@ TEST(Soak, RandomFlagsAndShapesNeverFail) {
     worst = std::max(worst, r.o_error);
     if (!r.passed(error_bound(f.dtype))) {
       ++failures;
-      ADD_FAILURE() << fmt::format("launch {}: {} o_err={:.3e} lse_err={:.3e} (seed {})", i,
-                                   testing::variant_name(v), r.o_error, r.lse_error, seed);
+      ADD_FAILURE() << fmt::format("part {} launch {}: {} o_err={:.3e} lse_err={:.3e} (seed {})",
+                                   part, i, testing::variant_name(v), r.o_error, r.lse_error,
+                                   seed);
     }
   }
-  std::printf("soak: %d launches over %zu variants, %d failures, worst error %.3e, seed %llu\n",
-              launches, flags.size(), failures, worst, static_cast<unsigned long long>(seed));
+  std::printf("soak part %d: %d launches over %zu variants, %d failures, worst error %.3e, seed %llu\n",
+              part, launches, flags.size(), failures, worst, static_cast<unsigned long long>(seed));
 }
+
+INSTANTIATE_TEST_SUITE_P(Parts, Soak, ::testing::Range(0, kSoakParts));
 
 }  // namespace
 }  // namespace attnjit
