@@ -1,6 +1,8 @@
-// The typed attention API: flags -> variant (memoized per process) and
-// the launch in the spec's argument order (the host checks of the
-// arguments: attention_args.cpp).
+// The typed attention API: flags -> kernel (memoized per process), and a
+// launch: its arguments checked (attention_args.cpp), then run by the
+// variant for_args() picks (split_kv.cpp), a tier's while one answers
+// (attention_tier.cpp, user_vm_tier.cpp). The compiled variant and its
+// launch: variant.cpp.
 #include "attnjit/attention.h"
 
 #include <algorithm>
@@ -15,82 +17,13 @@
 
 #include <fmt/format.h>
 
-#include "attention/tile_config.h"
-#include "attention_prefill_params.h"
-#include "attention_prefill_params_host.h"
-#include "common/int_divisor.cuh"
 #include "attnjit/env.h"
 #include "attnjit/error.h"
 #include "attnjit/record.h"
-#include "kv_tensor_maps.h"
-#include "launch_scratch.h"
 #include "planner.h"
+#include "variant.h"
 
 namespace attnjit {
-
-namespace {
-
-// The variant's tile configuration, from its typed tuning values by the
-// one rule the kernels use (tile_config.cuh).
-attention::TileConfig tile_config_of(const Signature& sig) {
-  const auto param = [&](const char* name) { return int(sig.tuning_value(name)); };
-  struct {  // the names attention::tile_shape_of reads
-    int head_dim, block_m, block_n, warps, stages, min_blocks, pack_gqa, wgmma, smem_per_sm;
-    int decode_mma, producer_warps, head_dim_v;
-    bool register_cap, kv_fp8, split_kv, small_pages;
-  } v{};
-  v.head_dim = int(sig.flags.get_int("head_dim"));
-  v.head_dim_v = int(sig.flags.get_int("head_dim_v"));
-  v.block_m = param("block_m");
-  v.block_n = param("block_n");
-  v.warps = param("warps");
-  v.stages = param("stages");
-  v.min_blocks = param("min_blocks");
-  v.pack_gqa = param("pack_gqa");
-  v.wgmma = param("wgmma");
-  v.smem_per_sm = attention::smem_per_sm(sig.options.target.sm);
-  v.decode_mma = param("decode_mma");
-  v.producer_warps = param("producer_warps");
-  v.register_cap = sig.options.max_registers != 0;
-  v.kv_fp8 = sig.flags.get_name("kv_dtype") == "fp8_e4m3";
-  v.split_kv = sig.flags.get_bool("split_kv");
-  v.small_pages = sig.flags.get_bool("small_pages");
-  return attention::make_tile_config(attention::tile_shape_of(v));
-}
-
-// The kernel ABI: the struct generated from the spec's `args`, filled by
-// field in one place. Scalars the flags switch off are passed neutral.
-using KernelParams = attention_prefill_params<void>;
-static_assert(sizeof(TensorMap) == sizeof(TensorMapBytes), "a TMA map is 128 bytes");
-
-KernelParams kernel_params(const AttentionFlags& flags, const AttentionArgs& a) {
-  KernelParams p{};
-  // Every kernel arg AttentionArgs has under the same name (the generated
-  // copy: the spec's args are the one list), then those the launch
-  // derives or passes neutral (tests/runtime/kernel_params_test.cpp holds
-  // the list of the others).
-  attention_prefill_params_copy_same_named(a, p);
-  // Once per launch, not per tile in the kernel (validate: Hkv divides Hq).
-  p.gqa_group = a.num_heads_kv > 0 ? a.num_heads_q / a.num_heads_kv : 1;
-  p.gqa_group_magic = ::attnjit::divisor_magic(p.gqa_group);
-  p.scale = a.scale > 0 ? a.scale : 1.f / std::sqrt(float(flags.head_dim));
-  p.softcap = flags.softcap ? a.softcap : 0.f;
-  p.window_left = flags.window ? a.window_left : -1;
-  p.window_right = flags.window ? a.window_right : -1;
-  p.num_splits = 1;  // launch_this() sets the split schedule (a.num_splits is a request)
-  return p;
-}
-
-// Rows of V's blocks in the small_pages sibling of a variant of this tile
-// configuration where that sibling is another kernel, else 0.
-int small_pages_rows_of(const attention::TileConfig& tile, bool paged) {
-  attention::TileShape small = tile.shape;
-  small.small_pages = true;
-  const int rows = attention::make_tile_config(small).v_block_rows;
-  return paged && rows < tile.shape.block_n ? rows : 0;
-}
-
-}  // namespace
 
 const char* to_string(DType dtype) { return dtype == DType::kBF16 ? "bf16" : "fp16"; }
 
@@ -460,31 +393,29 @@ std::shared_ptr<AttentionKernel> AttentionKernel::get(
   return memo.kernels.emplace(key, std::move(kernel)).first->second;
 }
 
+AttentionKernel::~AttentionKernel() = default;
+
 void AttentionKernel::init_from(const Signature& sig, const LookupResult& found,
                                 KernelCache& cache, const Target& target) {
   flags_ = AttentionFlags::from_flag_set(sig.flags);
   schedule_ = Schedule::of(sig.flags);
-  kernel_ = std::make_unique<Kernel>(found.entry);
-  const attention::TileConfig tile = tile_config_of(sig);
-  block_m_ = tile.shape.block_m;
-  pack_gqa_ = tile.shape.pack_gqa;
-  tma_ = tile.shape.wgmma;  // fp8 K/V: raw byte tiles, which the producer converts
-  tma_box_ = TmaBox{tile.tma_chunk, tile.tma_box_rows, tile.swizzle_bytes, tile.mma_decode};
-  block_n_ = tile.shape.block_n;
-  if (tile.v_block_rows < block_n_) tma_box_.v_block_rows = tile.v_block_rows;
-  small_pages_rows_ = small_pages_rows_of(tile, flags_.kv_layout == KvLayout::kPaged);
-  // Blocks per SM: the binary's own launch bound where the entry records
-  // it, else the same rule's (what the shared memory allows).
-  const int recorded = found.entry->kernel.resources.min_blocks;
-  min_blocks_ = recorded > 0 ? recorded : tile.blocks_per_sm;
-  split_keys_ = int(sig.tuning_value("split_keys"));
-  source_ = found.source;
+  variant_ = std::make_unique<Variant>(sig, found);
   cache_ = &cache;
   target_ = target;
 }
 
+const Variant& AttentionKernel::variant() const { return *current().variant_; }
+
+Kernel& AttentionKernel::kernel() { return variant().kernel(); }
+
+int AttentionKernel::block_m() const { return variant().block_m(); }
+
+int AttentionKernel::pack_gqa() const { return variant().pack_gqa(); }
+
+EntrySource AttentionKernel::source() const { return variant().source(); }
+
 void AttentionKernel::launch(const AttentionArgs& a, CuStream stream) {
-  require_no_user_args();  // user_kernel.cpp
+  if (user_params_) user_params_->require_none();
   launch(a, stream, {});
 }
 
@@ -492,7 +423,7 @@ void AttentionKernel::launch(const AttentionArgs& a, CuStream stream,
                              const std::vector<UserArg>& user_args) {
   validate_attention_args(flags_, a);
   if (a.num_seqs == 0 || a.max_seqlen_q == 0) return;
-  if (user_spec_) check_user_args(a, user_args);  // user_kernel.cpp
+  if (user_params_) user_params_->check(a, user_args);
   if (generic_) {
     // The specialized one once it landed: attention_tier.cpp, user_vm_tier.cpp.
     if (vm_) {
@@ -502,54 +433,7 @@ void AttentionKernel::launch(const AttentionArgs& a, CuStream stream,
     }
     return;
   }
-  for_args(a).launch_this(a, stream, user_args);
-}
-
-void AttentionKernel::launch_this(const AttentionArgs& a, CuStream stream,
-                                  const std::vector<UserArg>& user_args) {
-  KernelParams params = kernel_params(flags_, a);
-  SplitPlan plan;
-  if (schedule_.split_kv) {
-    plan = split_plan(a);
-    params.num_splits = plan.num_splits;
-    if (plan.workspace_bytes > 0) {
-      const SplitScratch ws = split_workspace(a, plan, stream);
-      params.split_counters = ws.counters;
-      params.lse_partial = ws.lse;
-      params.o_partial = ws.o;
-    }
-  }
-  // The warpgroup kernels copy k and v tiles through TMA maps; the others
-  // ignore the (zeroed) fields.
-  if (tma_) {
-    const TensorMapBytes* maps[2];
-    kv_tensor_maps(flags_, a, tma_box_, maps);
-    std::memcpy(&params.k_map, maps[0], sizeof(params.k_map));
-    std::memcpy(&params.v_map, maps[1], sizeof(params.v_map));
-  }
-  const LaunchGrid grid = attention_grid(a, block_m_, pack_gqa_, plan.num_splits);
-  if (user_fields_.empty()) {
-    void* args[] = {&params};
-    kernel_->launch(grid.x, grid.y, grid.z, stream, args);
-    return;
-  }
-  // A user spec's struct: the inherited fields, then its own (checked by
-  // launch() before anything ran).
-  alignas(128) unsigned char buffer[kMaxUserParamsBytes];
-  std::memset(buffer, 0, params_size_);
-  std::memcpy(buffer, &params, sizeof(params));
-  write_user_args(buffer, user_args);
-  void* args[] = {buffer};
-  kernel_->launch(grid.x, grid.y, grid.z, stream, args);
-}
-
-LaunchGrid attention_grid(const AttentionArgs& a, int block_m, int pack_gqa, int num_splits) {
-  attention::TileConfig tile{};
-  tile.shape.block_m = block_m;
-  tile.shape.pack_gqa = pack_gqa;
-  const attention::GridShape grid = attention::grid_shape(tile, a.max_seqlen_q, a.num_heads_q,
-                                                          a.num_heads_kv, a.num_seqs, num_splits);
-  return LaunchGrid{grid.x, grid.y, grid.z};
+  for_args(a).variant().launch(a, stream, user_args);
 }
 
 }  // namespace attnjit

@@ -19,6 +19,7 @@
 #include "attnjit/error.h"
 #include "launch_scratch.h"
 #include "log.h"
+#include "variant.h"
 #include "user_vm_tier.h"
 
 namespace attnjit {
@@ -185,11 +186,11 @@ AttentionKernel* AttentionKernel::landed(CuStream stream) {
 
 void AttentionKernel::launch_generic(const AttentionArgs& a, CuStream stream) {
   if (AttentionKernel* specialized = landed(stream)) {
-    specialized->for_args(a).launch_this(a, stream, {});
+    specialized->for_args(a).variant().launch(a, stream, {});
     return;
   }
   const AttentionArgs args = generic_args(flags_, a, generic_scratch(a));
-  generic_->for_args(args).launch_this(args, stream, {});
+  generic_->for_args(args).variant().launch(args, stream, {});
   generic_launch_count.fetch_add(1, std::memory_order_relaxed);
 }
 

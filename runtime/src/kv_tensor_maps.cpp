@@ -1,5 +1,5 @@
-// The TMA maps of k and v (kv_tensor_maps.h): split from attention.cpp,
-// whose launch path calls them.
+// The TMA maps of k and v (kv_tensor_maps.h), encoded on the launch path
+// (Variant::launch, variant.cpp).
 #include "kv_tensor_maps.h"
 
 #include <algorithm>

@@ -17,6 +17,7 @@
 #include "launch_scratch.h"
 #include "log.h"
 #include "planner.h"
+#include "variant.h"
 
 namespace attnjit {
 namespace {
@@ -38,26 +39,10 @@ WorkspaceCache& workspace_cache() {
 
 }  // namespace
 
-VariantShape AttentionKernel::shape() const {
-  VariantShape v;
-  v.block_m = block_m_;
-  v.block_n = block_n_;
-  v.pack_gqa = pack_gqa_ != 0;
-  v.split_keys = split_keys_;
-  v.min_blocks = min_blocks_;
-  v.small_pages_rows = small_pages_rows_;
-  v.split_kv = schedule_.split_kv;
-  v.small_pages = schedule_.small_pages;
-  return v;
-}
+VariantShape AttentionKernel::shape() const { return variant().shape(); }
 
 SplitPlan AttentionKernel::split_plan(const AttentionArgs& a, int sm_count) const {
-  if (generic_) return current().split_plan(a, sm_count);
-  if (!schedule_.split_kv || a.num_splits == 1 || a.num_seqs <= 0 || a.max_seqlen_q <= 0) {
-    return {};
-  }
-  return plan_splits(shape(), flags_, a,
-                     [sm_count] { return sm_count > 0 ? sm_count : current_device_sm_count(); });
+  return variant().split_plan(a, sm_count);
 }
 
 AttentionKernel& AttentionKernel::for_args(const AttentionArgs& a) {
@@ -103,12 +88,12 @@ AttentionKernel& AttentionKernel::for_args(const AttentionArgs& a) {
         log_line(
             fmt::format("attnjit: the small_pages sibling of {} failed ({}); it serves "
                         "pages of {} keys itself: {}",
-                        kernel_->name(), to_string(e.kind()), a.page_size, e.what()));
+                        variant_->kernel().name(), to_string(e.kind()), a.page_size, e.what()));
       } else if (cache_->config().log) {
         log_line(
             fmt::format("attnjit: no cache holds the small_pages sibling of {} and the JIT "
                         "is off; it serves pages of {} keys itself",
-                        kernel_->name(), a.page_size));
+                        variant_->kernel().name(), a.page_size));
       }
     }
   }

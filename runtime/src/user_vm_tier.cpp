@@ -16,6 +16,7 @@
 #include "attnjit/env.h"
 #include "attnjit/error.h"
 #include "log.h"
+#include "variant.h"
 
 namespace attnjit {
 
@@ -190,12 +191,12 @@ std::shared_ptr<AttentionKernel> AttentionKernel::user_tiered(
 void AttentionKernel::launch_vm(const AttentionArgs& a, CuStream stream,
                                 const std::vector<UserArg>& user_args) {
   if (AttentionKernel* specialized = landed(stream)) {
-    specialized->for_args(a).launch_this(a, stream, user_args);
+    specialized->for_args(a).variant().launch(a, stream, user_args);
     return;
   }
   const auto [mask_code, score_code] = vm_->device_code();
   const std::vector<UserArg> args = user_vm_args(vm_->plan, user_args, mask_code, score_code);
-  generic_->for_args(a).launch_this(a, stream, args);
+  generic_->for_args(a).variant().launch(a, stream, args);
   count_generic_launch();
 }
 

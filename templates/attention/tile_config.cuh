@@ -452,7 +452,7 @@ ATTNJIT_TILE_CONSTEXPR KeySplit split_keys(int first_tile, int last_tile, int nu
 
 // The tile shape of a variant, field by field, from anything that names
 // them: a generated Config's members (tile_config below) or the host's
-// values of a signature (runtime/src/attention.cpp).
+// values of a signature (runtime/src/variant.cpp, tile_config_of).
 template <class P>
 ATTNJIT_TILE_CONSTEXPR TileShape tile_shape_of(const P& p) {
   TileShape s{};

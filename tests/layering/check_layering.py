@@ -61,6 +61,7 @@ RUNTIME_ORDER = [
     "kv_tensor_maps",  # the TMA maps of K and V
     "launch_scratch",  # workspaces and scratch of a launch
     "planner",  # what a launch runs: pure choices from a variant's shape and the args
+    "variant",  # a compiled kernel, its launch config and its launch
     "attention",  # AttentionKernel: variants, tiers, launches
     "validate",  # metadata checks from host copies
     "selfcheck",  # runs against the reference

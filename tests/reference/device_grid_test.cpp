@@ -61,7 +61,7 @@ attention::Params<unsigned short> batch_params(const std::vector<int>& cu_q,
   prm.cu_seqlens_k = cu_k.data();
   prm.num_heads_q = hq;
   prm.num_heads_kv = hkv;
-  prm.gqa_group = hq / hkv;  // as the runtime fills them (attention.cpp, kernel_params)
+  prm.gqa_group = hq / hkv;  // as the runtime fills them (variant.cpp, kernel_params)
   prm.gqa_group_magic = ::attnjit::divisor_magic(prm.gqa_group);
   prm.q_row_stride = hq;
   prm.k_row_stride = prm.v_row_stride = hkv;

@@ -1,5 +1,5 @@
 // The host's copy of a launch's arguments into the kernel's parameter
-// struct (runtime/src/attention.cpp, kernel_params): every spec arg that
+// struct (runtime/src/variant.cpp, kernel_params): every spec arg that
 // AttentionArgs has under the same name is copied by the code generated
 // from the spec's `args` (attention_prefill_params_host.h), and the others are
 // exactly the ones the launch derives. A spec arg added without either
@@ -20,7 +20,7 @@ using Params = attention_prefill_params<void>;
 
 TEST(KernelParams, EverySpecArgIsCopiedOrDerived) {
   // What the launch fills in itself: the split workspace and count, the
-  // GQA group and its divisor, the TMA maps (launch_this, kernel_params).
+  // GQA group and its divisor, the TMA maps (Variant::launch, kernel_params).
   const std::set<std::string> derived = {"o_partial",       "lse_partial", "split_counters",
                                          "gqa_group_magic", "gqa_group",   "k_map",
                                          "v_map"};

@@ -27,9 +27,13 @@
 namespace attnjit {
 
 struct VariantShape;  // the planner's view of a variant (runtime/src/planner.h)
+class Variant;       // a compiled kernel and its launch (runtime/src/variant.h)
+class UserParams;    // a user spec's own args' places (runtime/src/variant.h)
 
 class AttentionKernel {
  public:
+  ~AttentionKernel();
+
   // Gets the variant through `cache`, memoized per process by (cache,
   // canonical flags, compile options). `flags` must come from the
   // attention spec (resolve_flags / resolve_preset / to_flag_set).
@@ -51,11 +55,11 @@ class AttentionKernel {
   // the specialized one compiles (tier() == kGeneric), else this variant's.
   const AttentionFlags& flags() const { return flags_; }
   const Schedule& schedule() const { return schedule_; }
-  Kernel& kernel() { return *current().kernel_; }
-  int block_m() const { return current().block_m_; }
+  Kernel& kernel();
+  int block_m() const;
   // GQA packing: 0 none, 1 packed.
-  int pack_gqa() const { return current().pack_gqa_; }
-  EntrySource source() const { return current().source_; }
+  int pack_gqa() const;
+  EntrySource source() const;
 
   // Tiers (docs/tiers.md). Unless ATTNJIT_TIERED=0, get() of a variant that
   // no cache holds returns at once when a cache holds its generic variant
@@ -128,14 +132,10 @@ class AttentionKernel {
   // decode at pages of 16 keys goes straight to the split sibling's
   // small_pages one, and compiles nothing else).
   VariantShape planned_shape(Sibling& sibling, const Schedule& schedule);
-  void launch_this(const AttentionArgs& args, CuStream stream,
-                   const std::vector<UserArg>& user_args);
-  // A user spec's variant (user_kernel.cpp): its args checked by name and
-  // type, then written after the inherited fields of a params buffer.
-  static constexpr size_t kMaxUserParamsBytes = 4096;
-  void require_no_user_args() const;
-  void check_user_args(const AttentionArgs& args, const std::vector<UserArg>& user_args) const;
-  void write_user_args(unsigned char* params, const std::vector<UserArg>& user_args) const;
+  // The compiled variant a launch of this kernel runs (a tier's while it
+  // answers; this one's own, or its sibling's, from for_args()).
+  const Variant& variant() const;
+  // This kernel's own variant: the entry `found` of `sig`.
   void init_from(const Signature& sig, const LookupResult& found, KernelCache& cache,
                  const Target& target);
   // The generic tier (attention_tier.cpp; get() calls it unless
@@ -163,6 +163,8 @@ class AttentionKernel {
                                                            const LookupResult& found,
                                                            KernelCache& cache,
                                                            const Target& target);
+  // The spec and its own args' places (user_kernel.cpp), on this kernel
+  // and on its own variant where it has one.
   void set_user_spec(std::shared_ptr<const Spec> spec);
   // The expression VM's tier of user specs (user_vm_tier.cpp; get_user
   // calls it when ATTNJIT_USER_VM is on): a kernel answered by the VM
@@ -177,18 +179,8 @@ class AttentionKernel {
 
   AttentionFlags flags_;
   Schedule schedule_;
-  std::unique_ptr<Kernel> kernel_;
-  // What the launch needs of the tile configuration (computed once, by the
-  // kernels' own rule: templates/attention/tile_config.cuh).
-  int block_m_ = 0;
-  int pack_gqa_ = 0;  // as pack_gqa()
-  bool tma_ = false;  // the sm_90a warpgroup path: k and v through TMA maps
-  TmaBox tma_box_;
-  int block_n_ = 0, min_blocks_ = 1, split_keys_ = 0;
-  // The rows of V's blocks in this variant's small_pages sibling where that
-  // is another kernel (TileConfig::v_block_rows below block_n), else 0: a
-  // paged launch whose boxes are that many rows goes to the sibling.
-  int small_pages_rows_ = 0;
+  // Null on a tier's kernel (generic_ answers until specialized_ lands).
+  std::unique_ptr<Variant> variant_;
   // That sibling could not be had (no cache holds it and the JIT is off,
   // or it failed to build): this one serves; [1]: the split sibling's.
   std::atomic<bool> small_pages_missing_[2] = {false, false};
@@ -196,27 +188,13 @@ class AttentionKernel {
   // tile-config tests'): its small_pages sibling takes them too, so that
   // it runs the same tiles.
   std::map<std::string, int64_t> tuning_overrides_;
-  EntrySource source_ = EntrySource::kCompiled;
   // Where the siblings come from: this variant's cache and target.
   KernelCache* cache_ = nullptr;
   Target target_;
   Sibling split_sibling_, small_pages_sibling_, split_small_pages_sibling_;
-  // A user spec's variant: the spec, its own args' places in the params
-  // struct (after the inherited ones), and the struct's size.
-  struct UserField {
-    std::string name;
-    ArgType type;
-    size_t offset;
-    // Hidden: the multiplier for division by this int32 arg (one of the
-    // spec's own or an inherited one), computed at each launch from the
-    // value at divisor_offset in the params (not passed by the caller).
-    std::string divisor_of;
-    size_t divisor_offset = 0;
-  };
+  // A user spec's kernel: the spec and its own args' places.
   std::shared_ptr<const Spec> user_spec_;
-  std::vector<UserField> user_fields_;
-  std::string key_token_tensor_;  // one of its per-key-token tensors (read via cu_seqlens_k)
-  size_t params_size_ = 0;
+  std::shared_ptr<const UserParams> user_params_;
   // The generic tier: set on a kernel get() returned before its variant
   // was compiled. specialized_ is published once the background compile
   // lands (its error kept otherwise); pending_ is that compile, declared
