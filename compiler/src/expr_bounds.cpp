@@ -14,6 +14,7 @@
 #include "attnjit/error.h"
 #include "attnjit/expr.h"
 #include "check.h"
+#include "expr_tree.h"
 
 namespace attnjit {
 namespace {
@@ -33,19 +34,42 @@ class BoundFinder {
     }
   }
 
+  std::vector<detail::RowBoundCompare> row_compares() const {
+    std::vector<detail::RowBoundCompare> out;
+    for (std::size_t i = 0; i < mask_.nodes.size(); ++i) {
+      ExprKeyBound b;
+      if (!comparison(mask_.nodes[i], b) || !exact_for_a_row(b)) continue;
+      if (b.t < 0 && !b.abs_form) continue;  // j against y: one compare already
+      detail::RowBoundCompare c;
+      c.node = static_cast<int>(i);
+      c.bound = b;
+      const auto [lower, upper] = sides(b);
+      c.lower = lower;
+      c.upper = upper;
+      out.push_back(c);
+    }
+    return out;
+  }
+
+  // Whether a bound limits j from below and from above.
+  static std::pair<bool, bool> sides(const ExprKeyBound& b) {
+    // X = sj j + t: X <= y bounds j from above when sj is 1, else below.
+    const bool x_upper =
+        b.abs_form || b.cmp == ex::kCmpLt || b.cmp == ex::kCmpLe || b.cmp == ex::kCmpEq;
+    const bool x_lower =
+        b.abs_form || b.cmp == ex::kCmpGt || b.cmp == ex::kCmpGe || b.cmp == ex::kCmpEq;
+    return {b.sj > 0 ? x_lower : x_upper, b.sj > 0 ? x_upper : x_lower};
+  }
+
   ExprKeyBounds find() {
     ExprKeyBounds out;
     out.whole_mask = conjuncts(mask_.root, out.bounds);
     out.exact_rows = out.whole_mask;
     for (const ExprKeyBound& b : out.bounds) {
       out.exact_rows = out.exact_rows && exact_for_a_row(b);
-      // X = sj j + t: X <= y bounds j from above when sj is 1, else below.
-      const bool x_upper = b.abs_form || b.cmp == ex::kCmpLt || b.cmp == ex::kCmpLe ||
-                           b.cmp == ex::kCmpEq;
-      const bool x_lower = b.abs_form || b.cmp == ex::kCmpGt || b.cmp == ex::kCmpGe ||
-                           b.cmp == ex::kCmpEq;
-      out.above = out.above || (b.sj > 0 ? x_upper : x_lower);
-      out.below = out.below || (b.sj > 0 ? x_lower : x_upper);
+      const auto [lower, upper] = sides(b);
+      out.above = out.above || upper;
+      out.below = out.below || lower;
     }
     return out;
   }
@@ -193,6 +217,11 @@ class BoundFinder {
 ExprKeyBounds key_bounds_of(const Expr& mask) {
   ATTNJIT_CHECK(mask.type() == ExprType::kBool, "key_bounds_of: not a bool expression");
   return BoundFinder(mask).find();
+}
+
+std::vector<detail::RowBoundCompare> detail::row_bound_compares(const Expr& mask) {
+  ATTNJIT_CHECK(mask.type() == ExprType::kBool, "row_bound_compares: not a bool expression");
+  return BoundFinder(mask).row_compares();
 }
 
 namespace {

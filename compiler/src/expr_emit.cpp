@@ -268,6 +268,17 @@ class ClassifyEmitter {
     return lines_ + calls;
   }
 
+  // One bounding comparison at one row (row()'s block for it): the
+  // intervals of its t and y at the row's point, then row_bound().
+  // Into locals lo and hi.
+  std::string row_bound_body(const ExprKeyBound& b) {
+    std::string t = b.t < 0 ? fmt::format("{}ipoint(0)", kNs) : emit(b.t);
+    if (b.t_negated) t = fmt::format("{}ineg({})", kNs, t);
+    const std::string y = emit(b.y);
+    return lines_ + fmt::format("      int lo, hi;\n      {}row_bound({}, {}, {}, {}, {}, n_k, lo, hi);\n",
+                                kNs, b.cmp, b.sj, t, y, b.abs_form ? "true" : "false");
+  }
+
   // score_identity(): the zero tests (expr.h ExprZeroTest) as bools `z<k>`
   // over the intervals of the nodes they read.
   std::string score_identity_body(const ExprScoreIdentity& identity) {
@@ -504,9 +515,39 @@ std::string emit_user_struct(const Expr* mask, const Expr* score) {
     }
     return reads;
   };
-  const std::vector<std::string> mask_reads = reads_of(mask_rows, mask_cols);
+  std::vector<std::string> mask_reads = reads_of(mask_rows, mask_cols);
   const std::vector<std::string> score_reads = reads_of(score_rows, score_cols);
   std::string fields, assignments;
+  // The mask's bounding comparisons (detail::row_bound_compares) as compares
+  // of j with bounds row() computes: `p - j <= w` as `j >= r.lo`,
+  // `abs(p - j) <= r` as j in [r.lo, r.lo + r.span].
+  const std::vector<detail::RowBoundCompare> row_compares =
+      mask != nullptr ? detail::row_bound_compares(mask_elements) : std::vector<detail::RowBoundCompare>{};
+  std::string bound_assignments;
+  for (std::size_t k = 0; k < row_compares.size(); ++k) {
+    const detail::RowBoundCompare& c = row_compares[k];
+    const std::string name = fmt::format("mask_b{}", k);
+    // One side: the bound itself. Both: a start and a length (row_span), one
+    // compare per key where `lo <= j and j <= hi` would be two and their and.
+    std::string store, read;
+    if (c.lower && c.upper) {
+      fields += fmt::format("    int {0}_lo;\n    unsigned {0}_span;\n", name);
+      store = fmt::format("      r.{0}_lo = lo;\n      {1}row_span(r.{0}_lo, hi, r.{0}_span);\n", name, kNs);
+      read = fmt::format("{0}in_span(j, r.{1}_lo, r.{1}_span)", kNs, name);
+    } else if (c.lower) {
+      fields += fmt::format("    int {}_lo;\n", name);
+      store = fmt::format("      r.{}_lo = lo;\n      (void)hi;\n", name);
+      read = fmt::format("(j >= r.{}_lo)", name);
+    } else {
+      fields += fmt::format("    int {}_hi;\n", name);
+      store = fmt::format("      r.{}_hi = hi;\n      (void)lo;\n", name);
+      read = fmt::format("(j <= r.{}_hi)", name);
+    }
+    bound_assignments += "    {\n"
+                         "      [[maybe_unused]] const int p_lo = p, p_hi = p, h_lo = h, h_hi = h;\n" +
+                         ClassifyEmitter(mask_elements).row_bound_body(c.bound) + store + "    }\n";
+    mask_reads[static_cast<std::size_t>(c.node)] = read;
+  }
   const Expr* mask_tree = mask != nullptr ? &mask_elements : nullptr;
   const Expr* score_tree = score != nullptr ? &score_elements : nullptr;
   for (const auto& [expr, rows] :
@@ -519,6 +560,7 @@ std::string emit_user_struct(const Expr* mask, const Expr* score) {
       assignments += fmt::format("    r.{} = {};\n", name, value_code(*expr, index));
     }
   }
+  assignments += bound_assignments;
   out += fmt::format(
       "  struct row_values {{\n"
       "{}"

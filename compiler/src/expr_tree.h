@@ -23,6 +23,20 @@ void check_expr_tree(const Expr& expr);
 // `(p - j) % d == 0` and its variants as `p % d == j % d`, the rest as is.
 Expr element_form(const Expr& expr);
 
+// The comparisons of a mask's element tree, wherever they stand (under
+// `or` and `not` too), that bound j exactly for one query row in the form
+// ExprKeyBounds::exact_rows names, and whose X reads p (j - p, p - j) or
+// is an abs(): the element code compares j with the row's bounds, computed
+// once per row by key_bound() at the row's point, instead of forming X per
+// key. Exact for every key of the sequence, [0, n_k - 1] (the kernels AND
+// the mask with key validity); `lower` / `upper`: the sides that bound j.
+struct RowBoundCompare {
+  int node = -1;
+  ExprKeyBound bound;
+  bool lower = false, upper = false;
+};
+std::vector<RowBoundCompare> row_bound_compares(const Expr& mask);
+
 // The generated user struct's key-bound traits (has_key_bounds,
 // key_bounds_whole_mask, _exact_rows, _below, _above) for `bounds`; all
 // false for no bounds (ExprKeyBounds{}: no mask, or the VM's struct).

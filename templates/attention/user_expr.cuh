@@ -442,6 +442,33 @@ ATTNJIT_EXPR_FN void key_bound(int cmp, int sj, ival t, ival y, bool abs_form, i
   last = lmin(last, hi);
 }
 
+// One bounding comparison at one query row (the generated row(); expr_tree.h
+// RowBoundCompare): the keys of [0, n_k - 1] it leaves, as int bounds the
+// element code compares j with. No bound on a side is the int's end; an
+// empty side is past every key.
+ATTNJIT_EXPR_FN void row_bound(int cmp, int sj, ival t, ival y, bool abs_form, int n_k, int& lo,
+                               int& hi) {
+  long long first = kIntMin, last = kIntMax;
+  key_bound(cmp, sj, t, y, abs_form, ipoint(1), 0, n_k - 1, first, last);
+  lo = static_cast<int>(lmin(lmax(first, kIntMin), kIntMax));
+  hi = static_cast<int>(lmin(lmax(last, kIntMin), kIntMax));
+}
+// A two-sided row bound as a start and an unsigned length, so that the
+// element code tests j in [lo, hi] with one subtraction and one compare:
+// unsigned(j) - unsigned(lo) <= span. An empty range (hi < lo) starts at
+// kIntMax with length 0, which no key (j < n_k <= kIntMax) meets.
+ATTNJIT_EXPR_FN void row_span(int& lo, int hi, unsigned& span) {
+  if (hi < lo) {
+    lo = kIntMax;
+    span = 0;
+    return;
+  }
+  span = static_cast<unsigned>(hi) - static_cast<unsigned>(lo);
+}
+ATTNJIT_EXPR_FN bool in_span(int j, int lo, unsigned span) {
+  return static_cast<unsigned>(j) - static_cast<unsigned>(lo) <= span;
+}
+
 // The defaults for a config without expressions: no mask, no score.
 struct no_user {
   static constexpr bool has_mask = false;

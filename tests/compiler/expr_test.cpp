@@ -372,10 +372,30 @@ TEST(ExprEmit, MaskAndScoreStruct) {
             std::string::npos)
       << text;
   // Without any, the struct is empty and the expressions read none.
-  const Expr plain = parse("p - j < chunk");
+  const Expr plain = parse("p + j < chunk");
   const std::string none = emit_user_struct(&plain, nullptr);
   EXPECT_NE(none.find("  struct row_values {\n  };\n"), std::string::npos) << none;
   EXPECT_EQ(none.find("r."), std::string::npos) << none;
+}
+
+// A comparison that bounds j exactly for a row, wherever it stands, reads
+// bounds row() computes once (row_bound() at the row's point) instead of
+// forming p - j per key: one side as one compare, both (abs) as a start and
+// a length; `j < x` compares j already and keeps its form, and so does a
+// form that is not exact for a row (p + j).
+TEST(ExprEmit, BoundingComparisonsCompareJWithTheRowsBounds) {
+  const Expr mask = parse("j < chunk or p - j < wl or abs(j - p) <= chunk or p + j < wl");
+  const std::string text = emit_user_struct(&mask, nullptr);
+  for (const char* expected :
+       {"    int mask_b0_lo;\n    int mask_b1_lo;\n    unsigned mask_b1_span;\n",
+        "::attnjit::expr::row_bound(0, -1, ", "::attnjit::expr::row_bound(1, 1, ",
+        "::attnjit::expr::row_span(r.mask_b1_lo, hi, r.mask_b1_span);",
+        "(j < prm.chunk)", "(j >= r.mask_b0_lo)",
+        "::attnjit::expr::in_span(j, r.mask_b1_lo, r.mask_b1_span)",
+        "(::attnjit::expr::add(p, j) < prm.wl)"}) {
+    EXPECT_NE(text.find(expected), std::string::npos) << expected << "\n" << text;
+  }
+  EXPECT_EQ(text.find("sub(p, j)"), std::string::npos) << text;
 }
 
 TEST(ExprEmit, RejectsMalformedTrees) {

@@ -45,6 +45,13 @@ int main(int argc, char** argv) {
       {"abs(p - j) <= wl", "s + select(j == 0, slopes[h], 0.0)"},
       {"j <= p", "select(j - p < -3, 0.0, temp * (p - j)) + s"},
       {"j <= p", "s - (select(doc[j] == 1, 0.0, slopes[h]) + (0.0 + min(j, 0)))"},
+      // Bounding comparisons under `or` and `not` as compares of j with the
+      // row's bounds (RowBoundCompare): every cmp, both orders, j - p and
+      // p - j, abs() of each, a literal, a scalar and hk against them.
+      {"j < wr or p - j <= wl or abs(j - p) < chunk", "s"},
+      {"not (wl > p - j) or (j - p >= wr and p - j != 3)", "s"},
+      {"p - j == wl or j - p > -4 or hk >= abs(p - j)", "s"},
+      {"(j <= p and (j < chunk or p - j <= wl)) or wr >= j - p", "s"},
   };
   for (int i = 0; i < 60; ++i) {
     testing::RandomExpr gen(1000 + i, /*float_compares=*/false);
