@@ -170,8 +170,11 @@ GeneratedSource generate_source(const Spec& spec, const Signature& signature) {
   } else if (spec.mask || spec.score) {
     check_user_member(spec);
     user_include = fmt::format("#include \"{}\"\n", kUserExprHeader);
+    // (Row bounds on sm_90a only: on the mma.sync targets, where a thread
+    // holds more rows, their row values spilled at 255 registers.)
     user = emit_user_struct(spec.mask ? &*spec.mask : nullptr,
-                            spec.score ? &*spec.score : nullptr) +
+                            spec.score ? &*spec.score : nullptr,
+                            signature.options.target.arch_specific) +
            "\n";
     config += "  using user = attnjit_user;\n";
   }

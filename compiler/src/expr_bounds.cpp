@@ -40,8 +40,36 @@ class BoundFinder {
       ExprKeyBound b;
       if (!comparison(mask_.nodes[i], b) || !exact_for_a_row(b)) continue;
       if (b.t < 0 && !b.abs_form) continue;  // j against y: one compare already
+      const auto [lower, upper] = sides(b);
+      // Both sides (abs, ==) took two row values for one instruction less
+      // per score and spilled in the register-capped decode block.
+      if (lower && upper) continue;
       detail::RowBoundCompare c;
       c.node = static_cast<int>(i);
+      c.bound = b;
+      c.lower = lower;
+      c.upper = upper;
+      out.push_back(c);
+    }
+    return out;
+  }
+
+  std::vector<detail::RowBoundCompare> row_conjuncts() const {
+    std::vector<detail::RowBoundCompare> out;
+    std::vector<int> stack{mask_.root};
+    while (!stack.empty()) {
+      const int index = stack.back();
+      stack.pop_back();
+      const ExprNode& n = node(index);
+      if (n.op == ExprOp::kAnd) {
+        stack.push_back(n.kids[1]);
+        stack.push_back(n.kids[0]);
+        continue;
+      }
+      ExprKeyBound b;
+      if (!comparison(n, b) || !exact_for_a_row(b)) continue;
+      detail::RowBoundCompare c;
+      c.node = index;
       c.bound = b;
       const auto [lower, upper] = sides(b);
       c.lower = lower;
@@ -217,6 +245,11 @@ class BoundFinder {
 ExprKeyBounds key_bounds_of(const Expr& mask) {
   ATTNJIT_CHECK(mask.type() == ExprType::kBool, "key_bounds_of: not a bool expression");
   return BoundFinder(mask).find();
+}
+
+std::vector<detail::RowBoundCompare> detail::row_exact_conjuncts(const Expr& mask) {
+  ATTNJIT_CHECK(mask.type() == ExprType::kBool, "row_exact_conjuncts: not a bool expression");
+  return BoundFinder(mask).row_conjuncts();
 }
 
 std::vector<detail::RowBoundCompare> detail::row_bound_compares(const Expr& mask) {

@@ -472,7 +472,8 @@ std::string key_bounds_traits(const ExprKeyBounds& bounds) {
 
 }  // namespace detail
 
-std::string emit_user_struct(const Expr* mask, const Expr* score) {
+std::string emit_user_struct(const Expr* mask, const Expr* score, bool row_bound_compares) {
+  // (row_bound_compares also gates the row-exact conjuncts' fold below.)
   if (mask != nullptr) {
     detail::check_expr_tree(*mask);
     if (mask->kind != ExprKind::kMask) malformed("the mask is not a mask expression");
@@ -518,23 +519,19 @@ std::string emit_user_struct(const Expr* mask, const Expr* score) {
   std::vector<std::string> mask_reads = reads_of(mask_rows, mask_cols);
   const std::vector<std::string> score_reads = reads_of(score_rows, score_cols);
   std::string fields, assignments;
-  // The mask's bounding comparisons (detail::row_bound_compares) as compares
-  // of j with bounds row() computes: `p - j <= w` as `j >= r.lo`,
-  // `abs(p - j) <= r` as j in [r.lo, r.lo + r.span].
+  // The mask's one-sided bounding comparisons (detail::row_bound_compares)
+  // as compares of j with a bound row() computes: `p - j <= w` as
+  // `j >= r.lo`.
   const std::vector<detail::RowBoundCompare> row_compares =
-      mask != nullptr ? detail::row_bound_compares(mask_elements) : std::vector<detail::RowBoundCompare>{};
+      mask != nullptr && row_bound_compares ? detail::row_bound_compares(mask_elements)
+                                            : std::vector<detail::RowBoundCompare>{};
   std::string bound_assignments;
   for (std::size_t k = 0; k < row_compares.size(); ++k) {
     const detail::RowBoundCompare& c = row_compares[k];
     const std::string name = fmt::format("mask_b{}", k);
-    // One side: the bound itself. Both: a start and a length (row_span), one
-    // compare per key where `lo <= j and j <= hi` would be two and their and.
+    // One side: the bound itself (row_bound_compares keeps no two-sided one).
     std::string store, read;
-    if (c.lower && c.upper) {
-      fields += fmt::format("    int {0}_lo;\n    unsigned {0}_span;\n", name);
-      store = fmt::format("      r.{0}_lo = lo;\n      {1}row_span(r.{0}_lo, hi, r.{0}_span);\n", name, kNs);
-      read = fmt::format("{0}in_span(j, r.{1}_lo, r.{1}_span)", kNs, name);
-    } else if (c.lower) {
+    if (c.lower) {
       fields += fmt::format("    int {}_lo;\n", name);
       store = fmt::format("      r.{}_lo = lo;\n      (void)hi;\n", name);
       read = fmt::format("(j >= r.{}_lo)", name);
@@ -624,6 +621,43 @@ std::string emit_user_struct(const Expr* mask, const Expr* score) {
     // (expr_bounds.cpp); the kernels start their empty-tile scans inside it.
     const ExprKeyBounds bounds = key_bounds_of(*mask);
     out += detail::key_bounds_traits(bounds);
+    // Where the whole mask is not a row's key range, the conjuncts that are
+    // (detail::row_exact_conjuncts): row_key_bounds() at one row, and the
+    // rest of the mask, mask_rest(), which the kernels test per key instead
+    // of mask() where they fold the bounds into the row's range.
+    const std::vector<detail::RowBoundCompare> folded =
+        bounds.exact_rows || !row_bound_compares ? std::vector<detail::RowBoundCompare>{}
+                                                 : detail::row_exact_conjuncts(mask_elements);
+    out += fmt::format("  static constexpr bool has_row_key_bounds = {};\n", !folded.empty());
+    if (!folded.empty()) {
+      ExprKeyBounds row_bounds;
+      bool below = false, above = false;
+      std::vector<std::string> rest_reads = mask_reads;
+      for (const detail::RowBoundCompare& c : folded) {
+        row_bounds.bounds.push_back(c.bound);
+        below = below || c.lower;
+        above = above || c.upper;
+        rest_reads[static_cast<std::size_t>(c.node)] = "true";
+      }
+      bool rest_divides = false;
+      const std::string rest_code =
+          value_code(mask_elements, mask_elements.root, &rest_reads, &rest_divides);
+      out += fmt::format(
+          "  static constexpr bool row_key_bounds_below = {};\n"
+          "  static constexpr bool row_key_bounds_above = {};\n"
+          "  template <class P>\n"
+          "  __device__ static void row_key_bounds(const P& prm, int b, int h, int hk, int p, int n_q, "
+          "int n_k, long long& first, long long& last) {{\n"
+          "    [[maybe_unused]] const int p_lo = p, p_hi = p, h_lo = h, h_hi = h;\n"
+          "{}"
+          "  }}\n"
+          "{}"
+          "  __device__ static bool mask_rest(const P& prm, const row_values& r, {}{}) {{\n"
+          "    return {};\n"
+          "  }}\n",
+          below, above, ClassifyEmitter(mask_elements).key_bounds_body(row_bounds), element_template,
+          col_param, kPositionParams, rest_code);
+    }
     if (!bounds.bounds.empty()) {
       out += fmt::format(
           "  template <class P>\n"
@@ -635,6 +669,7 @@ std::string emit_user_struct(const Expr* mask, const Expr* score) {
     }
   } else {
     out += detail::key_bounds_traits(ExprKeyBounds{});
+    out += "  static constexpr bool has_row_key_bounds = false;\n";
   }
   if (score != nullptr) {
     out += fmt::format(

@@ -25,17 +25,25 @@ Expr element_form(const Expr& expr);
 
 // The comparisons of a mask's element tree, wherever they stand (under
 // `or` and `not` too), that bound j exactly for one query row in the form
-// ExprKeyBounds::exact_rows names, and whose X reads p (j - p, p - j) or
-// is an abs(): the element code compares j with the row's bounds, computed
-// once per row by key_bound() at the row's point, instead of forming X per
-// key. Exact for every key of the sequence, [0, n_k - 1] (the kernels AND
-// the mask with key validity); `lower` / `upper`: the sides that bound j.
+// ExprKeyBounds::exact_rows names, on one side only, and whose X reads p
+// (j - p, p - j): the element code compares j with the row's bound,
+// computed once per row by key_bound() at the row's point, instead of
+// forming X per key. Exact for every key of the sequence, [0, n_k - 1] (the
+// kernels AND the mask with key validity); `lower` / `upper`: the side that
+// bounds j.
 struct RowBoundCompare {
   int node = -1;
   ExprKeyBound bound;
   bool lower = false, upper = false;
 };
 std::vector<RowBoundCompare> row_bound_compares(const Expr& mask);
+
+// The conjuncts of the root's `and` tree that bound j exactly for one row
+// (any X of ExprKeyBounds::exact_rows, j alone too): where the kernels may
+// (no multimodal spans OR keys back in), they fold them into each row's
+// key range (the generated row_key_bounds()) and test the rest per key
+// (mask_rest()), so `j <= p and ...` costs no compare of its own.
+std::vector<RowBoundCompare> row_exact_conjuncts(const Expr& mask);
 
 // The generated user struct's key-bound traits (has_key_bounds,
 // key_bounds_whole_mask, _exact_rows, _below, _above) for `bounds`; all

@@ -314,7 +314,8 @@ struct WorkTile {
   // logit in base 2. A spec's mask whose bounds are exact for one row
   // (user_mask_in_row_keys) is folded into the row's key range here, so
   // the edge tiles test no key against it and its row values need not
-  // live through the key loop.
+  // live through the key loop; so are the conjuncts of a mask that are
+  // (user_row_keys_folded), whose keys then test the rest.
   __device__ __forceinline__ void row_setup(const Params<T>& prm, int row,
                                             typename Mask<C>::RowKeys& keys, float& sink2) const {
     const int p = map.position(row) + shift;
@@ -329,6 +330,18 @@ struct WorkTile {
       // built-in value and costs no compare per key).
       if constexpr (UserOf<C>::key_bounds_below) keys.lo = ptx::imax(keys.lo, first_key_of(first));
       if constexpr (UserOf<C>::key_bounds_above) keys.hi = ptx::imin(keys.hi, last_key_of(last));
+    }
+    if constexpr (user_row_keys_folded<C>()) {
+      // The mask's conjuncts that are one row's key range (the keys then
+      // test only the rest of the mask, mask_rest()).
+      long long first = 0, last = static_cast<long long>(n_k) - 1;
+      UserOf<C>::row_key_bounds(prm, seq, map.head(row), hk, p, n_q, n_k, first, last);
+      if constexpr (UserOf<C>::row_key_bounds_below) {
+        keys.lo = ptx::imax(keys.lo, first_key_of(first));
+      }
+      if constexpr (UserOf<C>::row_key_bounds_above) {
+        keys.hi = ptx::imin(keys.hi, last_key_of(last));
+      }
     }
     if constexpr (user_row_values<C>()) {
       keys.user = UserRowOf<C>::make(prm, seq, map.head(row), hk, p, n_q, n_k);

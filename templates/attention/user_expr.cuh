@@ -453,21 +453,6 @@ ATTNJIT_EXPR_FN void row_bound(int cmp, int sj, ival t, ival y, bool abs_form, i
   lo = static_cast<int>(lmin(lmax(first, kIntMin), kIntMax));
   hi = static_cast<int>(lmin(lmax(last, kIntMin), kIntMax));
 }
-// A two-sided row bound as a start and an unsigned length, so that the
-// element code tests j in [lo, hi] with one subtraction and one compare:
-// unsigned(j) - unsigned(lo) <= span. An empty range (hi < lo) starts at
-// kIntMax with length 0, which no key (j < n_k <= kIntMax) meets.
-ATTNJIT_EXPR_FN void row_span(int& lo, int hi, unsigned& span) {
-  if (hi < lo) {
-    lo = kIntMax;
-    span = 0;
-    return;
-  }
-  span = static_cast<unsigned>(hi) - static_cast<unsigned>(lo);
-}
-ATTNJIT_EXPR_FN bool in_span(int j, int lo, unsigned span) {
-  return static_cast<unsigned>(j) - static_cast<unsigned>(lo) <= span;
-}
 
 // The defaults for a config without expressions: no mask, no score.
 struct no_user {
@@ -479,6 +464,7 @@ struct no_user {
   static constexpr bool key_bounds_exact_rows = false;
   static constexpr bool key_bounds_below = false;
   static constexpr bool key_bounds_above = false;
+  static constexpr bool has_row_key_bounds = false;
 };
 
 // user_of<C>::type: C::user when the generated config has one, else no_user.

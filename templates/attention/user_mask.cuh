@@ -41,6 +41,18 @@ template <class C>
 __host__ __device__ constexpr bool user_mask_in_row_keys() {
   return user_mask<C>() && UserOf<C>::key_bounds_exact_rows && !C::mm_prefix;
 }
+// The spec's mask tested per key, less its top-level conjuncts that bound
+// j exactly for one row: those are folded into each row's key range
+// (UserOf<C>::row_key_bounds, row_setup) and the keys test mask_rest(). Not
+// with multimodal spans, which OR keys outside that range back in.
+template <class C>
+__host__ __device__ constexpr bool user_row_keys_folded() {
+  if constexpr (user_mask<C>() && !user_mask_in_row_keys<C>()) {
+    return UserOf<C>::has_row_key_bounds && !C::mm_prefix;
+  } else {
+    return false;
+  }
+}
 // Whether a row carries its expressions' view (UserRow): a score, or a
 // mask tested per key.
 template <class C>
@@ -133,7 +145,16 @@ template <class C, bool kPositive, class P, class Row, class Col>
 __device__ __forceinline__ bool user_mask_at(const P& prm, const Row& u, const Col& c, int j) {
   ATTNJIT_EXPR_ASSUME(j >= 0);
   using User = UserOf<C>;
-  if constexpr (user_col_values<C>()) {
+  if constexpr (user_row_keys_folded<C>()) {
+    if constexpr (user_col_values<C>()) {
+      return User::template mask_rest<kPositive>(prm, u.r, c, u.b, u.h, u.hk, u.p, j, u.n_q,
+                                                 u.n_k);
+    } else if constexpr (user_divides<C>()) {
+      return User::template mask_rest<kPositive>(prm, u.r, u.b, u.h, u.hk, u.p, j, u.n_q, u.n_k);
+    } else {
+      return User::mask_rest(prm, u.r, u.b, u.h, u.hk, u.p, j, u.n_q, u.n_k);
+    }
+  } else if constexpr (user_col_values<C>()) {
     return User::template mask<kPositive>(prm, u.r, c, u.b, u.h, u.hk, u.p, j, u.n_q, u.n_k);
   } else if constexpr (user_divides<C>()) {
     return User::template mask<kPositive>(prm, u.r, u.b, u.h, u.hk, u.p, j, u.n_q, u.n_k);

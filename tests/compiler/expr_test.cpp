@@ -318,6 +318,7 @@ TEST(ExprEmit, MaskAndScoreStruct) {
             "  static constexpr bool key_bounds_exact_rows = false;\n"
             "  static constexpr bool key_bounds_below = true;\n"
             "  static constexpr bool key_bounds_above = true;\n"
+            "  static constexpr bool has_row_key_bounds = false;\n"
             "  template <class P>\n"
             "  __device__ static void key_bounds(const P& prm, int b, int h_lo, int h_hi, int p_lo, "
             "int p_hi, int n_q, int n_k, long long& first, long long& last) {\n"
@@ -378,24 +379,52 @@ TEST(ExprEmit, MaskAndScoreStruct) {
   EXPECT_EQ(none.find("r."), std::string::npos) << none;
 }
 
-// A comparison that bounds j exactly for a row, wherever it stands, reads
-// bounds row() computes once (row_bound() at the row's point) instead of
-// forming p - j per key: one side as one compare, both (abs) as a start and
-// a length; `j < x` compares j already and keeps its form, and so does a
-// form that is not exact for a row (p + j).
+// A comparison that bounds j exactly for a row on one side, wherever it
+// stands, reads the bound row() computes once (row_bound() at the row's
+// point) instead of forming p - j per key; `j < x` compares j already and
+// keeps its form, and so do a two-sided form (abs) and one that is not
+// exact for a row (p + j).
 TEST(ExprEmit, BoundingComparisonsCompareJWithTheRowsBounds) {
   const Expr mask = parse("j < chunk or p - j < wl or abs(j - p) <= chunk or p + j < wl");
   const std::string text = emit_user_struct(&mask, nullptr);
   for (const char* expected :
-       {"    int mask_b0_lo;\n    int mask_b1_lo;\n    unsigned mask_b1_span;\n",
-        "::attnjit::expr::row_bound(0, -1, ", "::attnjit::expr::row_bound(1, 1, ",
-        "::attnjit::expr::row_span(r.mask_b1_lo, hi, r.mask_b1_span);",
+       {"  struct row_values {\n    int mask_b0_lo;\n  };\n", "::attnjit::expr::row_bound(0, -1, ",
         "(j < prm.chunk)", "(j >= r.mask_b0_lo)",
-        "::attnjit::expr::in_span(j, r.mask_b1_lo, r.mask_b1_span)",
+        "(::attnjit::expr::iabs(::attnjit::expr::sub(j, p)) <= prm.chunk)",
         "(::attnjit::expr::add(p, j) < prm.wl)"}) {
     EXPECT_NE(text.find(expected), std::string::npos) << expected << "\n" << text;
   }
   EXPECT_EQ(text.find("sub(p, j)"), std::string::npos) << text;
+  // Off (the mma.sync targets' units), every comparison keeps its form.
+  const std::string off = emit_user_struct(&mask, nullptr, false);
+  EXPECT_NE(off.find("(::attnjit::expr::sub(p, j) < prm.wl)"), std::string::npos) << off;
+  EXPECT_EQ(off.find("row_bound"), std::string::npos) << off;
+}
+
+// The top-level conjuncts that are one row's key range, where the whole
+// mask is not: row_key_bounds() at the row's point, and mask_rest() with
+// them as `true`; a mask that is a row's range whole has neither (the
+// kernels fold all of it), nor has one without such a conjunct.
+TEST(ExprEmit, RowExactConjunctsLeaveTheRestToMaskRest) {
+  const Expr mask = parse("j <= p and (j < chunk or p - j <= wl)");
+  const std::string text = emit_user_struct(&mask, nullptr);
+  for (const char* expected :
+       {"  static constexpr bool has_row_key_bounds = true;\n"
+        "  static constexpr bool row_key_bounds_below = false;\n"
+        "  static constexpr bool row_key_bounds_above = true;\n",
+        "__device__ static void row_key_bounds(const P& prm, int b, int h, int hk, int p, int n_q, "
+        "int n_k, long long& first, long long& last) {",
+        "::attnjit::expr::key_bound(1, 1, ::attnjit::expr::ipoint(0), v1, false, "
+        "::attnjit::expr::ipoint(1), 0, n_k - 1, first, last);",
+        "return ::attnjit::expr::land(true, ::attnjit::expr::lor((j < prm.chunk), "
+        "(j >= r.mask_b0_lo)));"}) {
+    EXPECT_NE(text.find(expected), std::string::npos) << expected << "\n" << text;
+  }
+  for (const char* folded_whole : {"j <= p and p - j <= wl", "j < chunk or j <= p"}) {
+    const Expr m = parse(folded_whole);
+    EXPECT_NE(emit_user_struct(&m, nullptr).find("has_row_key_bounds = false;"), std::string::npos)
+        << folded_whole;
+  }
 }
 
 TEST(ExprEmit, RejectsMalformedTrees) {

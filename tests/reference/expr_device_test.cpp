@@ -156,6 +156,18 @@ bool mask_of(const P& prm, const R& row, const C& cols, const A&... a) {
     return User::mask(prm, row, a...);
   }
 }
+// The rest of the mask (without the conjuncts folded into the row's key
+// range) where the struct has one, in the same forms.
+template <class User, bool kPositive, class P, class R, class C, class... A>
+bool mask_rest_of(const P& prm, const R& row, const C& cols, const A&... a) {
+  if constexpr (HasCols<User>::value) {
+    return User::template mask_rest<kPositive>(prm, row, cols, a...);
+  } else if constexpr (User::has_divisors) {
+    return User::template mask_rest<kPositive>(prm, row, a...);
+  } else {
+    return User::mask_rest(prm, row, a...);
+  }
+}
 template <class User, bool kPositive, class P, class R, class C, class... A>
 float score_of(const P& prm, const R& row, const C& cols, float s, const A&... a) {
   if constexpr (HasCols<User>::value) {
@@ -225,7 +237,7 @@ TEST(ExprDevice, DivisionByAMultiplierIsFlooredDivision) {
 TEST(ExprDevice, EmittedCodeAgreesWithTheHostEvaluator) {
   const ExprContext ctx = testing::random_context();
   std::mt19937_64 rng(99);
-  long long pairs = 0, tiles = 0, bounded = 0, identities = 0, positive_pairs = 0;
+  long long pairs = 0, tiles = 0, bounded = 0, identities = 0, positive_pairs = 0, folded = 0;
   expr_cases::for_each_case<Params>([&](int index, auto user) {
     using User = decltype(user);
     static_assert(User::has_mask && User::has_score, "every case has both");
@@ -260,6 +272,22 @@ TEST(ExprDevice, EmittedCodeAgreesWithTheHostEvaluator) {
                                             env.n_q, env.n_k)),
                       visible)
                 << c.mask << " p=" << p << " j=" << j << " h=" << h;
+            // Where the kernels fold the row-exact conjuncts into the row's
+            // key range: inside it the rest of the mask, outside nothing,
+            // for every key of the sequence and every row position a
+            // sequence has (p in [n_k - n_q, n_k - 1]).
+            if constexpr (User::has_row_key_bounds) {
+              if (j >= 0 && j < env.n_k && p >= env.n_k - env.n_q && p < env.n_k) {
+                long long first = 0, last = env.n_k - 1;
+                User::row_key_bounds(problem.prm, env.b, h, env.hk, p, env.n_q, env.n_k, first,
+                                     last);
+                const bool rest = mask_rest_of<User, false>(problem.prm, row, cols, env.b, h,
+                                                            env.hk, p, j, env.n_q, env.n_k);
+                ASSERT_EQ(first <= j && j <= last && rest, visible)
+                    << c.mask << " p=" << p << " j=" << j << " h=" << h << " (folded)";
+                ++folded;
+              }
+            }
             const double want = evaluate_score(score, env);
             const float got = score_of<User, false>(problem.prm, row, cols, float(env.s), env.b,
                                                     h, env.hk, p, j, env.n_q, env.n_k);
@@ -309,13 +337,15 @@ TEST(ExprDevice, EmittedCodeAgreesWithTheHostEvaluator) {
       ++tiles;
     }
   });
-  std::printf("%lld pairs %lld tiles (%lld with key bounds, %lld where the score is s)\n", pairs,
-              tiles, bounded, identities);
+  std::printf("%lld pairs %lld tiles (%lld with key bounds, %lld where the score is s), %lld "
+              "pairs of folded row bounds\n",
+              pairs, tiles, bounded, identities, folded);
   EXPECT_GT(identities, 24);  // the three identity cases' tiles away from their keys
   EXPECT_GT(pairs, 10000);
   EXPECT_GT(positive_pairs, 1000);  // the cases that divide, in their positive copy
   EXPECT_GT(tiles, 400);
   EXPECT_GE(bounded, 5 * 24);  // the five bound cases at least
+  EXPECT_GT(folded, 200);      // the cases with row-exact conjuncts beside other terms
 }
 
 // The VM's inputs for a problem: random_context()'s args in the slots

@@ -249,7 +249,13 @@ bool score_is_identity(const Expr& score, const ExprTile& tile, const ExprEnv& e
 // canonical form. Either pointer may be null (has_mask / has_score false;
 // the missing function is not emitted). Throws Error(kCodegen) for a tree
 // that is not well formed (an Expr built by hand).
-std::string emit_user_struct(const Expr* mask, const Expr* score);
+// row_bound_compares: a mask's comparisons that bound j exactly for a row
+// read bounds row() computes, and its top-level conjuncts that do are
+// folded into each row's key range (row_key_bounds, mask_rest;
+// docs/expressions.md, "What an element test costs"); off, they stay per
+// key, which the mma.sync path's many rows per thread hold in fewer
+// registers (codegen turns them on for sm_90a only).
+std::string emit_user_struct(const Expr* mask, const Expr* score, bool row_bound_compares = true);
 
 // Division by a runtime int32 arg: an int `/` or `%` whose divisor is an
 // int32 scalar arg divides through a multiplier the runtime computes per
