@@ -1,7 +1,10 @@
 // emit_user_struct(): the generated unit's `struct attnjit_user`, printed
-// from the checked tree. Every identifier it writes is a variable from a
-// fixed table, a function of templates/attention/user_expr.cuh, or an arg
-// name checked here once more; every literal is a typed value printed here.
+// from the checked tree: row values, the element code (mask(), score(),
+// mask_rest()) and the traits; the interval code it holds (classify(),
+// key_bounds(), row bounds, score_identity()) is expr_intervals.cpp's.
+// Every identifier it writes is a variable from a fixed table, a function
+// of templates/attention/user_expr.cuh, or an arg name checked here once
+// more; every literal is a typed value printed here.
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -15,61 +18,11 @@
 namespace attnjit {
 namespace {
 
-constexpr const char* kNs = "::attnjit::expr::";
+constexpr const char* kNs = detail::kExprNs;
 
 [[noreturn]] void malformed(const std::string& what) { detail::malformed_tree(what); }
 
-
 std::string float_literal(double value) { return float_text(value) + "f"; }
-
-// The device read of tensor `t` at the index text `x`.
-// A read of tensor t at index x. In the element code (`element`), where
-// the sequence has keys and queries, a token read takes the unguarded form
-// (load_*_token_at, user_expr.cuh).
-std::string tensor_read(const ExprTensor& t, const std::string& x, bool element = false) {
-  const char* at = element ? "_at" : "";
-  switch (t.per) {
-    case TensorDomain::kKeyToken:
-      return fmt::format("{}load_key_token{}(prm.{}, prm.cu_seqlens_k, b, n_k, {})", kNs, at,
-                         t.name, x);
-    case TensorDomain::kQueryToken:
-      return fmt::format("{}load_query_token{}(prm.{}, prm.cu_seqlens_q, b, n_q, n_k, {})", kNs,
-                         at, t.name, x);
-    case TensorDomain::kSequence:
-      return fmt::format("{}load_sequence(prm.{}, b)", kNs, t.name);
-    case TensorDomain::kHead:
-      return fmt::format("{}load_bounded(prm.{}, prm.num_heads_q, {})", kNs, t.name, x);
-    case TensorDomain::kKvHead:
-      return fmt::format("{}load_bounded(prm.{}, prm.num_heads_kv, {})", kNs, t.name, x);
-    case TensorDomain::kTable:
-      return fmt::format("{}load_bounded(prm.{}, {}, {})", kNs, t.name,
-                         t.size_arg.empty() ? std::to_string(t.size) : "prm." + t.size_arg, x);
-  }
-  return "";
-}
-
-// The index range of a sorted tensor's domain, as code (expr_eval.cpp's
-// sorted_domain on the host).
-std::pair<std::string, std::string> sorted_domain(const ExprTensor& t) {
-  switch (t.per) {
-    case TensorDomain::kKeyToken:
-      return {"0", fmt::format("{}last_index(n_k)", kNs)};
-    case TensorDomain::kQueryToken:
-      return {"n_k - n_q", "n_k - 1"};
-    case TensorDomain::kHead:
-      return {"0", fmt::format("{}last_index(prm.num_heads_q)", kNs)};
-    case TensorDomain::kKvHead:
-      return {"0", fmt::format("{}last_index(prm.num_heads_kv)", kNs)};
-    case TensorDomain::kTable:
-      return {"0", fmt::format("{}last_index({})", kNs,
-                               t.size_arg.empty() ? std::to_string(t.size)
-                                                  : "(prm." + t.size_arg + " < 0 ? 0 : prm." +
-                                                        t.size_arg + ")")};
-    case TensorDomain::kSequence:
-      break;
-  }
-  return {"0", "-1"};
-}
 
 const char* int_function(ExprOp op) {
   switch (op) {
@@ -95,7 +48,6 @@ const char* int_function(ExprOp op) {
       return nullptr;
   }
 }
-
 
 // Row values: the maximal subtrees of an expression that read neither the
 // key position j nor the score s and hold a tensor read, a division or a
@@ -157,6 +109,32 @@ RowValues row_values(const Expr& expr, const std::string& prefix) {
 
 namespace detail {
 
+// The device read of tensor `t` at the index text `x`.
+// A read of tensor t at index x. In the element code (`element`), where
+// the sequence has keys and queries, a token read takes the unguarded form
+// (load_*_token_at, user_expr.cuh).
+std::string tensor_read(const ExprTensor& t, const std::string& x, bool element) {
+  const char* at = element ? "_at" : "";
+  switch (t.per) {
+    case TensorDomain::kKeyToken:
+      return fmt::format("{}load_key_token{}(prm.{}, prm.cu_seqlens_k, b, n_k, {})", kNs, at,
+                         t.name, x);
+    case TensorDomain::kQueryToken:
+      return fmt::format("{}load_query_token{}(prm.{}, prm.cu_seqlens_q, b, n_q, n_k, {})", kNs,
+                         at, t.name, x);
+    case TensorDomain::kSequence:
+      return fmt::format("{}load_sequence(prm.{}, b)", kNs, t.name);
+    case TensorDomain::kHead:
+      return fmt::format("{}load_bounded(prm.{}, prm.num_heads_q, {})", kNs, t.name, x);
+    case TensorDomain::kKvHead:
+      return fmt::format("{}load_bounded(prm.{}, prm.num_heads_kv, {})", kNs, t.name, x);
+    case TensorDomain::kTable:
+      return fmt::format("{}load_bounded(prm.{}, {}, {})", kNs, t.name,
+                         t.size_arg.empty() ? std::to_string(t.size) : "prm." + t.size_arg, x);
+  }
+  return "";
+}
+
 // The value of a node per element, as one C++ expression; a hoisted value
 // reads as its text in `reads` (a row value `r.<name>`, a column value;
 // `reads` null: none, as in row() itself). In per-element code (reads
@@ -181,7 +159,7 @@ std::string value_code(const Expr& expr, int index, const std::vector<std::strin
     case ExprOp::kScalar:
       return "prm." + expr.context.scalars[static_cast<std::size_t>(n.index)].name;
     case ExprOp::kTensor:
-      return tensor_read(expr.context.tensors[static_cast<std::size_t>(n.index)], kid(0),
+      return detail::tensor_read(expr.context.tensors[static_cast<std::size_t>(n.index)], kid(0),
                          rows != nullptr);
     case ExprOp::kToFloat:
       return "static_cast<float>(" + kid(0) + ")";
@@ -241,197 +219,6 @@ std::string value_code(const Expr& expr, int index, const std::vector<std::strin
 namespace {
 
 using detail::value_code;
-
-// classify(): one statement per int or bool node, `v<index>`, over the
-// functions of user_expr.cuh; float nodes are unknown and not emitted.
-class ClassifyEmitter {
- public:
-  explicit ClassifyEmitter(const Expr& expr) : expr_(expr), done_(expr.nodes.size(), false) {}
-
-  std::string body() {
-    const std::string root = emit(expr_.root);
-    return lines_ + fmt::format("    return {}tile_class({});\n", kNs, root);
-  }
-
-  // key_bounds(): the intervals of each bound's t and y (free of j), then
-  // one key_bound() call per bound.
-  std::string key_bounds_body(const ExprKeyBounds& bounds) {
-    std::string calls;
-    for (const ExprKeyBound& b : bounds.bounds) {
-      std::string t = b.t < 0 ? fmt::format("{}ipoint(0)", kNs) : emit(b.t);
-      if (b.t_negated) t = fmt::format("{}ineg({})", kNs, t);
-      const std::string y = emit(b.y);
-      const std::string c = b.divisor < 0 ? fmt::format("{}ipoint(1)", kNs) : emit(b.divisor);
-      calls += fmt::format("    {}key_bound({}, {}, {}, {}, {}, {}, 0, n_k - 1, first, last);\n",
-                           kNs, b.cmp, b.sj, t, y, b.abs_form ? "true" : "false", c);
-    }
-    return lines_ + calls;
-  }
-
-  // One bounding comparison at one row (row()'s block for it): the
-  // intervals of its t and y at the row's point, then row_bound().
-  // Into locals lo and hi.
-  std::string row_bound_body(const ExprKeyBound& b) {
-    std::string t = b.t < 0 ? fmt::format("{}ipoint(0)", kNs) : emit(b.t);
-    if (b.t_negated) t = fmt::format("{}ineg({})", kNs, t);
-    const std::string y = emit(b.y);
-    return lines_ + fmt::format("      int lo, hi;\n      {}row_bound({}, {}, {}, {}, {}, n_k, lo, hi);\n",
-                                kNs, b.cmp, b.sj, t, y, b.abs_form ? "true" : "false");
-  }
-
-  // score_identity(): the zero tests (expr.h ExprZeroTest) as bools `z<k>`
-  // over the intervals of the nodes they read.
-  std::string score_identity_body(const ExprScoreIdentity& identity) {
-    std::string tests;
-    for (std::size_t k = 0; k < identity.tests.size(); ++k) {
-      const ExprZeroTest& t = identity.tests[k];
-      std::string value;
-      switch (t.kind) {
-        case ExprZeroTest::kNever:
-          value = "false";
-          break;
-        case ExprZeroTest::kAlways:
-          value = "true";
-          break;
-        case ExprZeroTest::kIntZero: {
-          const std::string v = emit(t.node);
-          value = fmt::format("{0}.lo == 0 && {0}.hi == 0", v);
-          break;
-        }
-        case ExprZeroTest::kBoth:
-          value = fmt::format("z{} && z{}", t.a, t.b);
-          break;
-        case ExprZeroTest::kSelect: {
-          const std::string c = emit(t.node);
-          value = fmt::format("(!{0}.t || z{1}) && (!{0}.f || z{2})", c, t.a, t.b);
-          break;
-        }
-      }
-      tests += fmt::format("    const bool z{} = {};\n", k, value);
-    }
-    return lines_ + tests + fmt::format("    return z{};\n", identity.tests.size() - 1);
-  }
-
- private:
-  std::string emit(int index) {
-    const std::string name = "v" + std::to_string(index);
-    if (done_[static_cast<std::size_t>(index)]) return name;
-    const ExprNode& n = expr_.nodes[static_cast<std::size_t>(index)];
-    const std::string value = code(n);
-    const char* type = n.type == ExprType::kBool ? "bval" : "ival";
-    lines_ += fmt::format("    const {}{} {} = {};\n", kNs, type, name, value);
-    done_[static_cast<std::size_t>(index)] = true;
-    return name;
-  }
-
-  std::string code(const ExprNode& n) {
-    const auto kid = [&](int k) { return emit(n.kids[k]); };
-    const auto call = [&](const char* f, int arity) {
-      std::string out = std::string(kNs) + f + "(";
-      for (int k = 0; k < arity; ++k) out += (k ? ", " : "") + kid(k);
-      return out + ")";
-    };
-    if (const std::string* divisor = runtime_divisor(expr_, n)) {
-      return fmt::format("{}{}({}, prm.{}, prm.{})", kNs,
-                         n.op == ExprOp::kDiv ? "idiv_by" : "imod_by", kid(0), *divisor,
-                         divisor_field(*divisor));
-    }
-    switch (n.op) {
-      case ExprOp::kIntLit:
-        return fmt::format("{}ipoint({})", kNs, n.int_value);
-      case ExprOp::kBoolLit:
-        return fmt::format("{}bconst({})", kNs, n.bool_value ? "true" : "false");
-      case ExprOp::kVar:
-        switch (n.var) {
-          case ExprVar::kP:
-            return fmt::format("{}irange(p_lo, p_hi)", kNs);
-          case ExprVar::kJ:
-            return fmt::format("{}irange(j_lo, j_hi)", kNs);
-          case ExprVar::kH:
-            return fmt::format("{}irange(h_lo, h_hi)", kNs);
-          case ExprVar::kHk:
-            if (expr_.context.has_head_counts) {
-              return fmt::format(
-                  "{0}irange({0}div(h_lo, {0}group_size(prm.num_heads_q, prm.num_heads_kv)), "
-                  "{0}div(h_hi, {0}group_size(prm.num_heads_q, prm.num_heads_kv)))",
-                  kNs);
-            }
-            return fmt::format("{}irange(0, h_hi)", kNs);
-          default:
-            return fmt::format("{}ipoint({})", kNs, to_string(n.var));
-        }
-      case ExprOp::kScalar:
-        return fmt::format("{}ipoint(prm.{})", kNs,
-                           expr_.context.scalars[static_cast<std::size_t>(n.index)].name);
-      case ExprOp::kTensor: {
-        const std::string x = kid(0);
-        const ExprTensor& t = expr_.context.tensors[static_cast<std::size_t>(n.index)];
-        if (t.sorted) {
-          const auto [d_lo, d_hi] = sorted_domain(t);
-          return fmt::format("{0}sorted_read({1}, {2}, {3}, {4}, {5})", kNs, x, d_lo, d_hi,
-                             tensor_read(t, fmt::format("{}clip_lo({}, {})", kNs, x, d_lo)),
-                             tensor_read(t, fmt::format("{}clip_hi({}, {})", kNs, x, d_hi)));
-        }
-        return fmt::format("{0}.lo == {0}.hi ? {1}ipoint({2}) : {1}itop()", x, kNs,
-                           tensor_read(t, x + ".lo"));
-      }
-      case ExprOp::kNeg:
-        return call("ineg", 1);
-      case ExprOp::kAbs:
-        return call("iabs_", 1);
-      case ExprOp::kNot:
-        return call("bnot", 1);
-      case ExprOp::kAnd:
-        return call("band", 2);
-      case ExprOp::kOr:
-        return call("bor", 2);
-      case ExprOp::kSelect:
-        return call(n.type == ExprType::kBool ? "bselect" : "iselect", 3);
-      default:
-        break;
-    }
-    const ExprType operands = expr_.nodes[static_cast<std::size_t>(n.kids[0])].type;
-    if (n.type == ExprType::kBool && operands == ExprType::kFloat) {
-      return std::string(kNs) + "bunknown()";
-    }
-    if (operands == ExprType::kBool) return call(n.op == ExprOp::kEq ? "beq" : "bne", 2);
-    switch (n.op) {
-      case ExprOp::kAdd:
-        return call("iadd", 2);
-      case ExprOp::kSub:
-        return call("isub", 2);
-      case ExprOp::kMul:
-        return call("imul", 2);
-      case ExprOp::kDiv:
-        return call("idiv", 2);
-      case ExprOp::kMod:
-        return call("imod", 2);
-      case ExprOp::kMin:
-        return call("imin_", 2);
-      case ExprOp::kMax:
-        return call("imax_", 2);
-      case ExprOp::kEq:
-        return call("ieq", 2);
-      case ExprOp::kNe:
-        return call("ine", 2);
-      case ExprOp::kLt:
-        return call("ilt", 2);
-      case ExprOp::kLe:
-        return call("ile", 2);
-      case ExprOp::kGt:
-        return call("igt", 2);
-      case ExprOp::kGe:
-        return call("ige", 2);
-      default:
-        break;
-    }
-    malformed("classify: an operation without an abstract form");
-  }
-
-  const Expr& expr_;
-  std::vector<bool> done_;
-  std::string lines_;
-};
 
 constexpr const char* kPositionParams = "int b, int h, int hk, int p, int j, int n_q, int n_k";
 
@@ -542,7 +329,7 @@ std::string emit_user_struct(const Expr* mask, const Expr* score, bool row_bound
     }
     bound_assignments += "    {\n"
                          "      [[maybe_unused]] const int p_lo = p, p_hi = p, h_lo = h, h_hi = h;\n" +
-                         ClassifyEmitter(mask_elements).row_bound_body(c.bound) + store + "    }\n";
+                         detail::row_bound_body(mask_elements, c.bound) + store + "    }\n";
     mask_reads[static_cast<std::size_t>(c.node)] = read;
   }
   const Expr* mask_tree = mask != nullptr ? &mask_elements : nullptr;
@@ -616,7 +403,7 @@ std::string emit_user_struct(const Expr* mask, const Expr* score, bool row_bound
         "int p_hi, int j_lo, int j_hi, int n_q, int n_k) {{\n"
         "{}"
         "  }}\n",
-        element_template, col_param, kPositionParams, mask_code, ClassifyEmitter(*mask).body());
+        element_template, col_param, kPositionParams, mask_code, detail::classify_body(*mask));
     // The key range the mask's bounding conjuncts leave a query tile
     // (expr_bounds.cpp); the kernels start their empty-tile scans inside it.
     const ExprKeyBounds bounds = key_bounds_of(*mask);
@@ -655,7 +442,7 @@ std::string emit_user_struct(const Expr* mask, const Expr* score, bool row_bound
           "  __device__ static bool mask_rest(const P& prm, const row_values& r, {}{}) {{\n"
           "    return {};\n"
           "  }}\n",
-          below, above, ClassifyEmitter(mask_elements).key_bounds_body(row_bounds), element_template,
+          below, above, detail::key_bounds_body(mask_elements, row_bounds), element_template,
           col_param, kPositionParams, rest_code);
     }
     if (!bounds.bounds.empty()) {
@@ -665,7 +452,7 @@ std::string emit_user_struct(const Expr* mask, const Expr* score, bool row_bound
           "int p_hi, int n_q, int n_k, long long& first, long long& last) {{\n"
           "{}"
           "  }}\n",
-          ClassifyEmitter(*mask).key_bounds_body(bounds));
+          detail::key_bounds_body(*mask, bounds));
     }
   } else {
     out += detail::key_bounds_traits(ExprKeyBounds{});
@@ -693,7 +480,7 @@ std::string emit_user_struct(const Expr* mask, const Expr* score, bool row_bound
         "int p_lo, int p_hi, int j_lo, int j_hi, int n_q, int n_k) {{\n"
         "{}"
         "  }}\n",
-        ClassifyEmitter(*score).score_identity_body(identity));
+        detail::score_identity_body(*score, identity));
   }
   out += "};\n";
   return out;

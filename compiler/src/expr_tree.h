@@ -11,6 +11,10 @@
 
 namespace attnjit::detail {
 
+// The namespace of templates/attention/user_expr.cuh as generated code
+// spells it.
+constexpr const char* kExprNs = "::attnjit::expr::";
+
 // Throws Error(kCodegen) "expression tree: <what>".
 [[noreturn]] void malformed_tree(const std::string& what);
 
@@ -49,6 +53,20 @@ std::vector<RowBoundCompare> row_exact_conjuncts(const Expr& mask);
 // key_bounds_whole_mask, _exact_rows, _below, _above) for `bounds`; all
 // false for no bounds (ExprKeyBounds{}: no mask, or the VM's struct).
 std::string key_bounds_traits(const ExprKeyBounds& bounds);
+
+// The device read of tensor `t` at the index text `x` (expr_emit.cpp); in
+// the element code (`element`), where the sequence has keys and queries, a
+// token read takes the unguarded form (load_*_token_at, user_expr.cuh).
+std::string tensor_read(const ExprTensor& t, const std::string& x, bool element = false);
+
+// The interval code of the generated struct (expr_intervals.cpp): the
+// bodies of classify(), key_bounds() over `bounds`, one bounding
+// comparison's block in row() (into locals lo and hi; the caller declares
+// p_lo, p_hi, h_lo, h_hi as the row's point), and score_identity().
+std::string classify_body(const Expr& expr);
+std::string key_bounds_body(const Expr& expr, const ExprKeyBounds& bounds);
+std::string row_bound_body(const Expr& expr, const ExprKeyBound& bound);
+std::string score_identity_body(const Expr& expr, const ExprScoreIdentity& identity);
 
 // The value of node `index` in the element code, as one C++ expression
 // (expr_emit.cpp): a node with a text in `reads` reads as that text

@@ -76,6 +76,7 @@ UNIT_OF = {
     "compiler/src/expr_element_form.cpp": "expr",
     "compiler/src/expr_emit.cpp": "expr",
     "compiler/src/expr_eval.cpp": "expr",
+    "compiler/src/expr_intervals.cpp": "expr",
     "compiler/src/expr_parse.cpp": "expr",
     "compiler/src/expr_print.cpp": "expr",
     "compiler/src/expr_tree.cpp": "expr",
