@@ -2,7 +2,8 @@
 # One call on the GPU machine: build, GPU tests, Python tests and examples,
 # the side-by-side benchmark. Logs go to $OUT (or ./device-out).
 #   STAGES="build gpu python bench jit profile" bash bench/device_run.sh
-#   STAGES="build gpu" GTEST_FILTER='*paged*' GPU_SHARDS=8 (8 test processes at once)
+#   STAGES="build gpu" GTEST_FILTER='*paged*' GPU_SHARDS=8 (8 test processes at once;
+#   GTEST_FILTER_FILE=F runs the tests F names, such as a cut run's gpu-unfinished.txt)
 #   STAGES="build paged" PAGED_ARGS=--quick (paged stage: bench_paged.py's arguments)
 #   PAGED_AB_ENV="ATTNJIT_TUNING=block_n=64|ATTNJIT_TUNING=stages=3" (paged stage: run bench_paged.py again
 #   with these variables set, for an A/B of a runtime switch in one call; scope a split-only
@@ -122,6 +123,11 @@ if stage gpu; then
     >"$OUT/build-cache.log" 2>&1 || status=1
   # GPU_SHARDS=N runs the tests as N processes at once on the one GPU
   # (gtest sharding): the host-side reference is most of a matrix test's time.
+  # GTEST_FILTER_FILE=F: the tests named in F, one per line (a previous
+  # call's gpu-unfinished.txt).
+  if [[ -n ${GTEST_FILTER_FILE:-} ]]; then
+    GTEST_FILTER=$(paste -sd: "$GTEST_FILTER_FILE")
+  fi
   shards=${GPU_SHARDS:-1}
   for ((i = 0; i < shards; ++i)); do
     GTEST_TOTAL_SHARDS=$shards GTEST_SHARD_INDEX=$i timeout ${GPU_TIMEOUT:-400} \
@@ -131,6 +137,12 @@ if stage gpu; then
   for ((i = 0; i < shards; ++i)); do wait -n || status=1; done
   cat "$OUT"/gpu-tests-*.log >"$OUT/gpu-tests.log"
   grep -E "^\[  (PASSED|FAILED) |FAILED|tests ran" "$OUT/gpu-tests.log" | tail -30
+  # The tests no process finished (cut by GPU_TIMEOUT): the next call's
+  # GTEST_FILTER_FILE.
+  ./build-gpu/tests/attnjit_gpu_tests --gtest_list_tests ${GTEST_FILTER:+--gtest_filter=$GTEST_FILTER} |
+    python3 bench/gpu_unfinished.py "$OUT"/gpu-tests-[0-9]*.log >"$OUT/gpu-unfinished.txt"
+  echo "unfinished (gpu-unfinished.txt): $(wc -l <"$OUT/gpu-unfinished.txt")"
+  [[ -s $OUT/gpu-unfinished.txt ]] && status=1
 fi
 if stage python; then
   python3 -m pytest -q python/tests >"$OUT/pytest.log" 2>&1 || status=1
