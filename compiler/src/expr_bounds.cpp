@@ -37,18 +37,12 @@ class BoundFinder {
   std::vector<detail::RowBoundCompare> row_compares() const {
     std::vector<detail::RowBoundCompare> out;
     for (std::size_t i = 0; i < mask_.nodes.size(); ++i) {
-      ExprKeyBound b;
-      if (!comparison(mask_.nodes[i], b) || !exact_for_a_row(b)) continue;
-      if (b.t < 0 && !b.abs_form) continue;  // j against y: one compare already
-      const auto [lower, upper] = sides(b);
+      detail::RowBoundCompare c;
+      if (!row_exact(static_cast<int>(i), c)) continue;
+      if (c.bound.t < 0) continue;  // j against y: one compare already
       // Both sides (abs, ==) took two row values for one instruction less
       // per score and spilled in the register-capped decode block.
-      if (lower && upper) continue;
-      detail::RowBoundCompare c;
-      c.node = static_cast<int>(i);
-      c.bound = b;
-      c.lower = lower;
-      c.upper = upper;
+      if (c.lower && c.upper) continue;
       out.push_back(c);
     }
     return out;
@@ -66,17 +60,19 @@ class BoundFinder {
         stack.push_back(n.kids[0]);
         continue;
       }
-      ExprKeyBound b;
-      if (!comparison(n, b) || !exact_for_a_row(b)) continue;
       detail::RowBoundCompare c;
-      c.node = index;
-      c.bound = b;
-      const auto [lower, upper] = sides(b);
-      c.lower = lower;
-      c.upper = upper;
-      out.push_back(c);
+      if (row_exact(index, c)) out.push_back(c);
     }
     return out;
+  }
+
+  // Whether node `index` is a comparison that bounds j exactly for one row,
+  // and if so, that bound and its sides.
+  bool row_exact(int index, detail::RowBoundCompare& c) const {
+    if (!comparison(node(index), c.bound) || !exact_for_a_row(c.bound)) return false;
+    c.node = index;
+    std::tie(c.lower, c.upper) = sides(c.bound);
+    return true;
   }
 
   // Whether a bound limits j from below and from above.

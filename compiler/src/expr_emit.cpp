@@ -109,10 +109,7 @@ RowValues row_values(const Expr& expr, const std::string& prefix) {
 
 namespace detail {
 
-// The device read of tensor `t` at the index text `x`.
-// A read of tensor t at index x. In the element code (`element`), where
-// the sequence has keys and queries, a token read takes the unguarded form
-// (load_*_token_at, user_expr.cuh).
+// (expr_tree.h)
 std::string tensor_read(const ExprTensor& t, const std::string& x, bool element) {
   const char* at = element ? "_at" : "";
   switch (t.per) {
@@ -246,21 +243,22 @@ std::vector<std::string> runtime_divisors(const Expr& expr) {
 
 namespace detail {
 
-std::string key_bounds_traits(const ExprKeyBounds& bounds) {
+std::string key_bounds_traits(const ExprKeyBounds& bounds, bool row_key_bounds) {
   const bool any = !bounds.bounds.empty();
   return fmt::format(
       "  static constexpr bool has_key_bounds = {};\n"
       "  static constexpr bool key_bounds_whole_mask = {};\n"
       "  static constexpr bool key_bounds_exact_rows = {};\n"
       "  static constexpr bool key_bounds_below = {};\n"
-      "  static constexpr bool key_bounds_above = {};\n",
-      any, any && bounds.whole_mask, any && bounds.exact_rows, bounds.below, bounds.above);
+      "  static constexpr bool key_bounds_above = {};\n"
+      "  static constexpr bool has_row_key_bounds = {};\n",
+      any, any && bounds.whole_mask, any && bounds.exact_rows, bounds.below, bounds.above,
+      row_key_bounds);
 }
 
 }  // namespace detail
 
 std::string emit_user_struct(const Expr* mask, const Expr* score, bool row_bound_compares) {
-  // (row_bound_compares also gates the row-exact conjuncts' fold below.)
   if (mask != nullptr) {
     detail::check_expr_tree(*mask);
     if (mask->kind != ExprKind::kMask) malformed("the mask is not a mask expression");
@@ -320,11 +318,11 @@ std::string emit_user_struct(const Expr* mask, const Expr* score, bool row_bound
     std::string store, read;
     if (c.lower) {
       fields += fmt::format("    int {}_lo;\n", name);
-      store = fmt::format("      r.{}_lo = lo;\n      (void)hi;\n", name);
+      store = fmt::format("      r.{}_lo = lo;\n", name);
       read = fmt::format("(j >= r.{}_lo)", name);
     } else {
       fields += fmt::format("    int {}_hi;\n", name);
-      store = fmt::format("      r.{}_hi = hi;\n      (void)lo;\n", name);
+      store = fmt::format("      r.{}_hi = hi;\n", name);
       read = fmt::format("(j <= r.{}_hi)", name);
     }
     bound_assignments += "    {\n"
@@ -407,7 +405,6 @@ std::string emit_user_struct(const Expr* mask, const Expr* score, bool row_bound
     // The key range the mask's bounding conjuncts leave a query tile
     // (expr_bounds.cpp); the kernels start their empty-tile scans inside it.
     const ExprKeyBounds bounds = key_bounds_of(*mask);
-    out += detail::key_bounds_traits(bounds);
     // Where the whole mask is not a row's key range, the conjuncts that are
     // (detail::row_exact_conjuncts): row_key_bounds() at one row, and the
     // rest of the mask, mask_rest(), which the kernels test per key instead
@@ -415,7 +412,7 @@ std::string emit_user_struct(const Expr* mask, const Expr* score, bool row_bound
     const std::vector<detail::RowBoundCompare> folded =
         bounds.exact_rows || !row_bound_compares ? std::vector<detail::RowBoundCompare>{}
                                                  : detail::row_exact_conjuncts(mask_elements);
-    out += fmt::format("  static constexpr bool has_row_key_bounds = {};\n", !folded.empty());
+    out += detail::key_bounds_traits(bounds, !folded.empty());
     if (!folded.empty()) {
       ExprKeyBounds row_bounds;
       bool below = false, above = false;
@@ -456,7 +453,6 @@ std::string emit_user_struct(const Expr* mask, const Expr* score, bool row_bound
     }
   } else {
     out += detail::key_bounds_traits(ExprKeyBounds{});
-    out += "  static constexpr bool has_row_key_bounds = false;\n";
   }
   if (score != nullptr) {
     out += fmt::format(

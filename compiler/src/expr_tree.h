@@ -50,9 +50,10 @@ std::vector<RowBoundCompare> row_bound_compares(const Expr& mask);
 std::vector<RowBoundCompare> row_exact_conjuncts(const Expr& mask);
 
 // The generated user struct's key-bound traits (has_key_bounds,
-// key_bounds_whole_mask, _exact_rows, _below, _above) for `bounds`; all
-// false for no bounds (ExprKeyBounds{}: no mask, or the VM's struct).
-std::string key_bounds_traits(const ExprKeyBounds& bounds);
+// key_bounds_whole_mask, _exact_rows, _below, _above) for `bounds`, and
+// has_row_key_bounds (row_exact_conjuncts folded); all false for no bounds
+// (ExprKeyBounds{}: no mask, or the VM's struct).
+std::string key_bounds_traits(const ExprKeyBounds& bounds, bool row_key_bounds = false);
 
 // The device read of tensor `t` at the index text `x` (expr_emit.cpp); in
 // the element code (`element`), where the sequence has keys and queries, a

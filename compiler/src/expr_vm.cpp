@@ -251,7 +251,6 @@ std::string emit_vm_user_struct() {
          "    return 1;\n"
          "  }\n" +
          detail::key_bounds_traits(ExprKeyBounds{}) +
-         "  static constexpr bool has_row_key_bounds = false;\n"
          "  static constexpr bool has_score_identity = false;\n" +
          "  template <class P>\n"
          "  __device__ static float score(const P& prm, const row_values&, float s, int b, int h, "

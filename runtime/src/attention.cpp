@@ -397,9 +397,9 @@ AttentionKernel::~AttentionKernel() = default;
 
 void AttentionKernel::init_from(const Signature& sig, const LookupResult& found,
                                 KernelCache& cache, const Target& target) {
-  flags_ = AttentionFlags::from_flag_set(sig.flags);
-  schedule_ = Schedule::of(sig.flags);
   variant_ = std::make_unique<Variant>(sig, found);
+  flags_ = variant_->flags();
+  schedule_ = variant_->schedule();
   cache_ = &cache;
   target_ = target;
 }

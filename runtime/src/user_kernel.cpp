@@ -3,15 +3,10 @@
 // one. Its own args are checked by name and type before a launch does
 // anything, then written into the params struct after the inherited
 // fields (UserParams, variant.cpp).
-#include <algorithm>
-#include <cstring>
-#include <optional>
-
 #include <fmt/format.h>
 
 #include "attnjit/attention.h"
 #include "attnjit/error.h"
-#include "attnjit/expr.h"
 #include "attnjit/kernel_params.h"
 #include "variant.h"
 

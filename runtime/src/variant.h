@@ -85,7 +85,6 @@ class Variant {
 
   // A user spec's variant: its spec's args' places.
   void set_user_params(std::shared_ptr<const UserParams> user) { user_ = std::move(user); }
-  const UserParams* user_params() const { return user_.get(); }
 
   // One launch on `stream` with args already checked (validate_attention_args
   // and, for a user spec's variant, UserParams::check).

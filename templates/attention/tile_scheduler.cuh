@@ -310,6 +310,16 @@ struct WorkTile {
     return true;
   }
 
+  // A row's keys narrowed to [first, last] (key_bounds' range) on the
+  // sides kBelow / kAbove only: a side the bounds leave keeps its built-in
+  // value and costs no compare per key.
+  template <bool kBelow, bool kAbove>
+  __device__ __forceinline__ void narrow(typename Mask<C>::RowKeys& keys, long long first,
+                                         long long last) const {
+    if constexpr (kBelow) keys.lo = ptx::imax(keys.lo, first_key_of(first));
+    if constexpr (kAbove) keys.hi = ptx::imin(keys.hi, last_key_of(last));
+  }
+
   // Per query row, once: the keys it sees (edge-tile masks) and its sink
   // logit in base 2. A spec's mask whose bounds are exact for one row
   // (user_mask_in_row_keys) is folded into the row's key range here, so
@@ -326,22 +336,14 @@ struct WorkTile {
       const int h = map.head(row);
       long long first = 0, last = static_cast<long long>(n_k) - 1;
       UserOf<C>::key_bounds(prm, seq, h, h, p, p, n_q, n_k, first, last);
-      // Only the sides the bounds narrow (a side they leave keeps its
-      // built-in value and costs no compare per key).
-      if constexpr (UserOf<C>::key_bounds_below) keys.lo = ptx::imax(keys.lo, first_key_of(first));
-      if constexpr (UserOf<C>::key_bounds_above) keys.hi = ptx::imin(keys.hi, last_key_of(last));
+      narrow<UserOf<C>::key_bounds_below, UserOf<C>::key_bounds_above>(keys, first, last);
     }
     if constexpr (user_row_keys_folded<C>()) {
       // The mask's conjuncts that are one row's key range (the keys then
       // test only the rest of the mask, mask_rest()).
       long long first = 0, last = static_cast<long long>(n_k) - 1;
       UserOf<C>::row_key_bounds(prm, seq, map.head(row), hk, p, n_q, n_k, first, last);
-      if constexpr (UserOf<C>::row_key_bounds_below) {
-        keys.lo = ptx::imax(keys.lo, first_key_of(first));
-      }
-      if constexpr (UserOf<C>::row_key_bounds_above) {
-        keys.hi = ptx::imin(keys.hi, last_key_of(last));
-      }
+      narrow<UserOf<C>::row_key_bounds_below, UserOf<C>::row_key_bounds_above>(keys, first, last);
     }
     if constexpr (user_row_values<C>()) {
       keys.user = UserRowOf<C>::make(prm, seq, map.head(row), hk, p, n_q, n_k);

@@ -6,6 +6,7 @@
 
 #include <climits>
 #include <cmath>
+#include <initializer_list>
 
 #include "attnjit/codegen.h"
 #include "attnjit/expr.h"
@@ -34,6 +35,13 @@ ExprContext test_context() {
 
 Expr parse(const std::string& text, ExprKind kind = ExprKind::kMask) {
   return parse_expr(text, kind, test_context(), "t.yaml", 3, 7);
+}
+
+// Each of `parts` appears in `text` (emitted code).
+void expect_contains(const std::string& text, std::initializer_list<const char*> parts) {
+  for (const char* part : parts) {
+    EXPECT_NE(text.find(part), std::string::npos) << part << "\n" << text;
+  }
 }
 
 // The message for `text`, which starts at t.yaml:3:7.
@@ -350,23 +358,20 @@ TEST(ExprEmit, MaskAndScoreStruct) {
   // into the domain (_at: a score's sequence has keys and queries).
   const Expr reads = parse("doc[p] == qdoc[j] and prefix[b] > 0 and slopes[h] > bias[j - p]");
   const std::string text = emit_user_struct(&reads, nullptr);
-  for (const char* read :
-       {"::attnjit::expr::load_key_token(prm.doc, prm.cu_seqlens_k, b, n_k, p)",
-        "::attnjit::expr::load_query_token_at(prm.qdoc, prm.cu_seqlens_q, b, n_q, n_k, j)",
-        "::attnjit::expr::load_sequence(prm.prefix, b)",
-        "::attnjit::expr::load_bounded(prm.slopes, prm.num_heads_q, h)",
-        "::attnjit::expr::load_bounded(prm.bias, 4, ::attnjit::expr::sub(j, p))"}) {
-    EXPECT_NE(text.find(read), std::string::npos) << read << "\n" << text;
-  }
+  expect_contains(
+      text, {"::attnjit::expr::load_key_token(prm.doc, prm.cu_seqlens_k, b, n_k, p)",
+             "::attnjit::expr::load_query_token_at(prm.qdoc, prm.cu_seqlens_q, b, n_q, n_k, j)",
+             "::attnjit::expr::load_sequence(prm.prefix, b)",
+             "::attnjit::expr::load_bounded(prm.slopes, prm.num_heads_q, h)",
+             "::attnjit::expr::load_bounded(prm.bias, 4, ::attnjit::expr::sub(j, p))"});
   // The reads that depend on neither j nor s are row values, computed in
   // row() and read per element as r.<name>; the others stay per element.
-  for (const char* row :
-       {"    r.mask_0 = ::attnjit::expr::load_key_token(prm.doc, prm.cu_seqlens_k, b, n_k, p);\n",
-        "    r.mask_1 = (::attnjit::expr::load_sequence(prm.prefix, b) > 0);\n",
-        "    r.mask_2 = ::attnjit::expr::load_bounded(prm.slopes, prm.num_heads_q, h);\n",
-        "    int mask_0;\n    bool mask_1;\n    float mask_2;\n"}) {
-    EXPECT_NE(text.find(row), std::string::npos) << row << "\n" << text;
-  }
+  expect_contains(
+      text,
+      {"    r.mask_0 = ::attnjit::expr::load_key_token(prm.doc, prm.cu_seqlens_k, b, n_k, p);\n",
+       "    r.mask_1 = (::attnjit::expr::load_sequence(prm.prefix, b) > 0);\n",
+       "    r.mask_2 = ::attnjit::expr::load_bounded(prm.slopes, prm.num_heads_q, h);\n",
+       "    int mask_0;\n    bool mask_1;\n    float mask_2;\n"});
   EXPECT_NE(text.find("return ::attnjit::expr::land(::attnjit::expr::land((r.mask_0 == "
                       "::attnjit::expr::load_query_token_at(prm.qdoc, prm.cu_seqlens_q, b, n_q, "
                       "n_k, j)), r.mask_1), (r.mask_2 > "),
@@ -387,13 +392,11 @@ TEST(ExprEmit, MaskAndScoreStruct) {
 TEST(ExprEmit, BoundingComparisonsCompareJWithTheRowsBounds) {
   const Expr mask = parse("j < chunk or p - j < wl or abs(j - p) <= chunk or p + j < wl");
   const std::string text = emit_user_struct(&mask, nullptr);
-  for (const char* expected :
-       {"  struct row_values {\n    int mask_b0_lo;\n  };\n", "::attnjit::expr::row_bound(0, -1, ",
-        "(j < prm.chunk)", "(j >= r.mask_b0_lo)",
-        "(::attnjit::expr::iabs(::attnjit::expr::sub(j, p)) <= prm.chunk)",
-        "(::attnjit::expr::add(p, j) < prm.wl)"}) {
-    EXPECT_NE(text.find(expected), std::string::npos) << expected << "\n" << text;
-  }
+  expect_contains(text,
+                  {"  struct row_values {\n    int mask_b0_lo;\n  };\n",
+                   "::attnjit::expr::row_bound(0, -1, ", "(j < prm.chunk)", "(j >= r.mask_b0_lo)",
+                   "(::attnjit::expr::iabs(::attnjit::expr::sub(j, p)) <= prm.chunk)",
+                   "(::attnjit::expr::add(p, j) < prm.wl)"});
   EXPECT_EQ(text.find("sub(p, j)"), std::string::npos) << text;
   // Off (the mma.sync targets' units), every comparison keeps its form.
   const std::string off = emit_user_struct(&mask, nullptr, false);
@@ -408,18 +411,17 @@ TEST(ExprEmit, BoundingComparisonsCompareJWithTheRowsBounds) {
 TEST(ExprEmit, RowExactConjunctsLeaveTheRestToMaskRest) {
   const Expr mask = parse("j <= p and (j < chunk or p - j <= wl)");
   const std::string text = emit_user_struct(&mask, nullptr);
-  for (const char* expected :
-       {"  static constexpr bool has_row_key_bounds = true;\n"
-        "  static constexpr bool row_key_bounds_below = false;\n"
-        "  static constexpr bool row_key_bounds_above = true;\n",
-        "__device__ static void row_key_bounds(const P& prm, int b, int h, int hk, int p, int n_q, "
-        "int n_k, long long& first, long long& last) {",
-        "::attnjit::expr::key_bound(1, 1, ::attnjit::expr::ipoint(0), v1, false, "
-        "::attnjit::expr::ipoint(1), 0, n_k - 1, first, last);",
-        "return ::attnjit::expr::land(true, ::attnjit::expr::lor((j < prm.chunk), "
-        "(j >= r.mask_b0_lo)));"}) {
-    EXPECT_NE(text.find(expected), std::string::npos) << expected << "\n" << text;
-  }
+  expect_contains(
+      text,
+      {"  static constexpr bool has_row_key_bounds = true;\n"
+       "  static constexpr bool row_key_bounds_below = false;\n"
+       "  static constexpr bool row_key_bounds_above = true;\n",
+       "__device__ static void row_key_bounds(const P& prm, int b, int h, int hk, int p, int n_q, "
+       "int n_k, long long& first, long long& last) {",
+       "::attnjit::expr::key_bound(1, 1, ::attnjit::expr::ipoint(0), v1, false, "
+       "::attnjit::expr::ipoint(1), 0, n_k - 1, first, last);",
+       "return ::attnjit::expr::land(true, ::attnjit::expr::lor((j < prm.chunk), "
+       "(j >= r.mask_b0_lo)));"});
   for (const char* folded_whole : {"j <= p and p - j <= wl", "j < chunk or j <= p"}) {
     const Expr m = parse(folded_whole);
     EXPECT_NE(emit_user_struct(&m, nullptr).find("has_row_key_bounds = false;"), std::string::npos)
