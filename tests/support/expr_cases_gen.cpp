@@ -1,7 +1,8 @@
 // attnjit_expr_cases OUT: writes a header of emitted `struct attnjit_user`s
 // (emit_user_struct) for a fixed list of masks and scores and for random
 // ones (support/expr_random.h, fixed seeds), each in its own namespace, with
-// the source texts. tests/reference/expr_device_test.cpp compiles it for
+// the source texts. tests/reference/expr_device_test.cpp (and the VM's,
+// expr_vm_device_test.cpp) compiles it for
 // the host (host_device.h) and checks the emitted code against the host
 // evaluator and classifier, so the emitter's output is run, not only read.
 #include <cstdio>
