@@ -265,8 +265,7 @@ int64_t launch(AttentionKernel& kernel,
   if (plan_only) {
     validate_attention_args(kernel.flags(), a);
     if (a.num_seqs == 0 || a.max_seqlen_q == 0) return 0;
-    AttentionKernel& runs = kernel.for_args(a);
-    return int64_t(runs.split_plan(a).workspace_bytes);  // (split-KV parts)
+    return int64_t(kernel.workspace_bytes(a));  // (split-KV parts)
   }
   if (kernel.user_spec() != nullptr || !user_args.empty()) {
     kernel.launch(a, reinterpret_cast<CuStream>(stream), to_user_args(user_args));
@@ -400,7 +399,7 @@ NB_MODULE(_C, m) {
       .def_prop_ro("source", [](AttentionKernel& k) { return std::string(to_string(k.source())); })
       .def_prop_ro("block_m", &AttentionKernel::block_m)
       .def_prop_ro("tier",
-                   [](const AttentionKernel& k) {
+                   [](AttentionKernel& k) {
                      return k.tier() == AttentionKernel::Tier::kGeneric ? "generic" : "specialized";
                    })
       .def(

@@ -1,8 +1,10 @@
-// The typed attention API: flags -> kernel (memoized per process), and a
-// launch: its arguments checked (attention_args.cpp), then run by the
-// variant for_args() picks (split_kv.cpp), a tier's while one answers
-// (attention_tier.cpp, user_vm_tier.cpp). The compiled variant and its
-// launch: variant.cpp.
+// The typed attention API: flags -> kernel (memoized per process), the
+// kernel's variants per schedule (one TieredVariant each, fetched on the
+// first launch that runs it: tiered_variant.cpp; shared through a memo),
+// and a launch: its arguments checked (attention_args.cpp), its schedule
+// planned (planner.h), then run by that variant or a tier answering for it
+// (attention_tier.cpp, user_vm_tier.cpp). A compiled variant's launch:
+// variant.cpp.
 #include "attnjit/attention.h"
 
 #include <algorithm>
@@ -20,7 +22,10 @@
 #include "attnjit/env.h"
 #include "attnjit/error.h"
 #include "attnjit/record.h"
+#include "log.h"
 #include "planner.h"
+#include "tiered_variant.h"
+#include "tiers.h"
 #include "variant.h"
 
 namespace attnjit {
@@ -303,34 +308,118 @@ Signature attention_signature(const FlagSet& flags, const CompileOptions& option
 
 }  // namespace
 
-VariantShape AttentionKernel::planned_shape(Sibling& s, const Schedule& schedule) {
-  if (AttentionKernel* ready = s.ready.load(std::memory_order_acquire)) return ready->shape();
-  // (Per launch until the sibling is fetched, e.g. a page-16 decode that
-  // runs the split sibling's small_pages one: planned once, read lock-free.)
-  if (!s.planned.load(std::memory_order_acquire)) {
-    std::lock_guard<std::mutex> lock(s.mutex);
-    if (!s.planned.load(std::memory_order_relaxed)) {
-      // The signature sibling() will get: this variant's flags and options,
-      // this schedule, no tuning overrides.
-      const CompileOptions options = CompileOptions::from_environment(target_);
-      const Signature sig =
-          user_spec_ ? make_signature(*user_spec_,
-                                      resolve_flags(*user_spec_, flags_.to_flag_map(schedule)),
-                                      options)
-                     : attention_signature(flags_.to_flag_set(schedule), options, {});
-      const attention::TileConfig tile = tile_config_of(sig);
-      s.planned_block_n = tile.shape.block_n;
-      s.planned_small_pages_rows =
-          small_pages_rows_of(tile, flags_.kv_layout == KvLayout::kPaged);
-      s.planned.store(true, std::memory_order_release);
+// ---- a kernel's variants ----------------------------------------------------
+
+namespace {
+
+// The process memo of built-in variants without tuning overrides: (cache,
+// signature, options) -> variant, shared by every kernel whose launches
+// run it (a kernel got with split_kv and the split sibling of another), so
+// that each is fetched, compiled and tiered once. Never destroyed, as the
+// kernel memo.
+struct VariantMemo {
+  std::mutex mutex;
+  std::unordered_map<std::string, std::shared_ptr<TieredVariant>> variants;
+};
+
+VariantMemo& variant_memo() {
+  static VariantMemo& memo = *new VariantMemo;
+  return memo;
+}
+
+int slot_of(const Schedule& s) { return (s.split_kv ? 2 : 0) + (s.small_pages ? 1 : 0); }
+
+// A static spec as the variants hold specs: not owned.
+std::shared_ptr<const Spec> unowned(const Spec& spec) {
+  return std::shared_ptr<const Spec>(std::shared_ptr<const Spec>(), &spec);
+}
+
+}  // namespace
+
+struct AttentionKernel::Slot {
+  std::mutex mutex;
+  std::atomic<TieredVariant*> ready{nullptr};
+  std::shared_ptr<TieredVariant> variant;
+};
+
+AttentionKernel::~AttentionKernel() = default;
+
+std::shared_ptr<AttentionKernel> AttentionKernel::make(
+    const FlagSet& flags, std::shared_ptr<const Spec> user, KernelCache& cache,
+    const Target& target, const CompileOptions& options,
+    const std::map<std::string, int64_t>& tuning) {
+  auto kernel = std::shared_ptr<AttentionKernel>(new AttentionKernel());
+  kernel->flags_ = AttentionFlags::from_flag_set(flags);
+  kernel->schedule_ = Schedule::of(flags);
+  kernel->flag_set_ = flags;
+  kernel->cache_ = &cache;
+  kernel->target_ = target;
+  kernel->options_ = options;
+  kernel->tuning_overrides_ = tuning;
+  kernel->slots_ = std::make_unique<Slot[]>(4);
+  if (user) kernel->set_user_spec(std::move(user));
+  kernel->variant(kernel->schedule_);
+  return kernel;
+}
+
+FlagSet AttentionKernel::flags_of(const Schedule& schedule) const {
+  if (schedule == schedule_) return flag_set_;
+  std::map<std::string, FlagValue> values(flag_set_.values.begin(), flag_set_.values.end());
+  values["split_kv"] = schedule.split_kv;
+  values["small_pages"] = schedule.small_pages;
+  return resolve_flags(user_spec_ ? *user_spec_ : attention_spec(), values);
+}
+
+std::shared_ptr<TieredVariant> AttentionKernel::make_variant(const Schedule& schedule) const {
+  const FlagSet flags = flags_of(schedule);
+  // The overrides go to the variants of the kernel's own split_kv value
+  // (its small_pages sibling runs its tiles); the split sibling of a prefill
+  // kernel takes the rules'.
+  const std::map<std::string, int64_t> none;
+  const std::map<std::string, int64_t>& tuning =
+      schedule.split_kv == schedule_.split_kv ? tuning_overrides_ : none;
+  // Tiers answer for variants the rules (or ATTNJIT_TUNING) tile, not for
+  // an autotuner's overrides.
+  const bool may_tier = tuning.empty() && env_bool("ATTNJIT_TIERED", true);
+  KernelCache& cache = *cache_;
+  if (user_spec_) {
+    Signature sig = make_signature(*user_spec_, flags, options_, tuning);
+    TierFactory tier;
+    if (may_tier) {
+      tier = [spec = user_spec_, sig, &cache] { return user_vm_tier(spec, sig, cache); };
     }
+    return std::make_shared<TieredVariant>(user_spec_, std::move(sig), cache, user_params_,
+                                           std::move(tier));
   }
-  VariantShape v;
-  v.block_n = s.planned_block_n;
-  v.small_pages_rows = s.planned_small_pages_rows;
-  v.split_kv = schedule.split_kv;
-  v.small_pages = schedule.small_pages;
-  return v;
+  Signature sig = attention_signature(flags, options_, tuning);
+  TierFactory tier;
+  if (may_tier) tier = [sig, &cache] { return generic_tier(sig, cache); };
+  if (!tuning.empty()) {
+    return std::make_shared<TieredVariant>(unowned(attention_spec()), std::move(sig), cache,
+                                           nullptr, std::move(tier));
+  }
+  const std::string key = memo_key(cache, sig.canonical(), options_);  // (tuning values included)
+  VariantMemo& memo = variant_memo();
+  std::lock_guard<std::mutex> lock(memo.mutex);
+  std::shared_ptr<TieredVariant>& slot = memo.variants[key];
+  if (!slot) {
+    // ATTNJIT_RECORD: every variant launches may run goes in the manifest.
+    record_requested_variant(attention_spec().family, flags, target_);
+    slot = std::make_shared<TieredVariant>(unowned(attention_spec()), std::move(sig), cache,
+                                           nullptr, std::move(tier));
+  }
+  return slot;
+}
+
+TieredVariant& AttentionKernel::variant(const Schedule& schedule) {
+  Slot& slot = slots_[slot_of(schedule)];
+  if (TieredVariant* ready = slot.ready.load(std::memory_order_acquire)) return *ready;
+  std::lock_guard<std::mutex> lock(slot.mutex);
+  if (!slot.variant) {
+    slot.variant = make_variant(schedule);
+    slot.ready.store(slot.variant.get(), std::memory_order_release);
+  }
+  return *slot.variant;
 }
 
 std::shared_ptr<AttentionKernel> AttentionKernel::get(
@@ -358,61 +447,122 @@ std::shared_ptr<AttentionKernel> AttentionKernel::get(
   const Target t = target != nullptr ? *target : current_device_target();
   const Spec& spec = attention_spec();
   const CompileOptions options = CompileOptions::from_environment(t);
-  // Variants with tuning overrides (the autotuner's) skip the memo; the
-  // cache's own memory level still serves them.
-  const bool memoize = tuning_overrides.empty();
+  // Kernels with tuning overrides (the autotuner's) skip the memo; the
+  // cache's own memory level still serves their variants.
+  if (!tuning_overrides.empty()) return make(flags, nullptr, cache, t, options, tuning_overrides);
   const std::string key = memo_key(cache, flags.str() + env_tuning().memo_suffix, options);
-  if (memoize) {
-    if (auto hit = memo_find(key)) return hit;
-  }
-  // A memo miss: the first request of this variant in this process (and
+  if (auto hit = memo_find(key)) return hit;
+  // A memo miss: the first request of this flag set in this process (and
   // cache), where record mode (ATTNJIT_RECORD) appends it to its manifest.
-  if (memoize) record_requested_variant(spec.family, flags, t);
-  const Signature sig = attention_signature(flags, options, tuning_overrides);
-  if (memoize && env_bool("ATTNJIT_TIERED", true)) {
-    // The generic tier answers while this variant compiles, where a cache
-    // holds the generic variant (attention_tier.cpp). Decided under the
-    // memo's lock (lookups only, no compile): two callers racing for one
-    // variant must not both start a background compile, since the loser's
-    // kernel would wait for it when dropped.
-    KernelMemo& memo = kernel_memo();
-    std::lock_guard<std::mutex> lock(memo.mutex);
-    auto it = memo.kernels.find(key);
-    if (it != memo.kernels.end()) return it->second;
-    if (auto kernel = tiered(sig, cache, t)) {
-      return memo.kernels.emplace(key, std::move(kernel)).first->second;
-    }
-  }
-  LookupResult found = cache.get(spec, sig);
-  auto kernel = std::shared_ptr<AttentionKernel>(new AttentionKernel());
-  kernel->init_from(sig, found, cache, t);
-  kernel->tuning_overrides_ = tuning_overrides;
-  if (!memoize) return kernel;
+  record_requested_variant(spec.family, flags, t);
+  std::shared_ptr<AttentionKernel> kernel = make(flags, nullptr, cache, t, options, {});
   KernelMemo& memo = kernel_memo();
   std::lock_guard<std::mutex> lock(memo.mutex);
-  return memo.kernels.emplace(key, std::move(kernel)).first->second;
+  return memo.kernels.emplace(key, std::move(kernel)).first->second;  // a racing caller's wins
 }
 
-AttentionKernel::~AttentionKernel() = default;
+// ---- launches ----------------------------------------------------------------
 
-void AttentionKernel::init_from(const Signature& sig, const LookupResult& found,
-                                KernelCache& cache, const Target& target) {
-  variant_ = std::make_unique<Variant>(sig, found);
-  flags_ = variant_->flags();
-  schedule_ = variant_->schedule();
-  cache_ = &cache;
-  target_ = target;
+Schedule AttentionKernel::schedule_for(const AttentionArgs& a) {
+  // Decided before any variant is fetched, from their tile configurations:
+  // the split sibling for a decode-shaped batch, and (of either) the
+  // small_pages sibling for pages whose boxes are its V blocks (16 rows: pages
+  // of 16 mod 32 keys, where V goes as a box per 16 keys and all of D; at
+  // D 128 a 128-key tile's 32 boxes become 24). ATTNJIT_SMALL_PAGES=0
+  // turns that off (read at each such launch).
+  Schedule want = schedule_;
+  VariantShape shape = variant(want).shape();
+  if (wants_split(shape, a)) {
+    want.split_kv = true;
+    shape = variant(want).shape();
+  }
+  if (wants_small_pages(shape, a) &&
+      !small_pages_missing_[want.split_kv ? 1 : 0].load(std::memory_order_relaxed) &&
+      env_bool("ATTNJIT_SMALL_PAGES", true)) {
+    want.small_pages = true;
+  }
+  return want;
 }
 
-const Variant& AttentionKernel::variant() const { return *current().variant_; }
+TieredVariant& AttentionKernel::fetched_for(const AttentionArgs& a) {
+  Schedule want = schedule_for(a);
+  if (want.small_pages && !schedule_.small_pages) {
+    // Only a schedule: the variant without it is correct at every page size.
+    // Where it cannot be had (no cache holds it and the JIT is off, or it
+    // fails to build) that one serves, from then on (after a passing
+    // error, such as the cache's or the driver's, for that launch).
+    TieredVariant& small = variant(want);
+    try {
+      small.fetch();
+      return small;
+    } catch (const Error& e) {
+      // What will fail again (no JIT, a failed build) is not asked for
+      // again; a passing cache or driver error is, at the next launch.
+      const bool lasting = e.kind() == ErrorKind::kNoJit || e.kind() == ErrorKind::kCompile ||
+                           e.kind() == ErrorKind::kCodegen || e.kind() == ErrorKind::kSpec ||
+                           e.kind() == ErrorKind::kFlags;
+      if (lasting) small_pages_missing_[want.split_kv ? 1 : 0].store(true, std::memory_order_relaxed);
+      if (e.kind() != ErrorKind::kNoJit && (lasting || cache_->config().log)) {
+        log_line(fmt::format("attnjit: the small_pages sibling {} failed ({}); the variant without it "
+                             "serves pages of {} keys: {}",
+                             small.signature().display_name(), to_string(e.kind()), a.page_size,
+                             e.what()));
+      } else if (cache_->config().log) {
+        log_line(fmt::format("attnjit: no cache holds the small_pages sibling {} and the JIT is "
+                             "off; the variant without it serves pages of {} keys",
+                             small.signature().display_name(), a.page_size));
+      }
+      want.small_pages = false;
+    }
+  }
+  TieredVariant& runs = variant(want);
+  runs.fetch();
+  return runs;
+}
 
-Kernel& AttentionKernel::kernel() { return variant().kernel(); }
+SplitPlan AttentionKernel::split_plan(const AttentionArgs& a, int sm_count) {
+  return plan_of(variant(schedule_for(a)).shape(), flags_, a, sm_count);
+}
 
-int AttentionKernel::block_m() const { return variant().block_m(); }
+size_t AttentionKernel::workspace_bytes(const AttentionArgs& a, int sm_count) {
+  return fetched_for(a).workspace_bytes(a, sm_count);
+}
 
-int AttentionKernel::pack_gqa() const { return variant().pack_gqa(); }
+Kernel& AttentionKernel::kernel_for(const AttentionArgs& a) {
+  return fetched_for(a).current().kernel();
+}
 
-EntrySource AttentionKernel::source() const { return variant().source(); }
+EntrySource AttentionKernel::source_for(const AttentionArgs& a) {
+  return fetched_for(a).current().source();
+}
+
+Kernel& AttentionKernel::kernel() { return variant(schedule_).current().kernel(); }
+
+int AttentionKernel::block_m() { return variant(schedule_).current().block_m(); }
+
+int AttentionKernel::pack_gqa() { return variant(schedule_).current().pack_gqa(); }
+
+EntrySource AttentionKernel::source() { return variant(schedule_).current().source(); }
+
+AttentionKernel::Tier AttentionKernel::tier() {
+  TieredVariant& own = variant(schedule_);
+  own.fetch();
+  return own.tiered() ? Tier::kGeneric : Tier::kSpecialized;
+}
+
+void AttentionKernel::wait_specialized() {
+  bool any = false;
+  for (int i = 0; i < 4; ++i) {
+    TieredVariant* v = slots_[i].ready.load(std::memory_order_acquire);
+    if (v != nullptr && v->fetched()) {
+      v->wait();
+      any = true;
+    }
+  }
+  if (!any) variant(schedule_).wait();
+}
+
+uint64_t AttentionKernel::generic_launches() { return tier_launches(); }
 
 void AttentionKernel::launch(const AttentionArgs& a, CuStream stream) {
   if (user_params_) user_params_->require_none();
@@ -424,16 +574,7 @@ void AttentionKernel::launch(const AttentionArgs& a, CuStream stream,
   validate_attention_args(flags_, a);
   if (a.num_seqs == 0 || a.max_seqlen_q == 0) return;
   if (user_params_) user_params_->check(a, user_args);
-  if (generic_) {
-    // The specialized one once it landed: attention_tier.cpp, user_vm_tier.cpp.
-    if (vm_) {
-      launch_vm(a, stream, user_args);
-    } else {
-      launch_generic(a, stream);
-    }
-    return;
-  }
-  for_args(a).variant().launch(a, stream, user_args);
+  fetched_for(a).launch(a, stream, user_args);
 }
 
 }  // namespace attnjit

@@ -1,6 +1,7 @@
-// The generic tier at run time (docs/tiers.md): a kernel whose variant no
-// cache holds is answered by its generic variant (generic_tier.cpp) while
-// the variant compiles on a background thread.
+// The generic tier at run time (docs/tiers.md): a variant no cache holds is
+// answered by its generic variant (generic_flags, generic_args in
+// generic_tier.cpp) while it compiles on a background thread
+// (TieredVariant).
 #include <algorithm>
 #include <chrono>
 #include <cstdint>
@@ -18,14 +19,12 @@
 #include "attnjit/attention.h"
 #include "attnjit/error.h"
 #include "launch_scratch.h"
-#include "log.h"
+#include "tiered_variant.h"
+#include "tiers.h"
 #include "variant.h"
-#include "user_vm_tier.h"
 
 namespace attnjit {
 namespace {
-
-std::atomic<uint64_t> generic_launch_count{0};
 
 // Device scratch for generic_args() per context: zero span offsets, -inf
 // sinks, LSE. Grown (never on a capturing stream: captures wait for the
@@ -72,126 +71,52 @@ GenericScratch generic_scratch(const AttentionArgs& a) {
 
 }  // namespace
 
-std::shared_ptr<AttentionKernel> AttentionKernel::tiered(const Signature& sig, KernelCache& cache,
-                                                         const Target& target) {
+namespace {
+
+// The generic variant answering for a variant: its launches switch the
+// modes the variant does not have off through their arguments.
+class GenericTier final : public Tier {
+ public:
+  GenericTier(const AttentionFlags& requested, std::unique_ptr<Variant> generic)
+      : requested_(requested), generic_(std::move(generic)) {}
+  const Variant& variant() const override { return *generic_; }
+  void launch(const AttentionArgs& a, CuStream stream,
+              const std::vector<UserArg>& /*user_args*/) const override {
+    generic_->launch(generic_args(requested_, a, generic_scratch(a)), stream, {});
+  }
+  AttentionArgs plan_args(const AttentionArgs& a) const override {
+    return generic_args(requested_, a, GenericScratch{});
+  }
+
+ private:
+  AttentionFlags requested_;
+  std::unique_ptr<Variant> generic_;
+};
+
+}  // namespace
+
+std::unique_ptr<Tier> generic_tier(const Signature& sig, KernelCache& cache) {
   const Spec& spec = attention_spec();
-  if (std::optional<LookupResult> cached = cache.find(spec, sig)) {
-    auto kernel = std::shared_ptr<AttentionKernel>(new AttentionKernel());
-    kernel->init_from(sig, *cached, cache, target);
-    return kernel;
-  }
   const AttentionFlags requested = AttentionFlags::from_flag_set(sig.flags);
-  const Schedule schedule = Schedule::of(sig.flags);
   const AttentionFlags generic = generic_flags(requested);
+  Schedule schedule = Schedule::of(sig.flags);
   if (generic.canonical_text(schedule) == requested.canonical_text(schedule)) return nullptr;
-  std::optional<Signature> generic_sig;
-  try {
-    generic_sig = make_signature(spec, generic.to_flag_set(schedule), sig.options);
-  } catch (const Error&) {
-    return nullptr;  // no generic variant for these flags: compile as always
-  }
-  std::optional<LookupResult> found = cache.find(spec, *generic_sig);
-  if (!found) return nullptr;
-  auto generic_kernel = std::shared_ptr<AttentionKernel>(new AttentionKernel());
-  generic_kernel->init_from(*generic_sig, *found, cache, target);
-
-  auto kernel = std::shared_ptr<AttentionKernel>(new AttentionKernel());
-  kernel->flags_ = requested;
-  kernel->schedule_ = schedule;
-  kernel->generic_ = std::move(generic_kernel);
-  kernel->cache_ = &cache;
-  kernel->target_ = target;
-  if (cache.config().log) {
-    log_line(fmt::format("attnjit: {} answered by the generic {} while it compiles",
-                         sig.display_name(), generic_sig->display_name()));
-  }
-  // The compile joins any other caller's of the same key (the cache's
-  // in-flight table); the kernel is memoized, so it outlives the thread
-  // (pending_ is joined first when it is destroyed).
-  kernel->compile_specialized(sig, cache, [sig, &cache, target] {
-    LookupResult result = cache.get(attention_spec(), sig);
-    auto specialized = std::shared_ptr<AttentionKernel>(new AttentionKernel());
-    specialized->init_from(sig, result, cache, target);
-    return specialized;
-  });
-  return kernel;
-}
-
-void AttentionKernel::compile_specialized(const Signature& sig, KernelCache& cache,
-                                          std::function<std::shared_ptr<AttentionKernel>()> build) {
-  const bool log = cache.config().log;
-  pending_ = std::async(std::launch::async, [this, sig, log, build = std::move(build)] {
-    const auto start = std::chrono::steady_clock::now();
+  // The generic variant of the same schedule, else (a small_pages sibling's)
+  // of the variant without small_pages, which is correct at every page size.
+  for (int tries = schedule.small_pages ? 2 : 1; tries > 0; --tries) {
+    std::optional<Signature> generic_sig;
     try {
-      std::shared_ptr<AttentionKernel> specialized = build();
-      std::lock_guard<std::mutex> lock(tier_mutex_);
-      specialized_owner_ = std::move(specialized);
-      specialized_.store(specialized_owner_.get(), std::memory_order_release);
-    } catch (const std::exception& e) {
-      // Launches keep the generic variant (the same results); said once.
-      log_line(fmt::format("attnjit: {} failed to compile; its generic variant keeps answering: {}",
-                           sig.display_name(), e.what()));
-      std::lock_guard<std::mutex> lock(tier_mutex_);
-      specialized_error_ = std::current_exception();
-      return;
-    } catch (...) {
-      std::lock_guard<std::mutex> lock(tier_mutex_);
-      specialized_error_ = std::current_exception();
-      return;
+      generic_sig = make_signature(spec, generic.to_flag_set(schedule), sig.options);
+    } catch (const Error&) {
+      return nullptr;  // no generic variant for these flags: compile as always
     }
-    if (log) {
-      const std::chrono::duration<double> took = std::chrono::steady_clock::now() - start;
-      log_line(fmt::format("attnjit: {} specialized after {:.0f} ms", sig.display_name(),
-                           took.count() * 1000));
+    if (std::optional<LookupResult> found = cache.find(spec, *generic_sig)) {
+      return std::make_unique<GenericTier>(requested,
+                                           std::make_unique<Variant>(*generic_sig, *found));
     }
-  });
-}
-
-void count_generic_launch() { generic_launch_count.fetch_add(1, std::memory_order_relaxed); }
-
-const AttentionKernel& AttentionKernel::current() const {
-  if (!generic_) return *this;
-  const AttentionKernel* specialized = specialized_.load(std::memory_order_acquire);
-  return specialized ? *specialized : *generic_;
-}
-
-AttentionKernel& AttentionKernel::current() {
-  return const_cast<AttentionKernel&>(std::as_const(*this).current());
-}
-
-AttentionKernel::Tier AttentionKernel::tier() const {
-  return generic_ && !specialized_.load(std::memory_order_acquire) ? Tier::kGeneric
-                                                                   : Tier::kSpecialized;
-}
-
-void AttentionKernel::wait_specialized() {
-  if (!generic_ || specialized_.load(std::memory_order_acquire)) return;
-  if (pending_.valid()) pending_.wait();  // wait() is const: callers may share it
-  std::lock_guard<std::mutex> lock(tier_mutex_);
-  if (!specialized_.load(std::memory_order_acquire) && specialized_error_) {
-    std::rethrow_exception(specialized_error_);
+    schedule.small_pages = false;
   }
-}
-
-uint64_t AttentionKernel::generic_launches() { return generic_launch_count.load(); }
-
-AttentionKernel* AttentionKernel::landed(CuStream stream) {
-  AttentionKernel* specialized = specialized_.load(std::memory_order_acquire);
-  if (!specialized && Driver::get().stream_capturing(stream)) {
-    wait_specialized();  // a graph never records a tier
-    specialized = specialized_.load(std::memory_order_acquire);
-  }
-  return specialized;
-}
-
-void AttentionKernel::launch_generic(const AttentionArgs& a, CuStream stream) {
-  if (AttentionKernel* specialized = landed(stream)) {
-    specialized->for_args(a).variant().launch(a, stream, {});
-    return;
-  }
-  const AttentionArgs args = generic_args(flags_, a, generic_scratch(a));
-  generic_->for_args(args).variant().launch(args, stream, {});
-  generic_launch_count.fetch_add(1, std::memory_order_relaxed);
+  return nullptr;
 }
 
 }  // namespace attnjit

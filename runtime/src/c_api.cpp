@@ -419,8 +419,7 @@ attnjit_status attnjit_split_workspace_bytes(attnjit_kernel* kernel,
     const attnjit::AttentionArgs a = to_args(args);
     attnjit::validate_attention_args(kernel->kernel->flags(), a);
     if (a.num_seqs == 0 || a.max_seqlen_q == 0) return;
-    attnjit::AttentionKernel& runs = kernel->kernel->for_args(a);
-    *bytes = runs.split_plan(a).workspace_bytes;  // (split-KV parts)
+    *bytes = kernel->kernel->workspace_bytes(a);  // (split-KV parts)
   });
 }
 

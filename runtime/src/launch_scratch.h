@@ -1,5 +1,5 @@
 // Device memory the launch path keeps for itself, per context: the
-// split-KV parts (split_kv.cpp) and the generic tier's scratch
+// split-KV parts (split_workspace.cpp) and the generic tier's scratch
 // (attention_tier.cpp). Both are grown on demand, off any capturing
 // stream, and never freed.
 #pragma once

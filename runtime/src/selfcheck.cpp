@@ -367,13 +367,8 @@ CheckResult run_check(const AttentionFlags& flags, const CheckShape& shape, uint
   } else {
     kernel = AttentionKernel::get(flags.to_flag_set(schedule), cache, nullptr, tuning_overrides);
   }
-  // A check is of the variant itself unless asked otherwise: where a tier
-  // answered (docs/tiers.md), its compile lands first.
-  if (tier == CheckTier::kSpecialized) kernel->wait_specialized();
   CheckResult result;
-  result.variant = kernel->kernel().name();
   result.shape = shape.name;
-  result.source = kernel->source();
 
   constexpr int kGuardRows = 16;
   const size_t o_elems = size_t(total_q) * pr.num_heads_q * DV;
@@ -457,7 +452,13 @@ CheckResult run_check(const AttentionFlags& flags, const CheckShape& shape, uint
     a.k_page_stride = int64_t(pages.page_size) * a.k_row_stride;
     a.v_page_stride = int64_t(pages.page_size) * a.v_row_stride;
   }
-  result.variant = kernel->for_args(a).kernel().name();  // the split sibling for a decode
+  // The variant this launch runs (the split sibling for a decode). A check is
+  // of it unless asked otherwise: where a tier answered (docs/tiers.md),
+  // its compile lands first.
+  kernel->kernel_for(a);
+  if (tier == CheckTier::kSpecialized) kernel->wait_specialized();
+  result.variant = kernel->kernel_for(a).name();
+  result.source = kernel->source_for(a);
   // A user spec's args: scalars by value, tensors uploaded.
   std::vector<UserArg> user_args;
   std::vector<std::unique_ptr<DeviceBuffer>> user_tensors;

@@ -43,30 +43,13 @@ std::shared_ptr<AttentionKernel> AttentionKernel::get_user(
                                               quote_name(spec->family), UserParams::kMaxBytes));
   }
   const Target t = target != nullptr ? *target : current_device_target();
-  const CompileOptions options = CompileOptions::from_environment(t);
-  const Signature sig = make_signature(*spec, flags, options, tuning_overrides);
-  if (tuning_overrides.empty()) {
-    if (auto tiered = user_tiered(spec, sig, cache, t)) return tiered;
-  }
-  const LookupResult found = cache.get(*spec, sig);
-  auto kernel = make_user_kernel(std::move(spec), sig, found, cache, t);
-  kernel->tuning_overrides_ = tuning_overrides;
-  return kernel;
-}
-
-std::shared_ptr<AttentionKernel> AttentionKernel::make_user_kernel(
-    std::shared_ptr<const Spec> spec, const Signature& sig, const LookupResult& found,
-    KernelCache& cache, const Target& target) {
-  auto kernel = std::shared_ptr<AttentionKernel>(new AttentionKernel());
-  kernel->init_from(sig, found, cache, target);
-  kernel->set_user_spec(std::move(spec));
-  return kernel;
+  return make(flags, std::move(spec), cache, t, CompileOptions::from_environment(t),
+              tuning_overrides);
 }
 
 void AttentionKernel::set_user_spec(std::shared_ptr<const Spec> spec) {
   user_params_ = std::make_shared<const UserParams>(spec, attention_spec());
   user_spec_ = std::move(spec);
-  if (variant_) variant_->set_user_params(user_params_);
 }
 
 }  // namespace attnjit

@@ -1,8 +1,8 @@
-// The expression VM as the tier of user-spec variants (user_vm_tier.h,
+// The expression VM as the tier of user-spec variants (tiers.h,
 // docs/tiers.md "User specs"): the plan of a spec's programs, the VM
 // variant's args for a launch, the programs in device memory per context,
-// and get_user's tiered kernel.
-#include "user_vm_tier.h"
+// and the tier itself.
+#include "tiers.h"
 
 #include <chrono>
 #include <cstdint>
@@ -15,7 +15,7 @@
 #include "attention/user_vm.cuh"
 #include "attnjit/env.h"
 #include "attnjit/error.h"
-#include "log.h"
+#include "tiered_variant.h"
 #include "variant.h"
 
 namespace attnjit {
@@ -117,12 +117,10 @@ CuDevicePtr upload_words(Driver& driver, unsigned long long ctx,
   return it->second;
 }
 
-}  // namespace
-
-// A tiered kernel's programs: their words (the mask's, then the score's)
-// and, per context, where their device copy is (a launch looks it up here
-// without copying or comparing the words).
-struct AttentionKernel::UserVm {
+// The programs of the spec a VM tier answers for: their words (the mask's,
+// then the score's) and, per context, where their device copy is (a
+// launch looks it up here without copying or comparing the words).
+struct UserVm {
   explicit UserVm(UserVmPlan p) : plan(std::move(p)), words(plan.mask.code) {
     words.insert(words.end(), plan.score.code.begin(), plan.score.code.end());
     if (words.empty()) words.push_back(0);
@@ -148,56 +146,52 @@ struct AttentionKernel::UserVm {
   std::map<unsigned long long, CuDevicePtr> by_context;
 };
 
-std::shared_ptr<AttentionKernel> AttentionKernel::user_tiered(
-    const std::shared_ptr<const Spec>& spec, const Signature& sig, KernelCache& cache,
-    const Target& target) {
-  if (spec->expression_vm || !env_bool("ATTNJIT_USER_VM", true) ||
-      !env_bool("ATTNJIT_TIERED", true)) {
-    return nullptr;
+// The VM's variant answering for a user spec's: the spec's args become the
+// VM's programs and slots.
+class VmTier final : public Tier {
+ public:
+  VmTier(std::unique_ptr<Variant> vm, UserVmPlan plan)
+      : vm_(std::move(vm)), programs_(std::move(plan)) {}
+  const Variant& variant() const override { return *vm_; }
+  void launch(const AttentionArgs& a, CuStream stream,
+              const std::vector<UserArg>& user_args) const override {
+    const auto [mask_code, score_code] = programs_.device_code();
+    vm_->launch(a, stream, user_vm_args(programs_.plan, user_args, mask_code, score_code));
   }
-  if (cache.find(*spec, sig)) return nullptr;  // get_user loads it
+
+ private:
+  std::unique_ptr<Variant> vm_;
+  mutable UserVm programs_;  // (their device copies, uploaded on first use per context)
+};
+
+}  // namespace
+
+std::unique_ptr<Tier> user_vm_tier(const std::shared_ptr<const Spec>& spec, const Signature& sig,
+                                   KernelCache& cache) {
+  if (spec->expression_vm || !env_bool("ATTNJIT_USER_VM", true)) return nullptr;
   std::optional<UserVmPlan> plan = plan_user_vm(*spec);
   if (!plan) return nullptr;
   const Spec& vm_spec = expression_vm_spec();
-  std::optional<Signature> vm_sig;
-  try {
-    const std::map<std::string, FlagValue> values(sig.flags.values.begin(), sig.flags.values.end());
-    vm_sig = make_signature(vm_spec, resolve_flags(vm_spec, values), sig.options);
-  } catch (const Error&) {
-    return nullptr;  // no VM variant of these flags: compile as always
+  std::map<std::string, FlagValue> values(sig.flags.values.begin(), sig.flags.values.end());
+  // The VM variant of the same schedule, else (a small_pages sibling's) of the
+  // variant without small_pages, which is correct at every page size.
+  for (int tries = sig.flags.get_bool("small_pages") ? 2 : 1; tries > 0; --tries) {
+    std::optional<Signature> vm_sig;
+    try {
+      vm_sig = make_signature(vm_spec, resolve_flags(vm_spec, values), sig.options);
+    } catch (const Error&) {
+      return nullptr;  // no VM variant of these flags: compile as always
+    }
+    if (std::optional<LookupResult> found = cache.find(vm_spec, *vm_sig)) {
+      // The spec object is static: a non-owning pointer.
+      const std::shared_ptr<const Spec> vm_ptr(std::shared_ptr<const Spec>(), &vm_spec);
+      auto params = std::make_shared<const UserParams>(vm_ptr, attention_spec());
+      return std::make_unique<VmTier>(std::make_unique<Variant>(*vm_sig, *found, params),
+                                       std::move(*plan));
+    }
+    values["small_pages"] = false;
   }
-  std::optional<LookupResult> found = cache.find(vm_spec, *vm_sig);
-  if (!found) return nullptr;
-  // The spec object is static: a non-owning pointer.
-  const std::shared_ptr<const Spec> vm_ptr(std::shared_ptr<const Spec>(), &vm_spec);
-  auto kernel = std::shared_ptr<AttentionKernel>(new AttentionKernel());
-  kernel->flags_ = AttentionFlags::from_flag_set(sig.flags);
-  kernel->schedule_ = Schedule::of(sig.flags);
-  kernel->set_user_spec(spec);
-  kernel->generic_ = make_user_kernel(vm_ptr, *vm_sig, *found, cache, target);
-  kernel->vm_ = std::make_shared<UserVm>(std::move(*plan));
-  kernel->cache_ = &cache;
-  kernel->target_ = target;
-  if (cache.config().log) {
-    log_line(fmt::format("attnjit: {} answered by the expression VM ({}) while it compiles",
-                         sig.display_name(), vm_sig->display_name()));
-  }
-  kernel->compile_specialized(sig, cache, [spec, sig, &cache, target] {
-    return make_user_kernel(spec, sig, cache.get(*spec, sig), cache, target);
-  });
-  return kernel;
-}
-
-void AttentionKernel::launch_vm(const AttentionArgs& a, CuStream stream,
-                                const std::vector<UserArg>& user_args) {
-  if (AttentionKernel* specialized = landed(stream)) {
-    specialized->for_args(a).variant().launch(a, stream, user_args);
-    return;
-  }
-  const auto [mask_code, score_code] = vm_->device_code();
-  const std::vector<UserArg> args = user_vm_args(vm_->plan, user_args, mask_code, score_code);
-  generic_->for_args(a).variant().launch(a, stream, args);
-  count_generic_launch();
+  return nullptr;
 }
 
 }  // namespace attnjit

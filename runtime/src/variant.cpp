@@ -50,11 +50,41 @@ attention::TileConfig tile_config_of(const Signature& sig) {
   return attention::make_tile_config(attention::tile_shape_of(v));
 }
 
+namespace {
+
+// Rows of V's blocks in the small_pages sibling of a variant of this tile
+// configuration where that sibling is another kernel (TileConfig::
+// v_block_rows below block_n), else 0: a paged launch whose boxes are that
+// many rows goes to the sibling.
 int small_pages_rows_of(const attention::TileConfig& tile, bool paged) {
   attention::TileShape small = tile.shape;
   small.small_pages = true;
   const int rows = attention::make_tile_config(small).v_block_rows;
   return paged && rows < tile.shape.block_n ? rows : 0;
+}
+
+VariantShape shape_of(const Signature& sig, const attention::TileConfig& tile) {
+  VariantShape v;
+  v.block_m = tile.shape.block_m;
+  v.block_n = tile.shape.block_n;
+  v.pack_gqa = tile.shape.pack_gqa != 0;
+  v.split_keys = int(sig.tuning_value("split_keys"));
+  v.min_blocks = tile.blocks_per_sm;
+  v.small_pages_rows = small_pages_rows_of(tile, sig.flags.get_name("kv_layout") == "paged");
+  v.split_kv = sig.flags.get_bool("split_kv");
+  v.small_pages = sig.flags.get_bool("small_pages");
+  return v;
+}
+
+}  // namespace
+
+VariantShape shape_of(const Signature& sig) { return shape_of(sig, tile_config_of(sig)); }
+
+SplitPlan plan_of(const VariantShape& shape, const AttentionFlags& flags, const AttentionArgs& a,
+                  int sm_count) {
+  if (!shape.split_kv || a.num_splits == 1 || a.num_seqs <= 0 || a.max_seqlen_q <= 0) return {};
+  return plan_splits(shape, flags, a,
+                     [sm_count] { return sm_count > 0 ? sm_count : current_device_sm_count(); });
 }
 
 namespace {
@@ -202,45 +232,22 @@ void UserParams::write(unsigned char* params, const std::vector<UserArg>& user_a
 
 // ---- the variant -------------------------------------------------------------
 
-Variant::Variant(const Signature& sig, const LookupResult& found)
+Variant::Variant(const Signature& sig, const LookupResult& found,
+                 std::shared_ptr<const UserParams> user)
     : flags_(AttentionFlags::from_flag_set(sig.flags)),
       schedule_(Schedule::of(sig.flags)),
       kernel_(std::make_unique<Kernel>(found.entry)),
-      source_(found.source) {
+      source_(found.source),
+      user_(std::move(user)) {
   const attention::TileConfig tile = tile_config_of(sig);
-  block_m_ = tile.shape.block_m;
-  pack_gqa_ = tile.shape.pack_gqa;
+  shape_ = shape_of(sig, tile);
   tma_ = tile.shape.wgmma;  // fp8 K/V: raw byte tiles, which the producer converts
   tma_box_ = TmaBox{tile.tma_chunk, tile.tma_box_rows, tile.swizzle_bytes, tile.mma_decode};
-  block_n_ = tile.shape.block_n;
-  if (tile.v_block_rows < block_n_) tma_box_.v_block_rows = tile.v_block_rows;
-  small_pages_rows_ = small_pages_rows_of(tile, flags_.kv_layout == KvLayout::kPaged);
+  if (tile.v_block_rows < tile.shape.block_n) tma_box_.v_block_rows = tile.v_block_rows;
   // Blocks per SM: the binary's own launch bound where the entry records
   // it, else the same rule's (what the shared memory allows).
   const int recorded = found.entry->kernel.resources.min_blocks;
-  min_blocks_ = recorded > 0 ? recorded : tile.blocks_per_sm;
-  split_keys_ = int(sig.tuning_value("split_keys"));
-}
-
-VariantShape Variant::shape() const {
-  VariantShape v;
-  v.block_m = block_m_;
-  v.block_n = block_n_;
-  v.pack_gqa = pack_gqa_ != 0;
-  v.split_keys = split_keys_;
-  v.min_blocks = min_blocks_;
-  v.small_pages_rows = small_pages_rows_;
-  v.split_kv = schedule_.split_kv;
-  v.small_pages = schedule_.small_pages;
-  return v;
-}
-
-SplitPlan Variant::split_plan(const AttentionArgs& a, int sm_count) const {
-  if (!schedule_.split_kv || a.num_splits == 1 || a.num_seqs <= 0 || a.max_seqlen_q <= 0) {
-    return {};
-  }
-  return plan_splits(shape(), flags_, a,
-                     [sm_count] { return sm_count > 0 ? sm_count : current_device_sm_count(); });
+  if (recorded > 0) shape_.min_blocks = recorded;
 }
 
 void Variant::launch(const AttentionArgs& a, CuStream stream,
@@ -265,7 +272,7 @@ void Variant::launch(const AttentionArgs& a, CuStream stream,
     std::memcpy(&params.k_map, maps[0], sizeof(params.k_map));
     std::memcpy(&params.v_map, maps[1], sizeof(params.v_map));
   }
-  const LaunchGrid grid = attention_grid(a, block_m_, pack_gqa_, plan.num_splits);
+  const LaunchGrid grid = attention_grid(a, shape_.block_m, pack_gqa(), plan.num_splits);
   if (!user_ || user_->empty()) {
     void* args[] = {&params};
     kernel_->launch(grid.x, grid.y, grid.z, stream, args);

@@ -24,9 +24,16 @@ namespace attnjit {
 // values by the one rule the kernels use (tile_config.cuh).
 attention::TileConfig tile_config_of(const Signature& sig);
 
-// Rows of V's blocks in the small_pages sibling of a variant of this tile
-// configuration where that sibling is another kernel, else 0.
-int small_pages_rows_of(const attention::TileConfig& tile, bool paged);
+// What the planner reads of the variant `sig` names, from its tile
+// configuration (nothing compiled; a compiled variant's own launch bound
+// may still change min_blocks).
+VariantShape shape_of(const Signature& sig);
+
+// The split schedule of a launch of a variant of this shape and flags (one
+// part where it does not split) on a GPU of `sm_count` SMs (0: the current
+// device's).
+SplitPlan plan_of(const VariantShape& shape, const AttentionFlags& flags, const AttentionArgs& a,
+                  int sm_count = 0);
 
 // Where a user spec's own args go in its params struct (after the
 // inherited attention args), checked by name and type before a launch and
@@ -68,23 +75,23 @@ class UserParams {
 
 class Variant {
  public:
-  // The kernel of `found` (the cache's entry for `sig`).
-  Variant(const Signature& sig, const LookupResult& found);
+  // The kernel of `found` (the cache's entry for `sig`); `user` the places
+  // of a user spec's own args (null: the attention spec's params).
+  Variant(const Signature& sig, const LookupResult& found,
+          std::shared_ptr<const UserParams> user = nullptr);
 
   const AttentionFlags& flags() const { return flags_; }
   const Schedule& schedule() const { return schedule_; }
   Kernel& kernel() const { return *kernel_; }
-  int block_m() const { return block_m_; }
-  int pack_gqa() const { return pack_gqa_; }
+  int block_m() const { return shape_.block_m; }
+  int pack_gqa() const { return shape_.pack_gqa ? 1 : 0; }
   EntrySource source() const { return source_; }
   // What the planner reads of this variant.
-  VariantShape shape() const;
-  // The split schedule of a launch of this variant (one part where it
-  // does not split) on a GPU of `sm_count` SMs (0: the current device's).
-  SplitPlan split_plan(const AttentionArgs& a, int sm_count = 0) const;
-
-  // A user spec's variant: its spec's args' places.
-  void set_user_params(std::shared_ptr<const UserParams> user) { user_ = std::move(user); }
+  const VariantShape& shape() const { return shape_; }
+  // The split schedule of a launch of this variant (plan_of).
+  SplitPlan split_plan(const AttentionArgs& a, int sm_count = 0) const {
+    return plan_of(shape_, flags_, a, sm_count);
+  }
 
   // One launch on `stream` with args already checked (validate_attention_args
   // and, for a user spec's variant, UserParams::check).
@@ -94,15 +101,9 @@ class Variant {
   AttentionFlags flags_;
   Schedule schedule_;
   std::unique_ptr<Kernel> kernel_;
-  int block_m_ = 0;
-  int pack_gqa_ = 0;  // 0 none, 1 packed
+  VariantShape shape_;
   bool tma_ = false;  // the sm_90a warpgroup path: k and v through TMA maps
   TmaBox tma_box_;
-  int block_n_ = 0, min_blocks_ = 1, split_keys_ = 0;
-  // The rows of V's blocks in this variant's small_pages sibling where that
-  // is another kernel (TileConfig::v_block_rows below block_n), else 0: a
-  // paged launch whose boxes are that many rows goes to the sibling.
-  int small_pages_rows_ = 0;
   EntrySource source_ = EntrySource::kCompiled;
   std::shared_ptr<const UserParams> user_;
 };

@@ -40,14 +40,14 @@ void build_generic(const testing::Variant& v) {
     for (bool small : {false, true}) {
       if (small && generic.kv_layout != KvLayout::kPaged) continue;
       const Schedule schedule{split, small || v.schedule.small_pages};
-      AttentionKernel::get(generic.to_flag_set(schedule), builder);
+      AttentionKernel::get(generic.to_flag_set(schedule), builder)->wait_specialized();
     }
   }
 }
 
 // Every variant of the matrix (contiguous and paged, each dtype, head dim
-// and K/V storage) whose generic variant differs from it; the split
-// siblings come through for_args. 113 tests (2.2 s each on the H200): shard by dtype
+// and K/V storage) whose generic variant differs from it; the split and
+// small_pages siblings come through the launches' own schedules. 113 tests (2.2 s each on the H200): shard by dtype
 // on the device (--gtest_filter='Matrix/GenericTier.*/bf16*').
 std::vector<testing::Variant> tiered_variants() {
   std::vector<testing::Variant> out;

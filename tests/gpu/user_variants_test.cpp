@@ -179,7 +179,8 @@ TEST_P(UserVariantsViaVm, MatchesTheReferenceOfTheSameExpressions) {
       KernelCache builder(config);
       for (const bool split : {false, true}) {
         AttentionKernel::get_user(vm_ptr, resolve_flags(vm, flags.to_flag_map(Schedule{split, false})),
-                                  builder);
+                                  builder)
+            ->wait_specialized();
       }
     }
     CacheConfig config;

@@ -62,6 +62,7 @@ RUNTIME_ORDER = [
     "launch_scratch",  # workspaces and scratch of a launch
     "planner",  # what a launch runs: pure choices from a variant's shape and the args
     "variant",  # a compiled kernel, its launch config and its launch
+    "tiered_variant",  # a variant fetched on first use, a tier answering while it compiles
     "attention",  # AttentionKernel: variants, tiers, launches
     "validate",  # metadata checks from host copies
     "selfcheck",  # runs against the reference
@@ -100,10 +101,10 @@ UNIT_OF = {
     "runtime/src/cache_config.cpp": "cache",
     "runtime/src/selfcheck_user.cpp": "selfcheck",
     "runtime/src/selfcheck_user.h": "selfcheck",
-    "runtime/src/split_kv.cpp": "attention",
+    "runtime/src/split_workspace.cpp": "launch_scratch",
     "runtime/src/user_kernel.cpp": "attention",
     "runtime/src/user_vm_tier.cpp": "attention",
-    "runtime/src/user_vm_tier.h": "attention",
+    "runtime/src/tiers.h": "attention",
     "runtime/src/attention_tier.cpp": "attention",
     "runtime/src/generic_tier.cpp": "attention_args",
     "runtime/src/cache_entry.cpp": "cache",

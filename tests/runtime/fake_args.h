@@ -2,7 +2,7 @@
 // formed ones with fake device pointers, for launches that stop at an
 // argument check before the driver (user_spec_test.cpp,
 // user_vm_tier_test.cpp), and the sizes of a decode-shaped batch, for
-// which kernel for_args() picks (tier_runtime_test.cpp).
+// which variant a launch runs (tier_runtime_test.cpp).
 #pragma once
 
 #include <cstdint>

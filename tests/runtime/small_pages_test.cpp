@@ -1,8 +1,9 @@
-// Which paged launches go to the small_pages sibling (runtime/src/
-// split_kv.cpp, AttentionKernel::for_args), no GPU: pages of 16 keys on
-// the variants whose V it changes (TileConfig::v_block_rows), from the
-// prefill variant and from its split sibling alike. The kernels compile
-// through NVRTC for sm_90a into a memory-only cache; nothing is launched.
+// Which paged launches run the small_pages sibling of a kernel's variant
+// (AttentionKernel::schedule_for, the planner's wants_small_pages), no GPU:
+// pages of 16 keys on the variants whose V it changes
+// (TileConfig::v_block_rows), from the prefill variant and from its split
+// sibling alike, and what each fetch compiles. The kernels compile through
+// NVRTC for sm_90a into a memory-only cache; nothing is launched.
 #include <gtest/gtest.h>
 
 #include <cstdlib>
@@ -50,106 +51,112 @@ class SmallPagesTest : public ::testing::Test {
   Target target_;
 };
 
-TEST_F(SmallPagesTest, PagesOfSixteenKeysGoToTheSibling) {
+constexpr Schedule kPlain{false, false}, kSmall{false, true}, kSplit{true, false},
+    kSplitSmall{true, true};
+
+TEST_F(SmallPagesTest, PagesOfSixteenKeysGoToTheSmallPagesSibling) {
   auto k = kernel(paged_flags(128));
   AttentionArgs chunk = paged_args(4, 512, 8192, 16);
-  AttentionKernel& small = k->for_args(chunk);
-  ASSERT_NE(&small, k.get());
-  EXPECT_TRUE(small.schedule().small_pages);
-  EXPECT_FALSE(small.schedule().split_kv);
-  EXPECT_EQ(small.block_m(), k->block_m());
-  EXPECT_EQ(&k->for_args(chunk), &small);  // fetched once
+  EXPECT_EQ(k->schedule_for(chunk), kSmall);
+  Kernel& small = k->kernel_for(chunk);
+  EXPECT_NE(&small, &k->kernel());
+  EXPECT_EQ(&k->kernel_for(chunk), &small);  // fetched once
   // Tiles of 16-row boxes: 16 mod 32.
   chunk.page_size = 48;
-  EXPECT_EQ(&k->for_args(chunk), &small);
+  EXPECT_EQ(k->schedule_for(chunk), kSmall);
+  EXPECT_EQ(&k->kernel_for(chunk), &small);
   // Boxes of 32 rows or more: V's boxes are as few already.
   for (const int page : {32, 64, 256}) {
     chunk.page_size = page;
-    EXPECT_EQ(&k->for_args(chunk), k.get()) << "page " << page;
+    EXPECT_EQ(k->schedule_for(chunk), kPlain) << "page " << page;
+    EXPECT_EQ(&k->kernel_for(chunk), &k->kernel()) << "page " << page;
   }
-  // A decode at page 16: the split sibling's own small_pages sibling.
+  // A decode at page 16: the split sibling's small_pages sibling.
   AttentionArgs decode = paged_args(64, 1, 8192, 16);
-  AttentionKernel& runs = k->for_args(decode);
-  EXPECT_TRUE(runs.schedule().split_kv);
-  EXPECT_TRUE(runs.schedule().small_pages);
+  EXPECT_EQ(k->schedule_for(decode), kSplitSmall);
   decode.page_size = 64;
-  EXPECT_TRUE(k->for_args(decode).schedule().split_kv);
-  EXPECT_FALSE(k->for_args(decode).schedule().small_pages);
-  // The sibling itself launches as it is.
-  EXPECT_EQ(&small.for_args(paged_args(4, 512, 8192, 16)), &small);
+  EXPECT_EQ(k->schedule_for(decode), kSplit);
+  // A kernel got with the small_pages schedule launches as it is, and runs
+  // the same variant (one per signature and cache in the process).
+  auto own = AttentionKernel::get(paged_flags(128).to_flag_set(kSmall), cache_, &target_);
+  EXPECT_EQ(own->schedule_for(paged_args(4, 512, 8192, 16)), kSmall);
+  EXPECT_EQ(&own->kernel_for(paged_args(4, 512, 8192, 16)), &small);
 }
 
-// A first decode at pages of 16 keys fetches the one kernel it runs (the
-// split sibling's small_pages sibling, planned from the split sibling's
-// signature), not the split sibling on the way: one compile, not two.
+// get() compiles nothing, and a first decode at pages of 16 keys fetches
+// the one variant it runs (the split sibling's small_pages sibling, planned from
+// the tile configurations of the signatures on the way): one compile. Each
+// sibling compiles on the first launch that runs it, once for every kernel.
 TEST_F(SmallPagesTest, AFirstDecodeCompilesOnlyTheKernelItRuns) {
-  auto k = kernel(paged_flags(128));
   const uint64_t before = cache_.stats().compiles;
-  AttentionKernel& runs = k->for_args(paged_args(64, 1, 8192, 16));
-  EXPECT_TRUE(runs.schedule().split_kv);
-  EXPECT_TRUE(runs.schedule().small_pages);
+  auto k = kernel(paged_flags(128));
+  EXPECT_EQ(cache_.stats().compiles, before);
+  Kernel& runs = k->kernel_for(paged_args(64, 1, 8192, 16));
+  EXPECT_EQ(k->schedule_for(paged_args(64, 1, 8192, 16)), kSplitSmall);
   EXPECT_EQ(cache_.stats().compiles, before + 1);
   // Pages of 64: the split sibling itself, fetched now.
-  AttentionKernel& split = k->for_args(paged_args(64, 1, 8192, 64));
-  EXPECT_TRUE(split.schedule().split_kv);
-  EXPECT_FALSE(split.schedule().small_pages);
+  Kernel& split = k->kernel_for(paged_args(64, 1, 8192, 64));
+  EXPECT_NE(&split, &runs);
   EXPECT_EQ(cache_.stats().compiles, before + 2);
-  // The planned choice and the fetched sibling's own agree: a page-16
-  // decode still runs the same kernel now that the split sibling exists.
-  EXPECT_EQ(&k->for_args(paged_args(64, 1, 8192, 16)), &runs);
-  EXPECT_EQ(&split.for_args(paged_args(64, 1, 8192, 16)), &runs);
+  // The planned choice and the fetched variant's own agree: a page-16
+  // decode still runs the same kernel now that the split sibling is here, and
+  // so does a kernel got with the split schedule.
+  EXPECT_EQ(&k->kernel_for(paged_args(64, 1, 8192, 16)), &runs);
+  auto split_kernel = AttentionKernel::get(paged_flags(128).to_flag_set(kSplit), cache_, &target_);
+  EXPECT_EQ(&split_kernel->kernel_for(paged_args(64, 1, 8192, 16)), &runs);
+  EXPECT_EQ(&split_kernel->kernel(), &split);
   EXPECT_EQ(cache_.stats().compiles, before + 2);
+  // The kernel's own variant, on the first call that needs it.
+  k->kernel();
+  EXPECT_EQ(cache_.stats().compiles, before + 3);
 }
 
 TEST_F(SmallPagesTest, VariantsItWouldNotChangeKeepTheirOwnKernel) {
   // D 64 is one swizzle chunk: a page of 16 keys is one box of V already.
   auto d64 = kernel(paged_flags(64));
-  EXPECT_EQ(&d64->for_args(paged_args(4, 512, 8192, 16)), d64.get());
+  EXPECT_EQ(d64->schedule_for(paged_args(4, 512, 8192, 16)), kPlain);
   // The contiguous layout has no pages (page_size 0 there).
   AttentionFlags contiguous = paged_flags(128);
   contiguous.kv_layout = KvLayout::kContiguous;
   auto c = kernel(contiguous);
-  AttentionArgs a = paged_args(4, 512, 8192, 0);
-  EXPECT_EQ(&c->for_args(a), c.get());
+  EXPECT_EQ(c->schedule_for(paged_args(4, 512, 8192, 0)), kPlain);
   // small_pages needs the paged layout.
-  EXPECT_THROW(AttentionKernel::get(contiguous.to_flag_set(Schedule{false, true}), cache_,
-                                    &target_),
-               Error);
+  EXPECT_THROW(AttentionKernel::get(contiguous.to_flag_set(kSmall), cache_, &target_), Error);
 }
 
-// A variant got with tuning overrides (the autotuner's, the tile-config
-// tests') has its sibling run the same tiles, not the rule's; a user
-// spec's variant gets its sibling from its own spec; ATTNJIT_SMALL_PAGES=0
-// keeps every launch on the variant itself.
-TEST_F(SmallPagesTest, TheSiblingKeepsTheOverridesAndTheUserSpec) {
+// A kernel got with tuning overrides (the autotuner's, the tile-config
+// tests') has its small_pages sibling run the same tiles, not the rule's; a
+// user spec's kernel gets that sibling from its own spec; ATTNJIT_SMALL_PAGES=0
+// keeps every launch on the variant without it.
+TEST_F(SmallPagesTest, TheSmallPagesSiblingKeepsTheOverridesAndTheUserSpec) {
   const std::map<std::string, int64_t> tiles = {
       {"block_m", 64}, {"warps", 4}, {"block_n", 64}, {"stages", 4}, {"pack_gqa", 1}};
   auto k = AttentionKernel::get(paged_flags(128), cache_, &target_, tiles);
   const AttentionArgs chunk = paged_args(4, 512, 8192, 16);
-  AttentionKernel& small = k->for_args(chunk);
-  ASSERT_NE(&small, k.get());
-  EXPECT_TRUE(small.schedule().small_pages);
-  EXPECT_EQ(small.block_m(), 64);  // the rule's is 128
+  EXPECT_EQ(k->schedule_for(chunk), kSmall);
+  const std::string small = k->kernel_for(chunk).entry().canonical_signature;
+  EXPECT_NE(small.find("small_pages=true"), std::string::npos) << small;
+  EXPECT_NE(small.find("block_m=64"), std::string::npos) << small;  // the rule's is 128
   setenv("ATTNJIT_SMALL_PAGES", "0", 1);
   auto other = kernel(paged_flags(128));
-  EXPECT_EQ(&other->for_args(chunk), other.get());
+  EXPECT_EQ(other->schedule_for(chunk), kPlain);
   unsetenv("ATTNJIT_SMALL_PAGES");
-  EXPECT_TRUE(other->for_args(chunk).schedule().small_pages);
+  EXPECT_EQ(other->schedule_for(chunk), kSmall);
 
   const auto spec = std::make_shared<const Spec>(
       load_spec_file(std::string(ATTNJIT_SOURCE_DIR) + "/specs/examples/causal_expr.yaml"));
   const FlagSet flags = resolve_flags(*spec, {{"head_dim", FlagValue(int64_t{128})},
                                               {"kv_layout", FlagValue(std::string("paged"))}});
   auto user = AttentionKernel::get_user(spec, flags, cache_, &target_);
-  AttentionKernel& user_small = user->for_args(chunk);
-  ASSERT_NE(&user_small, user.get());
-  EXPECT_TRUE(user_small.schedule().small_pages);
-  EXPECT_EQ(user_small.user_spec(), spec.get());
+  EXPECT_EQ(user->schedule_for(chunk), kSmall);
+  const std::string user_small = user->kernel_for(chunk).entry().canonical_signature;
+  EXPECT_EQ(user_small.rfind(spec->family + "[", 0), 0u) << user_small;
+  EXPECT_NE(user_small.find("small_pages=true"), std::string::npos) << user_small;
 }
 
-// Only a schedule: with the JIT off and no cache holding the sibling, the
-// variant serves pages of 16 itself (it is correct at every page size),
-// and does not look for the sibling again.
+// Only a schedule: with the JIT off and no cache holding the small_pages
+// sibling, the variant without it serves pages of 16 (it is correct at every
+// page size), and the sibling is not looked for again.
 TEST_F(SmallPagesTest, WithoutTheJitAMissingSiblingLeavesTheVariantServing) {
   char path[] = "/tmp/attnjit-small-pages-XXXXXX";
   ASSERT_NE(mkdtemp(path), nullptr);
@@ -157,25 +164,30 @@ TEST_F(SmallPagesTest, WithoutTheJitAMissingSiblingLeavesTheVariantServing) {
   config.user_dir = path;
   {
     KernelCache builder(config);
-    AttentionKernel::get(paged_flags(128), builder, &target_);
+    AttentionKernel::get(paged_flags(128), builder, &target_)->wait_specialized();
   }
   config.no_jit = true;
   KernelCache cache(config);
   auto k = AttentionKernel::get(paged_flags(128), cache, &target_);
   const AttentionArgs chunk = paged_args(4, 512, 8192, 16);
-  EXPECT_EQ(&k->for_args(chunk), k.get());
-  EXPECT_EQ(&k->for_args(chunk), k.get());
+  EXPECT_EQ(k->schedule_for(chunk), kSmall);  // planned: nothing looked up yet
+  EXPECT_EQ(&k->kernel_for(chunk), &k->kernel());
+  EXPECT_EQ(k->schedule_for(chunk), kPlain);  // not looked for again
+  EXPECT_EQ(&k->kernel_for(chunk), &k->kernel());
   EXPECT_EQ(cache.stats().compiles, 0u);
-  // Its sibling compiled into the directory: a variant got afresh finds it.
+  // The sibling compiled into the directory: a kernel got afresh finds it.
   {
     config.no_jit = false;
     KernelCache builder(config);
-    AttentionKernel::get(paged_flags(128).to_flag_set(Schedule{false, true}), builder, &target_);
+    AttentionKernel::get(paged_flags(128).to_flag_set(kSmall), builder, &target_)
+        ->wait_specialized();
   }
   config.no_jit = true;
   KernelCache later(config);
   auto again = AttentionKernel::get(paged_flags(128), later, &target_);
-  EXPECT_TRUE(again->for_args(chunk).schedule().small_pages);
+  EXPECT_NE(&again->kernel_for(chunk), &again->kernel());
+  EXPECT_EQ(again->schedule_for(chunk), kSmall);
+  EXPECT_EQ(later.stats().compiles, 0u);
   std::filesystem::remove_all(path);
 }
 

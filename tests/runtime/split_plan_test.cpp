@@ -1,6 +1,6 @@
-// Split-KV on the host (runtime/src/split_kv.cpp), no GPU: which launches
-// go to the split sibling, how many splits a decode gets on a 132-SM GPU,
-// and the workspace they need. The kernels compile through NVRTC for
+// Split-KV on the host (the planner, AttentionKernel::schedule_for and
+// split_plan), no GPU: which launches run the split sibling, how many splits
+// a decode gets on a 132-SM GPU, and the workspace they need. The kernels compile through NVRTC for
 // sm_90a into memory-only caches; nothing is launched.
 #include <gtest/gtest.h>
 
@@ -199,22 +199,30 @@ TEST_F(SplitPlanTest, AWindowBoundsTheKeysThatCountForSplitting) {
   EXPECT_GT(k->split_plan(a, kSms).num_splits, 1);
 }
 
-TEST_F(SplitPlanTest, DecodeShapedLaunchesGoToTheSplitSibling) {
+TEST_F(SplitPlanTest, DecodeShapedLaunchesRunTheSplitSibling) {
   AttentionFlags flags;
   flags.head_dim = 128;
   flags.causal = true;
   auto k = kernel(flags);
   AttentionArgs a = decode_args(64, 8192, 32, 8);
-  AttentionKernel& sibling = k->for_args(a);
-  EXPECT_TRUE(sibling.schedule().split_kv);
-  EXPECT_EQ(sibling.block_m(), 64);
-  EXPECT_TRUE(sibling.pack_gqa());
-  EXPECT_EQ(&k->for_args(a), &sibling);  // fetched once
+  EXPECT_EQ(k->schedule_for(a), (Schedule{true, false}));
+  // Planned from the split sibling's signature before it is fetched, and the
+  // same once it is.
+  const SplitPlan planned = k->split_plan(a, kSms);
+  Kernel& split = k->kernel_for(a);
+  EXPECT_EQ(k->split_plan(a, kSms).num_splits, planned.num_splits);
+  EXPECT_EQ(k->split_plan(a, kSms).workspace_bytes, planned.workspace_bytes);
+  auto own = split_kernel(flags);
+  EXPECT_EQ(&own->kernel(), &split);  // one variant for both kernels
+  EXPECT_EQ(own->block_m(), 64);
+  EXPECT_TRUE(own->pack_gqa());
+  EXPECT_EQ(&k->kernel_for(a), &split);  // fetched once
   a.max_seqlen_q = 17;                    // 17 x 4 rows: a prefill tile
-  EXPECT_EQ(&k->for_args(a), k.get());
+  EXPECT_EQ(k->schedule_for(a), (Schedule{false, false}));
   a.max_seqlen_q = 1;
-  a.num_splits = 1;  // never split: this variant
-  EXPECT_EQ(&k->for_args(a), k.get());
+  a.num_splits = 1;  // never split: the variant itself
+  EXPECT_EQ(k->schedule_for(a), (Schedule{false, false}));
+  EXPECT_EQ(k->split_plan(a, kSms).num_splits, 1);
 }
 
 }  // namespace

@@ -65,13 +65,43 @@ TEST_F(TierTest, AnUncachedVariantIsAnsweredByItsGenericOneUntilItLands) {
   // Its split sibling goes through the same tiering (compiled here, as
   // nothing cached the generic split variant).
   const AttentionArgs decode = testing::decode_shape();
-  EXPECT_TRUE(k->for_args(decode).schedule().split_kv);
+  EXPECT_TRUE(k->schedule_for(decode).split_kv);
+  EXPECT_NE(k->kernel_for(decode).entry().canonical_signature.find("split_kv=true"),
+            std::string::npos);
+  EXPECT_EQ(cache_.stats().compiles, compiles + 2);
+}
+
+// Each sibling of a variant is tiered on its own: a first decode is answered
+// at once by the generic split variant while the split sibling compiles in the
+// background, and the kernel's own variant (a decode never runs it) is not
+// compiled at all.
+TEST_F(TierTest, AFirstDecodeIsAnsweredByTheGenericSplitVariant) {
+  AttentionFlags f = causal_d64();
+  f.head_dim = 256;
+  const Schedule split{true, false};
+  get(generic_flags(f))->wait_specialized();
+  AttentionKernel::get(generic_flags(f).to_flag_set(split), cache_, &target_)->wait_specialized();
+  const uint64_t compiles = cache_.stats().compiles;
+  auto k = get(f);
+  const AttentionArgs decode = testing::decode_shape();
+  EXPECT_EQ(k->schedule_for(decode), split);
+  const std::string generic_split =
+      AttentionKernel::get(generic_flags(f).to_flag_set(split), cache_, &target_)
+          ->kernel()
+          .entry()
+          .canonical_signature;
+  EXPECT_EQ(k->kernel_for(decode).entry().canonical_signature, generic_split);
+  k->wait_specialized();  // the variants launches fetched: the split one
+  const std::string landed = k->kernel_for(decode).entry().canonical_signature;
+  EXPECT_NE(landed, generic_split);
+  EXPECT_NE(landed.find("split_kv=true"), std::string::npos) << landed;
+  EXPECT_EQ(cache_.stats().compiles, compiles + 1);
 }
 
 TEST_F(TierTest, CallersRacingForOneVariantShareOneKernelAndOneCompile) {
   AttentionFlags f = causal_d64();
   f.head_dim = 80;
-  get(generic_flags(f));
+  get(generic_flags(f))->wait_specialized();
   const uint64_t compiles = cache_.stats().compiles;
   std::vector<std::shared_ptr<AttentionKernel>> got(8);
   std::vector<std::thread> callers;
@@ -101,9 +131,9 @@ TEST_F(TierTest, AVariantOnDiskIsNeverTiered) {
   const AttentionFlags f = causal_d64();
   {
     KernelCache first(config);
-    AttentionKernel::get(generic_flags(f), first, &target_);
+    AttentionKernel::get(generic_flags(f), first, &target_)->wait_specialized();
     setenv("ATTNJIT_TIERED", "0", 1);
-    AttentionKernel::get(f, first, &target_);
+    AttentionKernel::get(f, first, &target_)->wait_specialized();
     setenv("ATTNJIT_TIERED", "1", 1);
   }
   KernelCache second(config);
@@ -119,7 +149,7 @@ TEST_F(TierTest, TieringIsOnByDefault) {
   unsetenv("ATTNJIT_TIERED");
   AttentionFlags f = causal_d64();
   f.head_dim = 96;
-  get(generic_flags(f));
+  get(generic_flags(f))->wait_specialized();
   auto k = get(f);
   EXPECT_EQ(k->tier(), Tier::kGeneric);
   k->wait_specialized();
@@ -130,7 +160,7 @@ TEST_F(TierTest, ZeroTurnsTieringOff) {
   setenv("ATTNJIT_TIERED", "0", 1);
   AttentionFlags f = causal_d64();
   f.head_dim = 128;
-  get(generic_flags(f));
+  get(generic_flags(f))->wait_specialized();
   auto k = get(f);
   EXPECT_EQ(k->tier(), Tier::kSpecialized);
   EXPECT_EQ(k->flags().canonical_text(), f.canonical_text());

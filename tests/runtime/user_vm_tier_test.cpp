@@ -1,5 +1,5 @@
 // The expression VM as the tier of user-spec variants (runtime/src/
-// user_vm_tier.cpp), no GPU: which kernel get_user answers with, when the
+// user_vm_tier.cpp, tiers.h), no GPU: which kernel get_user answers with, when the
 // specialized one takes over, when the tier stays out of the way, and the
 // VM variant's args a launch passes. Kernels compile through NVRTC for
 // sm_90a into memory-only caches; nothing is launched (launches through
@@ -16,7 +16,7 @@
 #include "attnjit/spec.h"
 #include "attnjit/target.h"
 #include "runtime/fake_args.h"
-#include "user_vm_tier.h"
+#include "tiers.h"
 
 namespace attnjit {
 namespace {
@@ -44,7 +44,9 @@ class UserVmTier : public ::testing::Test {
     const std::shared_ptr<const Spec> vm_ptr(std::shared_ptr<const Spec>(), &vm);
     const FlagSet f = flags_for(spec);
     const std::map<std::string, FlagValue> values(f.values.begin(), f.values.end());
-    return AttentionKernel::get_user(vm_ptr, resolve_flags(vm, values), cache_, &target_);
+    auto k = AttentionKernel::get_user(vm_ptr, resolve_flags(vm, values), cache_, &target_);
+    k->wait_specialized();
+    return k;
   }
   KernelCache cache_;
   Target target_;
@@ -88,27 +90,28 @@ TEST_F(UserVmTier, ItsArgsAreTheSpecsOwn) {
   k->wait_specialized();
 }
 
-// A split sibling the VM (or the generic tier) would answer for is waited
-// for: a split launch runs on the sibling's own kernel, never on a tier's
-// stand-in (whose launch needs its tier's args; it had no kernel of its own
-// and divided by a block size of 0).
-TEST_F(UserVmTier, ASplitSiblingIsItsOwnKernel) {
+// Each sibling of a user spec's variant is tiered on its own: with the VM's
+// split variant cached (and not its unsplit one), a decode is answered by
+// the VM's split variant while the spec's split sibling compiles, and the
+// kernel's own variant compiles where nothing answers for it.
+TEST_F(UserVmTier, TheSplitSiblingIsTieredOnItsOwn) {
   const auto spec = example("chunked_local");
   const Spec& vm = expression_vm_spec();
   const std::shared_ptr<const Spec> vm_ptr(std::shared_ptr<const Spec>(), &vm);
   FlagSet split = flags_for(*spec);
   std::map<std::string, FlagValue> values(split.values.begin(), split.values.end());
   values["split_kv"] = true;
-  AttentionKernel::get_user(vm_ptr, resolve_flags(vm, values), cache_, &target_);
+  auto vm_split = AttentionKernel::get_user(vm_ptr, resolve_flags(vm, values), cache_, &target_);
+  const std::string vm_split_sig = vm_split->kernel().entry().canonical_signature;
   auto k = AttentionKernel::get_user(spec, flags_for(*spec), cache_, &target_);
-  ASSERT_EQ(k->tier(), Tier::kSpecialized) << "no VM variant of the unsplit flags";
   const AttentionArgs decode = testing::decode_shape();
-  AttentionKernel& sibling = k->for_args(decode);
-  EXPECT_TRUE(sibling.schedule().split_kv);
-  EXPECT_EQ(sibling.tier(), Tier::kSpecialized);
-  EXPECT_EQ(sibling.user_spec(), spec.get());
-  EXPECT_NE(sibling.block_m(), 0);
-  EXPECT_EQ(&k->for_args(decode), &sibling);
+  EXPECT_TRUE(k->schedule_for(decode).split_kv);
+  EXPECT_EQ(k->kernel_for(decode).entry().canonical_signature, vm_split_sig);
+  k->wait_specialized();
+  const std::string landed = k->kernel_for(decode).entry().canonical_signature;
+  EXPECT_EQ(landed.rfind(spec->family + "[", 0), 0u) << landed;
+  EXPECT_NE(landed.find("split_kv=true"), std::string::npos) << landed;
+  EXPECT_EQ(k->tier(), Tier::kSpecialized) << "no VM variant of the unsplit flags";
 }
 
 TEST_F(UserVmTier, OnByDefaultWhereTheVmVariantIsCachedAndOffWhenAskedSo) {

@@ -5,14 +5,9 @@
 #include <atomic>
 #include <cstddef>
 #include <cstdint>
-#include <exception>
-#include <functional>
-#include <future>
 #include <map>
 #include <memory>
-#include <mutex>
 #include <string>
-#include <variant>
 #include <vector>
 
 #include "attnjit/attention_args.h"
@@ -26,17 +21,24 @@
 
 namespace attnjit {
 
-struct VariantShape;  // the planner's view of a variant (runtime/src/planner.h)
-class Variant;       // a compiled kernel and its launch (runtime/src/variant.h)
-class UserParams;    // a user spec's own args' places (runtime/src/variant.h)
+class TieredVariant;  // one schedule's variant, fetched on first use (runtime/src/tiered_variant.h)
+class UserParams;     // a user spec's own args' places (runtime/src/variant.h)
 
+// A variant of the attention spec (or of a user spec that extends it) as
+// an engine launches it: its flags and the schedules its launches run
+// (the variant itself, its split-KV sibling for decode-shaped batches, their
+// small_pages siblings for pages of 16 keys), each compiled variant fetched
+// on the first launch that runs it (docs/design.md "Planner and variants").
 class AttentionKernel {
  public:
   ~AttentionKernel();
 
-  // Gets the variant through `cache`, memoized per process by (cache,
-  // canonical flags, compile options). `flags` must come from the
-  // attention spec (resolve_flags / resolve_preset / to_flag_set).
+  // The kernel of `flags`, memoized per process by (cache, canonical flags,
+  // compile options). Compiles nothing: each variant comes through `cache`
+  // on the first launch that runs it (or the first call below that
+  // describes it). `flags` must come from the attention spec
+  // (resolve_flags / resolve_preset / to_flag_set); a FlagSet that names a
+  // schedule (split_kv, small_pages) makes that schedule the kernel's own.
   static std::shared_ptr<AttentionKernel> get(
       const FlagSet& flags, KernelCache& cache = KernelCache::global(),
       const Target* target = nullptr,                                // null: the current device's
@@ -48,34 +50,6 @@ class AttentionKernel {
       const Target* target = nullptr,
       const std::map<std::string, int64_t>& tuning_overrides = {});
 
-  // The requested flags, and the schedule this variant was compiled with
-  // (the default one unless it came from a FlagSet that names another, or
-  // is a sibling a launch ran). kernel(), block_m(), pack_gqa() and source()
-  // describe the kernel that launches run now: the generic variant's while
-  // the specialized one compiles (tier() == kGeneric), else this variant's.
-  const AttentionFlags& flags() const { return flags_; }
-  const Schedule& schedule() const { return schedule_; }
-  Kernel& kernel();
-  int block_m() const;
-  // GQA packing: 0 none, 1 packed.
-  int pack_gqa() const;
-  EntrySource source() const;
-
-  // Tiers (docs/tiers.md). Unless ATTNJIT_TIERED=0, get() of a variant that
-  // no cache holds returns at once when a cache holds its generic variant
-  // (generic_flags): launches run that one, through generic_args(), while
-  // the specialized variant compiles on a background thread, and the
-  // specialized one from the launch after it lands. A launch on a stream
-  // being captured into a CUDA graph waits for the specialized variant (a
-  // graph never records the generic one).
-  enum class Tier { kSpecialized, kGeneric };
-  Tier tier() const;
-  // Blocks until the specialized variant is ready (at once when it is);
-  // rethrows its compile error.
-  void wait_specialized();
-  // Process-wide: launches the generic tier answered.
-  static uint64_t generic_launches();
-
   // A variant of a user spec that extends the attention spec (its own
   // mask, score and args). Not memoized: callers keep the kernel. A
   // variant no cache holds may be answered by the expression VM while it
@@ -86,126 +60,107 @@ class AttentionKernel {
       KernelCache& cache = KernelCache::global(), const Target* target = nullptr,
       const std::map<std::string, int64_t>& tuning_overrides = {});
 
-  // validate_attention_args, then one launch on `stream` (of this variant,
-  // or of its split sibling for a decode-shaped batch: AttentionArgs::
-  // num_splits).
+  // The requested flags, and the kernel's own schedule (the default one
+  // unless its FlagSet named another).
+  const AttentionFlags& flags() const { return flags_; }
+  const Schedule& schedule() const { return schedule_; }
+  // The user spec of a get_user() kernel (null for the built-in spec's).
+  const Spec* user_spec() const { return user_spec_.get(); }
+
+  // validate_attention_args, then one launch on `stream` of the variant
+  // schedule_for(args) names: a tier's while that variant compiles.
   void launch(const AttentionArgs& args, CuStream stream);
   // The same for a user spec's variant: every arg of the spec's own, by
   // name, with the declared type (Error(kArgument) otherwise).
   void launch(const AttentionArgs& args, CuStream stream, const std::vector<UserArg>& user_args);
-  // The user spec of a get_user() kernel (null for the built-in spec's).
-  const Spec* user_spec() const { return user_spec_.get(); }
 
-  // The split schedule this variant (a split_kv one) would use for `args`
-  // on a GPU of `sm_count` SMs (0: the current device's), and the
-  // workspace the launch needs: the parts and their counters.
-  SplitPlan split_plan(const AttentionArgs& args, int sm_count = 0) const;
-  // What the launch planner reads of this variant (runtime/src/planner.h).
-  VariantShape shape() const;
-  // The kernel a launch with `args` runs: this one, its split sibling for
-  // a decode-shaped batch, and (of either) the small_pages sibling for
-  // pages of 16 keys where that changes the kernel (fetched, and compiled
-  // if needed, on first use).
-  AttentionKernel& for_args(const AttentionArgs& args);
+  // The schedule a launch with `args` runs: the split sibling for a
+  // decode-shaped batch (AttentionArgs::num_splits), and of either the
+  // small_pages sibling for pages whose boxes are its V blocks. Decided from
+  // the variants' tile configurations; compiles nothing.
+  Schedule schedule_for(const AttentionArgs& args);
+  // The split schedule of a launch with `args` on a GPU of `sm_count` SMs
+  // (0: the current device's): of the variant schedule_for(args) names,
+  // from its signature while it is not fetched. Compiles nothing.
+  SplitPlan split_plan(const AttentionArgs& args, int sm_count = 0);
+  // The workspace bytes (split-KV parts) a launch with `args` needs,
+  // whichever of the variant and a tier answering for it runs. Fetches
+  // the variant (a tier answers at once where one is cached).
+  size_t workspace_bytes(const AttentionArgs& args, int sm_count = 0);
+  // The compiled kernel a launch with `args` runs now: the variant's, or
+  // its tier's while it compiles. Fetches it.
+  Kernel& kernel_for(const AttentionArgs& args);
+  EntrySource source_for(const AttentionArgs& args);
+
+  // The kernel's own schedule's variant (fetched on first use): its kernel,
+  // tile rows, GQA packing (0 none, 1 packed) and where it came from; a
+  // tier's while it compiles (tier() == kGeneric).
+  Kernel& kernel();
+  int block_m();
+  int pack_gqa();
+  EntrySource source();
+
+  // Tiers (docs/tiers.md). Unless ATTNJIT_TIERED=0, a variant that no cache
+  // holds is answered at once by its generic variant (generic_flags), or a
+  // user spec's by the expression VM, where a cache holds that one, while
+  // it compiles on a background thread; launches run the variant from the
+  // launch after it lands. A launch on a stream being captured into a CUDA
+  // graph waits for it (a graph never records a tier).
+  enum class Tier { kSpecialized, kGeneric };
+  // The own schedule's variant's tier (fetched first).
+  Tier tier();
+  // Blocks until every variant launches have fetched (the own schedule's
+  // where none was) runs compiled; rethrows a background compile's error.
+  void wait_specialized();
+  // Process-wide: launches a tier answered.
+  static uint64_t generic_launches();
 
  private:
-  // A sibling variant (the same flags, another schedule), fetched once.
-  struct Sibling {
-    std::mutex mutex;
-    std::shared_ptr<AttentionKernel> kernel;
-    std::atomic<AttentionKernel*> ready{nullptr};
-    // Before it is fetched, what the planner reads of it, from its
-    // signature's tile configuration (nothing compiled): written once under
-    // mutex, then `planned` is set.
-    std::atomic<bool> planned{false};
-    int planned_block_n = 0, planned_small_pages_rows = 0;
-  };
-  // `sibling`'s kernel, fetched through this variant's cache and target
-  // (and its user spec) with this variant's flags, `schedule` and `tuning`
-  // on its first use.
-  AttentionKernel& sibling(Sibling& sibling, const Schedule& schedule,
-                           const std::map<std::string, int64_t>& tuning = {});
-  // What the planner reads of the sibling of `schedule` in `sibling` to
-  // pick its small_pages sibling: the sibling's own shape once fetched,
-  // else its key tile and V-block rows from its signature (the other
-  // fields left 0), so that a launch fetches only the sibling it runs (a
-  // decode at pages of 16 keys goes straight to the split sibling's
-  // small_pages one, and compiles nothing else).
-  VariantShape planned_shape(Sibling& sibling, const Schedule& schedule);
-  // The compiled variant a launch of this kernel runs (a tier's while it
-  // answers; this one's own, or its sibling's, from for_args()).
-  const Variant& variant() const;
-  // This kernel's own variant: the entry `found` of `sig`.
-  void init_from(const Signature& sig, const LookupResult& found, KernelCache& cache,
-                 const Target& target);
-  // The generic tier (attention_tier.cpp; get() calls it unless
-  // ATTNJIT_TIERED=0): the kernel for `sig` if a cache holds it, else
-  // one answered by its generic variant while it compiles; null where
-  // neither is cached (or `sig` is generic), and get() compiles it as
-  // always.
-  static std::shared_ptr<AttentionKernel> tiered(const Signature& sig, KernelCache& cache,
-                                                 const Target& target);
-  const AttentionKernel& current() const;
-  AttentionKernel& current();
-  void launch_generic(const AttentionArgs& args, CuStream stream);
-  // A tiered kernel's own variant once it has landed, waited for on a
-  // stream being captured (a graph never records a tier); null while the
-  // tier answers.
-  AttentionKernel* landed(CuStream stream);
-  // Starts the background compile of a tiered kernel's own variant
-  // (`build` gets it from the cache) and publishes it, or keeps its error.
-  void compile_specialized(const Signature& sig, KernelCache& cache,
-                           std::function<std::shared_ptr<AttentionKernel>()> build);
-  // A user spec's variant from its cache entry (user_kernel.cpp), and the
-  // spec's own args' places (set_user_spec; checked by get_user).
-  static std::shared_ptr<AttentionKernel> make_user_kernel(std::shared_ptr<const Spec> spec,
-                                                           const Signature& sig,
-                                                           const LookupResult& found,
-                                                           KernelCache& cache,
-                                                           const Target& target);
-  // The spec and its own args' places (user_kernel.cpp), on this kernel
-  // and on its own variant where it has one.
+  AttentionKernel() = default;
+  // The variant of `schedule` (its slot filled on first use: a signature
+  // and a memo lookup, nothing compiled).
+  TieredVariant& variant(const Schedule& schedule);
+  // A kernel of `flags` (of the attention spec, or of `user` where that is
+  // not null), its own variant's slot filled (a signature: an unsupported
+  // flag set throws here, compiling nothing).
+  static std::shared_ptr<AttentionKernel> make(const FlagSet& flags,
+                                               std::shared_ptr<const Spec> user,
+                                               KernelCache& cache, const Target& target,
+                                               const CompileOptions& options,
+                                               const std::map<std::string, int64_t>& tuning);
+  // A user spec's kernel: the spec and its own args' places (user_kernel.cpp).
   void set_user_spec(std::shared_ptr<const Spec> spec);
-  // The expression VM's tier of user specs (user_vm_tier.cpp; get_user
-  // calls it when ATTNJIT_USER_VM is on): a kernel answered by the VM
-  // variant of its flags while its own variant compiles, or null where
-  // the variant is cached, the VM variant is not, or the expressions do
-  // not fit the VM.
-  static std::shared_ptr<AttentionKernel> user_tiered(const std::shared_ptr<const Spec>& spec,
-                                                      const Signature& sig, KernelCache& cache,
-                                                      const Target& target);
-  void launch_vm(const AttentionArgs& args, CuStream stream, const std::vector<UserArg>& user_args);
-  struct UserVm;  // the spec's programs (device copies shared: user_vm_tier.cpp)
+  // The flag set of `schedule`'s variant, and the variant (its signature,
+  // and the tier that may answer for it: attention_tier.cpp,
+  // user_vm_tier.cpp), shared through the memo where it is a built-in one.
+  FlagSet flags_of(const Schedule& schedule) const;
+  std::shared_ptr<TieredVariant> make_variant(const Schedule& schedule) const;
+  // The variant a launch with `args` runs, fetched (the small_pages sibling's
+  // failure leaves the variant without it serving).
+  TieredVariant& fetched_for(const AttentionArgs& args);
 
   AttentionFlags flags_;
   Schedule schedule_;
-  // Null on a tier's kernel (generic_ answers until specialized_ lands).
-  std::unique_ptr<Variant> variant_;
-  // That sibling could not be had (no cache holds it and the JIT is off,
-  // or it failed to build): this one serves; [1]: the split sibling's.
-  std::atomic<bool> small_pages_missing_[2] = {false, false};
-  // The tuning overrides this variant was got with (the autotuner's, the
-  // tile-config tests'): its small_pages sibling takes them too, so that
-  // it runs the same tiles.
-  std::map<std::string, int64_t> tuning_overrides_;
-  // Where the siblings come from: this variant's cache and target.
+  FlagSet flag_set_;  // as requested, its schedule included
   KernelCache* cache_ = nullptr;
   Target target_;
-  Sibling split_sibling_, small_pages_sibling_, split_small_pages_sibling_;
+  CompileOptions options_;
+  // The tuning overrides the kernel was got with (the autotuner's, the
+  // tile-config tests'): the variants of its own split_kv value take them
+  // (its small_pages sibling runs its tiles); the others take the rules'.
+  std::map<std::string, int64_t> tuning_overrides_;
   // A user spec's kernel: the spec and its own args' places.
   std::shared_ptr<const Spec> user_spec_;
   std::shared_ptr<const UserParams> user_params_;
-  // The generic tier: set on a kernel get() returned before its variant
-  // was compiled. specialized_ is published once the background compile
-  // lands (its error kept otherwise); pending_ is that compile, declared
-  // last so that it is joined before the rest is destroyed.
-  std::shared_ptr<AttentionKernel> generic_;
-  std::shared_ptr<UserVm> vm_;  // generic_ is the expression VM's variant
-  std::shared_ptr<AttentionKernel> specialized_owner_;
-  std::atomic<AttentionKernel*> specialized_{nullptr};
-  std::exception_ptr specialized_error_;
-  std::mutex tier_mutex_;
-  std::future<void> pending_;
+  // Per schedule (split_kv * 2 + small_pages): the variant, set once. A
+  // built-in variant without overrides is shared by every kernel that
+  // runs it (a process memo); the others are owned here.
+  struct Slot;
+  std::unique_ptr<Slot[]> slots_;
+  // That small_pages sibling could not be had (no cache holds it and the JIT
+  // is off, or it failed to build): the variant without it serves; [1]: the
+  // split sibling's.
+  std::atomic<bool> small_pages_missing_[2] = {false, false};
 };
 
 // The attention spec compiled into the library.
