@@ -33,7 +33,7 @@ SOURCES = {
     "user_vm": "2026-12-01-h200-36f7324-user-variants-vm.json",
     "user_kbench": "2026-12-01-h200-78e1abf-kbench-user.json",
     "jit_gpu": "2026-12-01-h200-1e0fd19-jit-costs.json",
-    "jit_cpu": "2026-12-01-cpu2core-6725ca7-jit-costs-user-vm.json",
+    "jit_cpu": "2026-12-05-cpu2core-abb6f07-jit-costs.json",
     "launch": "2026-11-29-h200-821147a-launch.json",
     "gemma4": "2026-12-04-h200-093df5d-gemma4-bidirectional.json",
 }
@@ -243,6 +243,10 @@ def jit_table(root):
 
     def first(r, key):
         return f"{r[key]:.2f} ms" if key in r else "-"
+
+    def first_decode(r):
+        return "; ".join(f"{d['problem']} {d['first_decode_s'] * 1e3:.0f} ms, {d['compiles']}"
+                         for d in r.get("first_decode", [])) or "-"
     rows = [
         ["cold NVRTC compile of a warpgroup variant, median (range)", compile_cell(gpu), compile_cell(cpu)],
         ["disk-cache hit", f"{gpu['disk_hit_ms_median']:.2f} ms", f"{cpu['disk_hit_ms_median']:.2f} ms"],
@@ -251,6 +255,8 @@ def jit_table(root):
          first(cpu, "tiered_first_call_ms_median")],
         ["first call of a spec through the expression VM", first(gpu, "user_vm_first_call_ms_median"),
          first(cpu, "user_vm_first_call_ms_median")],
+        ["first paged decode in a fresh cache (page 16, tiering off), compiles", first_decode(gpu),
+         first_decode(cpu)],
         ["host launch above a bare `cuLaunchKernel`", f"{launch['overhead_us']:.2f} us", "-"],
         ["the same, new k and v at every launch (TMA maps re-encoded)",
          f"{launch['new_kv_overhead_us']:.2f} us", "-"],
