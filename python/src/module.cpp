@@ -22,7 +22,6 @@
 #include <vector>
 
 #include "attnjit/attention.h"
-#include "attnjit/large_stack.h"
 #include "attnjit/attnjit.h"
 #include "attnjit/cache.h"
 #include "attnjit/driver.h"
@@ -99,10 +98,14 @@ std::shared_ptr<AttentionKernel> get_kernel(const nb::dict& flags,
                                             const std::optional<std::string>& target) {
   const FlagSet flag_set = launch_flag_set(flags);
   const Target resolved = resolve_target(target);
-  // A miss compiles for a few hundred milliseconds: let other threads run.
+  // (Compiles nothing: a launch fetches the variant it runs.)
+  return AttentionKernel::get(flag_set, KernelCache::global(), &resolved);
+}
+
+// The kernel's own variant, fetched (compiled on first use) without the GIL.
+Kernel& fetched(AttentionKernel& kernel) {
   nb::gil_scoped_release release;
-  return attnjit::on_large_stack(
-      [&] { return AttentionKernel::get(flag_set, KernelCache::global(), &resolved); });
+  return kernel.kernel();
 }
 
 // A user spec (docs/expressions.md): a family that extends the attention
@@ -152,10 +155,7 @@ std::shared_ptr<AttentionKernel> get_user_kernel(const UserSpec& u, const nb::di
                                                  const std::optional<std::string>& target) {
   const FlagSet flag_set = launch_flag_set(flags, *u.spec);
   const Target resolved = resolve_target(target);
-  nb::gil_scoped_release release;
-  return attnjit::on_large_stack([&] {
-    return AttentionKernel::get_user(u.spec, flag_set, KernelCache::global(), &resolved);
-  });
+  return AttentionKernel::get_user(u.spec, flag_set, KernelCache::global(), &resolved);
 }
 
 // The expression VM's variant of a user spec's flags into the process-wide
@@ -169,13 +169,12 @@ std::string build_user_vm(const UserSpec& u, const nb::dict& flags,
   const Spec& vm = expression_vm_spec();
   const std::map<std::string, FlagValue> values(flag_set.values.begin(), flag_set.values.end());
   const FlagSet vm_flags = resolve_flags(vm, values);
+  // Compiles (a few hundred milliseconds, on a large stack): other threads run.
   nb::gil_scoped_release release;
-  return attnjit::on_large_stack([&] {
-    const std::shared_ptr<const Spec> vm_ptr(std::shared_ptr<const Spec>(), &vm);
-    return AttentionKernel::get_user(vm_ptr, vm_flags, KernelCache::global(), &resolved)
-        ->kernel()
-        .name();
-  });
+  const std::shared_ptr<const Spec> vm_ptr(std::shared_ptr<const Spec>(), &vm);
+  return AttentionKernel::get_user(vm_ptr, vm_flags, KernelCache::global(), &resolved)
+      ->kernel()
+      .name();
 }
 
 // (name, kind, value) triples, kind "int32", "float" or "ptr" (a device
@@ -262,14 +261,20 @@ int64_t launch(AttentionKernel& kernel,
 #define ATTNJIT_PY_COPY(type, name, init) a.name = from_python<type>(name);
   ATTNJIT_ATTENTION_ARGS(ATTNJIT_PY_COPY)
 #undef ATTNJIT_PY_COPY
+  // The first launch of a variant fetches it (a compile takes a few hundred
+  // milliseconds): other Python threads run meanwhile.
   if (plan_only) {
+    nb::gil_scoped_release release;
     validate_attention_args(kernel.flags(), a);
     if (a.num_seqs == 0 || a.max_seqlen_q == 0) return 0;
     return int64_t(kernel.workspace_bytes(a));  // (split-KV parts)
   }
   if (kernel.user_spec() != nullptr || !user_args.empty()) {
-    kernel.launch(a, reinterpret_cast<CuStream>(stream), to_user_args(user_args));
+    const std::vector<UserArg> typed = to_user_args(user_args);
+    nb::gil_scoped_release release;
+    kernel.launch(a, reinterpret_cast<CuStream>(stream), typed);
   } else {
+    nb::gil_scoped_release release;
     kernel.launch(a, reinterpret_cast<CuStream>(stream));
   }
   return 0;
@@ -392,14 +397,24 @@ NB_MODULE(_C, m) {
   nb::class_<AttentionKernel>(m, "AttentionKernel",
                               "A compiled attention variant; it loads into "
                               "each CUDA context on its first launch there")
-      .def_prop_ro("name", [](AttentionKernel& k) { return k.kernel().name(); })
-      .def_prop_ro("key", [](AttentionKernel& k) { return k.kernel().entry().key.hex; })
+      // (Each may fetch the kernel's own variant, compiling it: without the GIL.)
+      .def_prop_ro("name", [](AttentionKernel& k) { return fetched(k).name(); })
+      .def_prop_ro("key", [](AttentionKernel& k) { return fetched(k).entry().key.hex; })
       .def_prop_ro("signature",
-                   [](AttentionKernel& k) { return k.kernel().entry().canonical_signature; })
-      .def_prop_ro("source", [](AttentionKernel& k) { return std::string(to_string(k.source())); })
-      .def_prop_ro("block_m", &AttentionKernel::block_m)
+                   [](AttentionKernel& k) { return fetched(k).entry().canonical_signature; })
+      .def_prop_ro("source",
+                   [](AttentionKernel& k) {
+                     fetched(k);
+                     return std::string(to_string(k.source()));
+                   })
+      .def_prop_ro("block_m",
+                   [](AttentionKernel& k) {
+                     fetched(k);
+                     return k.block_m();
+                   })
       .def_prop_ro("tier",
                    [](AttentionKernel& k) {
+                     fetched(k);
                      return k.tier() == AttentionKernel::Tier::kGeneric ? "generic" : "specialized";
                    })
       .def(
