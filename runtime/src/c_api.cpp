@@ -18,7 +18,6 @@
 #include <fmt/format.h>
 
 #include "attnjit/attention.h"
-#include "attnjit/large_stack.h"
 #include "attnjit/validate.h"
 #include "attnjit/error.h"
 #include "c_api_args.h"
@@ -232,17 +231,19 @@ struct ContextState {
 // The typed API's memo decides which variant the flags name; the context
 // only keeps one stable handle per variant it handed out.
 attnjit_kernel* get_kernel(ContextState& state, const AttentionFlags& flags, const Target& target) {
-  std::shared_ptr<AttentionKernel> kernel =
-      attnjit::on_large_stack([&] { return AttentionKernel::get(flags, state.cache, &target); });
+  std::shared_ptr<AttentionKernel> kernel = AttentionKernel::get(flags, state.cache, &target);
+  // Its own variant, fetched (loaded, compiled, or answered by a tier)
+  // before the lock: prewarm jobs fetch several at once.
+  const attnjit::CacheEntry& entry = kernel->kernel().entry();
+  const char* source = attnjit::to_string(kernel->source());
   std::lock_guard<std::mutex> lock(state.mutex);
   std::unique_ptr<attnjit_kernel>& handle = state.kernels[kernel.get()];
   if (handle == nullptr) {
     handle = std::make_unique<attnjit_kernel>();
-    const attnjit::CacheEntry& entry = kernel->kernel().entry();
     handle->name = entry.display_name;
     handle->key = entry.key.hex;
     handle->signature = entry.canonical_signature;
-    handle->source = attnjit::to_string(kernel->source());
+    handle->source = source;
     handle->kernel = std::move(kernel);
   }
   return handle.get();

@@ -4,9 +4,9 @@
 // device machine in std::regex (since removed from the resource parser);
 // while diagnosing it, lookups that may compile were moved to a thread with
 // a 512 MiB stack (reserved address space; only touched pages cost), and
-// the C API and the Python module keep doing so as a guard for callers that
-// run on small stacks. Falls back to the calling thread if no thread can be
-// made.
+// every compile a launch or a fetch starts still runs on one
+// (runtime/src/tiered_variant.cpp), a guard for callers that run on small
+// stacks. Falls back to the calling thread if no thread can be made.
 #pragma once
 
 #include <pthread.h>
