@@ -171,9 +171,8 @@ def _launch_on(device, key, args, user_args=()):
         user = list(user_args)
         if torch.cuda.is_current_stream_capturing():
             # A capture launches the variant's own kernel (a tier never
-            # enters a graph, docs/tiers.md): plan with that one, whose
-            # split count may differ from the tier's.
-            kernel.wait_specialized()
+            # enters a graph, docs/tiers.md: the launch waits for it); the
+            # workspace asked for covers it and a tier alike.
             need = launch(*args, stream, plan_only=True)
             if need:
                 workspace = torch.zeros(need, dtype=torch.uint8, device=device)
