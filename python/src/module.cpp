@@ -423,8 +423,8 @@ NB_MODULE(_C, m) {
             nb::gil_scoped_release release;
             k.wait_specialized();
           },
-          "Blocks until the kernel's own variant runs (docs/tiers.md); rethrows its "
-          "compile error.")
+          "Blocks until every variant the kernel's launches fetched (its own where "
+          "none was) runs compiled, not a tier (docs/tiers.md); rethrows a compile error.")
       .def("launch", &launch, ATTNJIT_PY_POSITIONAL_ARGS(ATTNJIT_NB_ARG) "stream"_a,
            ATTNJIT_PY_KEYWORD_ARGS(ATTNJIT_NB_KEYWORD) "plan_only"_a = false,
            "user_args"_a = UserArgTriples{},

@@ -484,36 +484,57 @@ Schedule AttentionKernel::schedule_for(const AttentionArgs& a) {
   return want;
 }
 
+namespace {
+
+// An error that a small_pages sibling will meet again (no JIT, a failed
+// build, flags it cannot have): it is not asked for again.
+bool lasting(const Error& e) {
+  return e.kind() == ErrorKind::kNoJit || e.kind() == ErrorKind::kCompile ||
+         e.kind() == ErrorKind::kCodegen || e.kind() == ErrorKind::kSpec ||
+         e.kind() == ErrorKind::kFlags;
+}
+
+}  // namespace
+
+void AttentionKernel::small_pages_failed(const Schedule& want, const Error& e) {
+  if (lasting(e)) small_pages_missing_[want.split_kv ? 1 : 0].store(true, std::memory_order_relaxed);
+  const std::string name = flags_.canonical_text(want);
+  if (e.kind() != ErrorKind::kNoJit && (lasting(e) || cache_->config().log)) {
+    log_line(fmt::format("attnjit: the small_pages sibling [{}] failed ({}); the variant without "
+                         "it serves pages of 16 keys: {}",
+                         name, to_string(e.kind()), e.what()));
+  } else if (cache_->config().log) {
+    log_line(fmt::format("attnjit: no cache holds the small_pages sibling [{}] and the JIT is "
+                         "off; the variant without it serves pages of 16 keys",
+                         name));
+  }
+}
+
+TieredVariant* AttentionKernel::small_pages_sibling(const Schedule& want, bool fetch) {
+  // Only a schedule: the variant without it is correct at every page size.
+  // Where it cannot be had (its flags refused, no cache holding it with the
+  // JIT off, a failed build) that one serves, from then on (after a
+  // passing error, such as the cache's or the driver's, for that launch);
+  // and while it compiles in the background (a tier cached for it) that
+  // one serves too: it is faster than a tier.
+  try {
+    TieredVariant& small = variant(want);
+    if (!fetch) return &small;
+    small.fetch();
+    if (!small.tiered()) return &small;
+    if (std::exception_ptr error = small.error()) std::rethrow_exception(error);
+    return nullptr;
+  } catch (const Error& e) {
+    small_pages_failed(want, e);
+    return nullptr;
+  }
+}
+
 TieredVariant& AttentionKernel::fetched_for(const AttentionArgs& a) {
   Schedule want = schedule_for(a);
   if (want.small_pages && !schedule_.small_pages) {
-    // Only a schedule: the variant without it is correct at every page size.
-    // Where it cannot be had (no cache holds it and the JIT is off, or it
-    // fails to build) that one serves, from then on (after a passing
-    // error, such as the cache's or the driver's, for that launch).
-    TieredVariant& small = variant(want);
-    try {
-      small.fetch();
-      return small;
-    } catch (const Error& e) {
-      // What will fail again (no JIT, a failed build) is not asked for
-      // again; a passing cache or driver error is, at the next launch.
-      const bool lasting = e.kind() == ErrorKind::kNoJit || e.kind() == ErrorKind::kCompile ||
-                           e.kind() == ErrorKind::kCodegen || e.kind() == ErrorKind::kSpec ||
-                           e.kind() == ErrorKind::kFlags;
-      if (lasting) small_pages_missing_[want.split_kv ? 1 : 0].store(true, std::memory_order_relaxed);
-      if (e.kind() != ErrorKind::kNoJit && (lasting || cache_->config().log)) {
-        log_line(fmt::format("attnjit: the small_pages sibling {} failed ({}); the variant without it "
-                             "serves pages of {} keys: {}",
-                             small.signature().display_name(), to_string(e.kind()), a.page_size,
-                             e.what()));
-      } else if (cache_->config().log) {
-        log_line(fmt::format("attnjit: no cache holds the small_pages sibling {} and the JIT is "
-                             "off; the variant without it serves pages of {} keys",
-                             small.signature().display_name(), a.page_size));
-      }
-      want.small_pages = false;
-    }
+    if (TieredVariant* small = small_pages_sibling(want, true)) return *small;
+    want.small_pages = false;
   }
   TieredVariant& runs = variant(want);
   runs.fetch();
@@ -521,7 +542,14 @@ TieredVariant& AttentionKernel::fetched_for(const AttentionArgs& a) {
 }
 
 SplitPlan AttentionKernel::split_plan(const AttentionArgs& a, int sm_count) {
-  return plan_of(variant(schedule_for(a)).shape(), flags_, a, sm_count);
+  Schedule want = schedule_for(a);
+  if (want.small_pages && !schedule_.small_pages) {
+    if (TieredVariant* small = small_pages_sibling(want, false)) {
+      return plan_of(small->shape(), flags_, a, sm_count);
+    }
+    want.small_pages = false;
+  }
+  return plan_of(variant(want).shape(), flags_, a, sm_count);
 }
 
 size_t AttentionKernel::workspace_bytes(const AttentionArgs& a, int sm_count) {
@@ -552,12 +580,21 @@ AttentionKernel::Tier AttentionKernel::tier() {
 
 void AttentionKernel::wait_specialized() {
   bool any = false;
-  for (int i = 0; i < 4; ++i) {
-    TieredVariant* v = slots_[i].ready.load(std::memory_order_acquire);
-    if (v != nullptr && v->fetched()) {
-      v->wait();
-      any = true;
+  for (const Schedule s : {Schedule{false, false}, Schedule{false, true}, Schedule{true, false},
+                           Schedule{true, true}}) {
+    TieredVariant* v = slots_[slot_of(s)].ready.load(std::memory_order_acquire);
+    if (v == nullptr || !v->fetched()) continue;
+    any = true;
+    if (s.small_pages && !schedule_.small_pages) {
+      // A small_pages sibling that fails leaves the variant without it serving.
+      try {
+        v->wait();
+      } catch (const Error& e) {
+        small_pages_failed(s, e);
+      }
+      continue;
     }
+    v->wait();
   }
   if (!any) variant(schedule_).wait();
 }

@@ -220,6 +220,17 @@ namespace {
 // into the cache.
 struct ContextState {
   explicit ContextState(const attnjit::CacheConfig& config) : cache(config) {}
+  // A variant compiling in the background (a tier answering meanwhile)
+  // uses the cache: those compiles end before it does.
+  ~ContextState() {
+    for (auto& entry : kernels) {
+      try {
+        entry.second->kernel->wait_specialized();
+      } catch (...) {
+        // (A failed compile was reported when it failed.)
+      }
+    }
+  }
   ContextState(const ContextState&) = delete;
   ContextState& operator=(const ContextState&) = delete;
 

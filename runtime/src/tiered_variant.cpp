@@ -102,6 +102,11 @@ const Variant& TieredVariant::current() {
   return tier_->variant();
 }
 
+std::exception_ptr TieredVariant::error() {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return error_;
+}
+
 bool TieredVariant::tiered() const {
   return fetched_.load(std::memory_order_acquire) && !ready_.load(std::memory_order_acquire);
 }
@@ -135,8 +140,9 @@ void TieredVariant::launch(const AttentionArgs& a, CuStream stream,
 
 size_t TieredVariant::workspace_bytes(const AttentionArgs& a, int sm_count) {
   fetch();
-  // The compiled variant's plan (its signature's while it compiles: what a
-  // captured launch will run), and the tier's while one answers.
+  // The compiled variant's plan (while it compiles, from its signature's
+  // tiles and blocks per SM, which the binary's launch bound takes from the
+  // same rule), and the tier's while one answers.
   const Variant* v = ready_.load(std::memory_order_acquire);
   size_t bytes = v != nullptr ? v->split_plan(a, sm_count).workspace_bytes
                               : plan_of(planned_, AttentionFlags::from_flag_set(sig_.flags), a, sm_count)

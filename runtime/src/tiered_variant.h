@@ -47,10 +47,10 @@ uint64_t tier_launches();
 
 class TieredVariant {
  public:
-  // The variant `sig` of `spec` (owned by the caller where `spec` is the
-  // attention spec, else kept), through `cache` for `target`; `user` the
-  // spec's own args' places (null: the attention spec's); `make_tier` null
-  // where no tier may answer.
+  // The variant `sig` of `spec` (for sig's target), through `cache`, which
+  // must outlive it and its background compile; `user` the spec's own
+  // args' places (null: the attention spec's); `make_tier` null where no
+  // tier may answer.
   TieredVariant(std::shared_ptr<const Spec> spec, Signature sig, KernelCache& cache,
                 std::shared_ptr<const UserParams> user, TierFactory make_tier);
   // Joins a background compile.
@@ -69,9 +69,11 @@ class TieredVariant {
   void fetch();
   // The variant launches run now: the compiled one, or the tier's. Fetches.
   const Variant& current();
-  // Whether fetch() got it (or a tier), and whether a tier answers now.
+  // Whether fetch() got it (or a tier), whether a tier answers now, and the
+  // background compile's error (null while it runs, or once it landed).
   bool fetched() const { return fetched_.load(std::memory_order_acquire); }
   bool tiered() const;
+  std::exception_ptr error();
   // Blocks until the compiled variant is here (fetching it first);
   // rethrows its background compile's error.
   void wait();

@@ -61,7 +61,7 @@ std::vector<testing::Variant> tiered_variants() {
 
 class GenericTier : public ::testing::TestWithParam<testing::Variant> {
  protected:
-  // Tiering on for this test alone (get() reads the variable on each miss).
+  // Tiering on for this test alone (read when a kernel's variant slot is made).
   void SetUp() override { setenv("ATTNJIT_TIERED", "1", 1); }
   void TearDown() override { unsetenv("ATTNJIT_TIERED"); }
 };

@@ -191,5 +191,37 @@ TEST_F(SmallPagesTest, WithoutTheJitAMissingSiblingLeavesTheVariantServing) {
   std::filesystem::remove_all(path);
 }
 
+// A tier cached for the small_pages sibling (the generic variant without
+// small_pages, as the main job leaves it) does not answer for it: while the
+// sibling compiles the variant without it serves (faster than a tier), and
+// where it never lands (the JIT off) that one serves from then on.
+TEST_F(SmallPagesTest, WhileTheSiblingCompilesTheVariantServesNotATier) {
+  char path[] = "/tmp/attnjit-small-pages-tier-XXXXXX";
+  ASSERT_NE(mkdtemp(path), nullptr);
+  CacheConfig config;
+  config.user_dir = path;
+  {
+    KernelCache builder(config);
+    AttentionKernel::get(paged_flags(128), builder, &target_)->wait_specialized();
+    AttentionKernel::get(generic_flags(paged_flags(128)), builder, &target_)->wait_specialized();
+  }
+  setenv("ATTNJIT_TIERED", "1", 1);
+  config.no_jit = true;
+  KernelCache cache(config);
+  auto k = AttentionKernel::get(paged_flags(128), cache, &target_);
+  const AttentionArgs chunk = paged_args(4, 512, 8192, 16);
+  EXPECT_EQ(k->schedule_for(chunk), kSmall);
+  EXPECT_EQ(&k->kernel_for(chunk), &k->kernel());  // the variant, not the generic tier
+  EXPECT_EQ(k->tier(), AttentionKernel::Tier::kSpecialized);
+  // The sibling's background compile fails (no JIT): no error for the
+  // kernel, and the sibling is not asked for again.
+  EXPECT_NO_THROW(k->wait_specialized());
+  EXPECT_EQ(k->schedule_for(chunk), kPlain);
+  EXPECT_EQ(&k->kernel_for(chunk), &k->kernel());
+  EXPECT_EQ(cache.stats().compiles, 0u);
+  unsetenv("ATTNJIT_TIERED");
+  std::filesystem::remove_all(path);
+}
+
 }  // namespace
 }  // namespace attnjit

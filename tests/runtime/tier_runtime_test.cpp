@@ -105,7 +105,13 @@ TEST_F(TierTest, CallersRacingForOneVariantShareOneKernelAndOneCompile) {
   const uint64_t compiles = cache_.stats().compiles;
   std::vector<std::shared_ptr<AttentionKernel>> got(8);
   std::vector<std::thread> callers;
-  for (auto& slot : got) callers.emplace_back([&] { slot = get(f); });
+  // Each caller fetches the variant too (a tier answers, one compile starts).
+  for (auto& slot : got) {
+    callers.emplace_back([&] {
+      slot = get(f);
+      slot->kernel();
+    });
+  }
   for (std::thread& t : callers) t.join();
   for (const auto& k : got) EXPECT_EQ(k.get(), got[0].get());
   got[0]->wait_specialized();

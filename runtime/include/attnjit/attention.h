@@ -13,6 +13,7 @@
 #include "attnjit/attention_args.h"
 #include "attnjit/cache.h"
 #include "attnjit/driver.h"
+#include "attnjit/error.h"
 #include "attnjit/kernel.h"
 #include "attnjit/spec.h"
 
@@ -138,6 +139,12 @@ class AttentionKernel {
   // The variant a launch with `args` runs, fetched (the small_pages sibling's
   // failure leaves the variant without it serving).
   TieredVariant& fetched_for(const AttentionArgs& args);
+  // The small_pages sibling of schedule `want` (fetched, where `fetch`), or
+  // null where the variant without it serves: the sibling cannot be had,
+  // or compiles in the background. small_pages_failed notes why, and a
+  // lasting failure in small_pages_missing_.
+  TieredVariant* small_pages_sibling(const Schedule& want, bool fetch);
+  void small_pages_failed(const Schedule& want, const Error& e);
 
   AttentionFlags flags_;
   Schedule schedule_;
