@@ -29,7 +29,7 @@ class UserParams;     // a user spec's own args' places (runtime/src/variant.h)
 // an engine launches it: its flags and the schedules its launches run
 // (the variant itself, its split-KV sibling for decode-shaped batches, their
 // small_pages siblings for pages of 16 keys), each compiled variant fetched
-// on the first launch that runs it (docs/design.md "Planner and variants").
+// on the first launch that runs it (docs/design.md, "Decisions").
 class AttentionKernel {
  public:
   ~AttentionKernel();
