@@ -13,7 +13,11 @@ tiles (the walk's, once per 32 tiles, and the range's trimming), which
 the baseline (a mask folded into the rows' key ranges) has none of, so
 the figure overstates the element test of a mask with costly classes
 (document masking's sorted reads); it is a static count, for comparing a
-spec's code before and after a change. A spec that divides by a runtime arg has two
+spec's code before and after a change. 'loop/score' counts the consumers'
+key loop alone (the smallest backward branch holding a tile step's
+products), the spec's over the baseline's, per score of one tile: what
+the element test costs in the steady state, without the classification,
+the set-up and the peeled first tile. A spec that divides by a runtime arg has two
 copies of the step (docs/expressions.md, "What an element test costs"):
 its 'per score' is that of the copy a launch with positive divisors runs,
 measured on the generated unit with divisors_positive() made `true` (the
@@ -72,10 +76,36 @@ def first_preset(spec):
     sys.exit(f"element_sass: {spec} has no preset")
 
 
-def opcodes(cuobjdump, cubin):
-    sass = subprocess.run([cuobjdump, "-sass", str(cubin)], capture_output=True, text=True,
+ADDRESSED = re.compile(r"^\s+/\*([0-9a-f]{4,})\*/\s+(@!?U?P\w+\s+)?([A-Z][A-Z0-9_.]*)(.*)")
+
+
+def sass_of(cuobjdump, cubin):
+    return subprocess.run([cuobjdump, "-sass", str(cubin)], capture_output=True, text=True,
                           check=True).stdout
+
+
+def opcodes(cuobjdump, cubin):
+    sass = sass_of(cuobjdump, cubin)
     return [m.group(2).split(".")[0] for m in map(INSTRUCTION.match, sass.splitlines()) if m]
+
+
+def key_loop_instructions(sass):
+    """Instructions of the consumers' key loop: the smallest backward
+    branch's span that holds a tile step's products (HGMMA; the loops
+    around it are larger, the waits' spin loops hold none), from its target
+    to the branch."""
+    ins = [(int(m.group(1), 16), m.group(3), m.group(4))
+           for m in map(ADDRESSED.match, sass.splitlines()) if m]
+    best = None
+    for address, op, rest in ins:
+        target = re.search(r"0x([0-9a-f]+)", rest) if op.startswith("BRA") else None
+        if not target or int(target.group(1), 16) >= address:
+            continue
+        span = [o for a, o, _ in ins if int(target.group(1), 16) <= a <= address]
+        key = (any(o.startswith("HGMMA") for o in span), -len(span))
+        if best is None or key > best[0]:
+            best = (key, len(span))
+    return best[1] if best else 0
 
 
 POSITIVE = re.compile(r"(static bool divisors_positive\(const P& prm\) \{\n    return ).*?;")
@@ -118,7 +148,9 @@ def positive_copy(cli, cuobjdump, spec, preset, work):
     lib.nvrtcDestroyProgram(ctypes.byref(prog))
     path = unit / "positive.cubin"
     path.write_bytes(cubin.raw)
-    return len(opcodes(cuobjdump, path))
+    sass = sass_of(cuobjdump, path)
+    return (sum(1 for line in sass.splitlines() if INSTRUCTION.match(line)),
+            key_loop_instructions(sass))
 
 
 def census(cli, cuobjdump, spec, preset, work, tuning=None):
@@ -130,7 +162,8 @@ def census(cli, cuobjdump, spec, preset, work, tuning=None):
     if out.returncode:
         sys.exit(f"element_sass: compiling {spec} failed:\n{out.stderr}")
     resources = re.search(r"(\d+) registers.*spills (\d+) B stores / (\d+) B loads", out.stdout)
-    ops = opcodes(cuobjdump, cubin)
+    sass = sass_of(cuobjdump, cubin)
+    ops = [m.group(2).split(".")[0] for m in map(INSTRUCTION.match, sass.splitlines()) if m]
     source = subprocess.run([cli, "compile", "--spec", str(spec), "--preset", preset,
                              "--emit", "source"], capture_output=True, text=True).stdout
     divides = "has_divisors = true" in source
@@ -140,8 +173,9 @@ def census(cli, cuobjdump, spec, preset, work, tuning=None):
         "tile": f"{tile['block_m']}x{tile['block_n']}/{tile['warps']}w",
         "scores_per_thread": tile["block_m"] * tile["block_n"] // (32 * tile["warps"]),
         "step_copies": 2 if divides else 1,
-        "positive_copy_instructions": (positive_copy(cli, cuobjdump, spec, preset, work)
-                                       if divides else len(ops)),
+        **dict(zip(("positive_copy_instructions", "key_loop_instructions"),
+                   positive_copy(cli, cuobjdump, spec, preset, work) if divides
+                   else (len(ops), key_loop_instructions(sass)))),
         "instructions": len(ops),
         "calls": ops.count("CALL"),
         "branch_regions": ops.count("BSSY"),
@@ -176,14 +210,18 @@ def main():
             row["per_score_over_baseline"] = round(
                 (row["positive_copy_instructions"] - row["baseline_instructions"]) /
                 (row["scores_per_thread"] * TILE_STEPS), 1)
+            row["baseline_key_loop_instructions"] = baselines[row["tuning"]]["key_loop_instructions"]
+            row["key_loop_per_score_over_baseline"] = round(
+                (row["key_loop_instructions"] - row["baseline_key_loop_instructions"]) /
+                row["scores_per_thread"], 1)
             rows.append(row)
-    header = f"{'spec':<16}{'tile':>14}{'instr':>8}{'copies':>8}{'per score':>11}{'CALL':>6}{'BSSY':>6}{'LDG':>6}{'regs':>6}{'spill B':>9}"
+    header = f"{'spec':<16}{'tile':>14}{'instr':>8}{'copies':>8}{'per score':>11}{'loop/score':>11}{'CALL':>6}{'BSSY':>6}{'LDG':>6}{'regs':>6}{'spill B':>9}"
     print(f"baseline (two compares, 128x128/8w): {base['instructions']} instructions, "
-          f"{base['branch_regions']} BSSY")
+          f"{base['branch_regions']} BSSY, key loop {base['key_loop_instructions']}")
     print(header)
     for r in rows:
         print(f"{r['name']:<16}{r['tile']:>14}{r['instructions']:>8}{r['step_copies']:>8}"
-              f"{r['per_score_over_baseline']:>11}"
+              f"{r['per_score_over_baseline']:>11}{r['key_loop_per_score_over_baseline']:>11}"
               f"{r['calls']:>6}{r['branch_regions']:>6}{r['global_loads']:>6}{r['registers']:>6}"
               f"{r['spill_bytes']:>9}")
     if args.out:
