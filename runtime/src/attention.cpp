@@ -541,15 +541,15 @@ TieredVariant& AttentionKernel::fetched_for(const AttentionArgs& a) {
   return runs;
 }
 
-SplitPlan AttentionKernel::split_plan(const AttentionArgs& a, int sm_count) {
+LaunchPlan AttentionKernel::plan(const AttentionArgs& a, int sm_count) {
   Schedule want = schedule_for(a);
   if (want.small_pages && !schedule_.small_pages) {
     if (TieredVariant* small = small_pages_sibling(want, false)) {
-      return plan_of(small->shape(), flags_, a, sm_count);
+      return plan_launch(small->shape(), flags_, a, sm_count);
     }
     want.small_pages = false;
   }
-  return plan_of(variant(want).shape(), flags_, a, sm_count);
+  return plan_launch(variant(want).shape(), flags_, a, sm_count);
 }
 
 size_t AttentionKernel::workspace_bytes(const AttentionArgs& a, int sm_count) {

@@ -7,6 +7,7 @@
 #include <cstdint>
 
 #include "attention/tile_config.h"
+#include "attnjit/driver.h"
 #include "launch_scratch.h"
 
 namespace attnjit {
@@ -109,6 +110,20 @@ SplitPlan plan_splits(const VariantShape& v, const AttentionFlags& flags, const 
   plan.o_offset = plan.lse_offset + align256(parts * sizeof(float));
   plan.workspace_bytes =
       plan.o_offset + align256(parts * size_t(flags.value_head_dim()) * sizeof(float));
+  return plan;
+}
+
+LaunchPlan plan_launch(const VariantShape& v, const AttentionFlags& flags, const AttentionArgs& a,
+                       int sm_count) {
+  LaunchPlan plan;
+  plan.schedule.split_kv = v.split_kv;
+  plan.schedule.small_pages = v.small_pages;
+  if (v.split_kv) {
+    plan.split = plan_splits(v, flags, a, [sm_count] {
+      return sm_count > 0 ? sm_count : current_device_sm_count();
+    });
+  }
+  plan.grid = attention_grid(a, v.block_m, v.pack_gqa ? 1 : 0, plan.split.num_splits);
   return plan;
 }
 

@@ -43,4 +43,10 @@ bool wants_small_pages(const VariantShape& shape, const AttentionArgs& args);
 SplitPlan plan_splits(const VariantShape& shape, const AttentionFlags& flags,
                       const AttentionArgs& args, const std::function<int()>& sm_count);
 
+// A launch of the variant whose shape this is: its schedule, its splits
+// (plan_splits where the variant splits) and its grid. sm_count 0: the
+// current device's, asked only where the splits need it.
+LaunchPlan plan_launch(const VariantShape& shape, const AttentionFlags& flags,
+                       const AttentionArgs& args, int sm_count = 0);
+
 }  // namespace attnjit

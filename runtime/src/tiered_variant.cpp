@@ -144,11 +144,12 @@ size_t TieredVariant::workspace_bytes(const AttentionArgs& a, int sm_count) {
   // tiles and blocks per SM, which the binary's launch bound takes from the
   // same rule), and the tier's while one answers.
   const Variant* v = ready_.load(std::memory_order_acquire);
-  size_t bytes = v != nullptr ? v->split_plan(a, sm_count).workspace_bytes
-                              : plan_of(planned_, AttentionFlags::from_flag_set(sig_.flags), a, sm_count)
-                                    .workspace_bytes;
+  size_t bytes = v != nullptr ? v->plan(a, sm_count).split.workspace_bytes
+                              : plan_launch(planned_, AttentionFlags::from_flag_set(sig_.flags), a,
+                                            sm_count)
+                                    .split.workspace_bytes;
   if (v == nullptr && tier_) {
-    bytes = std::max(bytes, tier_->variant().split_plan(tier_->plan_args(a), sm_count).workspace_bytes);
+    bytes = std::max(bytes, tier_->variant().plan(tier_->plan_args(a), sm_count).split.workspace_bytes);
   }
   return bytes;
 }

@@ -80,13 +80,6 @@ VariantShape shape_of(const Signature& sig, const attention::TileConfig& tile) {
 
 VariantShape shape_of(const Signature& sig) { return shape_of(sig, tile_config_of(sig)); }
 
-SplitPlan plan_of(const VariantShape& shape, const AttentionFlags& flags, const AttentionArgs& a,
-                  int sm_count) {
-  if (!shape.split_kv || a.num_splits == 1 || a.num_seqs <= 0 || a.max_seqlen_q <= 0) return {};
-  return plan_splits(shape, flags, a,
-                     [sm_count] { return sm_count > 0 ? sm_count : current_device_sm_count(); });
-}
-
 namespace {
 
 // The kernel ABI: the struct generated from the spec's `args`, filled by
@@ -253,16 +246,13 @@ Variant::Variant(const Signature& sig, const LookupResult& found,
 void Variant::launch(const AttentionArgs& a, CuStream stream,
                      const std::vector<UserArg>& user_args) const {
   KernelParams params = kernel_params(flags_, a);
-  SplitPlan plan;
-  if (schedule_.split_kv) {
-    plan = split_plan(a);
-    params.num_splits = plan.num_splits;
-    if (plan.workspace_bytes > 0) {
-      const SplitScratch ws = split_workspace(a, plan, stream);
-      params.split_counters = ws.counters;
-      params.lse_partial = ws.lse;
-      params.o_partial = ws.o;
-    }
+  const LaunchPlan plan = this->plan(a);
+  params.num_splits = plan.split.num_splits;
+  if (plan.split.workspace_bytes > 0) {
+    const SplitScratch ws = split_workspace(a, plan.split, stream);
+    params.split_counters = ws.counters;
+    params.lse_partial = ws.lse;
+    params.o_partial = ws.o;
   }
   // The warpgroup kernels copy k and v tiles through TMA maps; the others
   // ignore the (zeroed) fields.
@@ -272,7 +262,7 @@ void Variant::launch(const AttentionArgs& a, CuStream stream,
     std::memcpy(&params.k_map, maps[0], sizeof(params.k_map));
     std::memcpy(&params.v_map, maps[1], sizeof(params.v_map));
   }
-  const LaunchGrid grid = attention_grid(a, shape_.block_m, pack_gqa(), plan.num_splits);
+  const LaunchGrid& grid = plan.grid;
   if (!user_ || user_->empty()) {
     void* args[] = {&params};
     kernel_->launch(grid.x, grid.y, grid.z, stream, args);

@@ -29,12 +29,6 @@ attention::TileConfig tile_config_of(const Signature& sig);
 // may still change min_blocks).
 VariantShape shape_of(const Signature& sig);
 
-// The split schedule of a launch of a variant of this shape and flags (one
-// part where it does not split) on a GPU of `sm_count` SMs (0: the current
-// device's).
-SplitPlan plan_of(const VariantShape& shape, const AttentionFlags& flags, const AttentionArgs& a,
-                  int sm_count = 0);
-
 // Where a user spec's own args go in its params struct (after the
 // inherited attention args), checked by name and type before a launch and
 // written at it. The fields of a spec, not of a kernel: a tier's kernel
@@ -88,9 +82,10 @@ class Variant {
   EntrySource source() const { return source_; }
   // What the planner reads of this variant.
   const VariantShape& shape() const { return shape_; }
-  // The split schedule of a launch of this variant (plan_of).
-  SplitPlan split_plan(const AttentionArgs& a, int sm_count = 0) const {
-    return plan_of(shape_, flags_, a, sm_count);
+  // A launch of this variant (plan_launch) on a GPU of `sm_count` SMs (0:
+  // the current device's).
+  LaunchPlan plan(const AttentionArgs& a, int sm_count = 0) const {
+    return plan_launch(shape_, flags_, a, sm_count);
   }
 
   // One launch on `stream` with args already checked (validate_attention_args

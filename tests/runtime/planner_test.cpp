@@ -109,5 +109,29 @@ TEST(Planner, SplitsFillTheGpuAndOnlyDecodesSplit) {
             few.num_splits);
 }
 
+// A launch's whole plan: the variant's schedule, its splits, and the grid
+// (x query tiles times the splits, y kv heads when packing GQA, z
+// sequences), with the SM count given (no device asked).
+TEST(Planner, ALaunchPlanIsTheScheduleTheSplitsAndTheGrid) {
+  VariantShape v = split_shape();
+  v.split_kv = true;
+  const AttentionFlags flags;
+  const LaunchPlan decode = plan_launch(v, flags, batch(8, 1, 32768, 64, 8), 132);
+  EXPECT_EQ(decode.schedule, (Schedule{true, false}));
+  EXPECT_GT(decode.split.num_splits, 1);
+  EXPECT_EQ(decode.grid.x, unsigned(decode.split.num_splits));  // one query tile each
+  EXPECT_EQ(decode.grid.y, 8u);
+  EXPECT_EQ(decode.grid.z, 8u);
+  v.split_kv = false;
+  v.pack_gqa = false;
+  const LaunchPlan prefill = plan_launch(v, flags, batch(2, 1000, 1000, 16, 4), 132);
+  EXPECT_EQ(prefill.schedule, (Schedule{false, false}));
+  EXPECT_EQ(prefill.split.num_splits, 1);
+  EXPECT_EQ(prefill.split.workspace_bytes, 0u);
+  EXPECT_EQ(prefill.grid.x, 16u);  // 1000 rows in tiles of 64
+  EXPECT_EQ(prefill.grid.y, 16u);  // query heads
+  EXPECT_EQ(prefill.grid.z, 2u);
+}
+
 }  // namespace
 }  // namespace attnjit

@@ -80,10 +80,12 @@ class AttentionKernel {
   // small_pages sibling for pages whose boxes are its V blocks. Decided from
   // the variants' tile configurations; compiles nothing.
   Schedule schedule_for(const AttentionArgs& args);
-  // The split schedule of a launch with `args` on a GPU of `sm_count` SMs
-  // (0: the current device's): of the variant schedule_for(args) names,
-  // from its signature while it is not fetched. Compiles nothing.
-  SplitPlan split_plan(const AttentionArgs& args, int sm_count = 0);
+  // What a launch with `args` runs on a GPU of `sm_count` SMs (0: the
+  // current device's): the schedule schedule_for(args) names, its split-KV
+  // parts and workspace, and its grid, planned from that variant's tile
+  // configuration (its signature's while it is not fetched). Compiles
+  // nothing.
+  LaunchPlan plan(const AttentionArgs& args, int sm_count = 0);
   // The workspace bytes (split-KV parts) a launch with `args` needs,
   // whichever of the variant and a tier answering for it runs. Fetches
   // the variant (a tier answers at once where one is cached).

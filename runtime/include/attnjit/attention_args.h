@@ -158,6 +158,15 @@ struct LaunchGrid {
 // pack_gqa: 0 one query head per tile, 1 packed GQA.
 LaunchGrid attention_grid(const AttentionArgs& args, int block_m, int pack_gqa, int num_splits = 1);
 
+// The planner's whole answer for one launch (AttentionKernel::plan): the
+// schedule of the variant it runs, its split-KV parts and their workspace,
+// and its grid.
+struct LaunchPlan {
+  Schedule schedule;
+  SplitPlan split;
+  LaunchGrid grid;
+};
+
 // A TMA box of k or v: `chunk` elements of D (one swizzle chunk), one
 // head, `rows` keys; rows of `swizzle_bytes` in shared memory.
 struct TmaBox {

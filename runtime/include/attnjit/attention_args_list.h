@@ -91,7 +91,7 @@
  * sizes (num_seqs, heads, max_seqlen_q/k, window), so one CUDA graph
  * serves a batch-size bucket. workspace: scratch for the parts, zeroed
  * before its first use and used by one stream at a time (the kernels leave
- * it zeroed); attnjit_split_workspace_bytes (AttentionKernel::split_plan)
+ * it zeroed); attnjit_split_workspace_bytes (AttentionKernel::workspace_bytes)
  * says how many bytes a launch needs. Null: the library keeps one per
  * (context, stream), allocated zeroed outside any CUDA graph capture (a
  * capture that would need it to grow fails). */
