@@ -97,6 +97,11 @@ int fresh_first_call(const std::string& dir) {
 std::vector<nlohmann::json> fresh_first_calls(const std::string& dir, int runs) {
   const std::string self = std::filesystem::read_symlink("/proc/self/exe").string();
   std::vector<nlohmann::json> out;
+  if (self.find('\'') != std::string::npos || dir.find('\'') != std::string::npos) {
+    std::printf("fresh first call: not measured (a quote in %s or %s)\n", self.c_str(),
+                dir.c_str());
+    return out;
+  }
   for (int i = 0; i < runs; ++i) {
     const std::string command = "'" + self + "' --fresh-first-call '" + dir + "'";
     FILE* pipe = popen(command.c_str(), "r");
@@ -108,7 +113,13 @@ std::vector<nlohmann::json> fresh_first_calls(const std::string& dir, int runs) 
       std::printf("fresh first call: the child failed: %s\n", text.c_str());
       break;
     }
-    out.push_back(nlohmann::json::parse(text));
+    nlohmann::json line = nlohmann::json::parse(text);
+    if (line["source"] != "disk") {
+      std::printf("fresh first call: the child's variant came from %s, not the disk\n",
+                  line["source"].get<std::string>().c_str());
+      break;
+    }
+    out.push_back(std::move(line));
   }
   return out;
 }
@@ -188,7 +199,7 @@ int main(int argc, char** argv) {
       fresh.push_back(r);
     }
     out["fresh_process_first_call"] = fresh;
-    out["fresh_process_first_call_ms_median"] = median(total);
+    if (!total.empty()) out["fresh_process_first_call_ms_median"] = median(total);
     std::printf("fresh process first call: %.2f ms (the embedded spec's parse %.2f, get and fetch "
                 "from disk %.2f; medians of %zu)\n",
                 median(total), median(spec), median(fetch), total.size());
@@ -349,8 +360,10 @@ int main(int argc, char** argv) {
   std::printf("%-28s %9.3f ms %10s\n", "disk-cache hit (median)", disk_ms, "<= 1 ms");
   std::printf("%-28s %9.3f us %10s\n", "memory hit (median)", mem_us, "<= 1 us");
   std::printf("%-28s %9.2f ms %10s\n", "tiered first call (median)", tiered_ms, "<= 5 ms");
-  std::printf("%-28s %9.2f ms %10s\n", "fresh-process first call",
-              out["fresh_process_first_call_ms_median"].get<double>(), "<= 5 ms");
+  if (out.contains("fresh_process_first_call_ms_median")) {
+    std::printf("%-28s %9.2f ms %10s\n", "fresh-process first call",
+                out["fresh_process_first_call_ms_median"].get<double>(), "<= 5 ms");
+  }
   std::printf("%-28s %9.2f ms %10s\n", "user VM first call (median)", user_vm_ms, "<= 5 ms");
   std::ofstream(json_path) << out.dump(2) << "\n";
   return 0;

@@ -262,21 +262,21 @@ int64_t launch(AttentionKernel& kernel,
   ATTNJIT_ATTENTION_ARGS(ATTNJIT_PY_COPY)
 #undef ATTNJIT_PY_COPY
   // The first launch of a variant fetches it (a compile takes a few hundred
-  // milliseconds): other Python threads run meanwhile.
+  // milliseconds): other Python threads run meanwhile, as they do while a
+  // workspace query fetches.
   if (plan_only) {
     nb::gil_scoped_release release;
     validate_attention_args(kernel.flags(), a);
     if (a.num_seqs == 0 || a.max_seqlen_q == 0) return 0;
     return int64_t(kernel.workspace_bytes(a));  // (split-KV parts)
   }
-  if (kernel.user_spec() != nullptr || !user_args.empty()) {
-    const std::vector<UserArg> typed = to_user_args(user_args);
-    nb::gil_scoped_release release;
-    kernel.launch(a, reinterpret_cast<CuStream>(stream), typed);
-  } else {
-    nb::gil_scoped_release release;
-    kernel.launch(a, reinterpret_cast<CuStream>(stream));
-  }
+  // In the steady state (the variant compiled) with the GIL held: releasing
+  // it costs every launch, and taking it back may wait for other threads.
+  const std::vector<UserArg> typed = to_user_args(user_args);
+  const CuStream on = reinterpret_cast<CuStream>(stream);
+  if (kernel.launch_if_ready(a, on, typed)) return 0;
+  nb::gil_scoped_release release;
+  kernel.launch(a, on, typed);
   return 0;
 }
 #undef ATTNJIT_PY_PARAM

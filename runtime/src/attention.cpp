@@ -9,6 +9,7 @@
 
 #include <algorithm>
 #include <cctype>
+#include <exception>
 #include <cmath>
 #include <cstdint>
 #include <cstdlib>
@@ -496,44 +497,60 @@ bool lasting(const Error& e) {
 
 }  // namespace
 
-void AttentionKernel::small_pages_failed(const Schedule& want, const Error& e) {
-  if (lasting(e)) small_pages_missing_[want.split_kv ? 1 : 0].store(true, std::memory_order_relaxed);
-  const std::string name = flags_.canonical_text(want);
-  if (e.kind() != ErrorKind::kNoJit && (lasting(e) || cache_->config().log)) {
-    log_line(fmt::format("attnjit: the small_pages sibling [{}] failed ({}); the variant without "
-                         "it serves pages of 16 keys: {}",
-                         name, to_string(e.kind()), e.what()));
-  } else if (cache_->config().log) {
-    log_line(fmt::format("attnjit: no cache holds the small_pages sibling [{}] and the JIT is "
-                         "off; the variant without it serves pages of 16 keys",
-                         name));
-  }
+void AttentionKernel::small_pages_failed(const Schedule& want, const std::exception& e,
+                                         bool lasting) {
+  std::atomic<bool>& missing = small_pages_missing_[want.split_kv ? 1 : 0];
+  const bool first = lasting && !missing.exchange(true, std::memory_order_relaxed);
+  const auto* error = dynamic_cast<const Error*>(&e);
+  const bool no_jit = error != nullptr && error->kind() == ErrorKind::kNoJit;
+  // Said once where it is lasting (and only with ATTNJIT_LOG for no JIT, or
+  // for a passing error that the next launch retries).
+  if (!(first && !no_jit) && !cache_->config().log) return;
+  log_line(fmt::format("attnjit: the small_pages sibling [{}] {}; the variant without it serves "
+                       "pages of 16 keys{}: {}",
+                       flags_.canonical_text(want),
+                       no_jit ? "is in no cache and the JIT is off" : "failed",
+                       lasting ? "" : " for this launch", e.what()));
 }
 
-TieredVariant* AttentionKernel::small_pages_sibling(const Schedule& want, bool fetch) {
+TieredVariant* AttentionKernel::small_pages_sibling(const Schedule& want, bool fetch,
+                                                    const CuStream* stream) {
   // Only a schedule: the variant without it is correct at every page size.
   // Where it cannot be had (its flags refused, no cache holding it with the
   // JIT off, a failed build) that one serves, from then on (after a
   // passing error, such as the cache's or the driver's, for that launch);
   // and while it compiles in the background (a tier cached for it) that
-  // one serves too: it is faster than a tier.
+  // one serves too, being faster than a tier, unless the launch is being
+  // captured into a CUDA graph, which then waits for the sibling.
+  TieredVariant* made = nullptr;
   try {
     TieredVariant& small = variant(want);
+    made = &small;
     if (!fetch) return &small;
     small.fetch();
     if (!small.tiered()) return &small;
-    if (std::exception_ptr error = small.error()) std::rethrow_exception(error);
+    if (std::exception_ptr error = small.error()) {
+      std::rethrow_exception(error);  // (never retried: lasting, whatever it was)
+    }
+    if (stream != nullptr && Driver::get().stream_capturing(*stream)) {
+      small.wait();
+      return &small;
+    }
     return nullptr;
   } catch (const Error& e) {
-    small_pages_failed(want, e);
+    // (A fetched sibling failed in its background compile: never retried.)
+    small_pages_failed(want, e, lasting(e) || (made != nullptr && made->fetched()));
+    return nullptr;
+  } catch (const std::exception& e) {
+    small_pages_failed(want, e, true);
     return nullptr;
   }
 }
 
-TieredVariant& AttentionKernel::fetched_for(const AttentionArgs& a) {
+TieredVariant& AttentionKernel::fetched_for(const AttentionArgs& a, const CuStream* stream) {
   Schedule want = schedule_for(a);
   if (want.small_pages && !schedule_.small_pages) {
-    if (TieredVariant* small = small_pages_sibling(want, true)) return *small;
+    if (TieredVariant* small = small_pages_sibling(want, true, stream)) return *small;
     want.small_pages = false;
   }
   TieredVariant& runs = variant(want);
@@ -553,7 +570,16 @@ LaunchPlan AttentionKernel::plan(const AttentionArgs& a, int sm_count) {
 }
 
 size_t AttentionKernel::workspace_bytes(const AttentionArgs& a, int sm_count) {
-  return fetched_for(a).workspace_bytes(a, sm_count);
+  TieredVariant& runs = fetched_for(a);
+  size_t bytes = runs.workspace_bytes(a, sm_count);
+  // While a small_pages sibling compiles, a launch runs the variant without
+  // it, or (captured) the sibling: enough for either.
+  Schedule want = schedule_for(a);
+  if (want.small_pages && !schedule_.small_pages) {
+    TieredVariant& small = variant(want);
+    if (&small != &runs && small.fetched()) bytes = std::max(bytes, small.workspace_bytes(a, sm_count));
+  }
+  return bytes;
 }
 
 Kernel& AttentionKernel::kernel_for(const AttentionArgs& a) {
@@ -587,16 +613,29 @@ void AttentionKernel::wait_specialized() {
     any = true;
     if (s.small_pages && !schedule_.small_pages) {
       // A small_pages sibling that fails leaves the variant without it serving.
+      if (small_pages_missing_[s.split_kv ? 1 : 0].load(std::memory_order_relaxed)) continue;
       try {
         v->wait();
-      } catch (const Error& e) {
-        small_pages_failed(s, e);
+      } catch (const std::exception& e) {
+        small_pages_failed(s, e, true);  // (a background compile is not retried)
       }
       continue;
     }
     v->wait();
   }
   if (!any) variant(schedule_).wait();
+}
+
+void AttentionKernel::join_background() noexcept {
+  for (int i = 0; i < 4; ++i) {
+    TieredVariant* v = slots_[i].ready.load(std::memory_order_acquire);
+    if (v == nullptr || !v->fetched()) continue;
+    try {
+      v->wait();
+    } catch (...) {
+      // (Reported where it failed; this only waits.)
+    }
+  }
 }
 
 uint64_t AttentionKernel::generic_launches() { return tier_launches(); }
@@ -611,7 +650,28 @@ void AttentionKernel::launch(const AttentionArgs& a, CuStream stream,
   validate_attention_args(flags_, a);
   if (a.num_seqs == 0 || a.max_seqlen_q == 0) return;
   if (user_params_) user_params_->check(a, user_args);
-  fetched_for(a).launch(a, stream, user_args);
+  fetched_for(a, &stream).launch(a, stream, user_args);
+}
+
+bool AttentionKernel::launch_if_ready(const AttentionArgs& a, CuStream stream,
+                                      const std::vector<UserArg>& user_args) {
+  validate_attention_args(flags_, a);
+  if (a.num_seqs == 0 || a.max_seqlen_q == 0) return true;
+  if (user_params_) user_params_->check(a, user_args);
+  // The variant fetched_for would pick, only where no fetch, compile or
+  // wait can happen on the way: each variant on the way already fetched,
+  // the one that runs compiled.
+  Schedule want = schedule_for(a);
+  if (want.small_pages && !schedule_.small_pages) {
+    TieredVariant* small = slots_[slot_of(want)].ready.load(std::memory_order_acquire);
+    if (small == nullptr || !small->ready()) return false;  // (the full path decides)
+    small->launch(a, stream, user_args);
+    return true;
+  }
+  TieredVariant* runs = slots_[slot_of(want)].ready.load(std::memory_order_acquire);
+  if (runs == nullptr || !runs->ready()) return false;
+  runs->launch(a, stream, user_args);
+  return true;
 }
 
 }  // namespace attnjit

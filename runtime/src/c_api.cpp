@@ -216,20 +216,15 @@ namespace {
 // context while they run is safe. The cache is owned outright: the typed
 // API's memo keys a cache by its instance_id(), never reused, so a later
 // context's cache at the same address cannot be served this one's kernels.
-// The kernels handed out hold their entries themselves and never point
-// into the cache.
+// The kernels handed out fetch their variants through the cache (a launch
+// may compile one), so the context outlives them: destroying it waits for
+// their background compiles.
 struct ContextState {
   explicit ContextState(const attnjit::CacheConfig& config) : cache(config) {}
   // A variant compiling in the background (a tier answering meanwhile)
   // uses the cache: those compiles end before it does.
   ~ContextState() {
-    for (auto& entry : kernels) {
-      try {
-        entry.second->kernel->wait_specialized();
-      } catch (...) {
-        // (A failed compile was reported when it failed.)
-      }
-    }
+    for (auto& entry : kernels) entry.second->kernel->join_background();
   }
   ContextState(const ContextState&) = delete;
   ContextState& operator=(const ContextState&) = delete;
@@ -314,7 +309,9 @@ struct attnjit_prewarm_job {
     for (size_t i = next++; i < flags.size(); i = next++) {
       const attnjit_status status = guarded([&] {
         check_against_spec(flags[i]);
-        get_kernel(*state, flags[i], target);
+        // The variant compiled, not a tier answering for it: a failure is
+        // this job's, and the job's threads bound the compiles at once.
+        get_kernel(*state, flags[i], target)->kernel->wait_specialized();
       });
       if (status != ATTNJIT_OK) record(status, attnjit_last_error_message());
       ++done;

@@ -1,6 +1,7 @@
 // The launch planner: what a launch of a variant runs, decided from the
-// variant's tile shape and the launch's arguments alone, with no kernel,
-// cache or device at hand (the SM count is an input). AttentionKernel
+// variant's tile shape and the launch's arguments alone, with no kernel or
+// cache at hand (the SM count is an input; 0 asks the current device,
+// where the choice needs it). AttentionKernel
 // fetches the siblings these choices name and launches; the choices
 // themselves are pure functions, tested on the CPU
 // (tests/runtime/planner_test.cpp).

@@ -76,9 +76,14 @@ void TieredVariant::compile_in_background() {
       own_ = std::move(compiled);
       ready_.store(own_.get(), std::memory_order_release);
     } catch (const std::exception& e) {
-      // Launches keep the tier (the same results); said once.
-      log_line(fmt::format("attnjit: {} failed to compile; its tier keeps answering: {}",
-                           sig_.display_name(), e.what()));
+      // Launches keep what answered for it (the same results); said once,
+      // and where no cache holds it with the JIT off only with ATTNJIT_LOG.
+      const auto* error = dynamic_cast<const Error*>(&e);
+      if (log || error == nullptr || error->kind() != ErrorKind::kNoJit) {
+        log_line(fmt::format("attnjit: {} failed to compile in the background; what answered "
+                             "for it keeps answering: {}",
+                             sig_.display_name(), e.what()));
+      }
       std::lock_guard<std::mutex> lock(mutex_);
       error_ = std::current_exception();
       return;

@@ -72,6 +72,9 @@ class TieredVariant {
   // Whether fetch() got it (or a tier), whether a tier answers now, and the
   // background compile's error (null while it runs, or once it landed).
   bool fetched() const { return fetched_.load(std::memory_order_acquire); }
+  // Whether the compiled variant is here (a launch then neither fetches
+  // nor waits).
+  bool ready() const { return ready_.load(std::memory_order_acquire) != nullptr; }
   bool tiered() const;
   std::exception_ptr error();
   // Blocks until the compiled variant is here (fetching it first);

@@ -151,6 +151,24 @@ TEST_F(TierTest, AVariantOnDiskIsNeverTiered) {
   std::filesystem::remove_all(dir_template, ignored);
 }
 
+// Python launches with the GIL held only through launch_if_ready: it
+// checks the args as launch does, and where the variant is not compiled
+// yet it launches nothing, fetches nothing and says so.
+TEST_F(TierTest, LaunchIfReadyNeverFetches) {
+  AttentionFlags f = causal_d64();
+  f.head_dim = 64;
+  auto k = get(f);
+  const uint64_t compiles = cache_.stats().compiles;
+  AttentionArgs a = testing::fake_args(64);
+  EXPECT_FALSE(k->launch_if_ready(a, nullptr, {}));
+  AttentionArgs decode = a;  // one query: the split sibling's launch
+  decode.total_q = decode.max_seqlen_q = 1;
+  EXPECT_FALSE(k->launch_if_ready(decode, nullptr, {}));
+  EXPECT_EQ(cache_.stats().compiles, compiles);
+  a.q = nullptr;
+  EXPECT_THROW(k->launch_if_ready(a, nullptr, {}), Error);
+}
+
 TEST_F(TierTest, TieringIsOnByDefault) {
   unsetenv("ATTNJIT_TIERED");
   AttentionFlags f = causal_d64();

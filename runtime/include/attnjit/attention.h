@@ -5,6 +5,7 @@
 #include <atomic>
 #include <cstddef>
 #include <cstdint>
+#include <exception>
 #include <map>
 #include <memory>
 #include <string>
@@ -74,17 +75,25 @@ class AttentionKernel {
   // The same for a user spec's variant: every arg of the spec's own, by
   // name, with the declared type (Error(kArgument) otherwise).
   void launch(const AttentionArgs& args, CuStream stream, const std::vector<UserArg>& user_args);
+  // The three-argument launch where the variant these args run is fetched
+  // and compiled (the same checks first), and false (nothing launched)
+  // where the launch would fetch, compile or wait:
+  // a caller holding a lock (Python's GIL) launches without releasing it in
+  // the steady state.
+  bool launch_if_ready(const AttentionArgs& args, CuStream stream,
+                       const std::vector<UserArg>& user_args);
 
   // The schedule a launch with `args` runs: the split sibling for a
   // decode-shaped batch (AttentionArgs::num_splits), and of either the
   // small_pages sibling for pages whose boxes are its V blocks. Decided from
   // the variants' tile configurations; compiles nothing.
   Schedule schedule_for(const AttentionArgs& args);
-  // What a launch with `args` runs on a GPU of `sm_count` SMs (0: the
-  // current device's): the schedule schedule_for(args) names, its split-KV
-  // parts and workspace, and its grid, planned from that variant's tile
-  // configuration (its signature's while it is not fetched). Compiles
-  // nothing.
+  // The plan of a launch with `args` of the variant schedule_for(args)
+  // names, on a GPU of `sm_count` SMs (0: the current device's): its
+  // schedule, split-KV parts and workspace, and grid, from that variant's
+  // tile configuration (its signature's while it is not fetched). Compiles
+  // nothing. (While a small_pages sibling compiles, launches run the
+  // variant without it.)
   LaunchPlan plan(const AttentionArgs& args, int sm_count = 0);
   // The workspace bytes (split-KV parts) a launch with `args` needs,
   // whichever of the variant and a tier answering for it runs. Fetches
@@ -115,6 +124,9 @@ class AttentionKernel {
   // Blocks until every variant launches have fetched (the own schedule's
   // where none was) runs compiled; rethrows a background compile's error.
   void wait_specialized();
+  // Waits for every background compile of the variants this kernel fetched,
+  // fetching nothing and reporting nothing (before their cache goes).
+  void join_background() noexcept;
   // Process-wide: launches a tier answered.
   static uint64_t generic_launches();
 
@@ -140,13 +152,18 @@ class AttentionKernel {
   std::shared_ptr<TieredVariant> make_variant(const Schedule& schedule) const;
   // The variant a launch with `args` runs, fetched (the small_pages sibling's
   // failure leaves the variant without it serving).
-  TieredVariant& fetched_for(const AttentionArgs& args);
+  // `stream`: the launch's, which waits for a compiling small_pages sibling
+  // while it is being captured into a CUDA graph.
+  TieredVariant& fetched_for(const AttentionArgs& args, const CuStream* stream = nullptr);
   // The small_pages sibling of schedule `want` (fetched, where `fetch`), or
   // null where the variant without it serves: the sibling cannot be had,
-  // or compiles in the background. small_pages_failed notes why, and a
-  // lasting failure in small_pages_missing_.
-  TieredVariant* small_pages_sibling(const Schedule& want, bool fetch);
-  void small_pages_failed(const Schedule& want, const Error& e);
+  // or compiles in the background (unless `stream` is being captured: then
+  // it is waited for). small_pages_failed notes why; a failure that will
+  // recur, or any failure of its background compile (never retried), marks
+  // it missing.
+  TieredVariant* small_pages_sibling(const Schedule& want, bool fetch,
+                                     const CuStream* stream = nullptr);
+  void small_pages_failed(const Schedule& want, const std::exception& e, bool lasting);
 
   AttentionFlags flags_;
   Schedule schedule_;

@@ -97,8 +97,10 @@ static inline void attnjit_context_options_init(attnjit_context_options* options
  * switch is never read as off. */
 ATTNJIT_API attnjit_status attnjit_context_create(const attnjit_context_options* options,
                                                   attnjit_context** out);
-/* Frees the context and its kernels. Prewarm jobs still running keep what
- * they need alive and finish on their own. NULL is ignored. */
+/* Frees the context and its kernels, first waiting for any of their
+ * variants still compiling in the background (while a tier answered for
+ * them: docs/tiers.md). Prewarm jobs still running keep what they need
+ * alive and finish on their own. NULL is ignored. */
 ATTNJIT_API void attnjit_context_destroy(attnjit_context* context);
 
 typedef struct attnjit_cache_stats {
