@@ -227,6 +227,40 @@ TEST(CApi, CompilesOnceThenHitsMemoryThenDisk) {
   EXPECT_EQ(stats.disk_hits, 1u);
 }
 
+// Destroying a context waits for its kernels' variants still compiling in
+// the background while a tier answers for them: the compile lands in the
+// context's directory before destroy returns (and never outlives its cache).
+TEST(CApi, DestroyingAContextJoinsItsBackgroundCompiles) {
+  TempDir dir;
+  setenv("ATTNJIT_TIERED", "1", 1);
+  attnjit_attention_flags generic = flags_d64();  // causal D64's generic variant
+  generic.window = 1;
+  generic.mm_prefix = 1;
+  generic.sinks = ATTNJIT_SINKS_NULL_LOGIT;
+  generic.return_lse = 1;
+  {
+    Context builder(isolated_options(dir.path()));
+    attnjit_kernel* kernel = nullptr;
+    ASSERT_EQ(attnjit_get_attention_kernel(builder.get(), &generic, "sm_80", &kernel), ATTNJIT_OK)
+        << message();
+  }
+  const attnjit_attention_flags causal = flags_d64(/*causal=*/true);
+  {
+    Context context(isolated_options(dir.path()));
+    attnjit_kernel* kernel = nullptr;
+    ASSERT_EQ(attnjit_get_attention_kernel(context.get(), &causal, "sm_80", &kernel), ATTNJIT_OK)
+        << message();
+    // Answered from the disk, where only its generic variant is: a tier.
+    EXPECT_STREQ(attnjit_kernel_source(kernel), "disk");
+  }
+  unsetenv("ATTNJIT_TIERED");
+  Context later(isolated_options(dir.path(), /*no_jit=*/1));
+  attnjit_kernel* kernel = nullptr;
+  EXPECT_EQ(attnjit_get_attention_kernel(later.get(), &causal, "sm_80", &kernel), ATTNJIT_OK)
+      << message();
+  EXPECT_STREQ(attnjit_kernel_source(kernel), "disk");
+}
+
 TEST(CApi, StatsHonourAnOlderCallersStructSize) {
   TempDir dir;
   Context context(isolated_options(dir.path()));
