@@ -253,12 +253,14 @@ TEST(CApi, DestroyingAContextJoinsItsBackgroundCompiles) {
     // Answered from the disk, where only its generic variant is: a tier.
     EXPECT_STREQ(attnjit_kernel_source(kernel), "disk");
   }
-  unsetenv("ATTNJIT_TIERED");
+  // The variant itself on disk now (no tier, no JIT: nothing else could answer).
+  setenv("ATTNJIT_TIERED", "0", 1);
   Context later(isolated_options(dir.path(), /*no_jit=*/1));
   attnjit_kernel* kernel = nullptr;
   EXPECT_EQ(attnjit_get_attention_kernel(later.get(), &causal, "sm_80", &kernel), ATTNJIT_OK)
       << message();
   EXPECT_STREQ(attnjit_kernel_source(kernel), "disk");
+  unsetenv("ATTNJIT_TIERED");
 }
 
 TEST(CApi, StatsHonourAnOlderCallersStructSize) {
