@@ -1,15 +1,13 @@
-// The typed attention API: flags -> kernel (memoized per process), the
+// The typed attention API: flags -> kernel (memoized per process), and the
 // kernel's variants per schedule (one TieredVariant each, fetched on the
-// first launch that runs it: tiered_variant.cpp; shared through a memo),
-// and a launch: its arguments checked (attention_args.cpp), its schedule
-// planned (planner.h), then run by that variant or a tier answering for it
-// (attention_tier.cpp, user_vm_tier.cpp). A compiled variant's launch:
-// variant.cpp.
+// first launch that runs it: tiered_variant.cpp; built-in ones shared
+// through a memo), with the tier that may answer for each
+// (attention_tier.cpp, user_vm_tier.cpp). Planning and launching with
+// them: attention_launch.cpp; a compiled variant's launch: variant.cpp.
 #include "attnjit/attention.h"
 
 #include <algorithm>
 #include <cctype>
-#include <exception>
 #include <cmath>
 #include <cstdint>
 #include <cstdlib>
@@ -23,8 +21,7 @@
 #include "attnjit/env.h"
 #include "attnjit/error.h"
 #include "attnjit/record.h"
-#include "log.h"
-#include "planner.h"
+#include "kernel_slots.h"
 #include "tiered_variant.h"
 #include "tiers.h"
 #include "variant.h"
@@ -115,19 +112,24 @@ AttentionFlags AttentionFlags::from_flag_set(const FlagSet& flags) {
 
 namespace {
 
-// The one memo of typed kernels: (cache, canonical flag text, compile
-// options) -> kernel. Never destroyed: at process exit the driver may
-// already be torn down (or a context destroyed), and unloading modules
-// then can crash.
-struct KernelMemo {
+// A process memo: key -> object, under a lock. Never destroyed: at process
+// exit the driver may already be torn down (or a context destroyed), and
+// unloading modules then can crash.
+template <class T>
+struct ProcessMemo {
   std::mutex mutex;
-  std::unordered_map<std::string, std::shared_ptr<AttentionKernel>> kernels;
+  std::unordered_map<std::string, std::shared_ptr<T>> items;
+
+  static ProcessMemo& get() {
+    static ProcessMemo& memo = *new ProcessMemo;
+    return memo;
+  }
 };
 
-KernelMemo& kernel_memo() {
-  static KernelMemo& memo = *new KernelMemo;
-  return memo;
-}
+// The one memo of typed kernels: (cache, canonical flag text, compile
+// options) -> kernel.
+using KernelMemo = ProcessMemo<AttentionKernel>;
+KernelMemo& kernel_memo() { return KernelMemo::get(); }
 
 std::string memo_key(const KernelCache& cache, const std::string& flag_text,
                      const CompileOptions& options) {
@@ -196,8 +198,8 @@ RecentHits& recent_hits() {
 std::shared_ptr<AttentionKernel> memo_find(const std::string& key) {
   KernelMemo& memo = kernel_memo();
   std::lock_guard<std::mutex> lock(memo.mutex);
-  auto it = memo.kernels.find(key);
-  return it != memo.kernels.end() ? it->second : nullptr;
+  auto it = memo.items.find(key);
+  return it != memo.items.end() ? it->second : nullptr;
 }
 
 }  // namespace
@@ -316,19 +318,8 @@ namespace {
 // The process memo of built-in variants without tuning overrides: (cache,
 // signature, options) -> variant, shared by every kernel whose launches
 // run it (a kernel got with split_kv and the split sibling of another), so
-// that each is fetched, compiled and tiered once. Never destroyed, as the
-// kernel memo.
-struct VariantMemo {
-  std::mutex mutex;
-  std::unordered_map<std::string, std::shared_ptr<TieredVariant>> variants;
-};
-
-VariantMemo& variant_memo() {
-  static VariantMemo& memo = *new VariantMemo;
-  return memo;
-}
-
-int slot_of(const Schedule& s) { return (s.split_kv ? 2 : 0) + (s.small_pages ? 1 : 0); }
+// that each is fetched, compiled and tiered once.
+using VariantMemo = ProcessMemo<TieredVariant>;
 
 // A static spec as the variants hold specs: not owned.
 std::shared_ptr<const Spec> unowned(const Spec& spec) {
@@ -336,12 +327,6 @@ std::shared_ptr<const Spec> unowned(const Spec& spec) {
 }
 
 }  // namespace
-
-struct AttentionKernel::Slot {
-  std::mutex mutex;
-  std::atomic<TieredVariant*> ready{nullptr};
-  std::shared_ptr<TieredVariant> variant;
-};
 
 AttentionKernel::~AttentionKernel() = default;
 
@@ -400,9 +385,9 @@ std::shared_ptr<TieredVariant> AttentionKernel::make_variant(const Schedule& sch
                                            nullptr, std::move(tier));
   }
   const std::string key = memo_key(cache, sig.canonical(), options_);  // (tuning values included)
-  VariantMemo& memo = variant_memo();
+  VariantMemo& memo = VariantMemo::get();
   std::lock_guard<std::mutex> lock(memo.mutex);
-  std::shared_ptr<TieredVariant>& slot = memo.variants[key];
+  std::shared_ptr<TieredVariant>& slot = memo.items[key];
   if (!slot) {
     // ATTNJIT_RECORD: every variant launches may run goes in the manifest.
     record_requested_variant(attention_spec().family, flags, target_);
@@ -459,219 +444,7 @@ std::shared_ptr<AttentionKernel> AttentionKernel::get(
   std::shared_ptr<AttentionKernel> kernel = make(flags, nullptr, cache, t, options, {});
   KernelMemo& memo = kernel_memo();
   std::lock_guard<std::mutex> lock(memo.mutex);
-  return memo.kernels.emplace(key, std::move(kernel)).first->second;  // a racing caller's wins
-}
-
-// ---- launches ----------------------------------------------------------------
-
-Schedule AttentionKernel::schedule_for(const AttentionArgs& a) {
-  // Decided before any variant is fetched, from their tile configurations:
-  // the split sibling for a decode-shaped batch, and (of either) the
-  // small_pages sibling for pages whose boxes are its V blocks (16 rows: pages
-  // of 16 mod 32 keys, where V goes as a box per 16 keys and all of D; at
-  // D 128 a 128-key tile's 32 boxes become 24). ATTNJIT_SMALL_PAGES=0
-  // turns that off (read at each such launch).
-  Schedule want = schedule_;
-  VariantShape shape = variant(want).shape();
-  if (wants_split(shape, a)) {
-    want.split_kv = true;
-    shape = variant(want).shape();
-  }
-  if (wants_small_pages(shape, a) &&
-      !small_pages_missing_[want.split_kv ? 1 : 0].load(std::memory_order_relaxed) &&
-      env_bool("ATTNJIT_SMALL_PAGES", true)) {
-    want.small_pages = true;
-  }
-  return want;
-}
-
-namespace {
-
-// An error that a small_pages sibling will meet again (no JIT, a failed
-// build, flags it cannot have): it is not asked for again.
-bool lasting(const Error& e) {
-  return e.kind() == ErrorKind::kNoJit || e.kind() == ErrorKind::kCompile ||
-         e.kind() == ErrorKind::kCodegen || e.kind() == ErrorKind::kSpec ||
-         e.kind() == ErrorKind::kFlags;
-}
-
-}  // namespace
-
-void AttentionKernel::small_pages_failed(const Schedule& want, const std::exception& e,
-                                         bool lasting) {
-  std::atomic<bool>& missing = small_pages_missing_[want.split_kv ? 1 : 0];
-  const bool first = lasting && !missing.exchange(true, std::memory_order_relaxed);
-  const auto* error = dynamic_cast<const Error*>(&e);
-  const bool no_jit = error != nullptr && error->kind() == ErrorKind::kNoJit;
-  // Said once where it is lasting (and only with ATTNJIT_LOG for no JIT, or
-  // for a passing error that the next launch retries).
-  if (!(first && !no_jit) && !cache_->config().log) return;
-  log_line(fmt::format("attnjit: the small_pages sibling [{}] {}; the variant without it serves "
-                       "pages of 16 keys{}: {}",
-                       flags_.canonical_text(want),
-                       no_jit ? "is in no cache and the JIT is off" : "failed",
-                       lasting ? "" : " for this launch", e.what()));
-}
-
-TieredVariant* AttentionKernel::small_pages_sibling(const Schedule& want, bool fetch,
-                                                    const CuStream* stream) {
-  // Only a schedule: the variant without it is correct at every page size.
-  // Where it cannot be had (its flags refused, no cache holding it with the
-  // JIT off, a failed build) that one serves, from then on (after a
-  // passing error, such as the cache's or the driver's, for that launch);
-  // and while it compiles in the background (a tier cached for it) that
-  // one serves too, being faster than a tier, unless the launch is being
-  // captured into a CUDA graph, which then waits for the sibling.
-  TieredVariant* made = nullptr;
-  try {
-    TieredVariant& small = variant(want);
-    made = &small;
-    if (!fetch) return &small;
-    small.fetch();
-    if (!small.tiered()) return &small;
-    if (std::exception_ptr error = small.error()) {
-      std::rethrow_exception(error);  // (never retried: lasting, whatever it was)
-    }
-    if (stream != nullptr && Driver::get().stream_capturing(*stream)) {
-      small.wait();
-      return &small;
-    }
-    return nullptr;
-  } catch (const Error& e) {
-    // (A fetched sibling failed in its background compile: never retried.)
-    small_pages_failed(want, e, lasting(e) || (made != nullptr && made->fetched()));
-    return nullptr;
-  } catch (const std::exception& e) {
-    small_pages_failed(want, e, true);
-    return nullptr;
-  }
-}
-
-TieredVariant& AttentionKernel::fetched_for(const AttentionArgs& a, const CuStream* stream) {
-  Schedule want = schedule_for(a);
-  if (want.small_pages && !schedule_.small_pages) {
-    if (TieredVariant* small = small_pages_sibling(want, true, stream)) return *small;
-    want.small_pages = false;
-  }
-  TieredVariant& runs = variant(want);
-  runs.fetch();
-  return runs;
-}
-
-LaunchPlan AttentionKernel::plan(const AttentionArgs& a, int sm_count) {
-  Schedule want = schedule_for(a);
-  if (want.small_pages && !schedule_.small_pages) {
-    if (TieredVariant* small = small_pages_sibling(want, false)) {
-      return plan_launch(small->shape(), flags_, a, sm_count);
-    }
-    want.small_pages = false;
-  }
-  return plan_launch(variant(want).shape(), flags_, a, sm_count);
-}
-
-size_t AttentionKernel::workspace_bytes(const AttentionArgs& a, int sm_count) {
-  TieredVariant& runs = fetched_for(a);
-  size_t bytes = runs.workspace_bytes(a, sm_count);
-  // While a small_pages sibling compiles, a launch runs the variant without
-  // it, or (captured) the sibling: enough for either.
-  Schedule want = schedule_for(a);
-  if (want.small_pages && !schedule_.small_pages) {
-    TieredVariant& small = variant(want);
-    if (&small != &runs && small.fetched()) bytes = std::max(bytes, small.workspace_bytes(a, sm_count));
-  }
-  return bytes;
-}
-
-Kernel& AttentionKernel::kernel_for(const AttentionArgs& a) {
-  return fetched_for(a).current().kernel();
-}
-
-EntrySource AttentionKernel::source_for(const AttentionArgs& a) {
-  return fetched_for(a).current().source();
-}
-
-Kernel& AttentionKernel::kernel() { return variant(schedule_).current().kernel(); }
-
-int AttentionKernel::block_m() { return variant(schedule_).current().block_m(); }
-
-int AttentionKernel::pack_gqa() { return variant(schedule_).current().pack_gqa(); }
-
-EntrySource AttentionKernel::source() { return variant(schedule_).current().source(); }
-
-AttentionKernel::Tier AttentionKernel::tier() {
-  TieredVariant& own = variant(schedule_);
-  own.fetch();
-  return own.tiered() ? Tier::kGeneric : Tier::kSpecialized;
-}
-
-void AttentionKernel::wait_specialized() {
-  bool any = false;
-  for (const Schedule s : {Schedule{false, false}, Schedule{false, true}, Schedule{true, false},
-                           Schedule{true, true}}) {
-    TieredVariant* v = slots_[slot_of(s)].ready.load(std::memory_order_acquire);
-    if (v == nullptr || !v->fetched()) continue;
-    any = true;
-    if (s.small_pages && !schedule_.small_pages) {
-      // A small_pages sibling that fails leaves the variant without it serving.
-      if (small_pages_missing_[s.split_kv ? 1 : 0].load(std::memory_order_relaxed)) continue;
-      try {
-        v->wait();
-      } catch (const std::exception& e) {
-        small_pages_failed(s, e, true);  // (a background compile is not retried)
-      }
-      continue;
-    }
-    v->wait();
-  }
-  if (!any) variant(schedule_).wait();
-}
-
-void AttentionKernel::join_background() noexcept {
-  for (int i = 0; i < 4; ++i) {
-    TieredVariant* v = slots_[i].ready.load(std::memory_order_acquire);
-    if (v == nullptr || !v->fetched()) continue;
-    try {
-      v->wait();
-    } catch (...) {
-      // (Reported where it failed; this only waits.)
-    }
-  }
-}
-
-uint64_t AttentionKernel::generic_launches() { return tier_launches(); }
-
-void AttentionKernel::launch(const AttentionArgs& a, CuStream stream) {
-  if (user_params_) user_params_->require_none();
-  launch(a, stream, {});
-}
-
-void AttentionKernel::launch(const AttentionArgs& a, CuStream stream,
-                             const std::vector<UserArg>& user_args) {
-  validate_attention_args(flags_, a);
-  if (a.num_seqs == 0 || a.max_seqlen_q == 0) return;
-  if (user_params_) user_params_->check(a, user_args);
-  fetched_for(a, &stream).launch(a, stream, user_args);
-}
-
-bool AttentionKernel::launch_if_ready(const AttentionArgs& a, CuStream stream,
-                                      const std::vector<UserArg>& user_args) {
-  validate_attention_args(flags_, a);
-  if (a.num_seqs == 0 || a.max_seqlen_q == 0) return true;
-  if (user_params_) user_params_->check(a, user_args);
-  // The variant fetched_for would pick, only where no fetch, compile or
-  // wait can happen on the way: each variant on the way already fetched,
-  // the one that runs compiled.
-  Schedule want = schedule_for(a);
-  if (want.small_pages && !schedule_.small_pages) {
-    TieredVariant* small = slots_[slot_of(want)].ready.load(std::memory_order_acquire);
-    if (small == nullptr || !small->ready()) return false;  // (the full path decides)
-    small->launch(a, stream, user_args);
-    return true;
-  }
-  TieredVariant* runs = slots_[slot_of(want)].ready.load(std::memory_order_acquire);
-  if (runs == nullptr || !runs->ready()) return false;
-  runs->launch(a, stream, user_args);
-  return true;
+  return memo.items.emplace(key, std::move(kernel)).first->second;  // a racing caller's wins
 }
 
 }  // namespace attnjit

@@ -105,6 +105,8 @@ UNIT_OF = {
     "runtime/src/user_kernel.cpp": "attention",
     "runtime/src/user_vm_tier.cpp": "attention",
     "runtime/src/tiers.h": "attention",
+    "runtime/src/attention_launch.cpp": "attention",
+    "runtime/src/kernel_slots.h": "attention",
     "runtime/src/attention_tier.cpp": "attention",
     "runtime/src/generic_tier.cpp": "attention_args",
     "runtime/src/cache_entry.cpp": "cache",
