@@ -7,7 +7,7 @@
 #include <gtest/gtest.h>
 
 #include <cstdlib>
-#include <filesystem>
+#include <initializer_list>
 #include <map>
 #include <memory>
 #include <string>
@@ -17,9 +17,12 @@
 #include "attnjit/error.h"
 #include "attnjit/spec.h"
 #include "attnjit/target.h"
+#include "runtime/cache_test_support.h"
 
 namespace attnjit {
 namespace {
+
+using testing::TempDir;
 
 AttentionArgs paged_args(int batch, int queries, int keys, int page_size) {
   AttentionArgs a;
@@ -46,6 +49,20 @@ class SmallPagesTest : public ::testing::Test {
   SmallPagesTest() : cache_(CacheConfig{}), target_(parse_target("sm_90a")) {}
   std::shared_ptr<AttentionKernel> kernel(const AttentionFlags& flags) {
     return AttentionKernel::get(flags, cache_, &target_);
+  }
+  // Compiles each of `flags` into a cache over `dir`, as build-cache leaves it.
+  void build(const TempDir& dir, std::initializer_list<FlagSet> flags) {
+    CacheConfig config;
+    config.user_dir = dir.path();
+    KernelCache builder(config);
+    for (const FlagSet& f : flags) AttentionKernel::get(f, builder, &target_)->wait_specialized();
+  }
+  // A cache over `dir` that never compiles.
+  static CacheConfig no_jit(const TempDir& dir) {
+    CacheConfig config;
+    config.user_dir = dir.path();
+    config.no_jit = true;
+    return config;
   }
   KernelCache cache_;
   Target target_;
@@ -158,16 +175,9 @@ TEST_F(SmallPagesTest, TheSmallPagesSiblingKeepsTheOverridesAndTheUserSpec) {
 // sibling, the variant without it serves pages of 16 (it is correct at every
 // page size), and the sibling is not looked for again.
 TEST_F(SmallPagesTest, WithoutTheJitAMissingSiblingLeavesTheVariantServing) {
-  char path[] = "/tmp/attnjit-small-pages-XXXXXX";
-  ASSERT_NE(mkdtemp(path), nullptr);
-  CacheConfig config;
-  config.user_dir = path;
-  {
-    KernelCache builder(config);
-    AttentionKernel::get(paged_flags(128), builder, &target_)->wait_specialized();
-  }
-  config.no_jit = true;
-  KernelCache cache(config);
+  TempDir dir;
+  build(dir, {paged_flags(128).to_flag_set()});
+  KernelCache cache(no_jit(dir));
   auto k = AttentionKernel::get(paged_flags(128), cache, &target_);
   const AttentionArgs chunk = paged_args(4, 512, 8192, 16);
   EXPECT_EQ(k->schedule_for(chunk), kSmall);  // planned: nothing looked up yet
@@ -176,19 +186,12 @@ TEST_F(SmallPagesTest, WithoutTheJitAMissingSiblingLeavesTheVariantServing) {
   EXPECT_EQ(&k->kernel_for(chunk), &k->kernel());
   EXPECT_EQ(cache.stats().compiles, 0u);
   // The sibling compiled into the directory: a kernel got afresh finds it.
-  {
-    config.no_jit = false;
-    KernelCache builder(config);
-    AttentionKernel::get(paged_flags(128).to_flag_set(kSmall), builder, &target_)
-        ->wait_specialized();
-  }
-  config.no_jit = true;
-  KernelCache later(config);
+  build(dir, {paged_flags(128).to_flag_set(kSmall)});
+  KernelCache later(no_jit(dir));
   auto again = AttentionKernel::get(paged_flags(128), later, &target_);
   EXPECT_NE(&again->kernel_for(chunk), &again->kernel());
   EXPECT_EQ(again->schedule_for(chunk), kSmall);
   EXPECT_EQ(later.stats().compiles, 0u);
-  std::filesystem::remove_all(path);
 }
 
 // A tier cached for the small_pages sibling (the generic variant without
@@ -196,18 +199,10 @@ TEST_F(SmallPagesTest, WithoutTheJitAMissingSiblingLeavesTheVariantServing) {
 // sibling compiles the variant without it serves (faster than a tier), and
 // where it never lands (the JIT off) that one serves from then on.
 TEST_F(SmallPagesTest, WhileTheSiblingCompilesTheVariantServesNotATier) {
-  char path[] = "/tmp/attnjit-small-pages-tier-XXXXXX";
-  ASSERT_NE(mkdtemp(path), nullptr);
-  CacheConfig config;
-  config.user_dir = path;
-  {
-    KernelCache builder(config);
-    AttentionKernel::get(paged_flags(128), builder, &target_)->wait_specialized();
-    AttentionKernel::get(generic_flags(paged_flags(128)), builder, &target_)->wait_specialized();
-  }
+  TempDir dir;
+  build(dir, {paged_flags(128).to_flag_set(), generic_flags(paged_flags(128)).to_flag_set()});
   setenv("ATTNJIT_TIERED", "1", 1);
-  config.no_jit = true;
-  KernelCache cache(config);
+  KernelCache cache(no_jit(dir));
   auto k = AttentionKernel::get(paged_flags(128), cache, &target_);
   const AttentionArgs chunk = paged_args(4, 512, 8192, 16);
   EXPECT_EQ(k->schedule_for(chunk), kSmall);
@@ -220,7 +215,6 @@ TEST_F(SmallPagesTest, WhileTheSiblingCompilesTheVariantServesNotATier) {
   EXPECT_EQ(&k->kernel_for(chunk), &k->kernel());
   EXPECT_EQ(cache.stats().compiles, 0u);
   unsetenv("ATTNJIT_TIERED");
-  std::filesystem::remove_all(path);
 }
 
 }  // namespace
