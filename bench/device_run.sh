@@ -9,6 +9,7 @@
 #   with these variables set, for an A/B of a runtime switch in one call; scope a split-only
 #   param to the split variants, ATTNJIT_TUNING=split_kv=true:decode_mma=1,block_m=64,stages=8, or it
 #   reaches the prefill variant a decode gets first too)
+#   STAGES="build overhead" (python/bench_overhead.py: host time per Python call vs SDPA)
 #   STAGES="build decode" DECODE_ARGS=--quick (decode stage: bench_decode.py's arguments;
 #   DECODE_AB_ENV as PAGED_AB_ENV)
 #   STAGES="build kbench" KBENCH_AB_ENV="ATTNJIT_TUNING=stages=3" (kernel_bench --no-tune on the
@@ -38,7 +39,8 @@
 #   KBENCH_AB_ENV runs that stage's command there: an A/B of a template or
 #   runtime change in one call, e.g. BASE_PATCH=base.patch PAGED_AB_ENV=base
 #   with the patch taking the tree back to the code before the change; the
-#   base run's JSON still names HEAD's commit)
+#   base run's JSON still names HEAD's commit; BASE_TARGETS="attnjit_kernel_bench" builds
+#   only those targets of the base tree)
 # ATTNJIT_COMMIT=<sha> names the commit in the JSON results; without it
 # the checkout's `git rev-parse` does, which on the device machine can be
 # an older commit than the tree (its git metadata is not always synced).
@@ -111,7 +113,8 @@ if stage build; then
     # (git apply changes nothing unless the whole patch applies.)
     { (cd "$BASE_TREE" && { git apply "$patch_file" || patch --batch -p1 <"$patch_file"; }) &&
       cmake -S "$BASE_TREE" -B "$BASE_TREE/build-gpu" -G Ninja -DCMAKE_BUILD_TYPE=Release \
-        -DATTNJIT_BUILD_PYTHON=ON && cmake --build "$BASE_TREE/build-gpu" -j16; } \
+        -DATTNJIT_BUILD_PYTHON=ON && cmake --build "$BASE_TREE/build-gpu" -j16 \
+        ${BASE_TARGETS:+--target $BASE_TARGETS}; } \
       >"$OUT/base-build.log" 2>&1 || { tail -30 "$OUT/base-build.log"; exit 1; }
     echo "base: $BASE_PATCH applied and built in $BASE_TREE"
   fi
@@ -151,6 +154,11 @@ if stage python; then
     python3 "$ex" >"$OUT/$(basename "$ex" .py).log" 2>&1 || status=1
     echo "$ex: $(tail -2 "$OUT/$(basename "$ex" .py).log" | tr '\n' ' ')"
   done
+fi
+if stage overhead; then
+  # Host time per Python call against torch SDPA on a tiny problem.
+  python3 python/bench_overhead.py --json "$OUT/overhead.json" 2>&1 | tee "$OUT/overhead.txt"
+  [[ ${PIPESTATUS[0]} -eq 0 ]] || status=1
 fi
 if stage bench; then
   python3 bench/triton_peer.py >"$OUT/triton-peer-check.txt" 2>&1 || status=1

@@ -7,7 +7,7 @@ between bursts, outside the timing.
 
     python python/bench_overhead.py [--json overhead.json]
 
-Rows: torch SDPA (the target: no slower), attnjit.varlen_attention eager,
+Rows: torch SDPA (the target: at most 0.9x its time), attnjit.varlen_attention eager,
 the same under the custom op (torch.ops.attnjit.varlen_attention, the
 torch.compile path, called eagerly), and the bare extension launch (the
 floor: pointers already extracted); then paged_attention's decode launches
@@ -69,15 +69,26 @@ def main():
     out = torch.empty_like(q)
     sinks = torch.zeros(h, device=device)
 
-    # The bare launch: what remains once the tensors are taken apart.
-    kernel = _varlen._kernel(((("dtype", "bf16"), ("head_dim", d), ("causal", True),
-                               ("window", False), ("sinks", "none"), ("mm_prefix", False),
-                               ("mm_clamp", False), ("softcap", False),
-                               ("return_lse", False)), q.get_device()))
+    # The bare launch: what remains once the tensors are taken apart. Its
+    # arguments by name (_C.LAUNCH_ARGS, the binding's order); the rest 0.
+    kernel = _varlen._kernel(((("dtype", "bf16"), ("head_dim", d), ("head_dim_v", d),
+                               ("causal", True), ("window", False), ("sinks", "none"),
+                               ("mm_prefix", False), ("mm_clamp", False),
+                               ("softcap", False), ("return_lse", False)),
+                              q.get_device()))
     row = h * d
-    raw_args = (q.data_ptr(), k.data_ptr(), v.data_ptr(), out.data_ptr(), 0, 0,
-                cu.data_ptr(), cu.data_ptr(), 0, 0, row, d, row, d, row, d,
-                row, d, 1, h, h, n, n, n, n, 0.0, 0.0, -1, -1)
+    named = {"q": q.data_ptr(), "k": k.data_ptr(), "v": v.data_ptr(),
+             "o": out.data_ptr(), "cu_seqlens_q": cu.data_ptr(),
+             "cu_seqlens_k": cu.data_ptr(),
+             "q_row_stride": row, "q_head_stride": d, "k_row_stride": row,
+             "k_head_stride": d, "v_row_stride": row, "v_head_stride": d,
+             "o_row_stride": row, "o_head_stride": d, "num_seqs": 1,
+             "num_heads_q": h, "num_heads_kv": h, "total_q": n, "total_k": n,
+             "max_seqlen_q": n, "max_seqlen_k": n, "scale": d ** -0.5, "window_left": -1,
+             "window_right": -1}
+    unknown = set(named) - set(attnjit._C.LAUNCH_ARGS)
+    assert not unknown, f"not launch arguments: {sorted(unknown)}"
+    raw_args = tuple(named.get(name, 0) for name in attnjit._C.LAUNCH_ARGS)
     stream = torch.cuda.current_stream().cuda_stream
 
     # Paged: one decode query per sequence over a small page-16 cache
@@ -155,9 +166,9 @@ def main():
             pstats.Stats(prof).sort_stats("tottime").print_stats(25)
     sdpa = results[0]["median_us"]
     ours = results[1]["median_us"]
-    verdict = "meets" if ours <= sdpa else "misses"
-    print(f"attnjit eager {ours:.2f} us vs SDPA {sdpa:.2f} us: {verdict} the "
-          f"target (no more than SDPA's)")
+    verdict = "meets" if ours <= 0.9 * sdpa else "misses"
+    print(f"attnjit eager {ours:.2f} us vs SDPA {sdpa:.2f} us ({ours / sdpa:.2f}x): "
+          f"{verdict} the target (at most 0.9x SDPA's)")
     if args.json:
         with open(args.json, "w") as f:
             json.dump({"problem": {"seqlen": n, "heads": h, "head_dim": d},
