@@ -47,6 +47,13 @@ def _pair(x):
     return (type(x), _scalar(x[0]), _scalar(x[1]))
 
 
+def _remember(memo, key, value):
+    """memo[key] = value; a full memo starts over."""
+    if len(memo) >= _MEMO_MAX:
+        memo.clear()
+    memo[key] = value
+
+
 def _validated(memo, key, validate):
     """validate()'s result, kept in `memo` under key() (a tuple of _layout,
     _scalar and _pair values of everything validate reads but the lengths,
@@ -58,7 +65,5 @@ def _validated(memo, key, validate):
     checked = memo.get(k)
     if checked is None:
         checked = validate()  # raises on a bad call: nothing is kept
-        if len(memo) >= _MEMO_MAX:
-            memo.clear()
-        memo[k] = checked
+        _remember(memo, k, checked)
     return checked

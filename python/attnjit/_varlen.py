@@ -19,7 +19,7 @@ from ._checks import (_GRID_MAX, _INT32_MAX, _OP, _check_aligned,
                       _check_lengths, _check_modes, _check_out,
                       _check_value_heads, _fail, _index, _no_backward,
                       _strides, _tensor)
-from ._memo import _layout, _pair, _scalar, _validated
+from ._memo import _Unkeyed, _layout, _pair, _remember, _scalar
 
 # (flag items, device index) -> _C.AttentionKernel: the launch path's
 # handles, keyed by the same flag assignment (the spec's names and values)
@@ -29,6 +29,8 @@ from ._memo import _layout, _pair, _scalar, _validated
 _kernels = {}
 
 _raw_stream = getattr(torch._C, "_cuda_getCurrentRawStream", None)
+_current_device = getattr(torch._C, "_cuda_getDevice", None)
+_capturing = getattr(torch._C, "_cuda_isCurrentStreamCapturing", None)
 
 
 def _stream(device):
@@ -54,33 +56,97 @@ _CHECKED = {}  # varlen_attention's memo
 
 def _checks_key(q, k, v, cu_seqlens_q, cu_seqlens_k, softmax_scale,
                 window_size, sinks, sinks_mode, mm_prefix_ranges,
-                mm_prefix_clamp, softcap, return_lse, out):
-    """Everything _validate reads of its arguments but the lengths (the
-    memo's key)."""
+                mm_prefix_clamp, softcap, return_lse, out, causal):
+    """Everything _validate and _Prepared read of their arguments but the
+    lengths (the memo's key)."""
     return (_layout(q), _layout(k), _layout(v), _layout(cu_seqlens_q),
-            _layout(cu_seqlens_k), _layout(sinks), _layout(mm_prefix_ranges),
-            _layout(out), _scalar(softmax_scale), _pair(window_size),
-            _scalar(sinks_mode), _scalar(mm_prefix_clamp), _scalar(softcap),
-            _scalar(return_lse))
+            _layout(cu_seqlens_k),
+            None if sinks is None else _layout(sinks),
+            None if mm_prefix_ranges is None else _layout(mm_prefix_ranges),
+            None if out is None else _layout(out), _scalar(softmax_scale),
+            _pair(window_size), _scalar(sinks_mode), _scalar(mm_prefix_clamp),
+            _scalar(softcap), _scalar(return_lse), _scalar(causal))
+
+
+class _Prepared:
+    """A checked call and what its launches derive from it, made once per
+    memo key: _validate's result (`checked`), the variant's flags, the
+    outputs' shapes, the launch arguments that do not change from call to
+    call (`mid`, `tail`: _C.LAUNCH_ARGS's values around the lengths) and,
+    once a launch asked for it, the built-in variant's kernel handle."""
+
+    __slots__ = ("checked", "flags", "out_shape", "lse_shape", "mid", "tail",
+                 "kernel")
+
+    def __init__(self, checked, causal, sinks_mode, return_lse, mm_prefix,
+                 mm_prefix_clamp, out_given):
+        (dtype_name, _, num_seqs, total_q, total_k, heads_q, heads_kv,
+         head_dim, _, _, scale, window_left, window_right, window, softcap,
+         q_strides, k_strides, v_strides, o_strides, head_dim_v) = checked
+        self.checked = checked
+        # With an unbounded window the clamp changes nothing.
+        clamp = bool(mm_prefix_clamp) and window
+        self.flags = (("dtype", dtype_name), ("head_dim", head_dim),
+                      ("head_dim_v", head_dim_v), ("causal", bool(causal)),
+                      ("window", window), ("sinks", sinks_mode),
+                      ("mm_prefix", mm_prefix), ("mm_clamp", clamp),
+                      ("softcap", softcap > 0), ("return_lse", bool(return_lse)))
+        width = head_dim_v or head_dim  # o's: v's
+        self.out_shape = (total_q, heads_q, width)
+        self.lse_shape = (heads_q, total_q)
+        if not out_given:
+            o_strides = (heads_q * width, width)
+        self.mid = (q_strides[0], q_strides[1], k_strides[0], k_strides[1],
+                    v_strides[0], v_strides[1], o_strides[0], o_strides[1],
+                    num_seqs, heads_q, heads_kv, total_q, total_k)
+        self.tail = (scale, softcap, window_left, window_right,
+                     0, 0, 0, 0, 0, 0, 0,  # the paged layout's: none
+                     0, 0)  # fp8 K/V's scales: none
+        self.kernel = None
+
+
+def _prepared(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q,
+              max_seqlen_k, softmax_scale, window_size, sinks, sinks_mode,
+              mm_prefix_ranges, mm_prefix_clamp, softcap, return_lse, out,
+              causal, memo=None):
+    """The call's _Prepared, through the memo (memo: another dict than
+    _CHECKED, for tests). The lengths are not in the key (a decode's
+    max_seqlen_k grows at every step): the caller checks them at every
+    call (_lengths)."""
+    key = None
+    try:
+        key = _checks_key(q, k, v, cu_seqlens_q, cu_seqlens_k, softmax_scale,
+                          window_size, sinks, sinks_mode, mm_prefix_ranges,
+                          mm_prefix_clamp, softcap, return_lse, out, causal)
+    except _Unkeyed:
+        pass
+    if memo is None:
+        memo = _CHECKED
+    prepared = memo.get(key) if key is not None else None
+    if prepared is None:
+        # Raises on a bad call: nothing is kept.
+        prepared = _Prepared(
+            _validate(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q,
+                      max_seqlen_k, softmax_scale, window_size, sinks,
+                      sinks_mode, mm_prefix_ranges, mm_prefix_clamp, softcap,
+                      return_lse, out, True),
+            causal, sinks_mode, return_lse, mm_prefix_ranges is not None,
+            mm_prefix_clamp, out is not None)
+        if key is not None:
+            _remember(memo, key, prepared)
+    return prepared
 
 
 def _checked(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seqlen_k,
              softmax_scale, window_size, sinks, sinks_mode, mm_prefix_ranges,
-             mm_prefix_clamp, softcap, return_lse, out, memo=None):
-    """_validate's result for an eager launch, through the memo (memo:
-    another dict than _CHECKED, for tests). The lengths are checked at
-    every call, memo or not: a decode's max_seqlen_k grows at every step,
-    so they are not in the key."""
-    c = _validated(
-        _CHECKED if memo is None else memo,
-        lambda: _checks_key(q, k, v, cu_seqlens_q, cu_seqlens_k,
-                            softmax_scale, window_size, sinks, sinks_mode,
-                            mm_prefix_ranges, mm_prefix_clamp, softcap,
-                            return_lse, out),
-        lambda: _validate(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q,
-                          max_seqlen_k, softmax_scale, window_size, sinks,
-                          sinks_mode, mm_prefix_ranges, mm_prefix_clamp,
-                          softcap, return_lse, out, True))
+             mm_prefix_clamp, softcap, return_lse, out, causal=False,
+             memo=None):
+    """_validate's result for an eager launch, through the memo, with the
+    lengths checked again (every call checks them, memo or not)."""
+    c = _prepared(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q,
+                  max_seqlen_k, softmax_scale, window_size, sinks, sinks_mode,
+                  mm_prefix_ranges, mm_prefix_clamp, softcap, return_lse, out,
+                  causal, memo).checked
     return c[:8] + _lengths(max_seqlen_q, max_seqlen_k) + c[10:]
 
 
@@ -152,11 +218,12 @@ def _span_pointers(mm_prefix_ranges, num_seqs, q, device, key_lengths, check,
     return offsets_ptr, spans_ptr, (offsets, spans)
 
 
-def _launch_on(device, key, args, user_args=()):
+def _launch_on(device, key, args, user_args=(), prepared=None):
     """Looks the variant up and launches it on q's device's current stream.
-    args: the launch's positional arguments, one value per name of
-    _C.LAUNCH_ARGS in its order (the paged layout's k and v are its
-    caches); user_args: a user spec's own, as (name, kind, value) triples.
+    key: _kernel's; args: the launch's positional arguments, one value per
+    name of _C.LAUNCH_ARGS in its order (the paged layout's k and v are its
+    caches); user_args: a user spec's own, as (name, kind, value) triples;
+    prepared: a built-in call's _Prepared, which keeps the kernel handle.
 
     A decode-shaped launch may split its keys (split-KV) and needs scratch
     for the parts. Eagerly the library keeps it per stream; while a CUDA
@@ -164,26 +231,31 @@ def _launch_on(device, key, args, user_args=()):
     pool), zeroed in the graph, so every replay starts from zeroed
     counters.
     """
-    def go():
+    if device != _current_device():
+        with torch.cuda.device(device):
+            return _launch_on(device, key, args, user_args, prepared)
+    if prepared is None:
         kernel = _kernel(key)
-        launch = kernel.launch
-        stream = _stream(device)
-        user = list(user_args)
-        if torch.cuda.is_current_stream_capturing():
-            # A capture launches the variant's own kernel (a tier never
-            # enters a graph, docs/tiers.md: the launch waits for it); the
-            # workspace asked for covers it and a tier alike.
-            need = launch(*args, stream, plan_only=True)
-            if need:
-                workspace = torch.zeros(need, dtype=torch.uint8, device=device)
-                launch(*args, stream, workspace=workspace.data_ptr(),
-                       workspace_bytes=need, user_args=user)
-                return
-        # The rest positionally, as keywords cost the binding a search per
-        # parameter: num_splits 0 (the library's choice), the library's
-        # workspace (0, 0), plan_only False.
-        launch(*args, stream, 0, 0, 0, False, user)
-    _on_device(device, go)
+    else:
+        kernel = prepared.kernel
+        if kernel is None:
+            kernel = prepared.kernel = _kernel(key)
+    stream = _stream(device)
+    user = list(user_args)
+    if _capturing():
+        # A capture launches the variant's own kernel (a tier never enters
+        # a graph, docs/tiers.md: the launch waits for it); the workspace
+        # asked for covers it and a tier alike.
+        need = kernel.launch(*args, stream, plan_only=True)
+        if need:
+            workspace = torch.zeros(need, dtype=torch.uint8, device=device)
+            kernel.launch(*args, stream, workspace=workspace.data_ptr(),
+                          workspace_bytes=need, user_args=user)
+            return
+    # The rest positionally, as keywords cost the binding a search per
+    # parameter: num_splits 0 (the library's choice), the library's
+    # workspace (0, 0), plan_only False.
+    kernel.launch(*args, stream, 0, 0, 0, False, user)
 
 
 def _validate(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seqlen_k,
@@ -322,28 +394,26 @@ def _launch(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seqlen_k,
     """Checks, allocates what is missing and launches; returns (out, lse).
     user: (spec, checker) for a user spec's variant (attnjit._user), the
     checker giving its args' launch triples from the checked sizes."""
-    (dtype_name, device, num_seqs, total_q, total_k, heads_q, heads_kv,
-     head_dim, max_q, max_k, scale, window_left, window_right, window,
-     softcap, q_strides, k_strides, v_strides, o_strides, head_dim_v) = _checked(
-         q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seqlen_k,
-         softmax_scale, window_size, sinks, sinks_mode, mm_prefix_ranges,
-         mm_prefix_clamp, softcap, return_lse, out)
+    p = _prepared(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q,
+                  max_seqlen_k, softmax_scale, window_size, sinks, sinks_mode,
+                  mm_prefix_ranges, mm_prefix_clamp, softcap, return_lse, out,
+                  causal)
+    max_q, max_k = _lengths(max_seqlen_q, max_seqlen_k)
     _no_backward(_OP, q, k, v)
     if out is None:
-        width = head_dim_v or head_dim  # o's: v's
-        out = q.new_empty((total_q, heads_q, width))
-        o_strides = (heads_q * width, width)
-    lse = (q.new_empty((heads_q, total_q), dtype=torch.float32)
-           if return_lse else None)
-    mm_prefix = mm_prefix_ranges is not None
-    # With an unbounded window the clamp changes nothing.
-    clamp = bool(mm_prefix_clamp) and window
-    key_lengths = None
-    if check:
-        key_lengths = _check_values(cu_seqlens_q, cu_seqlens_k, total_q,
-                                    total_k, max_q, max_k)
-    offsets_ptr, spans_ptr, _spans = _span_pointers(
-        mm_prefix_ranges, num_seqs, q, device, lambda: key_lengths, check, _OP)
+        out = q.new_empty(p.out_shape)
+    lse = q.new_empty(p.lse_shape, dtype=torch.float32) if return_lse else None
+    offsets_ptr = spans_ptr = 0
+    device, num_seqs, total_q = p.checked[1:4]
+    if check or mm_prefix_ranges is not None or user is not None:
+        total_k, heads_q, heads_kv = p.checked[4:7]
+        key_lengths = None
+        if check:
+            key_lengths = _check_values(cu_seqlens_q, cu_seqlens_k, total_q,
+                                        total_k, max_q, max_k)
+        offsets_ptr, spans_ptr, _spans = _span_pointers(
+            mm_prefix_ranges, num_seqs, q, device, lambda: key_lengths, check,
+            _OP)
     user_args = ()
     if user is not None:
         user_args = user[1](device=device, num_seqs=num_seqs, total_q=total_q,
@@ -351,6 +421,18 @@ def _launch(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seqlen_k,
                             heads_kv=heads_kv, pointers=True)
     if total_q == 0 or num_seqs == 0:
         return out, lse
+    # One value per name of _C.LAUNCH_ARGS, in its order
+    # (python/tests/test_launch_args.py holds each name to its value).
+    args = (q.data_ptr(), k.data_ptr(), v.data_ptr(), out.data_ptr(),
+            lse.data_ptr() if lse is not None else 0,
+            sinks.data_ptr() if sinks is not None else 0,
+            cu_seqlens_q.data_ptr(), cu_seqlens_k.data_ptr(), offsets_ptr,
+            spans_ptr) + p.mid + (max_q, max_k) + p.tail
+    if user is None:
+        _launch_on(device, (p.flags, device), args, (), p)
+    else:
+        _launch_on(device, (p.flags, device, user[0]), args, user_args)
+    return out, lse
 
     key = ((("dtype", dtype_name), ("head_dim", head_dim),
             ("head_dim_v", head_dim_v), ("causal", bool(causal)),

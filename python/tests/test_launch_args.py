@@ -43,7 +43,7 @@ def launched(monkeypatch):
     recorded as {name: value} over _C.LAUNCH_ARGS."""
     calls = []
 
-    def record(device, key, args, user_args=()):
+    def record(device, key, args, user_args=(), prepared=None):
         assert len(args) == len(_C.LAUNCH_ARGS)
         calls.append((dict(key[0]), dict(zip(_C.LAUNCH_ARGS, args))))
 

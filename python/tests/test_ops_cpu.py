@@ -19,7 +19,7 @@ torch = pytest.importorskip("torch")
 _C = attnjit._C
 
 
-def _stub_launch(device, key, args, user_args=()):
+def _stub_launch(device, key, args, user_args=(), prepared=None):
     """Zeroes out (and lse) as a launch would write them: args as
     _varlen._launch / _paged._launch build them, _C.LAUNCH_ARGS's values."""
     a = dict(zip(_C.LAUNCH_ARGS, args))

@@ -215,7 +215,7 @@ def no_device(monkeypatch):
     for module in (_varlen, _paged):
         monkeypatch.setattr(module, "_check_device", lambda *a, **k: -1)
         monkeypatch.setattr(module, "_launch_on",
-                            lambda device, key, args, user_args=():
+                            lambda device, key, args, user_args=(), prepared=None:
                             launched.append((key, args,
                                              list(user_args))))
         # Fresh memos: what the stubbed checks pass must not outlive them.
