@@ -7,7 +7,9 @@ depend only on its tensors' dtypes, shapes, strides, device indices and
 max_seqlen_q=1.0 is an error that 1 is not), so their result is kept under
 a key of those, less max_seqlen_q and max_seqlen_k: a decode's
 max_seqlen_k grows at every step, so the lengths (and what depends on
-them) are checked at every call instead (each module's _checked). A failed
+them) are checked at every call instead (each module's _launch). The value
+kept is the module's _Prepared: the checks' result and what the launches
+derive from it. A failed
 check stores nothing; a tensor subclass, a tensor of another layout than
 strided, or a scalar of another type goes through the checks every time.
 The key costs ~5 attribute reads per tensor against the checks' ~50
@@ -52,18 +54,3 @@ def _remember(memo, key, value):
     if len(memo) >= _MEMO_MAX:
         memo.clear()
     memo[key] = value
-
-
-def _validated(memo, key, validate):
-    """validate()'s result, kept in `memo` under key() (a tuple of _layout,
-    _scalar and _pair values of everything validate reads but the lengths,
-    which the callers, _checked, check again at every call)."""
-    try:
-        k = key()
-    except _Unkeyed:
-        return validate()
-    checked = memo.get(k)
-    if checked is None:
-        checked = validate()  # raises on a bad call: nothing is kept
-        _remember(memo, k, checked)
-    return checked

@@ -22,7 +22,7 @@ from ._checks import (_DTYPE_NAMES, _GRID_MAX, _INT32_MAX, _check_aligned,
                       _strides, _tensor)
 from ._varlen import (_fake_outputs, _launch_on, _op_result, _returned,
                       _span_pointers, _traced)
-from ._memo import _layout, _pair, _scalar, _validated
+from ._memo import _Unkeyed, _layout, _pair, _remember, _scalar
 
 _OP = "paged_attention"
 PAGE_SIZE_MULTIPLE = 16
@@ -213,21 +213,65 @@ def _validate(q, k_cache, v_cache, block_table, cu_seqlens_q, seqused_k,
                     head_dim_v)
 
 
-_CHECKED = {}  # paged_attention's memo of checked layouts (_memo._validated)
+_CHECKED = {}  # paged_attention's memo: checks key -> _Prepared
 
 
 def _checks_key(q, k_cache, v_cache, block_table, cu_seqlens_q, seqused_k,
                 softmax_scale, window_size, sinks, sinks_mode,
                 mm_prefix_ranges, mm_prefix_clamp, softcap, k_scale, v_scale,
-                out):
-    """Everything _validate reads of its arguments but the lengths (the
-    memo's key)."""
+                out, causal=False, return_lse=False):
+    """Everything _validate and _Prepared read of their arguments but the
+    lengths (the memo's key)."""
     return (_layout(q), _layout(k_cache), _layout(v_cache),
             _layout(block_table), _layout(cu_seqlens_q), _layout(seqused_k),
-            _layout(sinks), _layout(mm_prefix_ranges), _layout(k_scale),
-            _layout(v_scale), _layout(out), _scalar(softmax_scale),
+            None if sinks is None else _layout(sinks),
+            None if mm_prefix_ranges is None else _layout(mm_prefix_ranges),
+            None if k_scale is None else _layout(k_scale),
+            None if v_scale is None else _layout(v_scale),
+            None if out is None else _layout(out), _scalar(softmax_scale),
             _pair(window_size), _scalar(sinks_mode), _scalar(mm_prefix_clamp),
-            _scalar(softcap))
+            _scalar(softcap), _scalar(causal), _scalar(return_lse))
+
+
+class _Prepared:
+    """A checked call and what its launches derive from it, made once per
+    memo key (as attnjit._varlen's): _validate's _Checked, the variant's
+    flags, the outputs' shapes, the launch arguments that do not change
+    from call to call and, once a launch asked for it, the built-in
+    variant's kernel handle."""
+
+    __slots__ = ("checked", "flags", "out_shape", "lse_shape", "mid", "tail",
+                 "paged", "kernel")
+
+    def __init__(self, c, causal, sinks_mode, return_lse, mm_prefix,
+                 mm_prefix_clamp, out_given):
+        self.checked = c
+        # With an unbounded window the clamp changes nothing.
+        clamp = bool(mm_prefix_clamp) and c.window
+        self.flags = ((("dtype", c.dtype_name), ("head_dim", c.head_dim),
+                       ("head_dim_v", c.head_dim_v), ("causal", bool(causal)),
+                       ("window", c.window), ("sinks", sinks_mode),
+                       ("mm_prefix", mm_prefix), ("mm_clamp", clamp),
+                       ("softcap", c.softcap > 0),
+                       ("return_lse", bool(return_lse)),
+                       ("kv_layout", "paged"))
+                      + ((("kv_dtype", "fp8_e4m3"),) if c.fp8 else ()))
+        width = c.head_dim_v or c.head_dim  # o's: v's
+        self.out_shape = (c.total_q, c.heads_q, width)
+        self.lse_shape = (c.heads_q, c.total_q)
+        o_strides = c.o_strides if out_given else (c.heads_q * width, width)
+        k_page, k_row, k_head = c.k_strides
+        v_page, v_row, v_head = c.v_strides
+        # _C.LAUNCH_ARGS's values between the pointers and the lengths, then
+        # between the lengths and the page table, then after it (total_k is
+        # not used).
+        self.mid = (c.q_strides[0], c.q_strides[1], k_row, k_head, v_row,
+                    v_head, o_strides[0], o_strides[1], c.num_seqs,
+                    c.heads_q, c.heads_kv, c.total_q, 0)
+        self.tail = (c.scale, c.softcap, c.window_left, c.window_right)
+        self.paged = (c.block_table_stride, k_page, v_page, c.page_size,
+                      c.num_pages)
+        self.kernel = None
 
 
 def _lengths(max_seqlen_q, max_seqlen_k, table_columns, page_size):
@@ -245,27 +289,52 @@ def _lengths(max_seqlen_q, max_seqlen_k, table_columns, page_size):
     return max_q, max_k
 
 
+def _prepared(q, k_cache, v_cache, block_table, cu_seqlens_q, seqused_k,
+              max_seqlen_q, max_seqlen_k, softmax_scale, window_size, sinks,
+              sinks_mode, mm_prefix_ranges, mm_prefix_clamp, softcap, k_scale,
+              v_scale, out, causal=False, return_lse=False, memo=None):
+    """The call's _Prepared, through the memo (memo: another dict than the
+    module's _CHECKED, for tests). The lengths are not in the key: the
+    caller checks them at every call (_lengths)."""
+    key = None
+    try:
+        key = _checks_key(q, k_cache, v_cache, block_table, cu_seqlens_q,
+                          seqused_k, softmax_scale, window_size, sinks,
+                          sinks_mode, mm_prefix_ranges, mm_prefix_clamp,
+                          softcap, k_scale, v_scale, out, causal, return_lse)
+    except _Unkeyed:
+        pass
+    if memo is None:
+        memo = _CHECKED
+    prepared = memo.get(key) if key is not None else None
+    if prepared is None:
+        # Raises on a bad call: nothing is kept.
+        prepared = _Prepared(
+            _validate(q, k_cache, v_cache, block_table, cu_seqlens_q,
+                      seqused_k, max_seqlen_q, max_seqlen_k, softmax_scale,
+                      window_size, sinks, sinks_mode, mm_prefix_ranges,
+                      mm_prefix_clamp, softcap, k_scale, v_scale, out, True),
+            causal, sinks_mode, return_lse, mm_prefix_ranges is not None,
+            mm_prefix_clamp, out is not None)
+        if key is not None:
+            _remember(memo, key, prepared)
+    return prepared
+
+
 def _checked(q, k_cache, v_cache, block_table, cu_seqlens_q, seqused_k,
              max_seqlen_q, max_seqlen_k, softmax_scale, window_size, sinks,
              sinks_mode, mm_prefix_ranges, mm_prefix_clamp, softcap, k_scale,
-             v_scale, out, memo=None):
-    """_validate's _Checked for an eager launch, through the memo (memo:
-    another dict than the module's _CHECKED, for tests)."""
-    c = _validated(
-        _CHECKED if memo is None else memo,
-        lambda: _checks_key(q, k_cache, v_cache, block_table, cu_seqlens_q,
-                            seqused_k, softmax_scale, window_size, sinks,
-                            sinks_mode, mm_prefix_ranges, mm_prefix_clamp,
-                            softcap, k_scale, v_scale, out),
-        lambda: _validate(q, k_cache, v_cache, block_table, cu_seqlens_q,
-                          seqused_k, max_seqlen_q, max_seqlen_k, softmax_scale,
-                          window_size, sinks, sinks_mode, mm_prefix_ranges,
-                          mm_prefix_clamp, softcap, k_scale, v_scale, out,
-                          True))
+             v_scale, out, causal=False, return_lse=False, memo=None):
+    """_validate's _Checked for an eager launch, through the memo, with the
+    lengths checked again (every call checks them, memo or not)."""
+    c = _prepared(q, k_cache, v_cache, block_table, cu_seqlens_q, seqused_k,
+                  max_seqlen_q, max_seqlen_k, softmax_scale, window_size,
+                  sinks, sinks_mode, mm_prefix_ranges, mm_prefix_clamp,
+                  softcap, k_scale, v_scale, out, causal, return_lse,
+                  memo).checked
     max_q, max_k = _lengths(max_seqlen_q, max_seqlen_k, block_table.shape[1],
                             c.page_size)
-    # c._replace(max_q=..., max_k=...), without its keyword machinery (a
-    # third of a memo hit's time).
+    # c._replace(max_q=..., max_k=...), without its keyword machinery.
     return tuple.__new__(_Checked, c[:9] + (max_q, max_k) + c[11:])
 
 
@@ -334,29 +403,27 @@ def _launch(q, k_cache, v_cache, block_table, cu_seqlens_q, seqused_k,
     """Checks, allocates what is missing and launches; returns (out, lse).
     user: as attnjit._varlen._launch's; cu_seqlens_k: where each sequence's
     keys start in a user spec's per-key-token tensors."""
-    c = _checked(q, k_cache, v_cache, block_table, cu_seqlens_q, seqused_k,
-                 max_seqlen_q, max_seqlen_k, softmax_scale, window_size, sinks,
-                 sinks_mode, mm_prefix_ranges, mm_prefix_clamp, softcap,
-                 k_scale, v_scale, out)
+    p = _prepared(q, k_cache, v_cache, block_table, cu_seqlens_q, seqused_k,
+                  max_seqlen_q, max_seqlen_k, softmax_scale, window_size,
+                  sinks, sinks_mode, mm_prefix_ranges, mm_prefix_clamp,
+                  softcap, k_scale, v_scale, out, causal, return_lse)
+    c = p.checked
+    max_q, max_k = _lengths(max_seqlen_q, max_seqlen_k, block_table.shape[1],
+                            c.page_size)
     _no_backward(_OP, q, k_cache, v_cache)
-    o_strides = c.o_strides
     if out is None:
-        width = c.head_dim_v or c.head_dim  # o's: v's
-        out = q.new_empty((c.total_q, c.heads_q, width))
-        o_strides = (c.heads_q * width, width)
-    lse = (q.new_empty((c.heads_q, c.total_q), dtype=torch.float32)
-           if return_lse else None)
-    mm_prefix = mm_prefix_ranges is not None
-    # With an unbounded window the clamp changes nothing.
-    clamp = bool(mm_prefix_clamp) and c.window
-    key_lengths = None
-    if check:
-        key_lengths = _check_values(cu_seqlens_q, seqused_k, block_table,
-                                    c.total_q, c.max_q, c.max_k, c.page_size,
-                                    c.num_pages)
-    offsets_ptr, spans_ptr, _spans = _span_pointers(
-        mm_prefix_ranges, c.num_seqs, q, c.device, lambda: key_lengths, check,
-        _OP)
+        out = q.new_empty(p.out_shape)
+    lse = q.new_empty(p.lse_shape, dtype=torch.float32) if return_lse else None
+    offsets_ptr = spans_ptr = 0
+    if check or mm_prefix_ranges is not None:
+        key_lengths = None
+        if check:
+            key_lengths = _check_values(cu_seqlens_q, seqused_k, block_table,
+                                        c.total_q, max_q, max_k, c.page_size,
+                                        c.num_pages)
+        offsets_ptr, spans_ptr, _spans = _span_pointers(
+            mm_prefix_ranges, c.num_seqs, q, c.device, lambda: key_lengths,
+            check, _OP)
     user_args = ()
     if user is not None:
         user_args = user[1](device=c.device, num_seqs=c.num_seqs,
@@ -365,6 +432,22 @@ def _launch(q, k_cache, v_cache, block_table, cu_seqlens_q, seqused_k,
                             pointers=True)
     if c.total_q == 0 or c.num_seqs == 0:
         return out, lse
+    # One value per name of _C.LAUNCH_ARGS, in its order
+    # (python/tests/test_launch_args.py holds each name to its value): the
+    # caches are k and v.
+    args = ((q.data_ptr(), k_cache.data_ptr(), v_cache.data_ptr(),
+             out.data_ptr(), lse.data_ptr() if lse is not None else 0,
+             sinks.data_ptr() if sinks is not None else 0,
+             cu_seqlens_q.data_ptr(),
+             cu_seqlens_k.data_ptr() if cu_seqlens_k is not None else 0,
+             offsets_ptr, spans_ptr) + p.mid + (max_q, max_k) + p.tail
+            + (block_table.data_ptr(), seqused_k.data_ptr()) + p.paged
+            + ((k_scale.data_ptr(), v_scale.data_ptr()) if c.fp8 else (0, 0)))
+    if user is None:
+        _launch_on(c.device, (p.flags, c.device), args, (), p)
+    else:
+        _launch_on(c.device, (p.flags, c.device, user[0]), args, user_args)
+    return out, lse
 
     key = ((("dtype", c.dtype_name), ("head_dim", c.head_dim),
             ("head_dim_v", c.head_dim_v), ("causal", bool(causal)),

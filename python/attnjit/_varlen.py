@@ -51,7 +51,7 @@ def _kernel(key):
     return kernel
 
 
-_CHECKED = {}  # varlen_attention's memo
+_CHECKED = {}  # varlen_attention's memo: checks key -> _Prepared
 
 
 def _checks_key(q, k, v, cu_seqlens_q, cu_seqlens_k, softmax_scale,

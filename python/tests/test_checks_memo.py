@@ -1,5 +1,5 @@
-"""The argument checks' memo (attnjit._memo._validated, through each
-module's _checked): an eager call whose key matches an earlier checked
+"""The argument checks' memo (each module's _prepared, through its
+_checked): an eager call whose key matches an earlier checked
 call's skips the checks, so the key must change with everything the checks
 read but the lengths, which every call checks; and a failed check must keep
 nothing. CPU tensors; the device check is stubbed where a call must pass.
@@ -171,6 +171,18 @@ def test_another_valid_layout_is_checked_and_kept_apart(paged_checks):
         assert checked == _paged._validate(**args, pointers=True), name
         assert call(_paged_args(**change)) == checked and count[0] == n + 1, name
         count[0] -= 1  # (the direct _validate above)
+
+
+def test_paged_variant_flags_are_keyed(paged_checks):
+    """causal and return_lse are not checked, but the memo's entry holds the
+    variant they choose: each value keeps an entry of its own."""
+    call, count, memo = paged_checks
+    call(_paged_args())
+    for n, change in enumerate((dict(causal=True), dict(return_lse=True)), start=2):
+        call(_paged_args(**change))
+        assert len(memo) == n and count[0] == n, change
+        call(_paged_args(**change))
+        assert len(memo) == n and count[0] == n, change
 
 
 def test_lengths_are_checked_at_every_call_and_not_keyed(paged_checks):
