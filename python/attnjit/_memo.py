@@ -3,7 +3,7 @@ attnjit._paged each keep one, keyed by their own _checks_key).
 
 An engine calls with the same layouts over and over: the checks of a call
 depend only on its tensors' dtypes, shapes, strides, device indices and
-16-byte alignment and on its scalar arguments (types included:
+the 16-byte alignment of q, k, v and out and on its scalar arguments (types included:
 max_seqlen_q=1.0 is an error that 1 is not), so their result is kept under
 a key of those, less max_seqlen_q and max_seqlen_k: a decode's
 max_seqlen_k grows at every step, so the lengths (and what depends on
@@ -26,12 +26,23 @@ class _Unkeyed(Exception):
 
 
 def _layout(t):
-    """What the checks read of a tensor argument (None stays None)."""
+    """What the checks read of a tensor argument but its address (None
+    stays None; the addresses the checks read are keyed by _aligned)."""
     if t is None:
         return None
     if type(t) is not torch.Tensor or t.layout is not torch.strided:
         raise _Unkeyed
-    return (t.dtype, t.shape, t.stride(), t.get_device(), t.data_ptr() & 15)
+    return (t.dtype, t.shape, t.stride(), t.get_device())
+
+
+def _aligned(*tensors):
+    """Whether every tensor given (None aside) starts on a 16-byte line: the
+    one fact of their addresses the checks read."""
+    bits = 0
+    for t in tensors:
+        if t is not None:
+            bits |= t.data_ptr()
+    return not bits & 15
 
 
 _PLAIN = (int, float, bool, str, type(None))

@@ -22,7 +22,7 @@ from ._checks import (_DTYPE_NAMES, _GRID_MAX, _INT32_MAX, _check_aligned,
                       _strides, _tensor)
 from ._varlen import (_fake_outputs, _launch_on, _op_result, _returned,
                       _span_pointers, _traced)
-from ._memo import _Unkeyed, _layout, _pair, _remember, _scalar
+from ._memo import _Unkeyed, _aligned, _layout, _pair, _remember, _scalar
 
 _OP = "paged_attention"
 PAGE_SIZE_MULTIPLE = 16
@@ -230,7 +230,8 @@ def _checks_key(q, k_cache, v_cache, block_table, cu_seqlens_q, seqused_k,
             None if v_scale is None else _layout(v_scale),
             None if out is None else _layout(out), _scalar(softmax_scale),
             _pair(window_size), _scalar(sinks_mode), _scalar(mm_prefix_clamp),
-            _scalar(softcap), _scalar(causal), _scalar(return_lse))
+            _scalar(softcap), _scalar(causal), _scalar(return_lse),
+            _aligned(q, k_cache, v_cache, out))
 
 
 class _Prepared:
@@ -447,35 +448,6 @@ def _launch(q, k_cache, v_cache, block_table, cu_seqlens_q, seqused_k,
         _launch_on(c.device, (p.flags, c.device), args, (), p)
     else:
         _launch_on(c.device, (p.flags, c.device, user[0]), args, user_args)
-    return out, lse
-
-    key = ((("dtype", c.dtype_name), ("head_dim", c.head_dim),
-            ("head_dim_v", c.head_dim_v), ("causal", bool(causal)),
-            ("window", c.window),
-            ("sinks", sinks_mode), ("mm_prefix", mm_prefix),
-            ("mm_clamp", clamp), ("softcap", c.softcap > 0),
-            ("return_lse", bool(return_lse)), ("kv_layout", "paged"))
-           + ((("kv_dtype", "fp8_e4m3"),) if c.fp8 else ()),
-           c.device) + ((user[0],) if user is not None else ())
-    # One value per name of _C.LAUNCH_ARGS, in its order
-    # (python/tests/test_launch_args.py holds each name to its value): the
-    # caches are k and v; total_k is not used.
-    k_page, k_row, k_head = c.k_strides
-    v_page, v_row, v_head = c.v_strides
-    args = (q.data_ptr(), k_cache.data_ptr(), v_cache.data_ptr(),
-            out.data_ptr(), lse.data_ptr() if lse is not None else 0,
-            sinks.data_ptr() if sinks is not None else 0,
-            cu_seqlens_q.data_ptr(),
-            cu_seqlens_k.data_ptr() if cu_seqlens_k is not None else 0,
-            offsets_ptr, spans_ptr, c.q_strides[0], c.q_strides[1], k_row,
-            k_head, v_row, v_head, o_strides[0], o_strides[1], c.num_seqs,
-            c.heads_q, c.heads_kv, c.total_q, 0, c.max_q, c.max_k, c.scale,
-            c.softcap, c.window_left, c.window_right, block_table.data_ptr(),
-            seqused_k.data_ptr(), c.block_table_stride, k_page, v_page,
-            c.page_size, c.num_pages,
-            k_scale.data_ptr() if c.fp8 else 0,
-            v_scale.data_ptr() if c.fp8 else 0)
-    _launch_on(c.device, key, args, user_args)
     return out, lse
 
 

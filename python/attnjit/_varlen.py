@@ -19,7 +19,7 @@ from ._checks import (_GRID_MAX, _INT32_MAX, _OP, _check_aligned,
                       _check_lengths, _check_modes, _check_out,
                       _check_value_heads, _fail, _index, _no_backward,
                       _strides, _tensor)
-from ._memo import _Unkeyed, _layout, _pair, _remember, _scalar
+from ._memo import _Unkeyed, _aligned, _layout, _pair, _remember, _scalar
 
 # (flag items, device index) -> _C.AttentionKernel: the launch path's
 # handles, keyed by the same flag assignment (the spec's names and values)
@@ -65,7 +65,8 @@ def _checks_key(q, k, v, cu_seqlens_q, cu_seqlens_k, softmax_scale,
             None if mm_prefix_ranges is None else _layout(mm_prefix_ranges),
             None if out is None else _layout(out), _scalar(softmax_scale),
             _pair(window_size), _scalar(sinks_mode), _scalar(mm_prefix_clamp),
-            _scalar(softcap), _scalar(return_lse), _scalar(causal))
+            _scalar(softcap), _scalar(return_lse), _scalar(causal),
+            _aligned(q, k, v, out))
 
 
 class _Prepared:
@@ -432,29 +433,6 @@ def _launch(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seqlen_k,
         _launch_on(device, (p.flags, device), args, (), p)
     else:
         _launch_on(device, (p.flags, device, user[0]), args, user_args)
-    return out, lse
-
-    key = ((("dtype", dtype_name), ("head_dim", head_dim),
-            ("head_dim_v", head_dim_v), ("causal", bool(causal)),
-            ("window", window),
-            ("sinks", sinks_mode), ("mm_prefix", mm_prefix),
-            ("mm_clamp", clamp), ("softcap", softcap > 0),
-            ("return_lse", bool(return_lse))), device)
-    if user is not None:
-        key += (user[0],)
-    # One value per name of _C.LAUNCH_ARGS, in its order
-    # (python/tests/test_launch_args.py holds each name to its value).
-    args = (q.data_ptr(), k.data_ptr(), v.data_ptr(), out.data_ptr(),
-            lse.data_ptr() if lse is not None else 0,
-            sinks.data_ptr() if sinks is not None else 0,
-            cu_seqlens_q.data_ptr(), cu_seqlens_k.data_ptr(), offsets_ptr,
-            spans_ptr, q_strides[0], q_strides[1], k_strides[0], k_strides[1],
-            v_strides[0], v_strides[1], o_strides[0], o_strides[1], num_seqs,
-            heads_q, heads_kv, total_q, total_k, max_q, max_k, scale, softcap,
-            window_left, window_right,
-            0, 0, 0, 0, 0, 0, 0,  # the paged layout's: none
-            0, 0)  # fp8 K/V's scales: none
-    _launch_on(device, key, args, user_args)
     return out, lse
 
 
