@@ -40,7 +40,8 @@
 #   runtime change in one call, e.g. BASE_PATCH=base.patch PAGED_AB_ENV=base
 #   with the patch taking the tree back to the code before the change; the
 #   base run's JSON still names HEAD's commit; BASE_TARGETS="attnjit_kernel_bench" builds
-#   only those targets of the base tree)
+#   only those targets of the base tree; BUILD_TARGETS the same for the tree itself, e.g.
+#   "attnjit_kernel_bench attnjit_python attnjit" where no stage runs the tests)
 # ATTNJIT_COMMIT=<sha> names the commit in the JSON results; without it
 # the checkout's `git rev-parse` does, which on the device machine can be
 # an older commit than the tree (its git metadata is not always synced).
@@ -103,7 +104,8 @@ with_ab() {
 }
 if stage build; then
   cmake -S . -B build-gpu -G Ninja -DCMAKE_BUILD_TYPE=Release -DATTNJIT_BUILD_PYTHON=ON \
-    >"$OUT/cmake.log" 2>&1 && cmake --build build-gpu -j16 >"$OUT/build.log" 2>&1 \
+    >"$OUT/cmake.log" 2>&1 && cmake --build build-gpu -j16 ${BUILD_TARGETS:+--target $BUILD_TARGETS} \
+    >"$OUT/build.log" 2>&1 \
     || { tail -50 "$OUT/build.log"; exit 1; }
   if [[ -n ${BASE_PATCH:-} ]]; then
     BASE_TREE=$(mktemp -d)/tree
