@@ -28,6 +28,7 @@ inline std::vector<Problem> peer_problems() {
       {"full_d80", 4, 4096, 16, 16, 80},
       {"causal_gqa_d128", 8, 2048, 32, 8, 128, true},
       {"causal_long_d128", 1, 16384, 32, 32, 128, true},
+      {"causal_d256", 2, 8192, 16, 16, 256, true},
       {"mimo_window64_key0", 4, 4096, 16, 16, 80, false, 64, 64, SinkMode::kBiasKey0},
       {"gpt_oss_window127_null", 4, 4096, 64, 8, 64, true, 127, 0, SinkMode::kNullLogit},
       {"gemma4_window1023_spans", 2, 8192, 16, 8, 256, true, 1023, 0, SinkMode::kNone, true},

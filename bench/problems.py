@@ -7,6 +7,7 @@ PROBLEMS = [
     ("full_d80", 4, 4096, 16, 16, 80, False, (-1, -1), "none", False),
     ("causal_gqa_d128", 8, 2048, 32, 8, 128, True, (-1, -1), "none", False),
     ("causal_long_d128", 1, 16384, 32, 32, 128, True, (-1, -1), "none", False),
+    ("causal_d256", 2, 8192, 16, 16, 256, True, (-1, -1), "none", False),
     ("mimo_window64_key0", 4, 4096, 16, 16, 80, False, (64, 64), "bias_key0", False),
     ("gpt_oss_window127_null", 4, 4096, 64, 8, 64, True, (127, 0), "null_logit", False),
     ("gemma4_window1023_spans", 2, 8192, 16, 8, 256, True, (1023, 0), "none", True),
