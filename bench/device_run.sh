@@ -10,6 +10,7 @@
 #   param to the split variants, ATTNJIT_TUNING=split_kv=true:decode_mma=1,block_m=64,stages=8, or it
 #   reaches the prefill variant a decode gets first too)
 #   STAGES="build overhead" (python/bench_overhead.py: host time per Python call vs SDPA)
+#   STAGES="build bench" BENCH_ARGS="--only full_d80,causal_d256" (bench_attention.py's arguments)
 #   STAGES="build decode" DECODE_ARGS=--quick (decode stage: bench_decode.py's arguments;
 #   DECODE_AB_ENV as PAGED_AB_ENV)
 #   STAGES="build kbench" KBENCH_AB_ENV="ATTNJIT_TUNING=stages=3" (kernel_bench --no-tune on the
@@ -165,7 +166,7 @@ fi
 if stage bench; then
   python3 bench/triton_peer.py >"$OUT/triton-peer-check.txt" 2>&1 || status=1
   tail -1 "$OUT/triton-peer-check.txt"
-  python3 bench/bench_attention.py --commit "$commit" --out "$OUT/bench.json" \
+  python3 bench/bench_attention.py ${BENCH_ARGS:-} --commit "$commit" --out "$OUT/bench.json" \
     >"$OUT/bench.txt" 2>&1 || status=1
   cat "$OUT/bench.txt" | tail -30
 fi
