@@ -25,6 +25,7 @@ from results_index import RESULTS, missing_citations, results_index, table  # no
 SOURCES = {
     "peers": "2026-12-04-h200-2ab177d-peers-fa4.json",
     "prefill": "2026-12-03-h200-c788c83-bench-heated.json",
+    "prefill_fa4": "2026-12-05-h200-5253a25-peers-fa4.json",
     "sustained": "2026-12-03-h200-c788c83-sustained-clock.json",
     "paged": "2026-12-03-h200-7880826-paged-flexfix.json",
     "decode": "2026-12-03-h200-c788c83-decode.json",
@@ -120,8 +121,8 @@ def peers_table(root):
     return lines, textwrap.fill(note, 78, break_on_hyphens=False, break_long_words=False)
 
 
-def prefill_tables(root):
-    run = load(root, "prefill")
+def prefill_tables(root, key="prefill"):
+    run = load(root, key)
     peers = list(run["problems"][0]["ms"])
     rows = []
     for p in run["problems"]:
@@ -138,7 +139,7 @@ def prefill_tables(root):
         rows.append(cells)
     lines = table(["problem"] + [PEERS[x] for x in peers] + ["floor", "attnjit / floor", "attnjit error"],
                   rows)
-    chart = SOURCES["prefill"][:-len(".json")] + ".png"
+    chart = SOURCES[key][:-len(".json")] + ".png"
     if os.path.exists(os.path.join(root, RESULTS, chart)):
         lines += ["", f"![Time per problem: attnjit beside its peers and each problem's floor]"
                       f"(../{RESULTS}/{chart})"]
@@ -286,6 +287,7 @@ def gemma4_table(root):
 def performance_md(root):
     peers, peers_note = peers_table(root)
     prefill, prun, rounds = prefill_tables(root)
+    dense_fa4, frun, frounds = prefill_tables(root, "prefill_fa4")
     paged, grun = paged_tables(root)
     decode, drun, bw, sweep, fp8 = decode_tables(root)
     user, urun, user_vm, vrun, user_kb = user_tables(root)
@@ -322,6 +324,11 @@ def performance_md(root):
         "same masks and sinks. FLOP-bound rows also in useful TFLOP/s.",
         "",
         *prefill,
+        "",
+        f"The dense problems again with FlashAttention-4 ({frun['fa4']}) among the peers,",
+        f"{cite('prefill_fa4')}, {frun['date']}, {frun['gpu']}, {frounds} heated rounds:",
+        "",
+        *dense_fa4,
         "",
         f"Under sustained load ({cite('sustained')}; `bench/clock_probe.py --sustained 6`:",
         "each peer alone for 6 s, read over the second half) the GPU holds its power limit,",

@@ -71,7 +71,7 @@ def main():
 
     # The bare launch: what remains once the tensors are taken apart. Its
     # arguments by name (_C.LAUNCH_ARGS, the binding's order); the rest 0.
-    kernel = _varlen._kernel(((("dtype", "bf16"), ("head_dim", d), ("head_dim_v", d),
+    kernel = _varlen._kernel(((("dtype", "bf16"), ("head_dim", d), ("head_dim_v", 0),
                                ("causal", True), ("window", False), ("sinks", "none"),
                                ("mm_prefix", False), ("mm_clamp", False),
                                ("softcap", False), ("return_lse", False)),
