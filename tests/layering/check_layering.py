@@ -88,6 +88,8 @@ UNIT_OF = {
     "compiler/src/matrix.cpp": "spec",
     "compiler/src/spec_embedded.cpp": "spec",
     "compiler/src/spec_expressions.cpp": "spec",
+    "compiler/src/spec_pack.cpp": "spec",
+    "compiler/src/spec_pack.h": "spec",
     "compiler/src/spec_parse.cpp": "spec",
     "compiler/src/spec_reader.cpp": "spec",
     "compiler/src/spec_reader.h": "spec",
