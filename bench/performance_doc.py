@@ -34,7 +34,7 @@ SOURCES = {
     "user_vm": "2026-12-01-h200-36f7324-user-variants-vm.json",
     "user_kbench": "2026-12-01-h200-78e1abf-kbench-user.json",
     "jit_gpu": "2026-12-01-h200-1e0fd19-jit-costs.json",
-    "jit_cpu": "2026-12-05-cpu2core-77a025a-jit-costs.json",
+    "jit_cpu": "2026-12-05-cpu2core-862f30a-jit-costs.json",
     "launch": "2026-11-29-h200-821147a-launch.json",
     "gemma4": "2026-12-04-h200-093df5d-gemma4-bidirectional.json",
 }
