@@ -232,6 +232,8 @@ def _check_lengths(name, values, total, bound, bound_name, op):
 
 
 def _no_backward(op, *tensors):
-    if torch.is_grad_enabled() and any(t.requires_grad for t in tensors):
-        _fail(RuntimeError, "there is no backward pass: call it under "
-                            "torch.no_grad() or torch.inference_mode()", op)
+    if torch.is_grad_enabled():
+        for t in tensors:
+            if t.requires_grad:
+                _fail(RuntimeError, "there is no backward pass: call it under "
+                                    "torch.no_grad() or torch.inference_mode()", op)

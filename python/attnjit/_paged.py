@@ -22,7 +22,7 @@ from ._checks import (_DTYPE_NAMES, _GRID_MAX, _INT32_MAX, _check_aligned,
                       _strides, _tensor)
 from ._varlen import (_fake_outputs, _launch_on, _op_result, _returned,
                       _span_pointers, _traced)
-from ._memo import _Unkeyed, _aligned, _layout, _pair, _remember, _scalar
+from ._memo import _Unkeyed, _aligned, _layouts, _pair, _remember, _scalars
 
 _OP = "paged_attention"
 PAGE_SIZE_MULTIPLE = 16
@@ -221,17 +221,14 @@ def _checks_key(q, k_cache, v_cache, block_table, cu_seqlens_q, seqused_k,
                 mm_prefix_ranges, mm_prefix_clamp, softcap, k_scale, v_scale,
                 out, causal=False, return_lse=False):
     """Everything _validate and _Prepared read of their arguments but the
-    lengths (the memo's key)."""
-    return (_layout(q), _layout(k_cache), _layout(v_cache),
-            _layout(block_table), _layout(cu_seqlens_q), _layout(seqused_k),
-            None if sinks is None else _layout(sinks),
-            None if mm_prefix_ranges is None else _layout(mm_prefix_ranges),
-            None if k_scale is None else _layout(k_scale),
-            None if v_scale is None else _layout(v_scale),
-            None if out is None else _layout(out), _scalar(softmax_scale),
-            _pair(window_size), _scalar(sinks_mode), _scalar(mm_prefix_clamp),
-            _scalar(softcap), _scalar(causal), _scalar(return_lse),
-            _aligned(q, k_cache, v_cache, out))
+    lengths (the memo's key), flat."""
+    key = _layouts(q, k_cache, v_cache, block_table, cu_seqlens_q, seqused_k,
+                   sinks, mm_prefix_ranges, k_scale, v_scale, out)
+    key += _scalars(softmax_scale, sinks_mode, mm_prefix_clamp, softcap,
+                    causal, return_lse)
+    key += _pair(window_size)
+    key.append(_aligned(q, k_cache, v_cache, out))
+    return tuple(key)
 
 
 class _Prepared:

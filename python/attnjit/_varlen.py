@@ -19,7 +19,7 @@ from ._checks import (_GRID_MAX, _INT32_MAX, _OP, _check_aligned,
                       _check_lengths, _check_modes, _check_out,
                       _check_value_heads, _fail, _index, _no_backward,
                       _strides, _tensor)
-from ._memo import _Unkeyed, _aligned, _layout, _pair, _remember, _scalar
+from ._memo import _Unkeyed, _aligned, _layouts, _pair, _remember, _scalars
 
 # (flag items, device index) -> _C.AttentionKernel: the launch path's
 # handles, keyed by the same flag assignment (the spec's names and values)
@@ -58,15 +58,14 @@ def _checks_key(q, k, v, cu_seqlens_q, cu_seqlens_k, softmax_scale,
                 window_size, sinks, sinks_mode, mm_prefix_ranges,
                 mm_prefix_clamp, softcap, return_lse, out, causal):
     """Everything _validate and _Prepared read of their arguments but the
-    lengths (the memo's key)."""
-    return (_layout(q), _layout(k), _layout(v), _layout(cu_seqlens_q),
-            _layout(cu_seqlens_k),
-            None if sinks is None else _layout(sinks),
-            None if mm_prefix_ranges is None else _layout(mm_prefix_ranges),
-            None if out is None else _layout(out), _scalar(softmax_scale),
-            _pair(window_size), _scalar(sinks_mode), _scalar(mm_prefix_clamp),
-            _scalar(softcap), _scalar(return_lse), _scalar(causal),
-            _aligned(q, k, v, out))
+    lengths (the memo's key), flat."""
+    key = _layouts(q, k, v, cu_seqlens_q, cu_seqlens_k, sinks,
+                   mm_prefix_ranges, out)
+    key += _scalars(softmax_scale, sinks_mode, mm_prefix_clamp, softcap,
+                    return_lse, causal)
+    key += _pair(window_size)
+    key.append(_aligned(q, k, v, out))
+    return tuple(key)
 
 
 class _Prepared:
