@@ -12,9 +12,9 @@
 namespace attnjit {
 namespace embedded {
 const std::vector<std::pair<const char*, std::string_view>>& specs();
-// "<name>.pack" for each spec "<name>.yaml" (compiler/CMakeLists.txt); none
-// in attnjit_pack_specs, which makes them.
-const std::vector<std::pair<const char*, std::string_view>>& spec_packs();
+// "<name>.pack" for each spec "<name>.yaml", and the templates' digest
+// (compiler/CMakeLists.txt); none in attnjit_pack_specs, which makes them.
+const std::vector<std::pair<const char*, std::string_view>>& packs();
 }  // namespace embedded
 
 namespace {
@@ -44,7 +44,7 @@ const std::vector<EmbeddedSpec>& spec_table() {
     for (const auto& [path, bytes] : embedded::specs()) {
       result.push_back(EmbeddedSpec{without_suffix(path, kSpecSuffix), std::string(bytes), {}});
     }
-    for (const auto& [path, bytes] : embedded::spec_packs()) {
+    for (const auto& [path, bytes] : embedded::packs()) {
       const std::string name = without_suffix(path, kPackSuffix);
       for (EmbeddedSpec& spec : result) {
         if (spec.name == name) spec.pack = bytes;
