@@ -56,15 +56,16 @@ _CHECKED = {}  # varlen_attention's memo: checks key -> _Prepared
 
 def _checks_key(q, k, v, cu_seqlens_q, cu_seqlens_k, softmax_scale,
                 window_size, sinks, sinks_mode, mm_prefix_ranges,
-                mm_prefix_clamp, softcap, return_lse, out, causal):
+                mm_prefix_clamp, softcap, return_lse, out, causal, aligned=None):
     """Everything _validate and _Prepared read of their arguments but the
-    lengths (the memo's key), flat."""
+    lengths (the memo's key), flat. aligned: _aligned(q, k, v, out) where
+    the caller has read their addresses."""
     key = _layouts(q, k, v, cu_seqlens_q, cu_seqlens_k, sinks,
                    mm_prefix_ranges, out)
     key += _scalars(softmax_scale, sinks_mode, mm_prefix_clamp, softcap,
                     return_lse, causal)
     key += _pair(window_size)
-    key.append(_aligned(q, k, v, out))
+    key.append(_aligned(q, k, v, out) if aligned is None else aligned)
     return tuple(key)
 
 
@@ -108,7 +109,7 @@ class _Prepared:
 def _prepared(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q,
               max_seqlen_k, softmax_scale, window_size, sinks, sinks_mode,
               mm_prefix_ranges, mm_prefix_clamp, softcap, return_lse, out,
-              causal, memo=None):
+              causal, memo=None, aligned=None):
     """The call's _Prepared, through the memo (memo: another dict than
     _CHECKED, for tests). The lengths are not in the key (a decode's
     max_seqlen_k grows at every step): the caller checks them at every
@@ -117,7 +118,8 @@ def _prepared(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q,
     try:
         key = _checks_key(q, k, v, cu_seqlens_q, cu_seqlens_k, softmax_scale,
                           window_size, sinks, sinks_mode, mm_prefix_ranges,
-                          mm_prefix_clamp, softcap, return_lse, out, causal)
+                          mm_prefix_clamp, softcap, return_lse, out, causal,
+                          aligned)
     except _Unkeyed:
         pass
     if memo is None:
@@ -394,14 +396,27 @@ def _launch(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seqlen_k,
     """Checks, allocates what is missing and launches; returns (out, lse).
     user: (spec, checker) for a user spec's variant (attnjit._user), the
     checker giving its args' launch triples from the checked sizes."""
+    # The addresses, read once: their alignment keys the memo, and the
+    # launch takes them.
+    try:
+        q_ptr, k_ptr, v_ptr = q.data_ptr(), k.data_ptr(), v.data_ptr()
+        o_ptr = out.data_ptr() if out is not None else 0
+        aligned = not (q_ptr | k_ptr | v_ptr | o_ptr) & 15
+    except (AttributeError, TypeError, RuntimeError):
+        aligned = None  # not tensors with storage: the checks say what is wrong
     p = _prepared(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q,
                   max_seqlen_k, softmax_scale, window_size, sinks, sinks_mode,
                   mm_prefix_ranges, mm_prefix_clamp, softcap, return_lse, out,
-                  causal)
+                  causal, aligned=aligned)
+    if aligned is None:
+        q_ptr, k_ptr, v_ptr = q.data_ptr(), k.data_ptr(), v.data_ptr()
     max_q, max_k = _lengths(max_seqlen_q, max_seqlen_k)
     _no_backward(_OP, q, k, v)
     if out is None:
         out = q.new_empty(p.out_shape)
+        o_ptr = out.data_ptr()
+    elif aligned is None:
+        o_ptr = out.data_ptr()
     lse = q.new_empty(p.lse_shape, dtype=torch.float32) if return_lse else None
     offsets_ptr = spans_ptr = 0
     device, num_seqs, total_q = p.checked[1:4]
@@ -423,7 +438,7 @@ def _launch(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seqlen_k,
         return out, lse
     # One value per name of _C.LAUNCH_ARGS, in its order
     # (python/tests/test_launch_args.py holds each name to its value).
-    args = (q.data_ptr(), k.data_ptr(), v.data_ptr(), out.data_ptr(),
+    args = (q_ptr, k_ptr, v_ptr, o_ptr,
             lse.data_ptr() if lse is not None else 0,
             sinks.data_ptr() if sinks is not None else 0,
             cu_seqlens_q.data_ptr(), cu_seqlens_k.data_ptr(), offsets_ptr,
