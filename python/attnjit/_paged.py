@@ -323,17 +323,14 @@ def _checked(q, k_cache, v_cache, block_table, cu_seqlens_q, seqused_k,
              max_seqlen_q, max_seqlen_k, softmax_scale, window_size, sinks,
              sinks_mode, mm_prefix_ranges, mm_prefix_clamp, softcap, k_scale,
              v_scale, out, causal=False, return_lse=False, memo=None):
-    """_validate's _Checked for an eager launch, through the memo, with the
-    lengths checked again (every call checks them, memo or not)."""
-    c = _prepared(q, k_cache, v_cache, block_table, cu_seqlens_q, seqused_k,
+    """An eager call's checks: its _Prepared through the memo, and
+    (max_q, max_k), checked at every call, memo or not."""
+    p = _prepared(q, k_cache, v_cache, block_table, cu_seqlens_q, seqused_k,
                   max_seqlen_q, max_seqlen_k, softmax_scale, window_size,
                   sinks, sinks_mode, mm_prefix_ranges, mm_prefix_clamp,
-                  softcap, k_scale, v_scale, out, causal, return_lse,
-                  memo).checked
-    max_q, max_k = _lengths(max_seqlen_q, max_seqlen_k, block_table.shape[1],
-                            c.page_size)
-    # c._replace(max_q=..., max_k=...), without its keyword machinery.
-    return tuple.__new__(_Checked, c[:9] + (max_q, max_k) + c[11:])
+                  softcap, k_scale, v_scale, out, causal, return_lse, memo)
+    return p, _lengths(max_seqlen_q, max_seqlen_k, block_table.shape[1],
+                       p.checked.page_size)
 
 
 # torch's e4m3 ("fn": no infinities) dtype, where this torch has it.
@@ -401,13 +398,12 @@ def _launch(q, k_cache, v_cache, block_table, cu_seqlens_q, seqused_k,
     """Checks, allocates what is missing and launches; returns (out, lse).
     user: as attnjit._varlen._launch's; cu_seqlens_k: where each sequence's
     keys start in a user spec's per-key-token tensors."""
-    p = _prepared(q, k_cache, v_cache, block_table, cu_seqlens_q, seqused_k,
-                  max_seqlen_q, max_seqlen_k, softmax_scale, window_size,
-                  sinks, sinks_mode, mm_prefix_ranges, mm_prefix_clamp,
-                  softcap, k_scale, v_scale, out, causal, return_lse)
+    p, (max_q, max_k) = _checked(
+        q, k_cache, v_cache, block_table, cu_seqlens_q, seqused_k,
+        max_seqlen_q, max_seqlen_k, softmax_scale, window_size, sinks,
+        sinks_mode, mm_prefix_ranges, mm_prefix_clamp, softcap, k_scale,
+        v_scale, out, causal, return_lse)
     c = p.checked
-    max_q, max_k = _lengths(max_seqlen_q, max_seqlen_k, block_table.shape[1],
-                            c.page_size)
     _no_backward(_OP, q, k_cache, v_cache)
     if out is None:
         out = q.new_empty(p.out_shape)

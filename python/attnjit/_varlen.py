@@ -142,14 +142,14 @@ def _prepared(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q,
 def _checked(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seqlen_k,
              softmax_scale, window_size, sinks, sinks_mode, mm_prefix_ranges,
              mm_prefix_clamp, softcap, return_lse, out, causal=False,
-             memo=None):
-    """_validate's result for an eager launch, through the memo, with the
-    lengths checked again (every call checks them, memo or not)."""
-    c = _prepared(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q,
-                  max_seqlen_k, softmax_scale, window_size, sinks, sinks_mode,
-                  mm_prefix_ranges, mm_prefix_clamp, softcap, return_lse, out,
-                  causal, memo).checked
-    return c[:8] + _lengths(max_seqlen_q, max_seqlen_k) + c[10:]
+             memo=None, aligned=None):
+    """An eager call's checks: its _Prepared through the memo, and
+    (max_q, max_k), checked at every call, memo or not."""
+    return (_prepared(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q,
+                      max_seqlen_k, softmax_scale, window_size, sinks,
+                      sinks_mode, mm_prefix_ranges, mm_prefix_clamp, softcap,
+                      return_lse, out, causal, memo, aligned),
+            _lengths(max_seqlen_q, max_seqlen_k))
 
 
 def _lengths(max_seqlen_q, max_seqlen_k):
@@ -404,13 +404,12 @@ def _launch(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seqlen_k,
         aligned = not (q_ptr | k_ptr | v_ptr | o_ptr) & 15
     except (AttributeError, TypeError, RuntimeError):
         aligned = None  # not tensors with storage: the checks say what is wrong
-    p = _prepared(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q,
-                  max_seqlen_k, softmax_scale, window_size, sinks, sinks_mode,
-                  mm_prefix_ranges, mm_prefix_clamp, softcap, return_lse, out,
-                  causal, aligned=aligned)
+    p, (max_q, max_k) = _checked(
+        q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seqlen_k,
+        softmax_scale, window_size, sinks, sinks_mode, mm_prefix_ranges,
+        mm_prefix_clamp, softcap, return_lse, out, causal, aligned=aligned)
     if aligned is None:
         q_ptr, k_ptr, v_ptr = q.data_ptr(), k.data_ptr(), v.data_ptr()
-    max_q, max_k = _lengths(max_seqlen_q, max_seqlen_k)
     _no_backward(_OP, q, k, v)
     if out is None:
         out = q.new_empty(p.out_shape)
