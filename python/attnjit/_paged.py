@@ -219,15 +219,16 @@ _CHECKED = {}  # paged_attention's memo: checks key -> _Prepared
 def _checks_key(q, k_cache, v_cache, block_table, cu_seqlens_q, seqused_k,
                 softmax_scale, window_size, sinks, sinks_mode,
                 mm_prefix_ranges, mm_prefix_clamp, softcap, k_scale, v_scale,
-                out, causal=False, return_lse=False):
+                out, causal=False, return_lse=False, aligned=None):
     """Everything _validate and _Prepared read of their arguments but the
-    lengths (the memo's key), flat."""
+    lengths (the memo's key), flat. aligned: _aligned(q, k_cache, v_cache,
+    out) where the caller has read their addresses."""
     key = _layouts(q, k_cache, v_cache, block_table, cu_seqlens_q, seqused_k,
                    sinks, mm_prefix_ranges, k_scale, v_scale, out)
     key += _scalars(softmax_scale, sinks_mode, mm_prefix_clamp, softcap,
                     causal, return_lse)
     key += _pair(window_size)
-    key.append(_aligned(q, k_cache, v_cache, out))
+    key.append(_aligned(q, k_cache, v_cache, out) if aligned is None else aligned)
     return tuple(key)
 
 
@@ -290,7 +291,8 @@ def _lengths(max_seqlen_q, max_seqlen_k, table_columns, page_size):
 def _prepared(q, k_cache, v_cache, block_table, cu_seqlens_q, seqused_k,
               max_seqlen_q, max_seqlen_k, softmax_scale, window_size, sinks,
               sinks_mode, mm_prefix_ranges, mm_prefix_clamp, softcap, k_scale,
-              v_scale, out, causal=False, return_lse=False, memo=None):
+              v_scale, out, causal=False, return_lse=False, memo=None,
+              aligned=None):
     """The call's _Prepared, through the memo (memo: another dict than the
     module's _CHECKED, for tests). The lengths are not in the key: the
     caller checks them at every call (_lengths)."""
@@ -299,7 +301,8 @@ def _prepared(q, k_cache, v_cache, block_table, cu_seqlens_q, seqused_k,
         key = _checks_key(q, k_cache, v_cache, block_table, cu_seqlens_q,
                           seqused_k, softmax_scale, window_size, sinks,
                           sinks_mode, mm_prefix_ranges, mm_prefix_clamp,
-                          softcap, k_scale, v_scale, out, causal, return_lse)
+                          softcap, k_scale, v_scale, out, causal, return_lse,
+                          aligned)
     except _Unkeyed:
         pass
     if memo is None:
@@ -322,13 +325,15 @@ def _prepared(q, k_cache, v_cache, block_table, cu_seqlens_q, seqused_k,
 def _checked(q, k_cache, v_cache, block_table, cu_seqlens_q, seqused_k,
              max_seqlen_q, max_seqlen_k, softmax_scale, window_size, sinks,
              sinks_mode, mm_prefix_ranges, mm_prefix_clamp, softcap, k_scale,
-             v_scale, out, causal=False, return_lse=False, memo=None):
+             v_scale, out, causal=False, return_lse=False, memo=None,
+             aligned=None):
     """An eager call's checks: its _Prepared through the memo, and
     (max_q, max_k), checked at every call, memo or not."""
     p = _prepared(q, k_cache, v_cache, block_table, cu_seqlens_q, seqused_k,
                   max_seqlen_q, max_seqlen_k, softmax_scale, window_size,
                   sinks, sinks_mode, mm_prefix_ranges, mm_prefix_clamp,
-                  softcap, k_scale, v_scale, out, causal, return_lse, memo)
+                  softcap, k_scale, v_scale, out, causal, return_lse, memo,
+                  aligned)
     return p, _lengths(max_seqlen_q, max_seqlen_k, block_table.shape[1],
                        p.checked.page_size)
 
@@ -398,15 +403,27 @@ def _launch(q, k_cache, v_cache, block_table, cu_seqlens_q, seqused_k,
     """Checks, allocates what is missing and launches; returns (out, lse).
     user: as attnjit._varlen._launch's; cu_seqlens_k: where each sequence's
     keys start in a user spec's per-key-token tensors."""
+    # The addresses, read once (as attnjit._varlen._launch does).
+    try:
+        q_ptr, k_ptr, v_ptr = q.data_ptr(), k_cache.data_ptr(), v_cache.data_ptr()
+        o_ptr = out.data_ptr() if out is not None else 0
+        aligned = not (q_ptr | k_ptr | v_ptr | o_ptr) & 15
+    except (AttributeError, TypeError, RuntimeError):
+        aligned = None  # not tensors with storage: the checks say what is wrong
     p, (max_q, max_k) = _checked(
         q, k_cache, v_cache, block_table, cu_seqlens_q, seqused_k,
         max_seqlen_q, max_seqlen_k, softmax_scale, window_size, sinks,
         sinks_mode, mm_prefix_ranges, mm_prefix_clamp, softcap, k_scale,
-        v_scale, out, causal, return_lse)
+        v_scale, out, causal, return_lse, aligned=aligned)
     c = p.checked
+    if aligned is None:
+        q_ptr, k_ptr, v_ptr = q.data_ptr(), k_cache.data_ptr(), v_cache.data_ptr()
     _no_backward(_OP, q, k_cache, v_cache)
     if out is None:
         out = q.new_empty(p.out_shape)
+        o_ptr = out.data_ptr()
+    elif aligned is None:
+        o_ptr = out.data_ptr()
     lse = q.new_empty(p.lse_shape, dtype=torch.float32) if return_lse else None
     offsets_ptr = spans_ptr = 0
     if check or mm_prefix_ranges is not None:
@@ -429,8 +446,7 @@ def _launch(q, k_cache, v_cache, block_table, cu_seqlens_q, seqused_k,
     # One value per name of _C.LAUNCH_ARGS, in its order
     # (python/tests/test_launch_args.py holds each name to its value): the
     # caches are k and v.
-    args = ((q.data_ptr(), k_cache.data_ptr(), v_cache.data_ptr(),
-             out.data_ptr(), lse.data_ptr() if lse is not None else 0,
+    args = ((q_ptr, k_ptr, v_ptr, o_ptr, lse.data_ptr() if lse is not None else 0,
              sinks.data_ptr() if sinks is not None else 0,
              cu_seqlens_q.data_ptr(),
              cu_seqlens_k.data_ptr() if cu_seqlens_k is not None else 0,
