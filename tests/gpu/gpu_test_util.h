@@ -78,6 +78,7 @@ inline std::string no_kernel_here(const Variant& v) {
 
 inline std::string flags_name(const AttentionFlags& f, const Schedule& schedule = {}) {
   std::string name = std::string(to_string(f.dtype)) + "_d" + std::to_string(f.head_dim);
+  if (f.head_dim_v != 0) name += "_v" + std::to_string(f.head_dim_v);
   if (f.causal) name += "_causal";
   if (f.window) name += "_window";
   if (f.sinks != SinkMode::kNone) name += std::string("_") + to_string(f.sinks);
