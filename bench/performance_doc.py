@@ -34,7 +34,7 @@ SOURCES = {
     "user_vm": "2026-12-01-h200-36f7324-user-variants-vm.json",
     "user_kbench": "2026-12-01-h200-78e1abf-kbench-user.json",
     "jit_gpu": "2026-12-01-h200-1e0fd19-jit-costs.json",
-    "jit_cpu": "2026-12-05-cpu2core-862f30a-jit-costs.json",
+    "jit_cpu": "2026-12-05-cpu2core-b2a5ae0-jit-costs.json",
     "launch": "2026-11-29-h200-821147a-launch.json",
     "gemma4": "2026-12-04-h200-093df5d-gemma4-bidirectional.json",
 }
@@ -258,7 +258,7 @@ def jit_table(root):
          first(cpu, "user_vm_first_call_ms_median")],
         ["first paged decode in a fresh cache (page 16, tiering off), compiles", first_decode(gpu),
          first_decode(cpu)],
-        ["first call in a fresh process, the variant on disk (spec parse, get, fetch)",
+        ["first call in a fresh process, the variant on disk (the spec's load, get, fetch)",
          first(gpu, "fresh_process_first_call_ms_median"), first(cpu, "fresh_process_first_call_ms_median")],
         ["host launch above a bare `cuLaunchKernel`", f"{launch['overhead_us']:.2f} us", "-"],
         ["the same, new k and v at every launch (TMA maps re-encoded)",
