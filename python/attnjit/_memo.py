@@ -7,7 +7,7 @@ the 16-byte alignment of q, k, v and out and on its scalar arguments (types incl
 max_seqlen_q=1.0 is an error that 1 is not), so their result is kept under
 a key of those, less max_seqlen_q and max_seqlen_k: a decode's
 max_seqlen_k grows at every step, so the lengths (and what depends on
-them) are checked at every call instead (each module's _launch). The value
+them) are checked at every call instead (each module's _checked). The value
 kept is the module's _Prepared: the checks' result and what the launches
 derive from it. A failed
 check stores nothing; a tensor subclass, a tensor of another layout than
@@ -39,14 +39,24 @@ def _layouts(*tensors):
     return key
 
 
-def _aligned(*tensors):
-    """Whether every tensor given (None aside) starts on a 16-byte line: the
-    one fact of their addresses the checks read."""
-    bits = 0
-    for t in tensors:
-        if t is not None:
-            bits |= t.data_ptr()
-    return not bits & 15
+def _addresses(q, k, v, out):
+    """The addresses of q, k (or k_cache), v (or v_cache) and out (0 when
+    None), read once per call for the memo's key and the launch; None where
+    one is not a tensor with storage (the checks then say what is wrong)."""
+    try:
+        return (q.data_ptr(), k.data_ptr(), v.data_ptr(),
+                0 if out is None else out.data_ptr())
+    except (AttributeError, TypeError, RuntimeError):
+        return None
+
+
+def _aligned(addresses):
+    """Whether _addresses all start on a 16-byte line: the one fact of
+    them the checks read."""
+    if addresses is None:
+        raise _Unkeyed
+    q, k, v, out = addresses
+    return not (q | k | v | out) & 15
 
 
 _PLAIN = frozenset((int, float, bool, str, type(None)))
@@ -72,8 +82,16 @@ def _pair(x):
     return (kind, type(left), left, type(right), right)
 
 
+def _kept(memo, key):
+    """What memo keeps under key (None: nothing, or no key: a call the memo
+    does not key)."""
+    return None if key is None else memo.get(key)
+
+
 def _remember(memo, key, value):
-    """memo[key] = value; a full memo starts over."""
+    """memo[key] = value (no key: nothing kept); a full memo starts over."""
+    if key is None:
+        return
     if len(memo) >= _MEMO_MAX:
         memo.clear()
     memo[key] = value

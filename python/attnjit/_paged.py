@@ -22,7 +22,8 @@ from ._checks import (_DTYPE_NAMES, _GRID_MAX, _INT32_MAX, _check_aligned,
                       _strides, _tensor)
 from ._varlen import (_fake_outputs, _launch_on, _op_result, _returned,
                       _span_pointers, _traced)
-from ._memo import _Unkeyed, _aligned, _layouts, _pair, _remember, _scalars
+from ._memo import (_Unkeyed, _addresses, _aligned, _kept, _layouts, _pair,
+                    _remember, _scalars)
 
 _OP = "paged_attention"
 PAGE_SIZE_MULTIPLE = 16
@@ -219,16 +220,22 @@ _CHECKED = {}  # paged_attention's memo: checks key -> _Prepared
 def _checks_key(q, k_cache, v_cache, block_table, cu_seqlens_q, seqused_k,
                 softmax_scale, window_size, sinks, sinks_mode,
                 mm_prefix_ranges, mm_prefix_clamp, softcap, k_scale, v_scale,
-                out, causal=False, return_lse=False, aligned=None):
+                out, causal=False, return_lse=False, addresses=None):
     """Everything _validate and _Prepared read of their arguments but the
-    lengths (the memo's key), flat. aligned: _aligned(q, k_cache, v_cache,
-    out) where the caller has read their addresses."""
-    key = _layouts(q, k_cache, v_cache, block_table, cu_seqlens_q, seqused_k,
-                   sinks, mm_prefix_ranges, k_scale, v_scale, out)
-    key += _scalars(softmax_scale, sinks_mode, mm_prefix_clamp, softcap,
-                    causal, return_lse)
-    key += _pair(window_size)
-    key.append(_aligned(q, k_cache, v_cache, out) if aligned is None else aligned)
+    lengths (the memo's key), flat; None for a call the memo does not key.
+    addresses: _addresses(q, k_cache, v_cache, out), where the caller read
+    them."""
+    try:
+        key = _layouts(q, k_cache, v_cache, block_table, cu_seqlens_q,
+                       seqused_k, sinks, mm_prefix_ranges, k_scale, v_scale,
+                       out)
+        key += _scalars(softmax_scale, sinks_mode, mm_prefix_clamp, softcap,
+                        causal, return_lse)
+        key += _pair(window_size)
+        key.append(_aligned(_addresses(q, k_cache, v_cache, out)
+                            if addresses is None else addresses))
+    except _Unkeyed:
+        return None
     return tuple(key)
 
 
@@ -292,22 +299,17 @@ def _prepared(q, k_cache, v_cache, block_table, cu_seqlens_q, seqused_k,
               max_seqlen_q, max_seqlen_k, softmax_scale, window_size, sinks,
               sinks_mode, mm_prefix_ranges, mm_prefix_clamp, softcap, k_scale,
               v_scale, out, causal=False, return_lse=False, memo=None,
-              aligned=None):
+              addresses=None):
     """The call's _Prepared, through the memo (memo: another dict than the
     module's _CHECKED, for tests). The lengths are not in the key: the
     caller checks them at every call (_lengths)."""
-    key = None
-    try:
-        key = _checks_key(q, k_cache, v_cache, block_table, cu_seqlens_q,
-                          seqused_k, softmax_scale, window_size, sinks,
-                          sinks_mode, mm_prefix_ranges, mm_prefix_clamp,
-                          softcap, k_scale, v_scale, out, causal, return_lse,
-                          aligned)
-    except _Unkeyed:
-        pass
+    key = _checks_key(q, k_cache, v_cache, block_table, cu_seqlens_q,
+                      seqused_k, softmax_scale, window_size, sinks,
+                      sinks_mode, mm_prefix_ranges, mm_prefix_clamp, softcap,
+                      k_scale, v_scale, out, causal, return_lse, addresses)
     if memo is None:
         memo = _CHECKED
-    prepared = memo.get(key) if key is not None else None
+    prepared = _kept(memo, key)
     if prepared is None:
         # Raises on a bad call: nothing is kept.
         prepared = _Prepared(
@@ -317,8 +319,7 @@ def _prepared(q, k_cache, v_cache, block_table, cu_seqlens_q, seqused_k,
                       mm_prefix_clamp, softcap, k_scale, v_scale, out, True),
             causal, sinks_mode, return_lse, mm_prefix_ranges is not None,
             mm_prefix_clamp, out is not None)
-        if key is not None:
-            _remember(memo, key, prepared)
+        _remember(memo, key, prepared)
     return prepared
 
 
@@ -326,14 +327,14 @@ def _checked(q, k_cache, v_cache, block_table, cu_seqlens_q, seqused_k,
              max_seqlen_q, max_seqlen_k, softmax_scale, window_size, sinks,
              sinks_mode, mm_prefix_ranges, mm_prefix_clamp, softcap, k_scale,
              v_scale, out, causal=False, return_lse=False, memo=None,
-             aligned=None):
+             addresses=None):
     """An eager call's checks: its _Prepared through the memo, and
     (max_q, max_k), checked at every call, memo or not."""
     p = _prepared(q, k_cache, v_cache, block_table, cu_seqlens_q, seqused_k,
                   max_seqlen_q, max_seqlen_k, softmax_scale, window_size,
                   sinks, sinks_mode, mm_prefix_ranges, mm_prefix_clamp,
                   softcap, k_scale, v_scale, out, causal, return_lse, memo,
-                  aligned)
+                  addresses)
     return p, _lengths(max_seqlen_q, max_seqlen_k, block_table.shape[1],
                        p.checked.page_size)
 
@@ -403,26 +404,19 @@ def _launch(q, k_cache, v_cache, block_table, cu_seqlens_q, seqused_k,
     """Checks, allocates what is missing and launches; returns (out, lse).
     user: as attnjit._varlen._launch's; cu_seqlens_k: where each sequence's
     keys start in a user spec's per-key-token tensors."""
-    # The addresses, read once (as attnjit._varlen._launch does).
-    try:
-        q_ptr, k_ptr, v_ptr = q.data_ptr(), k_cache.data_ptr(), v_cache.data_ptr()
-        o_ptr = out.data_ptr() if out is not None else 0
-        aligned = not (q_ptr | k_ptr | v_ptr | o_ptr) & 15
-    except (AttributeError, TypeError, RuntimeError):
-        aligned = None  # not tensors with storage: the checks say what is wrong
+    addresses = _addresses(q, k_cache, v_cache, out)
     p, (max_q, max_k) = _checked(
         q, k_cache, v_cache, block_table, cu_seqlens_q, seqused_k,
         max_seqlen_q, max_seqlen_k, softmax_scale, window_size, sinks,
         sinks_mode, mm_prefix_ranges, mm_prefix_clamp, softcap, k_scale,
-        v_scale, out, causal, return_lse, aligned=aligned)
+        v_scale, out, causal, return_lse, addresses=addresses)
     c = p.checked
-    if aligned is None:
-        q_ptr, k_ptr, v_ptr = q.data_ptr(), k_cache.data_ptr(), v_cache.data_ptr()
+    if addresses is None:  # (checked tensors: these reads succeed)
+        addresses = _addresses(q, k_cache, v_cache, out)
+    q_ptr, k_ptr, v_ptr, o_ptr = addresses
     _no_backward(_OP, q, k_cache, v_cache)
     if out is None:
         out = q.new_empty(p.out_shape)
-        o_ptr = out.data_ptr()
-    elif aligned is None:
         o_ptr = out.data_ptr()
     lse = q.new_empty(p.lse_shape, dtype=torch.float32) if return_lse else None
     offsets_ptr = spans_ptr = 0

@@ -19,7 +19,8 @@ from ._checks import (_GRID_MAX, _INT32_MAX, _OP, _check_aligned,
                       _check_lengths, _check_modes, _check_out,
                       _check_value_heads, _fail, _index, _no_backward,
                       _strides, _tensor)
-from ._memo import _Unkeyed, _aligned, _layouts, _pair, _remember, _scalars
+from ._memo import (_Unkeyed, _addresses, _aligned, _kept, _layouts, _pair,
+                    _remember, _scalars)
 
 # (flag items, device index) -> _C.AttentionKernel: the launch path's
 # handles, keyed by the same flag assignment (the spec's names and values)
@@ -56,16 +57,21 @@ _CHECKED = {}  # varlen_attention's memo: checks key -> _Prepared
 
 def _checks_key(q, k, v, cu_seqlens_q, cu_seqlens_k, softmax_scale,
                 window_size, sinks, sinks_mode, mm_prefix_ranges,
-                mm_prefix_clamp, softcap, return_lse, out, causal, aligned=None):
+                mm_prefix_clamp, softcap, return_lse, out, causal,
+                addresses=None):
     """Everything _validate and _Prepared read of their arguments but the
-    lengths (the memo's key), flat. aligned: _aligned(q, k, v, out) where
-    the caller has read their addresses."""
-    key = _layouts(q, k, v, cu_seqlens_q, cu_seqlens_k, sinks,
-                   mm_prefix_ranges, out)
-    key += _scalars(softmax_scale, sinks_mode, mm_prefix_clamp, softcap,
-                    return_lse, causal)
-    key += _pair(window_size)
-    key.append(_aligned(q, k, v, out) if aligned is None else aligned)
+    lengths (the memo's key), flat; None for a call the memo does not key.
+    addresses: _addresses(q, k, v, out), where the caller read them."""
+    try:
+        key = _layouts(q, k, v, cu_seqlens_q, cu_seqlens_k, sinks,
+                       mm_prefix_ranges, out)
+        key += _scalars(softmax_scale, sinks_mode, mm_prefix_clamp, softcap,
+                        return_lse, causal)
+        key += _pair(window_size)
+        key.append(_aligned(_addresses(q, k, v, out) if addresses is None
+                            else addresses))
+    except _Unkeyed:
+        return None
     return tuple(key)
 
 
@@ -109,22 +115,18 @@ class _Prepared:
 def _prepared(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q,
               max_seqlen_k, softmax_scale, window_size, sinks, sinks_mode,
               mm_prefix_ranges, mm_prefix_clamp, softcap, return_lse, out,
-              causal, memo=None, aligned=None):
+              causal, memo=None, addresses=None):
     """The call's _Prepared, through the memo (memo: another dict than
     _CHECKED, for tests). The lengths are not in the key (a decode's
     max_seqlen_k grows at every step): the caller checks them at every
     call (_lengths)."""
-    key = None
-    try:
-        key = _checks_key(q, k, v, cu_seqlens_q, cu_seqlens_k, softmax_scale,
-                          window_size, sinks, sinks_mode, mm_prefix_ranges,
-                          mm_prefix_clamp, softcap, return_lse, out, causal,
-                          aligned)
-    except _Unkeyed:
-        pass
+    key = _checks_key(q, k, v, cu_seqlens_q, cu_seqlens_k, softmax_scale,
+                      window_size, sinks, sinks_mode, mm_prefix_ranges,
+                      mm_prefix_clamp, softcap, return_lse, out, causal,
+                      addresses)
     if memo is None:
         memo = _CHECKED
-    prepared = memo.get(key) if key is not None else None
+    prepared = _kept(memo, key)
     if prepared is None:
         # Raises on a bad call: nothing is kept.
         prepared = _Prepared(
@@ -134,21 +136,20 @@ def _prepared(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q,
                       return_lse, out, True),
             causal, sinks_mode, return_lse, mm_prefix_ranges is not None,
             mm_prefix_clamp, out is not None)
-        if key is not None:
-            _remember(memo, key, prepared)
+        _remember(memo, key, prepared)
     return prepared
 
 
 def _checked(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seqlen_k,
              softmax_scale, window_size, sinks, sinks_mode, mm_prefix_ranges,
              mm_prefix_clamp, softcap, return_lse, out, causal=False,
-             memo=None, aligned=None):
+             memo=None, addresses=None):
     """An eager call's checks: its _Prepared through the memo, and
     (max_q, max_k), checked at every call, memo or not."""
     return (_prepared(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q,
                       max_seqlen_k, softmax_scale, window_size, sinks,
                       sinks_mode, mm_prefix_ranges, mm_prefix_clamp, softcap,
-                      return_lse, out, causal, memo, aligned),
+                      return_lse, out, causal, memo, addresses),
             _lengths(max_seqlen_q, max_seqlen_k))
 
 
@@ -396,25 +397,18 @@ def _launch(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seqlen_k,
     """Checks, allocates what is missing and launches; returns (out, lse).
     user: (spec, checker) for a user spec's variant (attnjit._user), the
     checker giving its args' launch triples from the checked sizes."""
-    # The addresses, read once: their alignment keys the memo, and the
-    # launch takes them.
-    try:
-        q_ptr, k_ptr, v_ptr = q.data_ptr(), k.data_ptr(), v.data_ptr()
-        o_ptr = out.data_ptr() if out is not None else 0
-        aligned = not (q_ptr | k_ptr | v_ptr | o_ptr) & 15
-    except (AttributeError, TypeError, RuntimeError):
-        aligned = None  # not tensors with storage: the checks say what is wrong
+    addresses = _addresses(q, k, v, out)
     p, (max_q, max_k) = _checked(
         q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seqlen_k,
         softmax_scale, window_size, sinks, sinks_mode, mm_prefix_ranges,
-        mm_prefix_clamp, softcap, return_lse, out, causal, aligned=aligned)
-    if aligned is None:
-        q_ptr, k_ptr, v_ptr = q.data_ptr(), k.data_ptr(), v.data_ptr()
+        mm_prefix_clamp, softcap, return_lse, out, causal,
+        addresses=addresses)
+    if addresses is None:  # (checked tensors: these reads succeed)
+        addresses = _addresses(q, k, v, out)
+    q_ptr, k_ptr, v_ptr, o_ptr = addresses
     _no_backward(_OP, q, k, v)
     if out is None:
         out = q.new_empty(p.out_shape)
-        o_ptr = out.data_ptr()
-    elif aligned is None:
         o_ptr = out.data_ptr()
     lse = q.new_empty(p.lse_shape, dtype=torch.float32) if return_lse else None
     offsets_ptr = spans_ptr = 0
