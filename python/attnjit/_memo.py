@@ -2,18 +2,17 @@
 attnjit._paged each keep one, keyed by their own _checks_key).
 
 An engine calls with the same layouts over and over: the checks of a call
-depend only on its tensors' dtypes, shapes, strides, device indices and
-the 16-byte alignment of q, k, v and out and on its scalar arguments (types included:
-max_seqlen_q=1.0 is an error that 1 is not), so their result is kept under
-a key of those, less max_seqlen_q and max_seqlen_k: a decode's
-max_seqlen_k grows at every step, so the lengths (and what depends on
-them) are checked at every call instead (each module's _checked). The value
-kept is the module's _Prepared: the checks' result and what the launches
-derive from it. A failed
-check stores nothing; a tensor subclass, a tensor of another layout than
-strided, or a scalar of another type goes through the checks every time.
-The key costs 4 attribute reads per tensor (and the addresses of q, k, v
-and out) against the checks' ~50 function calls.
+depend only on its tensors' dtypes, shapes, strides and device indices, the
+16-byte alignment of q, k, v and out, and its scalar arguments (types
+included: max_seqlen_q=1.0 is an error that 1 is not), so their result is
+kept under a key of those, less max_seqlen_q and max_seqlen_k: a decode's
+max_seqlen_k grows at every step, so the lengths (and what depends on them)
+are checked at every call instead (each module's _checked). The value kept
+is the module's _Prepared: the checks' result and what the launches derive
+from it. A failed check stores nothing; a tensor subclass, a tensor of
+another layout than strided, or a scalar of another type goes through the
+checks every time. The key costs 4 attribute reads per tensor (and the
+addresses of q, k, v and out) against the checks' ~50 function calls.
 """
 
 import torch
