@@ -217,16 +217,10 @@ bool AttentionKernel::launch_if_ready(const AttentionArgs& a, CuStream stream,
   if (a.num_seqs == 0 || a.max_seqlen_q == 0) return true;
   if (user_params_) user_params_->check(a, user_args);
   // The variant fetched_for would pick, only where no fetch, compile or
-  // wait can happen on the way: each variant on the way already fetched,
-  // the one that runs compiled.
-  Schedule want = schedule_for(a);
-  if (want.small_pages && !schedule_.small_pages) {
-    TieredVariant* small = slots_[slot_of(want)].ready.load(std::memory_order_acquire);
-    if (small == nullptr || !small->ready()) return false;  // (the full path decides)
-    small->launch(a, stream, user_args);
-    return true;
-  }
-  TieredVariant* runs = slots_[slot_of(want)].ready.load(std::memory_order_acquire);
+  // wait can happen on the way: the planned schedule's variant (a small_pages
+  // sibling included) already fetched and compiled; anything else, such as
+  // a sibling still compiling, is the full path's to decide.
+  TieredVariant* runs = slots_[slot_of(schedule_for(a))].ready.load(std::memory_order_acquire);
   if (runs == nullptr || !runs->ready()) return false;
   runs->launch(a, stream, user_args);
   return true;
