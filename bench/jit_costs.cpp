@@ -66,7 +66,7 @@ std::vector<attnjit::AttentionFlags> sample_variants() {
 // The child of the fresh-process measurement: a new process (its CUDA
 // context made before the clock, as an engine's has one) asks for causal
 // D128 with the variant on disk in `dir`; prints one JSON line: the
-// embedded spec's parse, then get() and the fetch of the variant (on a
+// embedded spec's load (its pack), then get() and the fetch of the variant (on a
 // GPU its module's load too).
 int fresh_first_call(const std::string& dir) {
   using namespace attnjit;
@@ -200,7 +200,7 @@ int main(int argc, char** argv) {
     }
     out["fresh_process_first_call"] = fresh;
     if (!total.empty()) out["fresh_process_first_call_ms_median"] = median(total);
-    std::printf("fresh process first call: %.2f ms (the embedded spec's parse %.2f, get and fetch "
+    std::printf("fresh process first call: %.2f ms (the embedded spec's load %.2f, get and fetch "
                 "from disk %.2f; medians of %zu)\n",
                 median(total), median(spec), median(fetch), total.size());
   }
