@@ -69,26 +69,14 @@ def main():
     out = torch.empty_like(q)
     sinks = torch.zeros(h, device=device)
 
-    # The bare launch: what remains once the tensors are taken apart. Its
-    # arguments by name (_C.LAUNCH_ARGS, the binding's order); the rest 0.
-    kernel = _varlen._kernel(((("dtype", "bf16"), ("head_dim", d), ("head_dim_v", 0),
-                               ("causal", True), ("window", False), ("sinks", "none"),
-                               ("mm_prefix", False), ("mm_clamp", False),
-                               ("softcap", False), ("return_lse", False)),
-                              q.get_device()))
-    row = h * d
-    named = {"q": q.data_ptr(), "k": k.data_ptr(), "v": v.data_ptr(),
-             "o": out.data_ptr(), "cu_seqlens_q": cu.data_ptr(),
-             "cu_seqlens_k": cu.data_ptr(),
-             "q_row_stride": row, "q_head_stride": d, "k_row_stride": row,
-             "k_head_stride": d, "v_row_stride": row, "v_head_stride": d,
-             "o_row_stride": row, "o_head_stride": d, "num_seqs": 1,
-             "num_heads_q": h, "num_heads_kv": h, "total_q": n, "total_k": n,
-             "max_seqlen_q": n, "max_seqlen_k": n, "scale": d ** -0.5, "window_left": -1,
-             "window_right": -1}
-    unknown = set(named) - set(attnjit._C.LAUNCH_ARGS)
-    assert not unknown, f"not launch arguments: {sorted(unknown)}"
-    raw_args = tuple(named.get(name, 0) for name in attnjit._C.LAUNCH_ARGS)
+    # The bare launch: what remains once the tensors are taken apart, with
+    # the arguments the eager call derives (its checked call's _Prepared).
+    p, _ = _varlen._checked(q, k, v, cu, cu, n, n, None, (-1, -1), None, "none",
+                            None, False, 0.0, False, out, causal=True)
+    kernel = _varlen._kernel((p.flags, q.get_device()))
+    raw_args = (q.data_ptr(), k.data_ptr(), v.data_ptr(), out.data_ptr(), 0, 0,
+                cu.data_ptr(), cu.data_ptr(), 0, 0) + p.mid + (n, n) + p.tail
+    assert len(raw_args) == len(attnjit._C.LAUNCH_ARGS)
     stream = torch.cuda.current_stream().cuda_stream
 
     # Paged: one decode query per sequence over a small page-16 cache
