@@ -23,6 +23,7 @@ from bench_decode import (BANDWIDTH_BOUND_US, ELEM, FP8_PEER,  # noqa: E402
                           print_targets, quantize_kv, sweep_problems,
                           triton_contig_peer,
                           triton_paged_peer, verdicts)
+import bench_paged_selftest as bps  # noqa: E402
 from paged_problems import Problem  # noqa: E402
 from read_bandwidth import read_sum  # noqa: E402
 
@@ -45,7 +46,7 @@ def self_test():
     import warnings
     warnings.filterwarnings("ignore")  # eager FlexAttention's advice to compile it
     from triton_decode_peer import choose_splits
-    expect = bp.Checks()
+    expect = bps.Checks()
 
     print("K/V bytes against brute force:")
     bad = 0
@@ -53,7 +54,7 @@ def self_test():
         for window in ((-1, -1), (0, 0), (3, 0), (127, 0), (9, 4), (-1, 2)):
             for nq in (1, 3):
                 pr = Problem("t", "decode", [nq, nq], [n_k, n_k + 7], 8, 2, 64, window=window)
-                keys = sum(bp._brute_counts(nq, nk, True, window, (), True)[1]
+                keys = sum(bps._brute_counts(nq, nk, True, window, (), True)[1]
                            for nk in pr.n_k)
                 bad += kv_bytes(pr) != 2 * ELEM * keys * 2 * 64
     expect(bad == 0, "every key some query sees, once per kv head")
