@@ -402,6 +402,8 @@ int main(int argc, char** argv) {
     if (!only.empty() && only.find("," + name + ",") == std::string::npos) return;
     AttentionFlags f;
     f.head_dim = pr.head_dim;
+    f.head_dim_v = pr.head_dim_v;
+    const int dv = f.value_head_dim();
     f.causal = pr.causal;
     f.window = pr.window_left >= 0 || pr.window_right >= 0;
     f.sinks = pr.sinks;
@@ -417,11 +419,14 @@ int main(int argc, char** argv) {
     const int total_q = pr.batch * n_q;
     const size_t q_elems = size_t(total_q) * pr.heads_q * pr.head_dim;
     const size_t kv_elems = size_t(total) * pr.heads_kv * pr.head_dim;
+    const size_t v_elems = size_t(total) * pr.heads_kv * dv;
+    const size_t o_elems = size_t(total_q) * pr.heads_q * dv;
     std::mt19937 rng(1);
     const RandomNormals normals(rng);
     // q, k and v drawn apart (RandomNormals); fp8 K/V: e4m3 bytes of
     // normal values, scales of 1. One host buffer, filled for each in turn.
     const size_t kv_bytes = kv_elems * (pr.kv_fp8 ? 1 : 2);
+    const size_t v_bytes = v_elems * (pr.kv_fp8 ? 1 : 2);
     std::vector<uint16_t> host(std::max(q_elems, pr.kv_fp8 ? kv_elems / 2 + 1 : kv_elems));
     const auto upload = [&](CuDevicePtr dst, uint64_t stream, size_t elems, bool fp8) {
       if (fp8) {
@@ -435,11 +440,11 @@ int main(int argc, char** argv) {
     };
     DeviceBuffers buffers(d);
     const CuDevicePtr q = buffers.alloc(q_elems * 2), k = buffers.alloc(kv_bytes),
-                      v = buffers.alloc(kv_bytes), o = buffers.alloc(q_elems * 2),
+                      v = buffers.alloc(v_bytes), o = buffers.alloc(o_elems * 2),
                       scales = buffers.alloc(2 * sizeof(float));
     upload(q, 0, q_elems, false);
     upload(k, 1, kv_elems, pr.kv_fp8);
-    upload(v, 2, kv_elems, pr.kv_fp8);
+    upload(v, 2, v_elems, pr.kv_fp8);
     const float ones[2] = {1.f, 1.f};
     d.copy_to_device(scales, ones, sizeof ones);
     std::vector<int32_t> cu(pr.batch + 1), cu_q(pr.batch + 1), offsets(pr.batch + 1, 0), spans;
@@ -481,9 +486,12 @@ int main(int argc, char** argv) {
     a.cu_seqlens_k = reinterpret_cast<int32_t*>(cu_d);
     a.mm_span_offsets = reinterpret_cast<int32_t*>(off_d);
     a.mm_spans = reinterpret_cast<int32_t*>(spans_d);
-    a.q_row_stride = a.o_row_stride = int64_t(pr.heads_q) * pr.head_dim;
-    a.k_row_stride = a.v_row_stride = int64_t(pr.heads_kv) * pr.head_dim;
-    a.q_head_stride = a.k_head_stride = a.v_head_stride = a.o_head_stride = pr.head_dim;
+    a.q_row_stride = int64_t(pr.heads_q) * pr.head_dim;
+    a.o_row_stride = int64_t(pr.heads_q) * dv;
+    a.k_row_stride = int64_t(pr.heads_kv) * pr.head_dim;
+    a.v_row_stride = int64_t(pr.heads_kv) * dv;
+    a.q_head_stride = a.k_head_stride = pr.head_dim;
+    a.v_head_stride = a.o_head_stride = dv;
     a.num_seqs = pr.batch;
     a.num_heads_q = pr.heads_q;
     a.num_heads_kv = pr.heads_kv;
@@ -514,7 +522,8 @@ int main(int argc, char** argv) {
       a.block_table_stride = pages_per_seq;
       a.page_size = pr.page_size;
       a.num_pages = int(table.size());
-      a.k_page_stride = a.v_page_stride = int64_t(pr.page_size) * a.k_row_stride;
+      a.k_page_stride = int64_t(pr.page_size) * a.k_row_stride;
+      a.v_page_stride = int64_t(pr.page_size) * a.v_row_stride;
       a.cu_seqlens_k = nullptr;
     }
 
@@ -558,8 +567,9 @@ int main(int argc, char** argv) {
       pairs += visible_count(pr, p, pr.seqlen, seq_spans);
     }
     pairs *= pr.batch;
-    const double flops = 4.0 * double(pairs) * pr.head_dim * pr.heads_q;
-    const double bytes = 2.0 * 2 * q_elems + 2.0 * double(kv_bytes);
+    // Useful FLOPs: 2 per pair and width for S = Q K^T (D) and for P V (Dv).
+    const double flops = 2.0 * double(pairs) * (pr.head_dim + dv) * pr.heads_q;
+    const double bytes = 2.0 * (q_elems + o_elems) + double(kv_bytes + v_bytes);
     const double floor_ms = std::max(bytes / copy_bw, flops / 793e12) * 1e3;
     std::printf("%-26s %10.3f %10.1f %10.3f %10.2f\n", pr.name.c_str(), ms,
                 flops / (ms * 1e-3) / 1e12, floor_ms, ms / floor_ms);

@@ -21,7 +21,15 @@ struct Problem {
   int seqlen_q = 0;    // new tokens per sequence (0: seqlen, a prefill); keys: seqlen
   bool kv_fp8 = false;  // K/V as e4m3 with per-tensor scales (kv_dtype fp8_e4m3)
   int page_size = 0;    // > 0: a paged cache of such pages, in shuffled order (kv_layout paged)
+  int head_dim_v = 0;   // D of v and o where narrower than head_dim (0: head_dim)
 };
+
+// DeepSeek-V3's MHA prefill: query and key heads of 192, value heads of 128.
+inline Problem deepseek_prefill() {
+  Problem pr{"deepseek_d192_v128", 4, 4096, 32, 32, 192, true};
+  pr.head_dim_v = 128;
+  return pr;
+}
 
 inline std::vector<Problem> peer_problems() {
   return {
@@ -36,6 +44,7 @@ inline std::vector<Problem> peer_problems() {
       // the two ends of the window tile rule's choice.
       {"window1023_d128", 4, 8192, 32, 8, 128, true, 1023, 0},
       {"window127_d128", 4, 4096, 32, 8, 128, true, 127, 0},
+      deepseek_prefill(),
   };
 }
 
