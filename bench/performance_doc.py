@@ -37,6 +37,8 @@ SOURCES = {
     "jit_cpu": "2026-12-05-cpu2core-b2a5ae0-jit-costs.json",
     "launch": "2026-11-29-h200-821147a-launch.json",
     "gemma4": "2026-12-04-h200-093df5d-gemma4-bidirectional.json",
+    "wide": "2026-12-05-h100-437098a-paged-wide-fa4.json",
+    "wide_decode": "2026-12-05-h200-dacc150-decode-d512.json",
 }
 
 # Runs dated up to this day timed Gemma-4's image spans under the rule before
@@ -282,6 +284,23 @@ def gemma4_table(root):
     return table(["K/V", "peer", "ms", "useful TFLOP/s", "error", "attnjit commit"], rows), run
 
 
+def wide_tables(root):
+    """Gemma-4's global heads (D 512) and DeepSeek's 192/128: bench_paged's rows
+    with every peer that runs them, then the decodes against the read bandwidth."""
+    run = load(root, "wide")
+    peers = [x for x in run["peers"] if any(p["ms"].get(x) for p in run["problems"])]
+    rows = [[p["shape"]] + [ms(p["ms"].get(x)) for x in peers] +
+            [f"{p['tflops']['attnjit_paged']:.0f}", ms(p["floor_ms"]),
+             f"{p['ms']['attnjit_paged'] / p['floor_ms']:.2f}x"] for p in run["problems"]]
+    main = table(["problem"] + [PEERS[x] for x in peers] +
+                 ["attnjit paged TFLOP/s", "floor", "paged / floor"], rows)
+    dec = load(root, "wide_decode")
+    rows = [[p["shape"], f"{ms(p['ms']['attnjit_paged'])} ({p['pct_read_bw']['attnjit_paged']:.0f}%)",
+             ms(p["kv_read_us"] / 1000)] for p in dec["problems"] if p["ms"].get("attnjit_paged")]
+    decode = table(["problem", "attnjit paged (% of read bandwidth)", "floor (K/V read once)"], rows)
+    return main, run, decode, dec
+
+
 # ---- docs/performance.md -----------------------------------------------------
 
 def performance_md(root):
@@ -292,6 +311,7 @@ def performance_md(root):
     decode, drun, bw, sweep, fp8 = decode_tables(root)
     user, urun, user_vm, vrun, user_kb = user_tables(root)
     gemma, gem = gemma4_table(root)
+    wide, wrun, wide_decode, wdec = wide_tables(root)
     copy_tb, mm_tf = prun["copy_bw"] / 1e12, prun["matmul_flops"] / 1e12
     out = [
         "# Performance",
@@ -305,7 +325,8 @@ def performance_md(root):
         "",
         "Times are medians of `triton.testing.do_bench` with L2 cleared before each",
         "repetition, bf16 unless a column says otherwise. Useful TFLOP/s count only the",
-        "(query, key) pairs a mask lets through, `4 * pairs * D` per head. A problem's",
+        "(query, key) pairs a mask lets through, `2 * pairs * (D + Dv)` per head (`4 * pairs *",
+        "D` where v is as wide as q and k). A problem's",
         f"floor is max(bytes read and written once at {copy_tb:.2f} TB/s, useful FLOPs at",
         f"{mm_tf:.0f} TFLOP/s); a `/ floor` column says how many times its floor a time is.",
         "",
@@ -343,6 +364,23 @@ def performance_md(root):
         "later tokens hidden under `(W, 0)`) and are not shown.",
         "",
         *gemma,
+        "",
+        "## Wide heads: Gemma-4's global layers (D 512) and DeepSeek's 192/128",
+        "",
+        f"{cite('wide')}, {wrun['date']}, {wrun['gpu']}: `bench/bench_paged.py` on the",
+        "wide-head problems, every peer that runs them (FA4, cuDNN and FlexAttention stop",
+        "at D 256 on Hopper where a row shows none). The DeepSeek row ran on D 192's",
+        "64-key tiles; with the 128-key tiles its rule takes since, on an H200:",
+        "`bench/results/2026-12-05-h200-880d01c-deepseek-tiles-try.txt` (isolated launches)",
+        "and `bench/results/2026-12-05-h200-4c3efaf-deepseek-fa4.txt` (beside cuDNN and FA4).",
+        "",
+        *wide,
+        "",
+        f"Gemma-4 global decodes against the read bandwidth ({cite('wide_decode')},",
+        f"{wdec['date']}, {wdec['gpu']}). e4m3 K/V at D 512 runs on the swapped decode block:",
+        "`bench/results/2026-12-05-h200-c101faf-decode-wide-block.txt` (text only).",
+        "",
+        *wide_decode,
         "",
         "## Paged K/V cache",
         "",
