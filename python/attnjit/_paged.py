@@ -246,8 +246,8 @@ class _Prepared:
     from call to call and, once a launch asked for it, the built-in
     variant's kernel handle."""
 
-    __slots__ = ("checked", "flags", "out_shape", "lse_shape", "mid", "tail",
-                 "paged", "kernel")
+    __slots__ = ("checked", "flags", "out_shape", "out_like_q", "lse_shape",
+                 "mid", "tail", "paged", "kernel")
 
     def __init__(self, c, causal, sinks_mode, return_lse, mm_prefix,
                  mm_prefix_clamp, out_given):
@@ -264,6 +264,8 @@ class _Prepared:
                       + ((("kv_dtype", "fp8_e4m3"),) if c.fp8 else ()))
         width = c.head_dim_v or c.head_dim  # o's: v's
         self.out_shape = (c.total_q, c.heads_q, width)
+        # o as wide as q: q's shape (empty_like parses fewer arguments)
+        self.out_like_q = width == c.head_dim
         self.lse_shape = (c.heads_q, c.total_q)
         o_strides = c.o_strides if out_given else (c.heads_q * width, width)
         k_page, k_row, k_head = c.k_strides
@@ -416,7 +418,8 @@ def _launch(q, k_cache, v_cache, block_table, cu_seqlens_q, seqused_k,
     q_ptr, k_ptr, v_ptr, o_ptr = addresses
     _no_backward(_OP, q, k_cache, v_cache)
     if out is None:
-        out = q.new_empty(p.out_shape)
+        out = (torch.empty_like(q, memory_format=torch.contiguous_format)
+               if p.out_like_q else q.new_empty(p.out_shape))
         o_ptr = out.data_ptr()
     lse = q.new_empty(p.lse_shape, dtype=torch.float32) if return_lse else None
     offsets_ptr = spans_ptr = 0

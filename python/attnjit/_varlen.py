@@ -82,8 +82,8 @@ class _Prepared:
     call (`mid`, `tail`: _C.LAUNCH_ARGS's values around the lengths) and,
     once a launch asked for it, the built-in variant's kernel handle."""
 
-    __slots__ = ("checked", "flags", "out_shape", "lse_shape", "mid", "tail",
-                 "kernel")
+    __slots__ = ("checked", "flags", "out_shape", "out_like_q", "lse_shape",
+                 "mid", "tail", "kernel")
 
     def __init__(self, checked, causal, sinks_mode, return_lse, mm_prefix,
                  mm_prefix_clamp, out_given):
@@ -100,6 +100,8 @@ class _Prepared:
                       ("softcap", softcap > 0), ("return_lse", bool(return_lse)))
         width = head_dim_v or head_dim  # o's: v's
         self.out_shape = (total_q, heads_q, width)
+        # o as wide as q: q's shape (empty_like parses fewer arguments)
+        self.out_like_q = width == head_dim
         self.lse_shape = (heads_q, total_q)
         if not out_given:
             o_strides = (heads_q * width, width)
@@ -408,7 +410,8 @@ def _launch(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seqlen_k,
     q_ptr, k_ptr, v_ptr, o_ptr = addresses
     _no_backward(_OP, q, k, v)
     if out is None:
-        out = q.new_empty(p.out_shape)
+        out = (torch.empty_like(q, memory_format=torch.contiguous_format)
+               if p.out_like_q else q.new_empty(p.out_shape))
         o_ptr = out.data_ptr()
     lse = q.new_empty(p.lse_shape, dtype=torch.float32) if return_lse else None
     offsets_ptr = spans_ptr = 0

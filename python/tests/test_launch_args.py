@@ -141,3 +141,28 @@ def test_paged_passes_each_argument_by_its_name(launched):
         "block_table_stride": 4, "k_page_stride": 16 * 192,
         "v_page_stride": 16 * 160, "page_size": 16, "num_pages": 6,
         "k_scale": k_scale.data_ptr(), "v_scale": v_scale.data_ptr()})
+
+
+def test_an_allocated_out_is_contiguous_whatever_q_s_strides(launched):
+    """Without out=, o is allocated contiguous [total_q, Hq, Dv] (the
+    strides the launch passes) also where q is dense in another order
+    (heads outermost), which an empty_like preserving q's strides would
+    copy; with Dv < D, o is narrower than q."""
+    q = torch.zeros(4, 8, 64, dtype=torch.bfloat16).transpose(0, 1)  # [8, 4, 64]
+    k = torch.zeros(16, 2, 64, dtype=torch.bfloat16)
+    cu_q, cu_k = _cu((3, 5)), _cu((7, 9))
+    out = attnjit.varlen_attention(q, k, k, cu_q, cu_k, 5, 9)
+    q192 = torch.zeros(2, 8, 192, dtype=torch.bfloat16).transpose(0, 1)
+    k192 = torch.zeros(16, 2, 192, dtype=torch.bfloat16)
+    v128 = torch.zeros(16, 2, 128, dtype=torch.bfloat16)
+    narrow = attnjit.varlen_attention(q192, k192, v128, cu_q, cu_k, 5, 9)
+    pages = torch.zeros(6, 16, 2, 64, dtype=torch.bfloat16)
+    table = torch.tensor([[0, 2], [1, 3]], dtype=torch.int32)
+    used = torch.tensor([20, 30], dtype=torch.int32)
+    paged = attnjit.paged_attention(q, pages, pages, table, cu_q, used, 5, 30)
+    for o, shape, (_, values) in zip((out, narrow, paged),
+                                      ((8, 4, 64), (8, 2, 128), (8, 4, 64)),
+                                      launched):
+        assert o.shape == shape and o.is_contiguous()
+        assert values["o"] == o.data_ptr()
+        assert (values["o_row_stride"], values["o_head_stride"]) == o.stride()[:2]
