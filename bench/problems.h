@@ -45,6 +45,8 @@ inline std::vector<Problem> peer_problems() {
       {"window1023_d128", 4, 8192, 32, 8, 128, true, 1023, 0},
       {"window127_d128", 4, 4096, 32, 8, 128, true, 127, 0},
       deepseek_prefill(),
+      // Gemma-4's global layers (D 512, two warpgroups splitting D), without the image spans.
+      {"causal_d512_gqa", 2, 8192, 32, 4, 512, true},
   };
 }
 
