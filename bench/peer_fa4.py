@@ -88,6 +88,19 @@ FA4_USER_PROBLEMS = ("llama4_chunked_local", "prefix_lm", "document_mask", "alib
                      "strided", "longformer_global_band", "dilated_window")
 
 
+def _scalar_mod(score):
+    """Asks FA4 for one score per score_mod call (its default with aux
+    tensors). FA4 hands such a call the batch and head as SSA values of shape
+    (1,) but q, k and the scores as values of shape 1; an expression mixing
+    the two fails in the DSL ("profile of input tuples doesn't match"), so
+    the mods above index each operand ([0]) and build their result with
+    scalar_to_ssa, as FA4 builds the scores' vector."""
+    try:
+        score.__vec_size__ = 1
+    except AttributeError:  # (a wrapper without attributes: FA4's default is 1)
+        pass
+
+
 def _user_mods(name, own, seqlen):
     """(mask_mod, score_mod, aux_tensors) of a problem in the CuTe DSL."""
     global cutlass, cute, fu  # noqa: PLW0603  (the DSL's name resolution)
@@ -124,10 +137,12 @@ def _user_mods(name, own, seqlen):
 
         @cute.jit  # (FA4 passes a score_mod's arguments by these names)
         def score(tSrS_ssa, b_idx, h_idx, q_idx, kv_idx, seqlen_info, aux_tensors):
-            slope = fu.scalar_to_ssa(aux_tensors[0][h_idx[0]], cutlass.Float32).broadcast_to(
-                tSrS_ssa.shape)
-            distance = (q_idx - kv_idx).to(cutlass.Float32)  # >= 0 where the mask keeps it
-            return tSrS_ssa - slope * distance
+            # One score per call (vec 1); every operand a scalar, the result
+            # an SSA of the scores' own make (_scalar_mod).
+            slope = aux_tensors[0][h_idx[0]]
+            distance = cutlass.Float32(q_idx[0] - kv_idx[0])  # >= 0 where the mask keeps it
+            return fu.scalar_to_ssa(tSrS_ssa[0] - slope * distance, cutlass.Float32)
+        _scalar_mod(score)
         return mask, score, [own["slopes"]]
     if name == "causal_expr":
         @cute.jit
@@ -151,10 +166,13 @@ def _user_mods(name, own, seqlen):
 
         @cute.jit  # (FA4 passes a score_mod's arguments by these names)
         def score(tSrS_ssa, b_idx, h_idx, q_idx, kv_idx, seqlen_info, aux_tensors):
-            bias = fu.scalar_to_ssa(aux_tensors[0][h_idx[0]], cutlass.Float32).broadcast_to(
-                tSrS_ssa.shape)
-            key0 = kv_idx == cute.full_like(kv_idx, 0)
-            return cute.where(key0, tSrS_ssa + bias, tSrS_ssa)
+            s = tSrS_ssa[0]
+            biased = s + aux_tensors[0][h_idx[0]]
+            key0 = (fu.scalar_to_ssa(kv_idx[0], cutlass.Int32)
+                    == fu.scalar_to_ssa(0, cutlass.Int32))
+            return cute.where(key0, fu.scalar_to_ssa(biased, cutlass.Float32),
+                              fu.scalar_to_ssa(s, cutlass.Float32))
+        _scalar_mod(score)
         return mask, score, [own["key0_bias"]]
     if name == "streaming_llm":
         sinks, window = int(own["sink_tokens"]), int(own["window"])
