@@ -55,9 +55,10 @@ def _tensor(t, name, dtype=None, op=_OP):
     if not isinstance(t, torch.Tensor):
         _fail(TypeError, f"`{name}` must be a torch.Tensor, got "
                          f"{type(t).__name__}", op)
-    if t.layout is not torch.strided:
+    if t.layout is not torch.strided or t.is_nested:
+        what = "a nested tensor" if t.is_nested else f"layout {t.layout}"
         _fail(TypeError, f"`{name}` must be a dense (strided) tensor, got "
-                         f"layout {t.layout}", op)
+                         f"{what}", op)
     if dtype is not None and t.dtype != dtype:
         _fail(TypeError, f"`{name}` must be {dtype}, got {t.dtype}", op)
 

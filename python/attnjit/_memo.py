@@ -34,7 +34,10 @@ def _layouts(*tensors):
             continue
         if type(t) is not torch.Tensor or t.layout is not torch.strided:
             raise _Unkeyed
-        key += (t.dtype, t.shape, t.stride(), t.get_device())
+        try:
+            key += (t.dtype, t.shape, t.stride(), t.get_device())
+        except RuntimeError:  # (a nested tensor, strided but without a shape)
+            raise _Unkeyed from None
     return key
 
 

@@ -7,6 +7,8 @@ nothing. CPU tensors; the device check is stubbed where a call must pass.
 Run: python -m pytest python/tests.
 """
 
+import warnings
+
 import pytest
 
 from paged_support import _cu, _paged, _varlen, attnjit
@@ -218,6 +220,14 @@ def test_unkeyed_arguments_are_checked_every_call(paged_checks):
     with pytest.raises(TypeError, match="`mm_prefix_ranges` must be a dense"):
         call(_paged_args(mm_prefix_ranges=sparse))
     assert count[0] == 6 and not memo
+    # Nested: strided, but without a shape (torch raises an internal error
+    # where the key would read it).
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # (the nested API is a prototype)
+        nested = torch.nested.nested_tensor(list(torch.zeros(2, 12, 4, 64)))
+    with pytest.raises(TypeError, match="`q` must be a dense .* nested tensor"):
+        call(_paged_args(q=nested))
+    assert count[0] == 7 and not memo
 
 
 def test_a_full_memo_starts_over(paged_checks):
