@@ -6,8 +6,9 @@ The ops import these names into their own modules, where tests replace
 them (``_check_device``) per module.
 """
 
-import math
 import operator
+import os
+import sys
 import warnings
 
 import torch
@@ -26,10 +27,31 @@ _INT32_MAX = 2**31 - 1
 _GRID_MAX = 65535  # sequences and query heads are grid dimensions
 
 _OP = "varlen_attention"  # the op named in a message unless one is given
+_PACKAGE = os.path.dirname(os.path.abspath(__file__)) + os.sep
 
 
 def _fail(kind, message, op=_OP):
     raise kind(f"{op}: {message}")
+
+
+# float32's smallest normal and largest finite values: a scale or cap the
+# kernel receives as a float must stay nonzero and finite there.
+_FLT_MIN = 1.1754943508222875e-38
+_FLT_MAX = 3.4028234663852886e38
+
+
+def _real(x, name, op, off=""):
+    """A float argument (an int, float, numpy scalar or one-element tensor)
+    as a Python float; a string, None or anything float() refuses is an
+    error of the op's own."""
+    if not isinstance(x, (str, bytes)) and x is not None:
+        try:
+            return float(x)
+        except OverflowError:
+            _fail(ValueError, f"`{name}` is beyond any float's range", op)
+        except (TypeError, ValueError, RuntimeError):
+            pass
+    _fail(TypeError, f"`{name}` must be a real number{off}, got {x!r}", op)
 
 
 def _strides(t, name, heads, op=_OP):
@@ -106,7 +128,7 @@ def _check_heads(heads_q, heads_kv, head_dim, op):
     if head_dim not in HEAD_DIMS:
         _fail(ValueError, f"head_dim {head_dim} is not supported (one of "
                           f"{', '.join(map(str, HEAD_DIMS))})", op)
-    if heads_kv < 1 or heads_q % heads_kv:
+    if heads_q < 1 or heads_kv < 1 or heads_q % heads_kv:
         _fail(ValueError, f"the query heads ({heads_q}) must be a multiple of "
                           f"the key/value heads ({heads_kv})", op)
 
@@ -118,9 +140,10 @@ def _check_modes(heads_q, softmax_scale, window_size, softcap, sinks,
     if softmax_scale is None:
         scale = 0.0  # the kernel's default, 1/sqrt(head_dim)
     else:
-        scale = float(softmax_scale)
-        if not (math.isfinite(scale) and scale > 0):
-            _fail(ValueError, f"softmax_scale must be finite and > 0, got "
+        scale = _real(softmax_scale, "softmax_scale", op)
+        if not _FLT_MIN <= scale <= _FLT_MAX:
+            _fail(ValueError, f"softmax_scale must be > 0 and within float32's "
+                              f"normal range (the kernel takes a float), got "
                               f"{softmax_scale}", op)
     try:
         window_left, window_right = window_size
@@ -131,10 +154,10 @@ def _check_modes(heads_q, softmax_scale, window_size, softcap, sinks,
                          op)
     window_right = _index(window_right, "window_size[1]", -1,
                           " (-1: unbounded)", op)
-    softcap = float(softcap)
-    if not (math.isfinite(softcap) and softcap >= 0):
-        _fail(ValueError, f"softcap must be finite and >= 0 (0: off), got "
-                          f"{softcap}", op)
+    softcap = _real(softcap, "softcap", op, " (0.0: off)")
+    if not (softcap == 0 or _FLT_MIN <= softcap <= _FLT_MAX):
+        _fail(ValueError, f"softcap must be 0 (off) or > 0 within float32's "
+                          f"normal range, got {softcap}", op)
 
     if sinks_mode not in SINK_MODES:
         _fail(ValueError, f"sinks_mode must be one of {', '.join(SINK_MODES)}, "
@@ -168,11 +191,21 @@ def _warn_window_traps(window_left, window_right, mm_prefix_clamp, op):
     if window_left == 0 and window_right == 0:
         warnings.warn(f"{op}: window_size=(0, 0) lets each query see only its "
                       f"own position; -1 means unbounded (0 is not 'off')",
-                      stacklevel=4)
+                      stacklevel=_callers_level())
     if mm_prefix_clamp and window_left == -1:
         warnings.warn(f"{op}: mm_prefix_clamp=True with window_size[0] = -1 "
                       f"has no effect: the clamp bounds image spans by the "
-                      f"left window alone", stacklevel=4)
+                      f"left window alone", stacklevel=_callers_level())
+
+
+def _callers_level():
+    """warnings.warn's stacklevel, called from a function here, that names
+    the first frame outside this package: the user's call, however many
+    frames the eager, traced or user-spec path put between."""
+    frame, level = sys._getframe(2), 2  # (the function that warns: 1)
+    while frame is not None and frame.f_code.co_filename.startswith(_PACKAGE):
+        frame, level = frame.f_back, level + 1
+    return level
 
 
 def _check_out(out, q, op, head_dim_v=0):
@@ -233,8 +266,10 @@ def _check_lengths(name, values, total, bound, bound_name, op):
 
 
 def _no_backward(op, *tensors):
+    """No tensor argument asks for a gradient (None: an absent optional
+    one): a learnable sink or scale would silently get none."""
     if torch.is_grad_enabled():
         for t in tensors:
-            if t.requires_grad:
+            if t is not None and t.requires_grad:
                 _fail(RuntimeError, "there is no backward pass: call it under "
                                     "torch.no_grad() or torch.inference_mode()", op)

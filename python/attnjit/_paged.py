@@ -416,7 +416,7 @@ def _launch(q, k_cache, v_cache, block_table, cu_seqlens_q, seqused_k,
     if addresses is None:  # (checked tensors: these reads succeed)
         addresses = _addresses(q, k_cache, v_cache, out)
     q_ptr, k_ptr, v_ptr, o_ptr = addresses
-    _no_backward(_OP, q, k_cache, v_cache)
+    _no_backward(_OP, q, k_cache, v_cache, sinks, k_scale, v_scale)
     if out is None:
         out = (torch.empty_like(q, memory_format=torch.contiguous_format)
                if p.out_like_q else q.new_empty(p.out_shape))

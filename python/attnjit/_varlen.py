@@ -9,6 +9,7 @@ Neither path synchronizes (unless ``check=True``), so both can be captured
 in a CUDA graph once the variant has been compiled by a first call.
 """
 
+import math
 from typing import Optional, Tuple
 
 import torch
@@ -408,7 +409,7 @@ def _launch(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seqlen_k,
     if addresses is None:  # (checked tensors: these reads succeed)
         addresses = _addresses(q, k, v, out)
     q_ptr, k_ptr, v_ptr, o_ptr = addresses
-    _no_backward(_OP, q, k, v)
+    _no_backward(_OP, q, k, v, sinks)
     if out is None:
         out = (torch.empty_like(q, memory_format=torch.contiguous_format)
                if p.out_like_q else q.new_empty(p.out_shape))
@@ -431,6 +432,16 @@ def _launch(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seqlen_k,
                             total_k=total_k, heads_q=heads_q,
                             heads_kv=heads_kv, pointers=True)
     if total_q == 0 or num_seqs == 0:
+        return out, lse
+    if p.checked[4] == 0:
+        # No sequence has a key, and k and v no storage to point a launch at:
+        # every query sees no key (docs/semantics.md, edge cases).
+        out.zero_()
+        if lse is not None:
+            if sinks_mode == "null_logit":
+                lse.copy_(sinks.view(-1, 1).expand_as(lse))
+            else:
+                lse.fill_(-math.inf)
         return out, lse
     # One value per name of _C.LAUNCH_ARGS, in its order
     # (python/tests/test_launch_args.py holds each name to its value).

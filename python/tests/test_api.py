@@ -145,10 +145,10 @@ def test_max_seqlen():
 
 
 def test_scale_and_softcap():
-    _raises(ValueError, "softmax_scale must be finite and > 0",
+    _raises(ValueError, "softmax_scale must be > 0 and within float32",
             softmax_scale=0.0)
     _raises(ValueError, "softmax_scale", softmax_scale=math.nan)
-    _raises(ValueError, "softcap must be finite and >= 0", softcap=-1.0)
+    _raises(ValueError, "softcap must be 0 \\(off\\) or > 0", softcap=-1.0)
 
 
 def test_window_size():

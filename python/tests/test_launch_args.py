@@ -166,3 +166,74 @@ def test_an_allocated_out_is_contiguous_whatever_q_s_strides(launched):
         assert o.shape == shape and o.is_contiguous()
         assert values["o"] == o.data_ptr()
         assert (values["o_row_stride"], values["o_head_stride"]) == o.stride()[:2]
+
+
+def test_no_keys_anywhere_fill_the_outputs_without_a_launch(launched):
+    """total_k = 0: k and v have no storage to launch over; every query sees
+    no key (o = 0, lse = -inf, or the sink's logit with null_logit)."""
+    q = torch.randn(8, 4, 64, dtype=torch.bfloat16)
+    empty = torch.empty(0, 2, 64, dtype=torch.bfloat16)
+    cu_q, cu_k = _cu((3, 5)), _cu((0, 0))
+    out = torch.full_like(q, float("nan"))
+    o, lse = attnjit.varlen_attention(q, empty, empty, cu_q, cu_k, 5, 0,
+                                      return_lse=True, out=out)
+    assert o is out and not o.any() and torch.isneginf(lse).all()
+    sinks = torch.randn(4)
+    o, lse = attnjit.varlen_attention(q, empty, empty, cu_q, cu_k, 5, 0,
+                                      sinks=sinks, sinks_mode="null_logit",
+                                      return_lse=True)
+    assert not o.any() and torch.equal(lse, sinks.view(4, 1).expand(4, 8))
+    assert not launched
+
+
+def test_scalar_arguments_get_the_ops_own_errors(launched):
+    q = torch.zeros(8, 4, 64, dtype=torch.bfloat16)
+    k = torch.zeros(16, 2, 64, dtype=torch.bfloat16)
+    cu_q, cu_k = _cu((3, 5)), _cu((7, 9))
+
+    def call(**kw):
+        return attnjit.varlen_attention(q, k, k, cu_q, cu_k, 5, 9, **kw)
+    for kw, kind, text in (
+            (dict(softcap=None), TypeError, r"`softcap` must be a real number \(0.0: off\), got None"),
+            (dict(softmax_scale="0.5"), TypeError, "`softmax_scale` must be a real number"),
+            (dict(softmax_scale=1j), TypeError, "`softmax_scale` must be a real number"),
+            (dict(softmax_scale=10**400), ValueError, "`softmax_scale` is beyond any float's range"),
+            (dict(softmax_scale=1e-46), ValueError, "float32's normal range"),
+            (dict(softmax_scale=1e39), ValueError, "float32's normal range"),
+            (dict(softmax_scale=float("nan")), ValueError, "float32's normal range"),
+            (dict(softcap=1e-40), ValueError, "softcap must be 0 .* float32"),
+            (dict(softcap=-1.0), ValueError, "softcap must be 0")):
+        with pytest.raises(kind, match="varlen_attention: .*" + text):
+            call(**kw)
+    call(softmax_scale=torch.tensor(0.125), softcap=30)  # one element, an int
+    assert launched[-1][1]["scale"] == 0.125 and launched[-1][1]["softcap"] == 30.0
+    with pytest.raises(ValueError, match="query heads"):
+        attnjit.varlen_attention(q[:, :0], k, k, cu_q, cu_k, 5, 9)
+
+
+def test_learnable_sinks_and_scales_are_refused(launched):
+    q = torch.zeros(8, 4, 64, dtype=torch.bfloat16)
+    k = torch.zeros(16, 2, 64, dtype=torch.bfloat16)
+    sinks = torch.nn.Parameter(torch.zeros(4))
+    with pytest.raises(RuntimeError, match="no backward pass"):
+        attnjit.varlen_attention(q, k, k, _cu((3, 5)), _cu((7, 9)), 5, 9,
+                                 sinks=sinks, sinks_mode="null_logit")
+    with torch.no_grad():
+        attnjit.varlen_attention(q, k, k, _cu((3, 5)), _cu((7, 9)), 5, 9,
+                                 sinks=sinks, sinks_mode="null_logit")
+    pages = torch.zeros(6, 16, 2, 64, dtype=torch.float8_e4m3fn)
+    table = torch.tensor([[0, 2], [1, 3]], dtype=torch.int32)
+    used = torch.tensor([20, 30], dtype=torch.int32)
+    with pytest.raises(RuntimeError, match="no backward pass"):
+        attnjit.paged_attention(q, pages, pages, table, _cu((3, 5)), used, 5, 30,
+                                k_scale=torch.nn.Parameter(torch.ones(1)),
+                                v_scale=torch.ones(1))
+
+
+def test_a_window_warning_names_the_callers_line(launched):
+    q = torch.zeros(8, 4, 64, dtype=torch.bfloat16)
+    k = torch.zeros(16, 2, 64, dtype=torch.bfloat16)
+    with pytest.warns(UserWarning, match=r"window_size=\(0, 0\)") as caught:
+        attnjit.varlen_attention(q, k, k, _cu((3, 5)), _cu((7, 9)), 5, 9,
+                                 window_size=(0, 0))
+    assert caught[0].filename == __file__

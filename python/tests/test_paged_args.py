@@ -261,9 +261,9 @@ def test_max_seqlen():
 
 
 def test_modes_are_varlen_attentions_checks():
-    _raises(ValueError, "softmax_scale must be finite and > 0",
+    _raises(ValueError, "softmax_scale must be > 0 and within float32",
             softmax_scale=-1.0)
-    _raises(ValueError, "softcap must be finite and >= 0", softcap=math.inf)
+    _raises(ValueError, "softcap must be 0 \\(off\\) or > 0", softcap=math.inf)
     _raises(ValueError, r"window_size\[0\]` must be in \[-1, ",
             window_size=(-2, 0))
     _raises(TypeError, "window_size must be a pair", window_size=7)
