@@ -127,7 +127,7 @@ std::vector<WorkItem> manifest_items(const std::string& path, const std::vector<
         for (const std::string& t : targets) line_targets.push_back(parse_target(t));
       }
       for (const Target& t : line_targets) {
-        Signature sig = make_signature(*spec, flags, CompileOptions::from_environment(t));
+        Signature sig = deployment_signature(*spec, flags, t);
         if (seen.insert(sig.canonical()).second) items.push_back({spec, std::move(sig)});
       }
     } catch (const Error& e) {
@@ -418,8 +418,7 @@ int run_build_cache(const BuildArgs& a) {
             ++unsupported[t.name()];
             continue;
           }
-          items.push_back(
-              {&spec, make_signature(spec, flags, CompileOptions::from_environment(t))});
+          items.push_back({&spec, deployment_signature(spec, flags, t)});
         }
       }
     }
@@ -513,7 +512,8 @@ int run_build_cache(const BuildArgs& a) {
 Runner add_build_cache(CLI::App& app) {
   auto a = std::make_shared<BuildArgs>();
   app.add_option("--spec", a->specs,
-                 "Embedded spec names or YAML paths (default: every embedded spec)");
+                 "Embedded spec names or YAML paths (default: every embedded spec)")
+      ->check(non_empty());
   app.add_option("--target", a->targets,
                  std::string("Targets: ") + kTargetNames +
                      " (default: the local GPU's, else sm_80 and sm_90a)");
@@ -521,7 +521,8 @@ Runner add_build_cache(CLI::App& app) {
       ->check(job_count());
   app.add_option("-o,--out", a->out,
                  "Cache directory (default: $ATTNJIT_CACHE_DIR, "
-                 "$XDG_CACHE_HOME/attnjit or ~/.cache/attnjit)");
+                 "$XDG_CACHE_HOME/attnjit or ~/.cache/attnjit)")
+      ->check(non_empty());
   auto* presets_only =
       app.add_flag("--presets-only", a->presets_only, "Only the presets, not the matrix");
   app.add_flag("--no-check", a->no_check, "Do not run and check the presets on the local GPU");
@@ -550,6 +551,7 @@ Runner add_build_cache(CLI::App& app) {
   app.add_option("--manifest", a->manifest,
                  "Build exactly the variants recorded in this file (ATTNJIT_RECORD), for "
                  "--target when given, else for the targets it names")
+      ->check(non_empty())
       ->excludes(presets_only);
   return [a] { return run_build_cache(*a); };
 }

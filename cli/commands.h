@@ -9,6 +9,7 @@
 #include <CLI/CLI.hpp>
 
 #include "attnjit/cache.h"
+#include "attnjit/signature.h"
 #include "attnjit/spec.h"
 #include "attnjit/target.h"
 
@@ -29,6 +30,11 @@ int check_on_gpu(const std::vector<std::pair<std::string, FlagSet>>& variants, K
 
 // A spec by embedded name ("attention") or by path ("my/spec.yaml").
 Spec load_spec_argument(const std::string& name_or_path);
+// The signature of `flags` as the runtime would make it without tuning
+// overrides: the attention spec's variants take $ATTNJIT_TUNING's values (so
+// an offline build makes the keys the deployment asks for), other specs
+// none. Throws on a malformed ATTNJIT_TUNING.
+Signature deployment_signature(const Spec& spec, const FlagSet& flags, const Target& target);
 // Targets given on the command line, or the local GPU's, or sm_80 + sm_90a.
 std::vector<Target> targets_or_default(const std::vector<std::string>& names,
                                        bool* from_gpu = nullptr);
@@ -40,6 +46,9 @@ inline constexpr const char* kTargetNames =
 // A CLI11 check that the value is one of `names` ("'asm' is not one of
 // none, source, ..."), with the closest one suggested.
 CLI::Validator one_of(std::vector<std::string> names);
+// A CLI11 check that a value given is not empty: `-o "$DIR"` with DIR unset
+// must not fall back to the default directory.
+CLI::Validator non_empty();
 
 // A CLI11 check for -j/--jobs: a whole number, at least 0 (0: one job per
 // core).

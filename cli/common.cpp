@@ -1,5 +1,6 @@
 #include <exception>
 #include <filesystem>
+#include <map>
 #include <string>
 #include <system_error>
 
@@ -10,6 +11,19 @@
 #include "names.h"
 
 namespace attnjit::cli {
+
+Signature deployment_signature(const Spec& spec, const FlagSet& flags, const Target& target) {
+  static const std::map<std::string, int64_t> none;
+  const std::map<std::string, int64_t>& values =
+      spec.family == attention_spec().family ? env_tuning_for(flags) : none;
+  Signature sig = make_signature(spec, flags, CompileOptions::from_environment(target), values);
+  // A compile that fails names where its tiles came from.
+  const std::string generic = "the overrides ";
+  if (!values.empty() && sig.tuning_from.rfind(generic, 0) == 0) {
+    sig.tuning_from = "ATTNJIT_TUNING's " + sig.tuning_from.substr(generic.size());
+  }
+  return sig;
+}
 
 Spec load_spec_argument(const std::string& name_or_path) {
   if (find_embedded_spec(name_or_path) != nullptr) {
@@ -38,6 +52,14 @@ CLI::Validator one_of(std::vector<std::string> names) {
                detail::did_you_mean(value, names);
       },
       "{" + detail::join(names, ",") + "}", "one_of");
+}
+
+CLI::Validator non_empty() {
+  return CLI::Validator(
+      [](std::string& value) -> std::string {
+        return value.empty() ? "is empty (leave the option out for its default)" : "";
+      },
+      "", "non_empty");
 }
 
 CLI::Validator job_count() {

@@ -1,5 +1,7 @@
 // `attnjit compile`: one variant, from a preset or flag assignments.
+#include <cerrno>
 #include <cstdio>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <map>
@@ -37,9 +39,15 @@ void write_or_print(const std::string& text, const std::string& path) {
     std::fwrite(text.data(), 1, text.size(), stdout);
     return;
   }
+  errno = 0;
   std::ofstream f(path, std::ios::binary);
   f << text;
-  if (!f) throw Error(ErrorKind::kArgument, "cannot write '" + path + "'");
+  f.close();
+  if (!f) {
+    throw Error(ErrorKind::kArgument, "cannot write '" + path + "'" +
+                                          (errno != 0 ? std::string(": ") + std::strerror(errno)
+                                                      : std::string()));
+  }
 }
 
 void print_resources(const CompiledKernel& k) {
@@ -54,7 +62,10 @@ void print_resources(const CompiledKernel& k) {
 // -o FILE: its folder must exist and FILE must not be a folder; said
 // before anything is compiled.
 void check_output_path(const CompileArgs& a) {
-  if (a.out.empty()) return;
+  if (a.out.empty()) {
+    if (a.emit == "cubin") throw Error(ErrorKind::kArgument, "--emit cubin needs --out FILE");
+    return;
+  }
   if (a.emit == "none") {
     throw Error(ErrorKind::kArgument, "-o/--out needs --emit source, ptx or cubin");
   }
@@ -86,8 +97,12 @@ int run_compile(const CompileArgs& a) {
                                     : resolve_flags(spec, parse_flag_assignments(spec, a.flags));
   const Target target = parse_target(a.target);
   const std::map<std::string, int64_t> overrides = parse_tuning_overrides(a.tuning, "--tuning");
-  Signature sig =
-      make_signature(spec, flags, CompileOptions::from_environment(target), overrides);
+  // Without --tuning, the signature the runtime makes ($ATTNJIT_TUNING's
+  // values included).
+  Signature sig = overrides.empty()
+                      ? deployment_signature(spec, flags, target)
+                      : make_signature(spec, flags, CompileOptions::from_environment(target),
+                                       overrides);
   // A compile that fails names where its tiles came from: --tuning's values
   // are the command line's, not the spec's rule.
   const std::string generic = "the overrides ";
@@ -121,10 +136,7 @@ int run_compile(const CompileArgs& a) {
   if (a.emit == "ptx") {
     write_or_print(kernel.ptx, a.out);
   } else if (a.emit == "cubin") {
-    if (a.out.empty()) {
-      throw Error(ErrorKind::kArgument, "--emit cubin needs --out FILE");
-    }
-    write_or_print(kernel.cubin, a.out);
+    write_or_print(kernel.cubin, a.out);  // (--out checked first)
   }
   if (info == stdout || a.emit == "none") print_resources(kernel);
   return 0;
@@ -134,8 +146,10 @@ int run_compile(const CompileArgs& a) {
 
 Runner add_compile(CLI::App& app) {
   auto a = std::make_shared<CompileArgs>();
-  app.add_option("--spec", a->spec, "Embedded spec name or YAML path")->capture_default_str();
-  auto* preset = app.add_option("--preset", a->preset, "A preset of the spec");
+  app.add_option("--spec", a->spec, "Embedded spec name or YAML path")
+      ->capture_default_str()
+      ->check(non_empty());
+  auto* preset = app.add_option("--preset", a->preset, "A preset of the spec")->check(non_empty());
   app.add_option("--flags", a->flags, "Flag assignments, e.g. \"head_dim=128,causal=true\"")
       ->excludes(preset);
   app.add_option("--tuning", a->tuning,
@@ -144,7 +158,7 @@ Runner add_compile(CLI::App& app) {
   app.add_option("--emit", a->emit, "none, source, params (the kernel's parameter struct), ptx or cubin")
       ->check(one_of({"none", "source", "params", "ptx", "cubin"}))
       ->capture_default_str();
-  app.add_option("-o,--out", a->out, "Write what --emit selects to this file");
+  app.add_option("-o,--out", a->out, "Write what --emit selects to this file")->check(non_empty());
   app.add_flag("--no-cache", a->no_cache, "Compile with NVRTC directly, bypassing the cache");
   return [a] { return run_compile(*a); };
 }

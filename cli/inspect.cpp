@@ -199,7 +199,8 @@ Runner add_inspect(CLI::App& app) {
   auto quiet = std::make_shared<bool>(false);
   app.add_option("dir", *dir,
                  "Cache directory (default: the user cache directory); "
-                 "one that does not exist or is not a cache is an error");
+                 "one that does not exist or is not a cache is an error")
+      ->check(non_empty());
   app.add_flag("-q,--quiet", *quiet, "Only list bad entries");
   return [dir, quiet] { return run_inspect(*dir, *quiet); };
 }

@@ -189,7 +189,10 @@ std::map<std::string, int64_t> parse_tuning_overrides(const std::string& text,
       throw Error(ErrorKind::kArgument,
                   fmt::format("{}: '{}' is not name=integer (e.g. block_m=128)", what, item));
     }
-    out[item.substr(0, eq)] = value;
+    if (!out.emplace(item.substr(0, eq), value).second) {
+      throw Error(ErrorKind::kArgument,
+                  fmt::format("{}: tuning param '{}' is given twice", what, item.substr(0, eq)));
+    }
     at = end + 1;
   }
   return out;

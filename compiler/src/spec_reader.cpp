@@ -3,6 +3,9 @@
 #include <algorithm>
 #include <charconv>
 #include <limits>
+#include <string>
+
+#include <yaml-cpp/depthguard.h>
 
 #include "attnjit/error.h"
 #include "names.h"
@@ -51,6 +54,12 @@ bool is_plain_scalar(const YAML::Node& node) { return node.IsScalar() && node.Ta
 YAML::Node SpecReader::load(const std::string& yaml_text) const {
   try {
     return YAML::Load(yaml_text);
+  } catch (const YAML::DeepRecursion& e) {
+    // (yaml-cpp's own message names only the file: "bad file".)
+    fail(SourceLocation{file_, e.mark.line < 0 ? 1 : e.mark.line + 1,
+                        e.mark.column < 0 ? 1 : e.mark.column + 1},
+         "yaml nested too deeply (" + std::to_string(e.depth()) +
+             " levels; a spec needs a handful)");
   } catch (const YAML::Exception& e) {
     const SourceLocation at{file_, e.mark.line < 0 ? 1 : e.mark.line + 1,
                             e.mark.column < 0 ? 1 : e.mark.column + 1};

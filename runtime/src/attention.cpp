@@ -301,12 +301,20 @@ const EnvTuning& env_tuning() {
   return tuning;
 }
 
+}  // namespace
+
+const std::map<std::string, int64_t>& env_tuning_for(const FlagSet& flags) {
+  return env_tuning().values_for(flags);
+}
+
+namespace {
+
 // A built-in variant's signature as get() makes it: the tuning overrides,
 // or without any the environment's tuning (ATTNJIT_TUNING).
 Signature attention_signature(const FlagSet& flags, const CompileOptions& options,
                               const std::map<std::string, int64_t>& overrides) {
   return make_signature(attention_spec(), flags, options,
-                        overrides.empty() ? env_tuning().values_for(flags) : overrides);
+                        overrides.empty() ? env_tuning_for(flags) : overrides);
 }
 
 }  // namespace

@@ -8,6 +8,7 @@
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
+#include <filesystem>
 #include <fstream>
 #include <mutex>
 #include <set>
@@ -80,6 +81,10 @@ void record_requested_variant(const std::string& spec, const FlagSet& flags, con
 }
 
 std::vector<ManifestLine> read_manifest(const std::string& path) {
+  std::error_code ec;
+  if (std::filesystem::is_directory(path, ec)) {
+    throw Error(ErrorKind::kArgument, "cannot read manifest '" + path + "': it is a directory");
+  }
   std::ifstream in(path);
   if (!in) {
     throw Error(ErrorKind::kArgument,

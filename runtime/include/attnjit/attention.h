@@ -192,6 +192,13 @@ class AttentionKernel {
 // The attention spec compiled into the library.
 const Spec& attention_spec();
 
+// The tile values $ATTNJIT_TUNING gives the attention spec's variant of
+// `flags` (none when it is unset or no entry matches): what get() puts in
+// the signature of a built-in variant it makes without tuning overrides, so
+// that an offline build (`attnjit build-cache`, `compile`) makes the same
+// keys. Read once per process; throws on a malformed value.
+const std::map<std::string, int64_t>& env_tuning_for(const FlagSet& flags);
+
 }  // namespace attnjit
 
 #pragma GCC visibility pop
