@@ -8,9 +8,9 @@
 
 The first call of each flag combination compiles its kernel with NVRTC (a
 few hundred milliseconds) or loads it from the kernel cache
-($ATTNJIT_CACHE_DIR, default ~/.cache/attnjit; $ATTNJIT_AOT_DIRS for an
-offline build; $ATTNJIT_NO_JIT=1 forbids compiling); later calls launch at
-once. The call is also the custom op ``torch.ops.attnjit.varlen_attention``,
+($ATTNJIT_CACHE_DIR, default $XDG_CACHE_HOME/attnjit or ~/.cache/attnjit;
+$ATTNJIT_AOT_DIRS for an offline build; $ATTNJIT_NO_JIT=1 forbids
+compiling); later calls launch at once. The call is also the custom op ``torch.ops.attnjit.varlen_attention``,
 used under torch.compile.
 
 Over an engine's paged K/V cache ([num_pages, page_size, Hkv, D] with a
@@ -47,7 +47,8 @@ __version__ = _C.version()
 
 def cache_stats():
     """Counters of the process-wide kernel cache: memory_hits, disk_hits,
-    aot_hits, compiles, corrupt_entries, write_failures, disk_disabled."""
+    aot_hits, compiles, corrupt_entries, write_failures, disk_disabled, and
+    generic_launches (launches a generic variant answered, docs/tiers.md)."""
     return _C.cache_stats()
 
 

@@ -500,12 +500,13 @@ def paged_attention(q, k_cache, v_cache, block_table, cu_seqlens_q, seqused_k,
 
     q [total_q, Hq, D]: the new tokens' queries, sequence b's rows from
     cu_seqlens_q[b] to cu_seqlens_q[b+1] (int32 [B+1]). k_cache, v_cache
-    [num_pages, page_size, Hkv, D]: bf16 or fp16 CUDA tensors with q's
+    [num_pages, page_size, Hkv, D] (v_cache's last dimension Dv: D, or 128
+    under D 192; the output follows it): bf16 or fp16 CUDA tensors with q's
     dtype, last dimension contiguous, any page, row and head strides that
     are multiples of 8 elements with pages that do not overlap (separate
     tensors, k = cache[:, 0] of a [num_pages, 2, page_size, Hkv, D] cache,
     or a heads-outer [num_pages, Hkv, page_size, D] cache viewed with
-    .transpose(1, 2)); page_size a multiple of 16. The new tokens' keys and
+    .transpose(1, 2)); page_size a multiple of 16, at most 4096. The new tokens' keys and
     values must already be in the cache.
 
     block_table int32 [B, max_pages_per_seq] (last dimension contiguous;

@@ -494,8 +494,10 @@ def varlen_attention(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q,
                      return_lse=False, out=None, check=False):
     """Variable-length attention (docs/semantics.md), FlashAttention-style args.
 
-    q [total_q, Hq, D], k and v [total_k, Hkv, D]: bf16 or fp16 CUDA tensors,
-    last dimension contiguous, row and head strides multiples of 8 elements.
+    q [total_q, Hq, D], k [total_k, Hkv, D] and v [total_k, Hkv, Dv] (Dv =
+    D, or 128 under D 192: DeepSeek's value heads): bf16 or fp16 CUDA
+    tensors, last dimension contiguous, row and head strides multiples of 8
+    elements.
     cu_seqlens_q / cu_seqlens_k: int32 [B+1] prefix sums. Query row i of a
     sequence sits at key position i + n_k - n_q (bottom-right alignment).
 
@@ -515,7 +517,7 @@ def varlen_attention(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q,
     for a CPU tensor (then copied to the device) and, for a CUDA tensor,
     only with check=True. softcap > 0: s <- softcap * tanh(s / softcap).
     return_lse: also return lse [Hq, total_q] fp32 (natural log).
-    out: an optional [total_q, Hq, D] output to write.
+    out: an optional [total_q, Hq, Dv] output to write.
     check: also verify cu_seqlens, max_seqlen and spans against device
     memory (synchronizes; for debugging, not inside CUDA graphs).
 
