@@ -358,6 +358,28 @@ def test_strided_views_and_out():
 
 
 @gpu
+def test_padded_buffers_past_the_last_sequence():
+    """q, k and v with more rows than cu_seqlens covers (a padded buffer, as a
+    CUDA graph replays one): check=True takes them, the sequences' rows match
+    the reference of the covered rows, the rows past the last sequence of
+    out are not written."""
+    lens = [70, 130]
+    pad = 37
+    q = torch.randn(sum(lens) + pad, 4, 64, device="cuda").bfloat16()
+    k = torch.randn(sum(lens) + pad + 5, 2, 64, device="cuda").bfloat16()
+    v = torch.randn_like(k)
+    out = torch.full_like(q, float("nan"))
+    args = dict(cu_seqlens_q=_cu(lens), cu_seqlens_k=_cu(lens), max_seqlen_q=130,
+                max_seqlen_k=130)
+    attnjit.varlen_attention(q, k, v, **args, causal=True, out=out, check=True)
+    n = sum(lens)
+    ref, _ = varlen_attention_reference(q[:n], k[:n], v[:n], args["cu_seqlens_q"],
+                                        args["cu_seqlens_k"], causal=True)
+    assert relative_error(out[:n], ref) <= 1e-2
+    assert torch.isnan(out[n:]).all()
+
+
+@gpu
 def test_heads_outer_layout():
     # k and v stored [heads, tokens, D] and viewed [tokens, heads, D]: the
     # head stride is larger than the row stride (on sm_90a the TMA maps
