@@ -142,10 +142,19 @@ std::string memo_key(const KernelCache& cache, const std::string& flag_text,
 // call), so a repeat costs no string formatting and no lock. The memo
 // never drops a kernel, so a remembered one is always the memo's.
 // (get(AttentionFlags) asks for the default schedule: it is not packed.)
+// 0: flags with a field outside its width (never a valid set: those go
+// the slow way, to the spec's error).
 uint64_t pack_flags(const AttentionFlags& f) {
   static_assert(sizeof(AttentionFlags) == 32, "pack_flags must read every AttentionFlags field");
+  const auto fits = [](auto value, int width) {
+    return static_cast<int64_t>(value) >= 0 && static_cast<int64_t>(value) < (int64_t{1} << width);
+  };
+  if (!fits(f.head_dim, 31) || !fits(f.head_dim_v, 10) || !fits(f.dtype, 4) || !fits(f.sinks, 4) ||
+      !fits(f.kv_layout, 2) || !fits(f.kv_dtype, 2)) {
+    return 0;
+  }
   uint64_t bits = static_cast<uint32_t>(f.head_dim);
-  bits = bits << 10 | (static_cast<uint32_t>(f.head_dim_v) & 1023u);
+  bits = bits << 10 | static_cast<uint32_t>(f.head_dim_v);
   const auto put = [&](uint64_t value, int width) { bits = bits << width | value; };
   put(static_cast<uint64_t>(f.dtype), 4);
   put(static_cast<uint64_t>(f.sinks), 4);
@@ -427,6 +436,7 @@ std::shared_ptr<AttentionKernel> AttentionKernel::get(
   const CompileOptions options = CompileOptions::from_environment(t);
   const uint64_t packed = pack_flags(flags);
   RecentHits& recent = recent_hits();
+  if (packed == 0) return get(flags.to_flag_set(), cache, &t, tuning_overrides);
   if (const auto* hit = recent.find(cache.instance_id(), packed, t, options)) return *hit;
   const std::string text = flags.canonical_text() + env_tuning().memo_suffix;
   std::shared_ptr<AttentionKernel> kernel = memo_find(memo_key(cache, text, options));

@@ -480,17 +480,31 @@ attnjit_status attnjit_prewarm(attnjit_context* context, const attnjit_attention
     auto job = std::make_unique<attnjit_prewarm_job>();
     job->state = context->state;
     job->target = resolve_target(target);
+    // The array's elements are the caller's structs: flags[0].struct_size
+    // apart (a caller built against an older header has smaller ones), and
+    // a list shares one layout.
+    const size_t step = num_flags > 0 ? flags[0].struct_size : 0;
     for (size_t i = 0; i < num_flags; ++i) {
-      // Each struct carries its own size; a list must share one layout.
-      require(flags[i].struct_size == flags[0].struct_size, ErrorKind::kArgument,
+      const auto* f = reinterpret_cast<const attnjit_attention_flags*>(
+          reinterpret_cast<const unsigned char*>(flags) + i * step);
+      require(f->struct_size == step, ErrorKind::kArgument,
               fmt::format("flags[{}].struct_size differs from flags[0]'s", i));
-      job->flags.push_back(to_flags(&flags[i]));
+      job->flags.push_back(to_flags(f));
     }
     size_t workers =
         threads > 0 ? size_t(threads) : std::max(1u, std::thread::hardware_concurrency());
     workers = std::min(workers, job->flags.size());
     attnjit_prewarm_job* raw = job.get();
-    for (size_t i = 0; i < workers; ++i) job->threads.emplace_back([raw] { raw->work(); });
+    try {
+      for (size_t i = 0; i < workers; ++i) job->threads.emplace_back([raw] { raw->work(); });
+    } catch (...) {
+      // A thread that cannot be started: the started ones stop taking work
+      // and are joined before the job goes (a joinable thread's destructor
+      // terminates the process).
+      job->next = job->flags.size();
+      for (std::thread& thread : job->threads) thread.join();
+      throw;
+    }
     *out = job.release();
   });
 }

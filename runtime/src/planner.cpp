@@ -27,7 +27,7 @@ int64_t visible_keys(const AttentionFlags& flags, const AttentionArgs& a) {
   const bool spans_escape = flags.mm_prefix && !flags.mm_clamp;
   if (flags.window && !spans_escape && a.window_left >= 0) {
     const int64_t right = a.window_right >= 0 ? a.window_right : a.max_seqlen_k;
-    keys = std::min<int64_t>(keys, a.window_left + a.max_seqlen_q + right);
+    keys = std::min<int64_t>(keys, int64_t{a.window_left} + a.max_seqlen_q + right);
   }
   return keys;
 }

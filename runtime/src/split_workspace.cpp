@@ -7,6 +7,8 @@
 #include <cstdint>
 #include <map>
 #include <mutex>
+#include <thread>
+#include <tuple>
 #include <utility>
 
 #include <fmt/format.h>
@@ -21,9 +23,17 @@ namespace {
 // A library-owned workspace per (context, stream), zeroed when allocated;
 // it only grows, and a buffer it outgrows stays allocated (a CUDA graph may
 // have captured its address). Never freed: at exit the driver may be gone.
+// The handle of CUDA's per-thread default stream (cuda.h's
+// CU_STREAM_PER_THREAD): one value, a different stream in every thread.
+const CuStream kPerThreadStream = reinterpret_cast<CuStream>(uintptr_t{0x2});
+
 struct WorkspaceCache {
   std::mutex mutex;
-  std::map<std::pair<unsigned long long, CuStream>, std::pair<CuDevicePtr, size_t>> buffers;
+  // (context, stream, thread): the thread only for the per-thread default
+  // stream, whose one handle names each thread's own stream (two threads'
+  // launches on it may run at once, so they must not share parts).
+  using Key = std::tuple<unsigned long long, CuStream, std::thread::id>;
+  std::map<Key, std::pair<CuDevicePtr, size_t>> buffers;
   // Every buffer's CounterState (counters_to_clear), the callers' among them.
   std::map<CuDevicePtr, CounterState> counters;
 };
@@ -75,7 +85,9 @@ SplitScratch split_workspace(const AttentionArgs& a, const SplitPlan& plan, CuSt
   }
   Driver& driver = Driver::get();
   const CuContext ctx = driver.current_or_primary_context();
-  const auto key = std::make_pair(driver.context_id(ctx), stream);
+  const WorkspaceCache::Key key{
+      driver.context_id(ctx), stream,
+      stream == kPerThreadStream ? std::this_thread::get_id() : std::thread::id()};
   WorkspaceCache& cache = workspace_cache();
   std::lock_guard<std::mutex> lock(cache.mutex);
   auto& [ptr, bytes] = cache.buffers[key];

@@ -6,7 +6,9 @@
 #include <gtest/gtest.h>
 #include <stdlib.h>
 
+#include <cstddef>
 #include <cstdlib>
+#include <cstring>
 #include <string>
 #include <vector>
 
@@ -326,6 +328,29 @@ TEST(CApi, PrewarmReportsFailuresAtWait) {
   EXPECT_EQ(attnjit_prewarm(context.get(), list.data(), list.size(), "sm_80", 1, &job),
             ATTNJIT_ERROR_FLAGS);
   EXPECT_EQ(job, nullptr);
+}
+
+// A caller built against an older header passes an array of its smaller
+// structs: the library steps by their struct_size, not by its own.
+TEST(CApi, PrewarmStepsThroughAnOlderCallersArrayByItsStructSize) {
+  TempDir dir;
+  Context context(isolated_options(dir.path()));
+  constexpr size_t kV2Size = offsetof(attnjit_attention_flags, kv_layout) + sizeof(int32_t);
+  static_assert(kV2Size % alignof(attnjit_attention_flags) == 0, "v2 structs tile an array");
+  std::vector<unsigned char> bytes(2 * kV2Size);
+  attnjit_attention_flags f = flags_d64(/*causal=*/true);
+  f.struct_size = kV2Size;
+  std::memcpy(bytes.data(), &f, kV2Size);
+  f.head_dim = 80;
+  std::memcpy(bytes.data() + kV2Size, &f, kV2Size);
+  attnjit_prewarm_job* job = nullptr;
+  ASSERT_EQ(attnjit_prewarm(context.get(),
+                            reinterpret_cast<const attnjit_attention_flags*>(bytes.data()), 2,
+                            "sm_80", 1, &job),
+            ATTNJIT_OK)
+      << message();
+  ASSERT_EQ(attnjit_prewarm_wait(job), ATTNJIT_OK) << message();
+  EXPECT_EQ(context.stats().compiles, 2u);
 }
 
 TEST(CApi, ContextOutlivedByItsPrewarm) {

@@ -57,6 +57,21 @@ TEST(KernelMemo, RecentHitsTellCachesFlagsTargetsAndOptionsApart) {
   unsetenv("ATTNJIT_TIERED");
 }
 
+// Flags outside the record's packing (a value head of 1024) are not taken
+// for a remembered kernel: they reach the spec's error, after a hit too.
+TEST(KernelMemo, FlagsOutsideTheRecordsPackingGetTheSpecsError) {
+  KernelCache cache{CacheConfig{}};
+  const Target sm90a = parse_target("sm_90a");
+  AttentionFlags good;
+  AttentionFlags bad = good;
+  bad.head_dim_v = 1024;
+  EXPECT_THROW(AttentionKernel::get(bad, cache, &sm90a), Error);
+  ASSERT_NE(AttentionKernel::get(good, cache, &sm90a), nullptr);
+  EXPECT_THROW(AttentionKernel::get(bad, cache, &sm90a), Error);
+  bad.head_dim_v = 1024 + 128;  // the old packing kept 128 of it
+  EXPECT_THROW(AttentionKernel::get(bad, cache, &sm90a), Error);
+}
+
 // $ATTNJIT_TUNING is read once per process: each case runs in a fresh
 // child (threadsafe death tests re-execute the binary).
 TEST(EnvTuning, AppliesToEveryVariantAndKeysIt) {
