@@ -353,6 +353,23 @@ TEST(CApi, PrewarmStepsThroughAnOlderCallersArrayByItsStructSize) {
   EXPECT_EQ(context.stats().compiles, 2u);
 }
 
+// A version-3 caller's struct ends where version 4's head_dim_v would have
+// sat in its tail padding: whatever those bytes hold is not read.
+TEST(CApi, AVersion3StructsPaddingIsNotReadAsAField) {
+  TempDir dir;
+  Context context(isolated_options(dir.path()));
+  attnjit_attention_flags f = flags_d64();
+  f.struct_size = offsetof(attnjit_attention_flags, reserved0) + sizeof(int32_t);  // v3's sizeof
+  f.reserved0 = 128;   // (the padding's bytes)
+  f.head_dim_v = 128;  // past its struct_size
+  attnjit_kernel* kernel = nullptr;
+  EXPECT_EQ(attnjit_get_attention_kernel(context.get(), &f, "sm_90a", &kernel), ATTNJIT_OK)
+      << message();
+  static_assert(offsetof(attnjit_attention_flags, head_dim_v) >=
+                    offsetof(attnjit_attention_flags, reserved0) + sizeof(int32_t),
+                "a field appended past the previous version's sizeof");
+}
+
 TEST(CApi, ContextOutlivedByItsPrewarm) {
   TempDir dir;
   attnjit_context_options options = isolated_options(dir.path());

@@ -4,7 +4,11 @@
  * - Every struct passed in or out starts with `struct_size`: the caller sets
  *   it to sizeof the struct it was compiled with (the *_init functions below
  *   do), and the library reads or writes only the fields that fit. New
- *   fields are only ever appended.
+ *   fields are only ever appended, past the previous version's sizeof (never
+ *   into its tail padding, which a struct_size could not tell apart; explicit
+ *   `reserved` fields keep the gap). Versions 1 and 2 of the flags struct
+ *   share one sizeof: a caller that fills one by hand, without its *_init
+ *   function, zeroes it first.
  * - Every function that can fail returns an attnjit_status; on failure
  *   attnjit_last_error_message() holds the reason (thread-local). No C++
  *   exception crosses this boundary.
@@ -160,6 +164,7 @@ typedef struct attnjit_attention_flags {
   /* Since API version 3: ATTNJIT_KV_SAME (q's dtype) or ATTNJIT_KV_FP8_E4M3
    * (args->k_scale, v_scale needed; strides in bytes, multiples of 16). */
   int32_t kv_dtype; /* attnjit_kv_dtype */
+  int32_t reserved0; /* version 3's tail padding: 0 */
   /* Since API version 4: D of v and o where narrower than head_dim
    * (DeepSeek's 128 under 192; sm_90a, 16-bit K/V); 0 (a struct_size
    * without it reads so): head_dim. v's and o's strides count these. */
