@@ -452,6 +452,31 @@ attnjit_status attnjit_validate_attention_metadata(
   });
 }
 
+attnjit_status attnjit_validate_paged_attention_metadata(
+    const attnjit_attention_flags* flags, const attnjit_attention_args* args,
+    const int32_t* cu_seqlens_q, const int32_t* seqused_k, const int32_t* block_table,
+    const int32_t* mm_span_offsets, const int32_t* mm_spans, size_t num_spans,
+    const float* sinks) {
+  return guarded([&] {
+    const AttentionFlags typed = to_flags(flags);
+    require(typed.kv_layout == attnjit::KvLayout::kPaged, ErrorKind::kArgument,
+            "attnjit_validate_paged_attention_metadata takes paged flags (kv_layout "
+            "ATTNJIT_KV_PAGED); attnjit_validate_attention_metadata takes contiguous ones");
+    const attnjit::AttentionArgs a = to_args(args);
+    require(a.num_seqs >= 0 && a.num_heads_q >= 0 && a.block_table_stride >= 0,
+            ErrorKind::kArgument, "num_seqs, num_heads_q and block_table_stride must be >= 0");
+    const size_t seqs = size_t(a.num_seqs);
+    attnjit::AttentionMetadata host;
+    if (cu_seqlens_q) host.cu_seqlens_q = {cu_seqlens_q, seqs + 1};
+    if (seqused_k) host.seqused_k = {seqused_k, seqs};
+    if (block_table) host.block_table = {block_table, seqs * size_t(a.block_table_stride)};
+    if (mm_span_offsets) host.mm_span_offsets = {mm_span_offsets, seqs + 1};
+    if (mm_spans) host.mm_spans = {mm_spans, 2 * num_spans};
+    if (sinks) host.sinks = {sinks, size_t(a.num_heads_q)};
+    attnjit::validate_attention_metadata(typed, a, host);
+  });
+}
+
 const char* attnjit_kernel_name(const attnjit_kernel* kernel) {
   return kernel ? kernel->name.c_str() : "";
 }

@@ -240,6 +240,65 @@ TEST(CheckedMode, NullDataWithASizeIsRejected) {
   EXPECT_THROW(validate_attention_metadata(problem.flags, problem.args, host), Error);
 }
 
+// Paged K/V: seqused_k and the block table take cu_seqlens_k's place (none
+// is passed), and the spans are bounded by seqused_k.
+struct PagedProblem : Problem {
+  std::vector<int32_t> used = {5, 3, 20};  // at least each sequence's new queries (3, 0, 7)
+  // Pages of 16 keys, 2 columns per row: 1, 1 and 2 pages read; the rest unread.
+  std::vector<int32_t> table = {4, -1, 0, 99, 5, 2};
+
+  PagedProblem() {
+    flags.kv_layout = KvLayout::kPaged;
+    args.cu_seqlens_k = nullptr;
+    args.total_k = 0;
+    args.max_seqlen_k = 20;
+    args.block_table = reinterpret_cast<const int32_t*>(uintptr_t{0xa0000});
+    args.seqused_k = reinterpret_cast<const int32_t*>(uintptr_t{0xb0000});
+    args.block_table_stride = 2;
+    args.page_size = 16;
+    args.num_pages = 6;
+    args.k_page_stride = args.v_page_stride = 16 * args.k_row_stride;
+  }
+  void validate() const {
+    AttentionMetadata host;
+    host.cu_seqlens_q = cu_q;
+    host.seqused_k = used;
+    host.block_table = table;
+    host.mm_span_offsets = span_offsets;
+    host.mm_spans = spans;
+    host.sinks = sinks;
+    validate_attention_metadata(flags, args, host);
+  }
+};
+
+TEST(CheckedMode, PagedKeysComeFromSequsedKAndTheBlockTable) {
+  const auto rejects = [](const std::function<void(PagedProblem&)>& edit, const char* expected) {
+    PagedProblem p;
+    edit(p);
+    try {
+      p.validate();
+      ADD_FAILURE() << "accepted; expected: " << expected;
+    } catch (const Error& e) {
+      EXPECT_NE(std::string(e.what()).find(expected), std::string::npos) << e.what();
+    }
+  };
+  EXPECT_NO_THROW(PagedProblem().validate());  // unread entries may hold anything
+  rejects([](PagedProblem& p) { p.used[2] = 6; },
+          "`seqused_k[2]` is 6, below the 7 new queries of sequence 2");
+  rejects([](PagedProblem& p) { p.used[0] = 21; },
+          "`seqused_k[0]` is 21, more than max_seqlen_k = 20");
+  rejects([](PagedProblem& p) { p.used.pop_back(); },
+          "`seqused_k` holds 2 entries, expected num_seqs = 3");
+  rejects([](PagedProblem& p) { p.table[5] = 6; },
+          "`block_table[2][1]` is 6, not a page of the cache [0, 6)");
+  rejects([](PagedProblem& p) { p.used[1] = 17; },  // now reads row 1's second column
+          "`block_table[1][1]` is 99, not a page of the cache");
+  rejects([](PagedProblem& p) { p.table.pop_back(); },
+          "`block_table` holds 5 entries, expected num_seqs * block_table_stride = 6");
+  rejects([](PagedProblem& p) { p.used[2] = 9; },  // span [3, 9] of sequence 2 past its keys
+          "span 2 [3, 9] of sequence 2 is outside its keys [0, 9)");
+}
+
 // A large batch checks in linear time (debug mode, but not a stall).
 TEST(CheckedMode, LargeBatchIsLinear) {
   Problem problem;

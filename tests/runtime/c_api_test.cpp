@@ -505,4 +505,39 @@ TEST(CApi, CheckedModeValidatesHostMetadata) {
       ATTNJIT_ERROR_ARGUMENT);
 }
 
+TEST(CApi, CheckedModeValidatesAPagedCachesMetadata) {
+  attnjit_attention_flags flags;
+  attnjit_attention_flags_init(&flags);
+  flags.head_dim = 64;
+  flags.kv_layout = ATTNJIT_KV_PAGED;
+  attnjit_attention_args args = fake_args(/*num_seqs=*/2, /*total=*/10, /*max_seqlen=*/7);
+  args.cu_seqlens_k = nullptr;
+  args.total_k = 0;
+  args.max_seqlen_k = 40;
+  args.block_table = reinterpret_cast<const int32_t*>(uintptr_t{0x70000});
+  args.seqused_k = reinterpret_cast<const int32_t*>(uintptr_t{0x80000});
+  args.block_table_stride = 3;
+  args.page_size = 16;
+  args.num_pages = 4;
+  args.k_page_stride = args.v_page_stride = 16 * 64;
+  const int32_t cu_q[] = {0, 3, 10};
+  const int32_t used[] = {20, 40};                // 2 and 3 pages
+  const int32_t table[] = {0, 1, -1, 2, 3, 1};   // row 0's third entry is not read
+  EXPECT_EQ(attnjit_validate_paged_attention_metadata(&flags, &args, cu_q, used, table, nullptr,
+                                                      nullptr, 0, nullptr),
+            ATTNJIT_OK)
+      << attnjit_last_error_message();
+  const int32_t bad_table[] = {0, 1, -1, 2, 3, 4};
+  EXPECT_EQ(attnjit_validate_paged_attention_metadata(&flags, &args, cu_q, used, bad_table,
+                                                      nullptr, nullptr, 0, nullptr),
+            ATTNJIT_ERROR_ARGUMENT);
+  EXPECT_NE(std::string(attnjit_last_error_message()).find("`block_table[1][2]` is 4"),
+            std::string::npos)
+      << attnjit_last_error_message();
+  flags.kv_layout = ATTNJIT_KV_CONTIGUOUS;
+  EXPECT_EQ(attnjit_validate_paged_attention_metadata(&flags, &args, cu_q, used, table, nullptr,
+                                                      nullptr, 0, nullptr),
+            ATTNJIT_ERROR_ARGUMENT);
+}
+
 }  // namespace

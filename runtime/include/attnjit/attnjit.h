@@ -244,6 +244,17 @@ ATTNJIT_API attnjit_status attnjit_validate_attention_metadata(
     const int32_t* cu_seqlens_q, const int32_t* cu_seqlens_k, const int32_t* mm_span_offsets,
     const int32_t* mm_spans, size_t num_spans, const float* sinks);
 
+/* The same for a paged cache (flags->kv_layout ATTNJIT_KV_PAGED), with
+ * seqused_k (num_seqs entries: each at least its sequence's new queries and
+ * at most max_seqlen_k) and block_table (num_seqs * block_table_stride
+ * entries: the first ceil(seqused_k[b] / page_size) of row b pages of the
+ * cache) in place of cu_seqlens_k; spans are bounded by seqused_k. */
+ATTNJIT_API attnjit_status attnjit_validate_paged_attention_metadata(
+    const attnjit_attention_flags* flags, const attnjit_attention_args* args,
+    const int32_t* cu_seqlens_q, const int32_t* seqused_k, const int32_t* block_table,
+    const int32_t* mm_span_offsets, const int32_t* mm_spans, size_t num_spans,
+    const float* sinks);
+
 /* Owned by the kernel: "attention_prefill_16a7b034". */
 ATTNJIT_API const char* attnjit_kernel_name(const attnjit_kernel* kernel);
 /* The cache key: 64 lowercase hex digits. */

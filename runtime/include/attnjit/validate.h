@@ -47,7 +47,9 @@ struct HostSpan {
 // flags do not use may be left empty.
 struct AttentionMetadata {
   HostSpan<int32_t> cu_seqlens_q;     // [B+1]
-  HostSpan<int32_t> cu_seqlens_k;     // [B+1]
+  HostSpan<int32_t> cu_seqlens_k;     // [B+1], contiguous K/V
+  HostSpan<int32_t> seqused_k;        // [B], paged K/V
+  HostSpan<int32_t> block_table;      // [B * block_table_stride], paged K/V
   HostSpan<int32_t> mm_span_offsets;  // [B+1], when mm_prefix
   HostSpan<int32_t> mm_spans;         // [2R], when mm_prefix
   HostSpan<float> sinks;              // [Hq], when sinks != none
@@ -58,9 +60,15 @@ struct AttentionMetadata {
 // - cu_seqlens_q and cu_seqlens_k hold B+1 entries, start at 0, never
 //   decrease, end at total_q and total_k, and every length is within
 //   max_seqlen_q / max_seqlen_k;
+// - with paged K/V, instead of cu_seqlens_k: seqused_k holds B entries,
+//   each covering its sequence's new queries and within max_seqlen_k, and
+//   block_table B rows of block_table_stride entries whose first
+//   ceil(seqused_k[b] / page_size) of row b are pages of the cache
+//   [0, num_pages);
 // - with mm_prefix: mm_span_offsets holds B+1 entries, starts at 0, never
 //   decreases and ends at R = mm_spans.size / 2; each span [r0, r1] of
-//   sequence b has 0 <= r0 <= r1 < n_k(b), and the spans of a sequence are
+//   sequence b has 0 <= r0 <= r1 < n_k(b) (its keys: seqused_k[b] when
+//   paged), and the spans of a sequence are
 //   sorted and disjoint (r0 of one > r1 of the one before);
 // - with a sink mode: sinks holds exactly Hq values, all finite.
 // Throws Error(kArgument) naming the array, the index and the values.
