@@ -15,6 +15,7 @@
 #include <mutex>
 #include <utility>
 #include <unordered_map>
+#include <vector>
 
 #include <fmt/format.h>
 
@@ -139,8 +140,9 @@ std::string memo_key(const KernelCache& cache, const std::string& flag_text,
 // An engine asks for the same few variants on every layer of every step:
 // each thread keeps its last few memo hits by value (the cache, the packed
 // flags, the target and the options read from the environment on this
-// call), so a repeat costs no string formatting and no lock. The memo
-// never drops a kernel, so a remembered one is always the memo's.
+// call), so a repeat costs no string formatting and no lock. A record does
+// not own its kernel (forget_cache drops a destroyed cache's from the
+// memo): one that has gone is a miss.
 // (get(AttentionFlags) asks for the default schedule: it is not packed.)
 // 0: flags with a field outside its width (never a valid set: those go
 // the slow way, to the spec's error).
@@ -172,11 +174,11 @@ struct RecentHit {
   Target target;
   bool line_info = false;
   int max_registers = 0;
-  std::shared_ptr<AttentionKernel> kernel;  // null: an empty slot
+  std::weak_ptr<AttentionKernel> kernel;  // expired: an empty slot
 
   bool matches(uint64_t id, uint64_t packed, const Target& t, const CompileOptions& o) const {
-    return kernel != nullptr && cache_id == id && flags == packed && target == t &&
-           line_info == o.line_info && max_registers == o.max_registers;
+    return cache_id == id && flags == packed && target == t && line_info == o.line_info &&
+           max_registers == o.max_registers;
   }
 };
 
@@ -185,10 +187,10 @@ struct RecentHits {
   RecentHit slot[kSlots];
   int next = 0;
 
-  const std::shared_ptr<AttentionKernel>* find(uint64_t id, uint64_t packed, const Target& t,
-                                               const CompileOptions& o) const {
+  std::shared_ptr<AttentionKernel> find(uint64_t id, uint64_t packed, const Target& t,
+                                        const CompileOptions& o) const {
     for (const RecentHit& h : slot) {
-      if (h.matches(id, packed, t, o)) return &h.kernel;
+      if (h.matches(id, packed, t, o)) return h.kernel.lock();
     }
     return nullptr;
   }
@@ -437,7 +439,7 @@ std::shared_ptr<AttentionKernel> AttentionKernel::get(
   const uint64_t packed = pack_flags(flags);
   RecentHits& recent = recent_hits();
   if (packed == 0) return get(flags.to_flag_set(), cache, &t, tuning_overrides);
-  if (const auto* hit = recent.find(cache.instance_id(), packed, t, options)) return *hit;
+  if (auto hit = recent.find(cache.instance_id(), packed, t, options)) return hit;
   const std::string text = flags.canonical_text() + env_tuning().memo_suffix;
   std::shared_ptr<AttentionKernel> kernel = memo_find(memo_key(cache, text, options));
   if (!kernel) kernel = get(flags.to_flag_set(), cache, &t, tuning_overrides);
@@ -463,6 +465,28 @@ std::shared_ptr<AttentionKernel> AttentionKernel::get(
   KernelMemo& memo = kernel_memo();
   std::lock_guard<std::mutex> lock(memo.mutex);
   return memo.items.emplace(key, std::move(kernel)).first->second;  // a racing caller's wins
+}
+
+void AttentionKernel::forget_cache(const KernelCache& cache) {
+  const std::string prefix = std::to_string(cache.instance_id()) + "|";
+  const auto drop = [&prefix](auto& memo) {
+    // Erased under the lock, destroyed after it (a kernel's variants take
+    // the variant memo's lock as they go).
+    std::vector<std::shared_ptr<void>> gone;
+    std::lock_guard<std::mutex> lock(memo.mutex);
+    for (auto it = memo.items.begin(); it != memo.items.end();) {
+      if (it->first.compare(0, prefix.size(), prefix) == 0) {
+        gone.push_back(std::move(it->second));
+        it = memo.items.erase(it);
+      } else {
+        ++it;
+      }
+    }
+    return gone;
+  };
+  auto kernels = drop(kernel_memo());
+  kernels.clear();
+  auto variants = drop(VariantMemo::get());
 }
 
 }  // namespace attnjit

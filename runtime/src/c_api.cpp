@@ -225,6 +225,9 @@ struct ContextState {
   // uses the cache: those compiles end before it does.
   ~ContextState() {
     for (auto& entry : kernels) entry.second->kernel->join_background();
+    // The process memo lets go of this cache's kernels: the handles below
+    // hold the last references, and go before the cache does.
+    attnjit::AttentionKernel::forget_cache(cache);
   }
   ContextState(const ContextState&) = delete;
   ContextState& operator=(const ContextState&) = delete;

@@ -57,6 +57,28 @@ TEST(KernelMemo, RecentHitsTellCachesFlagsTargetsAndOptionsApart) {
   unsetenv("ATTNJIT_TIERED");
 }
 
+// A cache's kernels leave the process memo with forget_cache (a C context
+// calls it as it goes); a thread's record of one does not keep it.
+TEST(KernelMemo, ForgetCacheLetsItsKernelsGo) {
+  const Target sm90a = parse_target("sm_90a");
+  AttentionFlags f;
+  std::weak_ptr<AttentionKernel> gone, kept;
+  KernelCache other{CacheConfig{}};
+  kept = AttentionKernel::get(f, other, &sm90a);
+  {
+    KernelCache cache{CacheConfig{}};
+    auto k = AttentionKernel::get(f, cache, &sm90a);
+    EXPECT_EQ(AttentionKernel::get(f, cache, &sm90a), k);  // remembered by this thread too
+    gone = k;
+    k.reset();
+    EXPECT_FALSE(gone.expired());  // the memo holds it
+    AttentionKernel::forget_cache(cache);
+  }
+  EXPECT_TRUE(gone.expired());
+  EXPECT_FALSE(kept.expired());  // another cache's stays
+  EXPECT_EQ(AttentionKernel::get(f, other, &sm90a), kept.lock());
+}
+
 // Flags outside the record's packing (a value head of 1024) are not taken
 // for a remembered kernel: they reach the spec's error, after a hit too.
 TEST(KernelMemo, FlagsOutsideTheRecordsPackingGetTheSpecsError) {

@@ -129,6 +129,10 @@ class AttentionKernel {
   void join_background() noexcept;
   // Process-wide: launches a tier answered.
   static uint64_t generic_launches();
+  // Drops the process memo's kernels and variants of `cache`, which is
+  // about to be destroyed (the C API's contexts call it): they go when the
+  // last caller's handle does. Join their background compiles first.
+  static void forget_cache(const KernelCache& cache);
 
  private:
   AttentionKernel() = default;
