@@ -64,7 +64,8 @@ void check_pages(const AttentionArgs& args, const AttentionMetadata& host) {
   ATTNJIT_CHECKED(used.size == static_cast<std::size_t>(args.num_seqs),
                   "`seqused_k` holds {} entries, expected num_seqs = {}", used.size, args.num_seqs);
   const HostSpan<int32_t>& table = host.block_table;
-  const std::size_t rows = std::size_t(args.num_seqs), stride = std::size_t(args.block_table_stride);
+  const std::size_t rows = std::size_t(args.num_seqs);
+  const std::size_t stride = std::size_t(args.block_table_stride);
   ATTNJIT_CHECKED(table.data != nullptr || table.size == 0,
                   "`block_table` has {} entries but no data", table.size);
   ATTNJIT_CHECKED(table.size == rows * stride,
