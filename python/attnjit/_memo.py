@@ -24,14 +24,24 @@ class _Unkeyed(Exception):
     """An argument the memo does not key (it is checked every call)."""
 
 
+_SAME = object()  # in a key: the argument before this one, again
+
+
 def _layouts(*tensors):
     """What the checks read of the tensor arguments but their addresses, as
-    a flat list (None stays None; the addresses are keyed by _aligned)."""
+    a flat list (None stays None; the addresses are keyed by _aligned). An
+    argument that is the one before it (cu_seqlens_q passed as cu_seqlens_k
+    too) is keyed as such, without reading it twice."""
     key = []
+    previous = None
     for t in tensors:
         if t is None:
             key.append(None)
             continue
+        if t is previous:
+            key.append(_SAME)
+            continue
+        previous = t
         if type(t) is not torch.Tensor or t.layout is not torch.strided:
             raise _Unkeyed
         try:

@@ -323,3 +323,22 @@ def test_the_sinks_tensor_is_keyed(module, paged_checks, varlen_checks):
         with pytest.raises((TypeError, ValueError), match="^(paged|varlen)_attention: .*sinks"):
             call(args_of(sinks=bad, sinks_mode="null_logit"))
     assert len(memo) == 1
+
+
+def test_an_argument_passed_twice_is_keyed_once_and_still_checked(varlen_checks):
+    """cu_seqlens_q passed as cu_seqlens_k too (self-attention) is keyed as
+    'the one before, again': a second call with the same object hits the
+    memo, and a call whose cu_seqlens_k is another tensor (here too short)
+    is checked."""
+    call, count, memo = varlen_checks
+    k = torch.randn(12, 2, 64, dtype=torch.bfloat16)
+    cu = _cu((5, 7))
+    same = _varlen_args(k=k, v=k.clone(), cu_seqlens_q=cu, cu_seqlens_k=cu,
+                        max_seqlen_k=7)
+    call(same)
+    call(same)
+    assert count[0] == 1 and len(memo) == 1
+    short = torch.tensor([0, 5], dtype=torch.int32)
+    with pytest.raises(ValueError, match="cu_seqlens"):
+        call({**same, "cu_seqlens_k": short})
+    assert count[0] == 2
