@@ -17,7 +17,6 @@ synchronizes, so both can be captured in a CUDA graph after a first call.
 import contextlib
 import hashlib
 import inspect
-import math
 import operator
 import os
 from typing import List, Optional, Tuple
@@ -26,7 +25,8 @@ import torch
 
 from . import _C
 from . import _paged, _varlen
-from ._checks import _INT32_MAX, _fail, _tensor
+from ._checks import (_FLT_MAX, _INT32_MAX, _fail, _no_backward, _real,
+                      _tensor)
 from ._varlen import _fake_outputs, _op_result, _returned, _traced
 
 # spec id -> UserAttention: how the custom ops find the spec they run.
@@ -156,16 +156,23 @@ class UserAttention:
                              f"{', per ' + a['per'] if a['per'] else ''}"
                              f"{': ' + a['doc'] if a['doc'] else ''})", op)
 
-    def _needed(self, arg, given, sizes):
+    def _needed(self, arg, given, sizes, op):
         """Elements a tensor arg needs, or None where unknown on the host
-        (a paged cache's key tokens; a tensor no expression indexes)."""
+        (a paged cache's key tokens; a tensor no expression indexes; a
+        table sized by a built-in argument the host does not know)."""
         per = arg["per"]
         if per is None:
             return None
         if per == "table":
             size = arg["size"]
             if isinstance(size, str):
-                size = operator.index(given[size])
+                if size in given:  # one of the spec's own int32 args
+                    size = _int32(given[size], size, op)
+                else:  # a built-in argument: its checked size, where one is
+                    domain = _BUILTIN_SIZES.get(size)
+                    size = sizes[domain] if domain is not None else None
+                    if size is None:
+                        return None
             return max(size, 0)
         return sizes[per]
 
@@ -194,8 +201,10 @@ class UserAttention:
                     triples.append((name, "float", _float(value, name, op)))
                 else:
                     _check_tensor(value, name, _TENSOR_DTYPES[kind],
-                                  self._needed(arg, given, sizes),
+                                  self._needed(arg, given, sizes, op),
                                   arg["per"], device, pointers, op)
+                    # (A learnable table would silently get no gradient.)
+                    _no_backward(op, value)
                     triples.append((name, "ptr",
                                     value.data_ptr() if pointers else 0))
             if check:
@@ -219,7 +228,7 @@ class UserAttention:
                 continue
             values = value.tolist()
             segments = [(None, 0, min(len(values), self._needed(
-                arg, given, sizes) or 0))]
+                arg, given, sizes, op) or 0))]
             if per in ("key_token", "query_token"):
                 cu = (cu_seqlens_k if per == "key_token"
                       else cu_seqlens_q).tolist()
@@ -227,6 +236,13 @@ class UserAttention:
                 if per == "key_token" and used is not None:
                     ends = [cu[b] + used[b] for b in range(len(used))]
                     for b, end in enumerate(ends):
+                        if used[b] == 0:  # (nothing of it is read)
+                            continue
+                        if cu[b] < 0:
+                            _fail(ValueError, f"`{arg['name']}`: sequence {b}'s keys "
+                                              f"start at element {cu[b]} "
+                                              f"(cu_seqlens_k), before the "
+                                              f"tensor's start", op)
                         limit = min(cu[b + 1], len(values))
                         if end > limit:
                             past = ("the next sequence's" if cu[b + 1] < len(values)
@@ -324,6 +340,7 @@ class UserAttention:
                                   "cu_seqlens_k (int32 [B+1], where each "
                                   "sequence's keys start in that tensor)", op)
         if cu_seqlens_k is not None:
+            _tensor(cu_seqlens_q, "cu_seqlens_q", torch.int32, op)
             _tensor(cu_seqlens_k, "cu_seqlens_k", torch.int32, op)
             if (cu_seqlens_k.dim() != 1
                     or cu_seqlens_k.shape != cu_seqlens_q.shape
@@ -366,6 +383,14 @@ class UserAttention:
 
 
 
+# A table sized by a built-in argument (`size: num_heads_q`): the domain of
+# the checked sizes it names; other built-in arguments are not known to the
+# host's checks (the table's length is then the caller's to get right).
+_BUILTIN_SIZES = {"num_heads_q": "head", "num_heads_kv": "kv_head",
+                  "num_seqs": "sequence", "total_q": "query_token",
+                  "total_k": "key_token"}
+
+
 def _int32(value, name, op):
     if isinstance(value, bool):
         _fail(TypeError, f"`{name}` must be an int (int32), got bool", op)
@@ -380,12 +405,15 @@ def _int32(value, name, op):
 
 
 def _float(value, name, op):
-    if isinstance(value, bool) or not isinstance(value, (int, float)):
-        _fail(TypeError, f"`{name}` must be a float, got "
-                         f"{type(value).__name__}", op)
-    v = float(value)
-    if not math.isfinite(v):
-        _fail(ValueError, f"`{name}` must be finite, got {value}", op)
+    """A spec's float arg: what the built-in float args take (an int, a
+    float, a numpy scalar, a one-element tensor; not a bool), finite as
+    the float32 the kernel receives."""
+    if isinstance(value, bool):
+        _fail(TypeError, f"`{name}` must be a float, got bool", op)
+    v = _real(value, name, op)
+    if not abs(v) <= _FLT_MAX:  # (NaN too)
+        _fail(ValueError, f"`{name}` must be finite and within float32's "
+                          f"range (the kernel takes a float), got {v:.6g}", op)
     return v
 
 

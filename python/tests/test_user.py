@@ -172,7 +172,11 @@ def test_valid_fake_calls_give_the_shapes():
     ((), {"limit": True}, TypeError, "`limit` must be an int"),
     ((), {"limit": 1.5}, TypeError, "`limit` must be an int"),
     ((), {"tilt": math.nan}, ValueError, "`tilt` must be finite"),
-    ((), {"tilt": "0.5"}, TypeError, "`tilt` must be a float"),
+    ((), {"tilt": "0.5"}, TypeError, "`tilt` must be a real number"),
+    ((), {"tilt": True}, TypeError, "`tilt` must be a float, got bool"),
+    ((), {"tilt": 1e39}, ValueError, "`tilt` must be finite and within float32's range"),
+    ((), {"tilt": 10**400}, ValueError, "`tilt` is beyond any float's range"),
+    ((), {"width": 8.0}, TypeError, r"`width` must be an int \(int32\), got float"),
     ((), {"doc": lambda d: torch.empty(12, device=d)}, TypeError,
      "`doc` must be torch.int32"),
     ((), {"doc": lambda d: torch.empty(11, device=d, dtype=torch.int32)},
@@ -258,6 +262,9 @@ def test_check_reads_a_paged_key_token_tensor_where_the_kernel_does(no_device):
 
     call([0, 20, 29], [0] * 29)
     call([0, 25, 40], [0] * 20 + [7] * 5 + [1] * 15)  # past used: not read
+    with pytest.raises(ValueError, match=r"sequence 0's keys start at element -10 "
+                                         r"\(cu_seqlens_k\), before the tensor's start"):
+        call([-10, 10, 19], list(range(20)))
     with pytest.raises(ValueError, match=r"sequence 0 has 20 keys from element "
                                          r"0 \(cu_seqlens_k\), past the next "
                                          r"sequence's at element 15"):
@@ -267,6 +274,40 @@ def test_check_reads_a_paged_key_token_tensor_where_the_kernel_does(no_device):
     with pytest.raises(ValueError, match=r"decreases at element 3 \(sequence 0\)"):
         call([0, 20, 29], [0, 1, 2, 1] + [5] * 25)
     assert len(no_device) == 2
+
+
+TABLE_BY_HEADS = """\
+family: rel_by_head
+extends: attention
+args:
+  - {name: rel, type: "const float*", per: table, size: num_heads_q}
+score: "s + rel[h]"
+"""
+
+
+def test_a_table_sized_by_a_built_in_argument(no_device):
+    """`size: num_heads_q` sizes a table by the checked heads; a learnable
+    table is refused (it would get no gradient); a one-element tensor is a
+    float argument, as for the built-in ones."""
+    spec = attnjit.load_spec(TABLE_BY_HEADS)
+    q = torch.zeros(7, 4, 64, dtype=torch.bfloat16)
+    k = torch.zeros(7, 2, 64, dtype=torch.bfloat16)
+    cu = _cu((4, 3))
+    spec(q, k, k, cu, cu, 4, 4, rel=torch.zeros(4))
+    with pytest.raises(ValueError, match=r"`rel` \(per table\) needs at least 4 elements"):
+        spec(q, k, k, cu, cu, 4, 4, rel=torch.zeros(3))
+    with pytest.raises(RuntimeError, match="no backward pass"):
+        spec(q, k, k, cu, cu, 4, 4, rel=torch.nn.Parameter(torch.zeros(4)))
+    tilted = attnjit.load_spec(DOCUMENT)
+    doc = torch.zeros(7, dtype=torch.int32)
+    for tilt in (torch.tensor(0.5), torch.tensor([0.5])):
+        tilted(q, k, k, cu, cu, 4, 4, doc=doc, limit=9, table=torch.zeros(8),
+               width=8, tilt=tilt)
+    assert [t for t in no_device[-1][2] if t[0] == "tilt"] == [("tilt", "float", 0.5)]
+    # The table's size argument is checked as itself, eagerly too.
+    with pytest.raises(TypeError, match=r"`width` must be an int \(int32\), got float"):
+        tilted(q, k, k, cu, cu, 4, 4, doc=doc, limit=9, table=torch.zeros(8),
+               width=8.0, tilt=0.5)
 
 
 def test_paged_cu_seqlens_k_must_be_on_qs_device():
