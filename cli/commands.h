@@ -2,7 +2,9 @@
 // CLI11 app and returns the function that runs it (exit code).
 #pragma once
 
+#include <cstdint>
 #include <functional>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -30,11 +32,13 @@ int check_on_gpu(const std::vector<std::pair<std::string, FlagSet>>& variants, K
 
 // A spec by embedded name ("attention") or by path ("my/spec.yaml").
 Spec load_spec_argument(const std::string& name_or_path);
-// The signature of `flags` as the runtime would make it without tuning
-// overrides: the attention spec's variants take $ATTNJIT_TUNING's values (so
-// an offline build makes the keys the deployment asks for), other specs
-// none. Throws on a malformed ATTNJIT_TUNING.
-Signature deployment_signature(const Spec& spec, const FlagSet& flags, const Target& target);
+// The signature of `flags` with the tile values of `overrides` (--tuning)
+// or, without any, as the runtime makes it: the attention spec's variants
+// take $ATTNJIT_TUNING's values (so an offline build makes the keys the
+// deployment asks for), other specs none. A failed compile names where the
+// values came from. Throws on a malformed ATTNJIT_TUNING.
+Signature deployment_signature(const Spec& spec, const FlagSet& flags, const Target& target,
+                               const std::map<std::string, int64_t>& overrides = {});
 // Targets given on the command line, or the local GPU's, or sm_80 + sm_90a.
 std::vector<Target> targets_or_default(const std::vector<std::string>& names,
                                        bool* from_gpu = nullptr);

@@ -12,15 +12,17 @@
 
 namespace attnjit::cli {
 
-Signature deployment_signature(const Spec& spec, const FlagSet& flags, const Target& target) {
+Signature deployment_signature(const Spec& spec, const FlagSet& flags, const Target& target,
+                               const std::map<std::string, int64_t>& overrides) {
   static const std::map<std::string, int64_t> none;
-  const std::map<std::string, int64_t>& values =
-      spec.family == attention_spec().family ? env_tuning_for(flags) : none;
-  Signature sig = make_signature(spec, flags, CompileOptions::from_environment(target), values);
-  // A compile that fails names where its tiles came from.
+  const bool given = !overrides.empty();
+  const std::map<std::string, int64_t>* values = &overrides;
+  if (!given) values = spec.family == attention_spec().family ? &env_tuning_for(flags) : &none;
+  Signature sig = make_signature(spec, flags, CompileOptions::from_environment(target), *values);
   const std::string generic = "the overrides ";
-  if (!values.empty() && sig.tuning_from.rfind(generic, 0) == 0) {
-    sig.tuning_from = "ATTNJIT_TUNING's " + sig.tuning_from.substr(generic.size());
+  if (!values->empty() && sig.tuning_from.rfind(generic, 0) == 0) {
+    sig.tuning_from = (given ? "--tuning " : "ATTNJIT_TUNING's ") +
+                      sig.tuning_from.substr(generic.size());
   }
   return sig;
 }

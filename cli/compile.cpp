@@ -99,16 +99,7 @@ int run_compile(const CompileArgs& a) {
   const std::map<std::string, int64_t> overrides = parse_tuning_overrides(a.tuning, "--tuning");
   // Without --tuning, the signature the runtime makes ($ATTNJIT_TUNING's
   // values included).
-  Signature sig = overrides.empty()
-                      ? deployment_signature(spec, flags, target)
-                      : make_signature(spec, flags, CompileOptions::from_environment(target),
-                                       overrides);
-  // A compile that fails names where its tiles came from: --tuning's values
-  // are the command line's, not the spec's rule.
-  const std::string generic = "the overrides ";
-  if (!overrides.empty() && sig.tuning_from.rfind(generic, 0) == 0) {
-    sig.tuning_from = "--tuning " + sig.tuning_from.substr(generic.size());
-  }
+  const Signature sig = deployment_signature(spec, flags, target, overrides);
   const GeneratedSource source = generate_source(spec, sig);
   const CacheKey key = make_cache_key(sig, source.key_text());
   std::FILE* info = a.out.empty() && a.emit != "none" ? stderr : stdout;
