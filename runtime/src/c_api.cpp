@@ -435,42 +435,30 @@ attnjit_status attnjit_split_workspace_bytes(attnjit_kernel* kernel,
   });
 }
 
-attnjit_status attnjit_validate_attention_metadata(
-    const attnjit_attention_flags* flags, const attnjit_attention_args* args,
-    const int32_t* cu_seqlens_q, const int32_t* cu_seqlens_k, const int32_t* mm_span_offsets,
-    const int32_t* mm_spans, size_t num_spans, const float* sinks) {
-  return guarded([&] {
-    const AttentionFlags typed = to_flags(flags);
-    const attnjit::AttentionArgs a = to_args(args);
-    require(a.num_seqs >= 0 && a.num_heads_q >= 0, ErrorKind::kArgument,
-            "num_seqs and num_heads_q must be >= 0");
-    const size_t seqs = size_t(a.num_seqs) + 1;
-    attnjit::AttentionMetadata host;
-    if (cu_seqlens_q) host.cu_seqlens_q = {cu_seqlens_q, seqs};
-    if (cu_seqlens_k) host.cu_seqlens_k = {cu_seqlens_k, seqs};
-    if (mm_span_offsets) host.mm_span_offsets = {mm_span_offsets, seqs};
-    if (mm_spans) host.mm_spans = {mm_spans, 2 * num_spans};
-    if (sinks) host.sinks = {sinks, size_t(a.num_heads_q)};
-    attnjit::validate_attention_metadata(typed, a, host);
-  });
-}
+namespace {
 
-attnjit_status attnjit_validate_paged_attention_metadata(
-    const attnjit_attention_flags* flags, const attnjit_attention_args* args,
-    const int32_t* cu_seqlens_q, const int32_t* seqused_k, const int32_t* block_table,
-    const int32_t* mm_span_offsets, const int32_t* mm_spans, size_t num_spans,
-    const float* sinks) {
+// The checked mode's host arrays, sized from `args`, for either layout
+// (cu_seqlens_k for contiguous K/V; seqused_k and block_table for paged).
+attnjit_status validate_metadata(const attnjit_attention_flags* flags,
+                                 const attnjit_attention_args* args, bool paged,
+                                 const int32_t* cu_seqlens_q, const int32_t* cu_seqlens_k,
+                                 const int32_t* seqused_k, const int32_t* block_table,
+                                 const int32_t* mm_span_offsets, const int32_t* mm_spans,
+                                 size_t num_spans, const float* sinks) {
   return guarded([&] {
     const AttentionFlags typed = to_flags(flags);
-    require(typed.kv_layout == attnjit::KvLayout::kPaged, ErrorKind::kArgument,
+    require(!paged || typed.kv_layout == attnjit::KvLayout::kPaged, ErrorKind::kArgument,
             "attnjit_validate_paged_attention_metadata takes paged flags (kv_layout "
             "ATTNJIT_KV_PAGED); attnjit_validate_attention_metadata takes contiguous ones");
     const attnjit::AttentionArgs a = to_args(args);
-    require(a.num_seqs >= 0 && a.num_heads_q >= 0 && a.block_table_stride >= 0,
-            ErrorKind::kArgument, "num_seqs, num_heads_q and block_table_stride must be >= 0");
+    require(a.num_seqs >= 0 && a.num_heads_q >= 0, ErrorKind::kArgument,
+            "num_seqs and num_heads_q must be >= 0");
+    require(!paged || a.block_table_stride >= 0, ErrorKind::kArgument,
+            "block_table_stride must be >= 0");
     const size_t seqs = size_t(a.num_seqs);
     attnjit::AttentionMetadata host;
     if (cu_seqlens_q) host.cu_seqlens_q = {cu_seqlens_q, seqs + 1};
+    if (cu_seqlens_k) host.cu_seqlens_k = {cu_seqlens_k, seqs + 1};
     if (seqused_k) host.seqused_k = {seqused_k, seqs};
     if (block_table) host.block_table = {block_table, seqs * size_t(a.block_table_stride)};
     if (mm_span_offsets) host.mm_span_offsets = {mm_span_offsets, seqs + 1};
@@ -478,6 +466,25 @@ attnjit_status attnjit_validate_paged_attention_metadata(
     if (sinks) host.sinks = {sinks, size_t(a.num_heads_q)};
     attnjit::validate_attention_metadata(typed, a, host);
   });
+}
+
+}  // namespace
+
+attnjit_status attnjit_validate_attention_metadata(
+    const attnjit_attention_flags* flags, const attnjit_attention_args* args,
+    const int32_t* cu_seqlens_q, const int32_t* cu_seqlens_k, const int32_t* mm_span_offsets,
+    const int32_t* mm_spans, size_t num_spans, const float* sinks) {
+  return validate_metadata(flags, args, false, cu_seqlens_q, cu_seqlens_k, nullptr, nullptr,
+                           mm_span_offsets, mm_spans, num_spans, sinks);
+}
+
+attnjit_status attnjit_validate_paged_attention_metadata(
+    const attnjit_attention_flags* flags, const attnjit_attention_args* args,
+    const int32_t* cu_seqlens_q, const int32_t* seqused_k, const int32_t* block_table,
+    const int32_t* mm_span_offsets, const int32_t* mm_spans, size_t num_spans,
+    const float* sinks) {
+  return validate_metadata(flags, args, true, cu_seqlens_q, nullptr, seqused_k, block_table,
+                           mm_span_offsets, mm_spans, num_spans, sinks);
 }
 
 const char* attnjit_kernel_name(const attnjit_kernel* kernel) {
