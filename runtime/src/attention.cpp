@@ -437,8 +437,8 @@ std::shared_ptr<AttentionKernel> AttentionKernel::get(
   if (!tuning_overrides.empty()) return get(flags.to_flag_set(), cache, &t, tuning_overrides);
   const CompileOptions options = CompileOptions::from_environment(t);
   const uint64_t packed = pack_flags(flags);
-  RecentHits& recent = recent_hits();
   if (packed == 0) return get(flags.to_flag_set(), cache, &t, tuning_overrides);
+  RecentHits& recent = recent_hits();
   if (auto hit = recent.find(cache.instance_id(), packed, t, options)) return hit;
   const std::string text = flags.canonical_text() + env_tuning().memo_suffix;
   std::shared_ptr<AttentionKernel> kernel = memo_find(memo_key(cache, text, options));
@@ -469,9 +469,10 @@ std::shared_ptr<AttentionKernel> AttentionKernel::get(
 
 void AttentionKernel::forget_cache(const KernelCache& cache) {
   const std::string prefix = std::to_string(cache.instance_id()) + "|";
+  // Erased under the memo's lock, destroyed after it (the returned
+  // references go at the end of each statement): kernels first, then the
+  // variants they held.
   const auto drop = [&prefix](auto& memo) {
-    // Erased under the lock, destroyed after it (a kernel's variants take
-    // the variant memo's lock as they go).
     std::vector<std::shared_ptr<void>> gone;
     std::lock_guard<std::mutex> lock(memo.mutex);
     for (auto it = memo.items.begin(); it != memo.items.end();) {
@@ -484,9 +485,8 @@ void AttentionKernel::forget_cache(const KernelCache& cache) {
     }
     return gone;
   };
-  auto kernels = drop(kernel_memo());
-  kernels.clear();
-  auto variants = drop(VariantMemo::get());
+  drop(kernel_memo());
+  drop(VariantMemo::get());
 }
 
 }  // namespace attnjit

@@ -20,13 +20,13 @@
 namespace attnjit {
 namespace {
 
-// A library-owned workspace per (context, stream), zeroed when allocated;
-// it only grows, and a buffer it outgrows stays allocated (a CUDA graph may
-// have captured its address). Never freed: at exit the driver may be gone.
 // The handle of CUDA's per-thread default stream (cuda.h's
 // CU_STREAM_PER_THREAD): one value, a different stream in every thread.
 const CuStream kPerThreadStream = reinterpret_cast<CuStream>(uintptr_t{0x2});
 
+// A library-owned workspace per (context, stream), zeroed when allocated;
+// it only grows, and a buffer it outgrows stays allocated (a CUDA graph may
+// have captured its address). Never freed: at exit the driver may be gone.
 struct WorkspaceCache {
   std::mutex mutex;
   // (context, stream, thread): the thread only for the per-thread default
