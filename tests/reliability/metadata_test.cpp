@@ -53,15 +53,18 @@ struct Problem {
     args.q_head_stride = args.k_head_stride = args.v_head_stride = args.o_head_stride = kD;
   }
 
-  void validate() const {
-    AttentionMetadata host;
-    host.cu_seqlens_q = cu_q;
-    host.cu_seqlens_k = cu_k;
-    host.mm_span_offsets = span_offsets;
-    host.mm_spans = spans;
-    host.sinks = sinks;
-    validate_attention_metadata(flags, args, host);
+  virtual ~Problem() = default;
+  // The host copies of the arrays, as a caller passes them.
+  virtual AttentionMetadata host() const {
+    AttentionMetadata h;
+    h.cu_seqlens_q = cu_q;
+    h.cu_seqlens_k = cu_k;
+    h.mm_span_offsets = span_offsets;
+    h.mm_spans = spans;
+    h.sinks = sinks;
+    return h;
   }
+  void validate() const { validate_attention_metadata(flags, args, host()); }
 };
 
 struct MetadataCase {
@@ -259,15 +262,12 @@ struct PagedProblem : Problem {
     args.num_pages = 6;
     args.k_page_stride = args.v_page_stride = 16 * args.k_row_stride;
   }
-  void validate() const {
-    AttentionMetadata host;
-    host.cu_seqlens_q = cu_q;
-    host.seqused_k = used;
-    host.block_table = table;
-    host.mm_span_offsets = span_offsets;
-    host.mm_spans = spans;
-    host.sinks = sinks;
-    validate_attention_metadata(flags, args, host);
+  AttentionMetadata host() const override {
+    AttentionMetadata h = Problem::host();
+    h.cu_seqlens_k = {};
+    h.seqused_k = used;
+    h.block_table = table;
+    return h;
   }
 };
 
