@@ -26,6 +26,7 @@ from bench_decode import (BANDWIDTH_BOUND_US, ELEM, FP8_PEER,  # noqa: E402
 import bench_paged_selftest as bps  # noqa: E402
 from paged_problems import Problem  # noqa: E402
 from read_bandwidth import read_sum  # noqa: E402
+from triton_peer import interpreting  # noqa: E402
 
 
 def cpu_builders(interpret):
@@ -149,10 +150,7 @@ def self_test():
            f"[tokens, heads, D] values, stored [heads, tokens, D]: strides {h.stride()}")
 
     print("the peers on small decodes (CPU, fp32; times are placeholders):")
-    interpret = os.environ.get("TRITON_INTERPRET") == "1"
-    if interpret:
-        from triton_peer import _interpreter_scalar_index
-        _interpreter_scalar_index()
+    interpret = interpreting()
     torch.manual_seed(0)
     small_probs = [
         decode_problem("decode_small", 3, 70, 8, 2, 64),

@@ -24,6 +24,7 @@ from paged_problems import (Problem, build_data, engine_problems, paged_of,  # n
                             problem_counts, quick_problems, sequence_counts)
 from problems import PROBLEMS  # noqa: E402
 from triton_paged_peer import gather_pages  # noqa: E402
+from triton_peer import interpreting  # noqa: E402
 
 
 def _brute_counts(n_q, n_k, causal, window, spans, clamp):
@@ -113,10 +114,7 @@ def self_test():
               f"{bytes_ / 1e6:9.1f} MB floor {floor_ms:7.3f} ms")
 
     print("construction and the peers' formulations on small problems (CPU, fp32):")
-    interpret = os.environ.get("TRITON_INTERPRET") == "1"
-    if interpret:
-        from triton_peer import _interpreter_scalar_index
-        _interpreter_scalar_index()
+    interpret = interpreting()
     torch.manual_seed(0)
     gqa = next(p for p in PROBLEMS if p[0] == "causal_gqa_d128")
     small = [

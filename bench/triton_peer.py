@@ -149,6 +149,15 @@ def _load_reference():
     return module
 
 
+def interpreting():
+    """Whether TRITON_INTERPRET=1 runs the Triton kernels on the CPU here (the
+    self-tests); if so, the interpreter is patched for them first."""
+    if os.environ.get("TRITON_INTERPRET") != "1":
+        return False
+    _interpreter_scalar_index()
+    return True
+
+
 def _interpreter_scalar_index():
     """Triton's CPU interpreter holds scalars as 1-element arrays, which
     NumPy 2 no longer turns into an index (range() over runtime bounds
