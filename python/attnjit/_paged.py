@@ -506,8 +506,8 @@ def paged_attention(q, k_cache, v_cache, block_table, cu_seqlens_q, seqused_k,
     are multiples of 8 elements with pages that do not overlap (separate
     tensors, k = cache[:, 0] of a [num_pages, 2, page_size, Hkv, D] cache,
     or a heads-outer [num_pages, Hkv, page_size, D] cache viewed with
-    .transpose(1, 2)); page_size a multiple of 16, at most 4096. The new tokens' keys and
-    values must already be in the cache.
+    .transpose(1, 2)); page_size a multiple of 16, at most 4096. The new
+    tokens' keys and values must already be in the cache.
 
     block_table int32 [B, max_pages_per_seq] (last dimension contiguous;
     a view of a wider table is fine): key position j of sequence b is row

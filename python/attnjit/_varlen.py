@@ -198,7 +198,7 @@ def _fake_outputs(q, v, return_lse):
 def _on_device(device, fn):
     """fn() with q's device current (a launch goes to the current CUDA
     context, and new tensors to the current device)."""
-    if device == torch._C._cuda_getDevice():
+    if device == _current_device():
         return fn()
     with torch.cuda.device(device):
         return fn()
